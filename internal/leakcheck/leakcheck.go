@@ -1,0 +1,35 @@
+// Package leakcheck wraps go.uber.org/goleak with the goroutines every
+// locklab test may legitimately leave running:
+//
+//   - internal/proc's spawner, which lives as long as the process so that
+//     child processes get their parent-death signal (by design);
+//   - go-redis's pool dial probe (ConnPool.tryDial), started after a failed
+//     dial; it notices a closed pool within one second and exits.
+//
+// Anything else still running after a test is a leak.
+package leakcheck
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// Options returns the goleak options described in the package doc.
+func Options() []goleak.Option {
+	return []goleak.Option{
+		goleak.IgnoreTopFunction("github.com/locklab/locklab/internal/proc.spawner"),
+		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"),
+	}
+}
+
+// VerifyTestMain runs the package's tests, then fails if goroutines leaked.
+func VerifyTestMain(m *testing.M) { goleak.VerifyTestMain(m, Options()...) }
+
+// VerifyNone fails t if goroutines other than the ignored ones are running.
+// Call it at the end of a test, after the code under test has been shut
+// down (deferred calls run before it when it is deferred first).
+func VerifyNone(t testing.TB) {
+	t.Helper()
+	goleak.VerifyNone(t, Options()...)
+}

@@ -1,0 +1,218 @@
+package rig
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrNoControl is returned by a control method of a node whose provider
+// cannot control processes (external servers).
+var ErrNoControl = errors.New("rig: provider has no process control")
+
+// Node is one Redis server. Its methods are safe for concurrent use.
+type Node struct {
+	addr string
+	ctl  controller // nil when the provider has no process control
+
+	mu      sync.Mutex // protects clients and closed
+	clients []*redis.Client
+	closed  bool
+}
+
+// controller is what a provider that owns the process implements.
+type controller interface {
+	kill() error
+	stop() error
+	pause() error
+	resume() error
+	restart(ctx context.Context, keepData bool) error
+	close() error
+	logTail(lines int) string
+	pid() int
+}
+
+// Addr returns the node's "127.0.0.1:port" address.
+func (n *Node) Addr() string { return n.addr }
+
+// String returns the address.
+func (n *Node) String() string { return n.addr }
+
+// Client returns a new go-redis client for the node, closed by [Node.Close].
+// It never retries a command by itself (MaxRetries -1), so a lab sees every
+// network error, and it honours context deadlines. opts, when given, adjust
+// the defaults before the client is made.
+func (n *Node) Client(opts ...func(*redis.Options)) *redis.Client {
+	o := ClientOptions(n.addr)
+	for _, f := range opts {
+		f(o)
+	}
+	c := redis.NewClient(o)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		_ = c.Close()
+		return c
+	}
+	n.clients = append(n.clients, c)
+	return c
+}
+
+// ClientOptions returns the options [Node.Client] starts from: dial, read
+// and write timeouts of 2s, no automatic retries (of commands or dials),
+// context timeouts on, no CLIENT SETINFO on connect.
+func ClientOptions(addr string) *redis.Options {
+	return &redis.Options{
+		Addr:                  addr,
+		DialTimeout:           defaultClientTimeout,
+		ReadTimeout:           defaultClientTimeout,
+		WriteTimeout:          defaultClientTimeout,
+		MaxRetries:            -1,
+		ContextTimeoutEnabled: true,
+		DisableIdentity:       true,
+		DialerRetries:         1, // a refused dial fails at once, not after 5x100ms
+	}
+}
+
+func (n *Node) control() (controller, error) {
+	if n.ctl == nil {
+		return nil, fmt.Errorf("%s: %w", n.addr, ErrNoControl)
+	}
+	return n.ctl, nil
+}
+
+// Kill sends SIGKILL to the server and waits for it to exit. Data not on
+// disk is lost.
+func (n *Node) Kill() error {
+	c, err := n.control()
+	if err != nil {
+		return err
+	}
+	return c.kill()
+}
+
+// Stop shuts the server down gracefully (SIGTERM) and waits for it to exit.
+func (n *Node) Stop() error {
+	c, err := n.control()
+	if err != nil {
+		return err
+	}
+	return c.stop()
+}
+
+// Pause freezes the server with SIGSTOP and returns once the kernel reports
+// it stopped. The wall clock keeps running, so keys expire meanwhile.
+func (n *Node) Pause() error {
+	c, err := n.control()
+	if err != nil {
+		return err
+	}
+	return c.pause()
+}
+
+// Resume continues a paused server with SIGCONT.
+func (n *Node) Resume() error {
+	c, err := n.control()
+	if err != nil {
+		return err
+	}
+	return c.resume()
+}
+
+// Restart kills the server if it runs and starts it again on the same port.
+// With keepData the directory (AOF files) is kept, so what was fsynced comes
+// back; without it the server starts empty. Existing clients reconnect on
+// their next command.
+func (n *Node) Restart(ctx context.Context, keepData bool) error {
+	c, err := n.control()
+	if err != nil {
+		return err
+	}
+	return c.restart(ctx, keepData)
+}
+
+// Pid returns the server's process id, or 0 when it is not running or the
+// provider has no process control.
+func (n *Node) Pid() int {
+	if n.ctl == nil {
+		return 0
+	}
+	return n.ctl.pid()
+}
+
+// LogTail returns the last lines of the server's log, or "" when the
+// provider keeps no log.
+func (n *Node) LogTail(lines int) string {
+	if n.ctl == nil {
+		return ""
+	}
+	return n.ctl.logTail(lines)
+}
+
+// Close closes the node's clients, then kills the server (SIGCONT first, so
+// a paused one dies too), waits for it and removes its directory. It is
+// safe to call more than once.
+func (n *Node) Close() error {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil
+	}
+	n.closed = true
+	clients := n.clients
+	n.clients = nil
+	n.mu.Unlock()
+	for _, c := range clients {
+		_ = c.Close()
+	}
+	if n.ctl == nil {
+		return nil
+	}
+	return n.ctl.close()
+}
+
+// Ping reports whether the server answers PING with PONG within d. It
+// speaks RESP over a raw connection, so a refused dial leaves no go-redis
+// pool goroutine behind, and a server still loading its data (-LOADING)
+// does not count as ready.
+func (n *Node) Ping(d time.Duration) error {
+	conn, err := net.DialTimeout("tcp", n.addr, d)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(d))
+	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+		return err
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		return err
+	}
+	if line != "+PONG\r\n" {
+		return fmt.Errorf("rig: %s answered PING with %q", n.addr, strings.TrimSpace(line))
+	}
+	return nil
+}
+
+func probeOptions(addr string, d time.Duration) *redis.Options {
+	o := ClientOptions(addr)
+	o.DialTimeout, o.ReadTimeout, o.WriteTimeout = d, d, d
+	o.PoolSize = 1
+	return o
+}
+
+// quietLogger drops go-redis's internal log lines ("failed to dial after 1
+// attempts"), which labs provoke on purpose by killing servers.
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
+
+func init() { redis.SetLogger(quietLogger{}) }

@@ -1,0 +1,41 @@
+package rig
+
+import "time"
+
+const (
+	// defaultReadyTimeout bounds how long a start waits for PING to answer.
+	defaultReadyTimeout = 10 * time.Second
+	// defaultClientTimeout is the dial/read/write timeout of clients made by
+	// [Node.Client].
+	defaultClientTimeout = 2 * time.Second
+	// procMarker is put in every server's process title; [Strays] looks for it.
+	procMarker = "locklab-rig"
+)
+
+// Option configures a node started by [Start] or [New].
+type Option func(*config)
+
+type config struct {
+	aof          bool
+	args         []string
+	readyTimeout time.Duration
+}
+
+func newConfig(opts []Option) config {
+	c := config{readyTimeout: defaultReadyTimeout}
+	for _, o := range opts {
+		o(&c)
+	}
+	return c
+}
+
+// WithAOF turns on the append-only file with appendfsync always, so every
+// acknowledged write is on disk before the reply and survives SIGKILL and
+// [Node.Restart] with keepData. The default is no persistence at all.
+func WithAOF() Option { return func(c *config) { c.aof = true } }
+
+// WithArgs appends raw redis-server arguments, for example
+// WithArgs("--maxmemory", "10mb"). The default is none.
+func WithArgs(args ...string) Option {
+	return func(c *config) { c.args = append(c.args, args...) }
+}

@@ -1,0 +1,76 @@
+package rig
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ReplicaOf makes n a replica of the server at primaryAddr and waits until
+// INFO replication shows master_link_status:up, which is when the initial
+// sync has finished. primaryAddr may be another node's address or a fault
+// proxy's in front of it (to cut the replication link on demand).
+func (n *Node) ReplicaOf(ctx context.Context, primaryAddr string) error {
+	host, port, err := net.SplitHostPort(primaryAddr)
+	if err != nil {
+		return fmt.Errorf("rig: replicaof %q: %w", primaryAddr, err)
+	}
+	c := redis.NewClient(probeOptions(n.addr, 2*time.Second))
+	defer c.Close()
+	if err := c.SlaveOf(ctx, host, port).Err(); err != nil {
+		return fmt.Errorf("rig: %s REPLICAOF %s: %w", n.addr, primaryAddr, err)
+	}
+	return n.WaitLinkUp(ctx)
+}
+
+// WaitLinkUp waits until n, a replica, reports master_link_status:up.
+func (n *Node) WaitLinkUp(ctx context.Context) error {
+	return n.waitInfo(ctx, "replication", "master_link_status:up")
+}
+
+// Promote turns a replica into a primary (REPLICAOF NO ONE) and waits until
+// it reports role:master.
+func (n *Node) Promote(ctx context.Context) error {
+	c := redis.NewClient(probeOptions(n.addr, 2*time.Second))
+	defer c.Close()
+	if err := c.SlaveOf(ctx, "NO", "ONE").Err(); err != nil {
+		return fmt.Errorf("rig: %s REPLICAOF NO ONE: %w", n.addr, err)
+	}
+	return n.waitInfo(ctx, "replication", "role:master")
+}
+
+// Info returns the named INFO section.
+func (n *Node) Info(ctx context.Context, section string) (string, error) {
+	c := redis.NewClient(probeOptions(n.addr, 2*time.Second))
+	defer c.Close()
+	return c.Info(ctx, section).Result()
+}
+
+// waitInfo polls INFO section every 5ms until it contains line.
+func (n *Node) waitInfo(ctx context.Context, section, line string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	c := redis.NewClient(probeOptions(n.addr, 500*time.Millisecond))
+	defer c.Close()
+	last := ""
+	for {
+		info, err := c.Info(ctx, section).Result()
+		if err == nil {
+			last = info
+			for _, l := range strings.Split(info, "\n") {
+				if strings.TrimSpace(l) == line {
+					return nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("rig: %s: no %q in INFO %s: %w; last:\n%s", n.addr, line, section, ctx.Err(), last)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}

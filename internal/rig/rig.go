@@ -1,0 +1,216 @@
+package rig
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// InstallHint is the message shown when no Redis can be found.
+const InstallHint = `no Redis server available to locklab:
+  - redis-server is not on PATH (LOCKLAB_REDIS_SERVER can name the binary),
+  - no Docker engine answers, and
+  - LOCKLAB_REDIS_ADDRS (external servers, "host:port,...") is empty.
+Install Redis 7 with "make deps" (Debian/Ubuntu, as root: apt-get install -y redis-server redis-sentinel;
+macOS: brew install redis), or start Docker.`
+
+// provider makes nodes. Exactly one is chosen per process.
+type provider interface {
+	name() string
+	// start starts (or, for external servers, picks) the node with index i.
+	start(ctx context.Context, cfg config, i int) (*Node, error)
+}
+
+var (
+	provOnce sync.Once
+	prov     provider
+	provErr  error
+
+	// dockerProvider, when set by docker.go, returns a provider backed by a
+	// Docker engine, or an error saying why Docker is not usable.
+	dockerProvider func() (provider, error)
+)
+
+func chooseProvider() (provider, error) {
+	provOnce.Do(func() {
+		if addrs := os.Getenv("LOCKLAB_REDIS_ADDRS"); strings.TrimSpace(addrs) != "" {
+			prov, provErr = newExternal(addrs)
+			return
+		}
+		bin := os.Getenv("LOCKLAB_REDIS_SERVER")
+		if bin == "" {
+			bin, _ = exec.LookPath("redis-server")
+		}
+		if bin != "" {
+			prov = execProvider{bin: bin}
+			return
+		}
+		reason := ""
+		if dockerProvider != nil {
+			var err error
+			if prov, err = dockerProvider(); err == nil {
+				return
+			}
+			reason = "\n(docker: " + err.Error() + ")"
+		}
+		provErr = errors.New(InstallHint + reason)
+	})
+	return prov, provErr
+}
+
+// ProviderName names the provider in use ("exec (/usr/bin/redis-server)",
+// "external", "docker"), or returns the error saying why there is none.
+func ProviderName() (string, error) {
+	p, err := chooseProvider()
+	if err != nil {
+		return "", err
+	}
+	return p.name(), nil
+}
+
+// HasControl reports whether the provider can kill, pause and restart
+// servers.
+func HasControl() bool {
+	p, err := chooseProvider()
+	if err != nil {
+		return false
+	}
+	_, external := p.(*externalProvider)
+	return !external
+}
+
+// RequireControl skips the test, with the reason, when the provider cannot
+// control server processes (external servers). With no provider at all it
+// fails the test: it never skips to green for want of Redis.
+func RequireControl(tb testing.TB) {
+	tb.Helper()
+	p, err := chooseProvider()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if !HasControl() {
+		tb.Skipf("needs process control (kill, pause, restart); provider %s has none: unset LOCKLAB_REDIS_ADDRS to use redis-server", p.name())
+	}
+}
+
+// New starts one node. The caller must Close it.
+func New(ctx context.Context, opts ...Option) (*Node, error) {
+	return newNode(ctx, newConfig(opts), 0)
+}
+
+func newNode(ctx context.Context, cfg config, i int) (*Node, error) {
+	p, err := chooseProvider()
+	if err != nil {
+		return nil, err
+	}
+	return p.start(ctx, cfg, i)
+}
+
+// NewN starts n independent nodes in parallel. On error it closes those it
+// started. The caller must Close each node.
+func NewN(ctx context.Context, n int, opts ...Option) ([]*Node, error) {
+	cfg := newConfig(opts)
+	nodes := make([]*Node, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { nodes[i], errs[i] = newNode(ctx, cfg, i) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		for _, nd := range nodes {
+			if nd != nil {
+				_ = nd.Close()
+			}
+		}
+		return nil, err
+	}
+	return nodes, nil
+}
+
+// Start starts one node for a test and closes it in tb.Cleanup. When the
+// test fails, the tail of the server's log is logged. Without Redis the test
+// fails with [InstallHint].
+func Start(tb testing.TB, opts ...Option) *Node {
+	tb.Helper()
+	return StartN(tb, 1, opts...)[0]
+}
+
+// StartN starts n independent nodes for a test, as [Start] does.
+func StartN(tb testing.TB, n int, opts ...Option) []*Node {
+	tb.Helper()
+	nodes, err := NewN(context.Background(), n, opts...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, nd := range nodes {
+		tb.Cleanup(func() {
+			if tb.Failed() {
+				if log := nd.LogTail(30); log != "" {
+					tb.Logf("redis-server %s log (last 30 lines):\n%s", nd.Addr(), log)
+				}
+			}
+			_ = nd.Close()
+		})
+	}
+	return nodes
+}
+
+// externalProvider hands out servers listed in LOCKLAB_REDIS_ADDRS.
+type externalProvider struct{ addrs []string }
+
+func newExternal(list string) (*externalProvider, error) {
+	var addrs []string
+	for _, a := range strings.Split(list, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			addrs = append(addrs, a)
+		}
+	}
+	if len(addrs) == 0 {
+		return nil, errors.New("rig: LOCKLAB_REDIS_ADDRS lists no address")
+	}
+	return &externalProvider{addrs: addrs}, nil
+}
+
+func (p *externalProvider) name() string { return "external (LOCKLAB_REDIS_ADDRS)" }
+
+func (p *externalProvider) start(_ context.Context, cfg config, i int) (*Node, error) {
+	if i >= len(p.addrs) {
+		return nil, fmt.Errorf("rig: node %d wanted but LOCKLAB_REDIS_ADDRS lists %d servers", i+1, len(p.addrs))
+	}
+	if cfg.aof || len(cfg.args) > 0 {
+		return nil, fmt.Errorf("rig: external server %s cannot be configured (AOF, args); unset LOCKLAB_REDIS_ADDRS", p.addrs[i])
+	}
+	return &Node{addr: p.addrs[i]}, nil
+}
+
+// Strays returns the pids of running redis-server processes started by the
+// rig (any process, not just this one), found by the process-title marker.
+func Strays() ([]int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		if strings.HasPrefix(string(b), procMarker+" ") {
+			pids = append(pids, pid)
+		}
+	}
+	return pids, nil
+}
