@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -153,8 +154,8 @@ func StartN(tb testing.TB, n int, opts ...Option) []*Node {
 	for _, nd := range nodes {
 		tb.Cleanup(func() {
 			if tb.Failed() {
-				if log := nd.LogTail(30); log != "" {
-					tb.Logf("redis-server %s log (last 30 lines):\n%s", nd.Addr(), log)
+				if log := notable(nd.LogTail(30)); log != "" {
+					tb.Logf("redis-server %s log (last lines, start-up banner left out):\n%s", nd.Addr(), log)
 				}
 			}
 			_ = nd.Close()
@@ -213,4 +214,23 @@ func Strays() ([]int, error) {
 		}
 	}
 	return pids, nil
+}
+
+// boring are log lines every healthy start writes.
+var boring = []string{
+	"oO0OoO0OoO0Oo", "Redis version=", "Configuration loaded", "monotonic clock",
+	"Running mode=", "Server initialized", "Memory overcommit", "Ready to accept connections",
+}
+
+// notable drops the start-up banner from a log tail; what is left (errors,
+// replication, shutdown) is worth showing when a test fails.
+func notable(log string) string {
+	var keep []string
+	for _, l := range strings.Split(log, "\n") {
+		if l == "" || slices.ContainsFunc(boring, func(b string) bool { return strings.Contains(l, b) }) {
+			continue
+		}
+		keep = append(keep, l)
+	}
+	return strings.Join(keep, "\n")
 }

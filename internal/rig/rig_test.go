@@ -218,7 +218,7 @@ func TestServersDieWithTestBinary(t *testing.T) {
 	for _, how := range []string{"panic", "sigkill"} {
 		t.Run(how, func(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperStartServerThenDie$")
-			cmd.Env = append(os.Environ(), "LOCKLAB_RIG_HELPER="+how)
+			cmd.Env = append(os.Environ(), "LOCKLAB_RIG_HELPER="+how, "GORACE=atexit_sleep_ms=0")
 			out, err := cmd.StdoutPipe()
 			if err != nil {
 				t.Fatal(err)

@@ -1,0 +1,74 @@
+# locklab: labs and a benchmark for distributed locks on Redis.
+# The default target is test, which is what CI runs (through .ci/run).
+
+GO        ?= go
+LABDIR     = $(wildcard labs/$(LAB)-*)
+BENCHARGS ?=
+
+.PHONY: test deps vet lint lab red exercise bench bench-quick strays up down help
+
+test: deps vet
+	$(GO) test -race ./...
+	@$(MAKE) --no-print-directory strays
+
+deps:
+	@if command -v redis-server >/dev/null 2>&1 && command -v redis-sentinel >/dev/null 2>&1; then \
+		exit 0; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing redis-server and redis-sentinel with apt-get"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-sentinel >/dev/null; \
+	else \
+		echo "locklab needs Redis 7 (redis-server and redis-sentinel) on PATH:"; \
+		echo "  Debian/Ubuntu: sudo apt-get install -y redis-server redis-sentinel"; \
+		echo "  macOS:         brew install redis"; \
+		echo "  or set LOCKLAB_REDIS_ADDRS to running servers (labs that need process control will skip)"; \
+		exit 1; \
+	fi
+
+vet:
+	$(GO) vet ./...
+
+lint: vet
+	@if command -v staticcheck >/dev/null 2>&1; then staticcheck ./...; \
+	elif command -v golangci-lint >/dev/null 2>&1; then golangci-lint run; \
+	else echo "lint: staticcheck not installed (go install honnef.co/go/tools/cmd/staticcheck@latest); ran go vet only"; fi
+
+# strays fails if a redis-server started by the tests outlived them: an
+# orphan (re-parented to init) whose process title carries the rig's marker.
+strays:
+	@strays=$$(ps -eo pid=,ppid=,args= | awk '$$2 == 1 && $$3 == "locklab-rig" {print $$1}'); \
+	if [ -n "$$strays" ]; then echo "redis-server processes outlived the tests: $$strays"; ps -o pid,args -p $$strays; exit 1; fi
+
+define need_lab
+	@if [ -z "$(LAB)" ] || [ -z "$(LABDIR)" ]; then echo "usage: make $(1) LAB=03 (one of: $$(ls -d labs/[0-9]*/ | sed 's#labs/\([0-9]*\)-.*#\1#' | tr '\n' ' '))"; exit 2; fi
+endef
+
+# lab shows one lab verbosely: the broken run caught with its timeline, the fixed run passing.
+lab:
+	$(call need_lab,lab)
+	$(GO) test -count=1 -v ./$(LABDIR)/
+
+# red runs the broken lock as if it were correct: a genuinely failing test with its timeline.
+red:
+	$(call need_lab,red)
+	LOCKLAB_RED=1 $(GO) test -count=1 -v -run 'Broken' ./$(LABDIR)/
+
+# exercise tests your exercise.go: red until you fix it.
+exercise:
+	$(call need_lab,exercise)
+	$(GO) test -count=1 -v -tags exercise -run 'Exercise' ./$(LABDIR)/
+
+bench: deps
+	@if [ -d bench ]; then $(GO) run ./bench $(BENCHARGS); else echo "bench: not built yet"; fi
+
+bench-quick: deps
+	@if [ -d bench ]; then $(GO) run ./bench -quick $(BENCHARGS); else echo "bench-quick: not built yet"; fi
+
+up:
+	@if [ -f compose/redlock.yaml ]; then docker compose -f compose/redlock.yaml up -d; else echo "up: compose files not built yet"; fi
+
+down:
+	@if [ -f compose/redlock.yaml ]; then docker compose -f compose/redlock.yaml down; else echo "down: compose files not built yet"; fi
+
+help:
+	@echo "make test | lab LAB=NN | red LAB=NN | exercise LAB=NN | bench | bench-quick | lint | deps"

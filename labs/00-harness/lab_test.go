@@ -1,0 +1,54 @@
+package lab00_test
+
+import (
+	"testing"
+
+	"github.com/locklab/locklab/labs"
+	lab00 "github.com/locklab/locklab/labs/00-harness"
+)
+
+func TestMain(m *testing.M) { labs.Main(m) }
+
+const title = "Lab 00 (one job, two instances)"
+
+var (
+	// The broken lock: the exercise as shipped, a mutex inside one process.
+	processMutex = labs.Register("lab00-process-mutex", func(e *labs.Env) labs.Locker {
+		return lab00.NewExercise(e.Redis(0), e.Key, e.TTL)
+	})
+	exercise = labs.Register("lab00-exercise", func(e *labs.Env) labs.Locker {
+		return lab00.NewExercise(e.Redis(0), e.Key, e.TTL)
+	})
+)
+
+// nightlyJob is the seed story: the nightly job that charges orders runs
+// on every instance of the service, guarded by a lock. Instance B's cron
+// fires while instance A is still charging.
+func nightlyJob(s *labs.Scene, impl *labs.Impl) {
+	a := s.Client("A", impl)  // instance 1: a goroutine of this test process
+	b := s.Process("B", impl) // instance 2: another process, as on another machine
+
+	s.Must(a.Lock())
+	a.Enter()
+	a.Note("charging orders 1001-1050")
+
+	ok, err := b.TryLock()
+	s.Must(err)
+	if ok { // the lock did not see A: B charges the same orders again
+		b.Enter()
+		b.Note("charging orders 1001-1050")
+		b.Exit()
+		s.Must(b.Unlock())
+	}
+
+	a.Exit()
+	s.Must(a.Unlock())
+}
+
+func TestLab00_BrokenProcessMutex(t *testing.T) {
+	labs.Broken(t, title, nightlyJob, processMutex)
+}
+
+func TestLab00_Exercise(t *testing.T) {
+	labs.Exercise(t, title, nightlyJob, exercise)
+}

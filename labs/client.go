@@ -1,0 +1,387 @@
+package labs
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/locklab/locklab/internal/proc"
+)
+
+// Client is the scenario's remote control of one client, which runs in a
+// goroutine ([Scene.Client]) or in a child process ([Scene.Process]).
+// Operations block until the client answers; [Client.Go] starts one
+// without waiting. Every failure of the harness itself (a client that died
+// unexpectedly, the scene's deadline) fails the test.
+type Client struct {
+	s    *Scene
+	name string
+	out  *encoder
+	in   io.Closer // the driver-to-client stream; closing it stops the client
+
+	cmd      *exec.Cmd // nil for a goroutine client
+	waitOnce sync.Once
+	stderr   *lockedBuffer // a child's stderr, shown when the test fails
+	gone     chan struct{} // closed when the client's stream ended
+
+	mu      sync.Mutex // protects the fields below
+	nextID  int
+	calls   map[int]*Call
+	parked  string        // hook point the client is parked at, "" if none
+	parkedC chan struct{} // closed and replaced when the client parks
+	killed  bool
+}
+
+// Call is an operation in flight.
+type Call struct {
+	c    *Client
+	id   int
+	op   string
+	done chan struct{}
+	out  string
+	err  error
+}
+
+// Name returns the client's name.
+func (c *Client) Name() string { return c.name }
+
+// Go starts op (see [Local.Do]) and returns at once.
+func (c *Client) Go(op, arg string) *Call {
+	c.mu.Lock()
+	c.nextID++
+	call := &Call{c: c, id: c.nextID, op: op, done: make(chan struct{})}
+	c.calls[call.id] = call
+	c.mu.Unlock()
+	if err := c.out.send(msg{T: "op", ID: call.id, Op: op, Arg: arg}); err != nil {
+		c.finish(call.id, "", fmt.Errorf("client %s: send %s: %w", c.name, op, err))
+	}
+	return call
+}
+
+// Done is closed when the call has returned.
+func (call *Call) Done() <-chan struct{} { return call.done }
+
+// Result waits for the call and returns its result and error. The scene's
+// deadline fails the test.
+func (call *Call) Result() (string, error) {
+	select {
+	case <-call.done:
+		return call.out, call.err
+	case <-call.c.s.Ctx.Done():
+		call.c.s.t.Fatalf("labs: client %s: %s did not return before the scene's deadline (%v)", call.c.name, call.op, checkTimeout)
+		return "", nil
+	}
+}
+
+// Err waits for the call and returns its error.
+func (call *Call) Err() error {
+	_, err := call.Result()
+	return err
+}
+
+// Cancel cancels the call's context in the client.
+func (call *Call) Cancel() { _ = call.c.out.send(msg{T: "cancel", ID: call.id}) }
+
+// Do runs op with arg and waits for it.
+func (c *Client) Do(op, arg string) (string, error) { return c.Go(op, arg).Result() }
+
+// Lock runs the lock's Lock in the client; it is recorded on the timeline.
+func (c *Client) Lock() error { return c.Go("lock", "").Err() }
+
+// TryLock runs the lock's TryLock in the client.
+func (c *Client) TryLock() (bool, error) {
+	out, err := c.Do("trylock", "")
+	return out == "true", err
+}
+
+// Unlock runs the lock's Unlock in the client.
+func (c *Client) Unlock() error { return c.Go("unlock", "").Err() }
+
+// Enter records that the client entered the critical section.
+func (c *Client) Enter() { c.s.Must(c.Go("enter", "").Err()) }
+
+// Exit records that the client left the critical section.
+func (c *Client) Exit() { c.s.Must(c.Go("exit", "").Err()) }
+
+// Write records an accepted write of data to the (unchecked) protected
+// resource, with the lock's tokens.
+func (c *Client) Write(data string) { c.s.Must(c.Go("write", data).Err()) }
+
+// Note puts text in the client's lane, recorded by the client itself (so a
+// frozen client's note appears when it thaws).
+func (c *Client) Note(text string) { c.s.Must(c.Go("note", text).Err()) }
+
+// ParkAt arms a hook point: the next time the client's lock reaches point,
+// the client parks there until [Client.Continue].
+func (c *Client) ParkAt(point string) {
+	c.s.Must(c.out.send(msg{T: "arm", Op: point}))
+}
+
+// WaitParked waits until the client is parked at point. It fails the test
+// if the client dies or the scene's deadline passes first.
+func (c *Client) WaitParked(point string) {
+	c.s.t.Helper()
+	if !c.WaitParkedOr(point, nil) {
+		c.s.t.Fatalf("labs: client %s finished instead of parking at %s", c.name, point)
+	}
+}
+
+// WaitParkedOr waits until the client is parked at point (true) or call
+// returns first (false), for scenarios that run one script against locks
+// that have the hook point and locks that do not. call may be nil.
+func (c *Client) WaitParkedOr(point string, call *Call) bool {
+	c.s.t.Helper()
+	var done <-chan struct{}
+	if call != nil {
+		done = call.done
+	}
+	for {
+		c.mu.Lock()
+		parked, ch := c.parked, c.parkedC
+		c.mu.Unlock()
+		if parked == point {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-done:
+			return false
+		case <-c.gone:
+			c.s.t.Fatalf("labs: client %s exited while waiting for it to park at %s%s", c.name, point, c.stderrTail())
+		case <-c.s.Ctx.Done():
+			c.s.t.Fatalf("labs: client %s did not park at %s before the scene's deadline", c.name, point)
+		}
+	}
+}
+
+// Continue lets a parked client go on.
+func (c *Client) Continue() {
+	c.mu.Lock()
+	c.parked = ""
+	c.mu.Unlock()
+	c.s.Must(c.out.send(msg{T: "continue"}))
+}
+
+// Pid returns the child process's id; it fails the test for a goroutine
+// client.
+func (c *Client) Pid() int {
+	c.s.t.Helper()
+	if c.cmd == nil {
+		c.s.t.Fatalf("labs: client %s runs in a goroutine; use Scene.Process for a real process", c.name)
+	}
+	return c.cmd.Process.Pid
+}
+
+// Kill crashes the client's process with SIGKILL, as a power cut or an OOM
+// kill would, and waits until it is gone. Calls in flight fail.
+func (c *Client) Kill() {
+	c.s.t.Helper()
+	pid := c.Pid()
+	c.mu.Lock()
+	c.killed = true
+	c.mu.Unlock()
+	c.s.Must(proc.Signal(c.cmd, syscall.SIGKILL))
+	c.s.Fault("kill -9 %s (pid %d)", c.name, pid)
+	<-c.gone
+	c.wait()
+}
+
+// Freeze stops the client's process with SIGSTOP, as a long GC pause or a
+// stalled VM does, and returns once the kernel reports it stopped. Its
+// connections stay open; the wall clock, and Redis TTLs, keep running.
+func (c *Client) Freeze() {
+	c.s.t.Helper()
+	pid := c.Pid()
+	c.s.Must(proc.Signal(c.cmd, syscall.SIGSTOP))
+	c.s.Must(proc.WaitState(pid, "T", 5*time.Second))
+	c.s.Fault("SIGSTOP %s (frozen)", c.name)
+}
+
+// Thaw resumes a frozen client's process with SIGCONT.
+func (c *Client) Thaw() {
+	c.s.t.Helper()
+	c.Pid()
+	c.s.Fault("SIGCONT %s (resumes)", c.name)
+	c.s.Must(proc.Signal(c.cmd, syscall.SIGCONT))
+}
+
+// read handles the client's messages until its stream ends.
+func (c *Client) read(r io.Reader) {
+	defer close(c.gone)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		var m msg
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			continue
+		}
+		switch m.T {
+		case "event":
+			if m.Event != nil {
+				m.Event.Client = c.name
+				c.s.hist.Add(*m.Event)
+			}
+		case "parked":
+			c.mu.Lock()
+			c.parked = m.Op
+			close(c.parkedC)
+			c.parkedC = make(chan struct{})
+			c.mu.Unlock()
+		case "done":
+			var err error
+			if m.Err != "" {
+				err = &remoteError{msg: m.Err, labels: m.Labels}
+			}
+			c.finish(m.ID, m.Out, err)
+		}
+	}
+	c.mu.Lock()
+	ids := make([]int, 0, len(c.calls))
+	for id := range c.calls {
+		ids = append(ids, id)
+	}
+	why := "exited"
+	if c.killed {
+		why = "was killed"
+	}
+	c.mu.Unlock()
+	for _, id := range ids {
+		c.finish(id, "", fmt.Errorf("client %s %s: %w", c.name, why, errClientGone))
+	}
+}
+
+// errClientGone is the error of calls cut off by the client's death.
+var errClientGone = errors.New("client gone")
+
+func (c *Client) finish(id int, out string, err error) {
+	c.mu.Lock()
+	call, ok := c.calls[id]
+	delete(c.calls, id)
+	c.mu.Unlock()
+	if !ok {
+		return
+	}
+	call.out, call.err = out, err
+	close(call.done)
+}
+
+// close stops the client and waits for it: closing its input ends a
+// goroutine client at once and makes a child process exit; a child that
+// does not (it is frozen, say) is killed.
+func (c *Client) close() {
+	_ = c.in.Close()
+	if c.cmd == nil {
+		<-c.gone
+		return
+	}
+	_ = proc.Signal(c.cmd, syscall.SIGCONT)
+	select {
+	case <-c.gone:
+	case <-time.After(5 * time.Second):
+		_ = proc.Signal(c.cmd, syscall.SIGKILL)
+	}
+	c.wait()
+}
+
+// wait reaps the child process once.
+func (c *Client) wait() { c.waitOnce.Do(func() { _ = c.cmd.Wait() }) }
+
+// raceExitEnv keeps a race-enabled child from sleeping a second before it
+// exits (the race detector's atexit_sleep_ms defaults to 1000).
+func raceExitEnv() string {
+	return "GORACE=" + strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0")
+}
+
+func (c *Client) stderrTail() string {
+	if c.stderr == nil || c.stderr.Len() == 0 {
+		return ""
+	}
+	return "\nstderr of " + c.name + ":\n" + c.stderr.String()
+}
+
+// lockedBuffer is a bytes.Buffer safe for the writer goroutine of
+// exec.Cmd and a reader.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Len()
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// startGoroutine runs a client in a goroutine over in-memory pipes.
+func (s *Scene) startGoroutine(spec childSpec) *Client {
+	toClient, fromDriver := io.Pipe()
+	toDriver, fromClient := io.Pipe()
+	c := s.newClient(spec.Env.Client, fromDriver)
+	go func() {
+		_ = serve(spec, toClient, fromClient)
+		_ = fromClient.Close()
+		_ = toClient.Close()
+	}()
+	go c.read(toDriver)
+	return c
+}
+
+// startProcess runs a client in a child process: this test binary again,
+// which [Main] turns into a client serving fds 3 and 4.
+func (s *Scene) startProcess(spec childSpec) *Client {
+	specJSON, err := json.Marshal(spec)
+	s.Must(err)
+	childIn, fromDriver, err := os.Pipe()
+	s.Must(err)
+	toDriver, childOut, err := os.Pipe()
+	s.Must(err)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"="+string(specJSON), raceExitEnv())
+	cmd.ExtraFiles = []*os.File{childIn, childOut}
+	stderr := &lockedBuffer{}
+	cmd.Stdout, cmd.Stderr = stderr, stderr
+	err = proc.Start(cmd)
+	childIn.Close()
+	childOut.Close()
+	if err != nil {
+		fromDriver.Close()
+		toDriver.Close()
+		s.t.Fatalf("labs: start client process %s: %v", spec.Env.Client, err)
+	}
+	c := s.newClient(spec.Env.Client, fromDriver)
+	c.cmd, c.stderr = cmd, stderr
+	go c.read(toDriver)
+	return c
+}
+
+func (s *Scene) newClient(name string, toClient io.WriteCloser) *Client {
+	return &Client{
+		s: s, name: name,
+		out:     &encoder{enc: json.NewEncoder(toClient)},
+		in:      toClient,
+		gone:    make(chan struct{}),
+		calls:   map[int]*Call{},
+		parkedC: make(chan struct{}),
+	}
+}

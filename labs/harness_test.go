@@ -1,0 +1,263 @@
+package labs_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/internal/proc"
+	"github.com/locklab/locklab/labs"
+)
+
+func TestMain(m *testing.M) { labs.Main(m) }
+
+// errBusy is a sentinel that must survive the trip from a child process.
+var errBusy = labs.RegisterError(errors.New("test: busy"), "busy")
+
+// semLock is a lock that works only inside one process: a channel of one
+// slot shared by every client of the process. It calls hook point "held"
+// after acquiring.
+type semLock struct {
+	env  *labs.Env
+	held bool
+}
+
+var sem = make(chan struct{}, 1)
+
+func (l *semLock) Lock(ctx context.Context) error {
+	select {
+	case sem <- struct{}{}:
+		l.held = true
+		l.env.Hook(ctx, "held")
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (l *semLock) TryLock(ctx context.Context) (bool, error) {
+	select {
+	case sem <- struct{}{}:
+		l.held = true
+		return true, nil
+	default:
+		return false, nil
+	}
+}
+
+func (l *semLock) Unlock(context.Context) error {
+	if !l.held {
+		return errBusy
+	}
+	l.held = false
+	<-sem
+	return nil
+}
+
+var semImpl = labs.Register("harness-sem", func(e *labs.Env) labs.Locker { return &semLock{env: e} })
+
+// sleepOp sleeps for the duration in arg or until cancelled; "ping" answers.
+var (
+	sleepOp = labs.RegisterOp("sleep", func(ctx context.Context, l *labs.Local, arg string) (string, error) {
+		d, err := time.ParseDuration(arg)
+		if err != nil {
+			return "", err
+		}
+		select {
+		case <-time.After(d):
+			return "slept", nil
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	})
+	pingOp = labs.RegisterOp("ping", func(ctx context.Context, l *labs.Local, arg string) (string, error) {
+		return "pong " + l.Name + " " + arg, nil
+	})
+)
+
+func TestClientsRecordOnOneTimeline(t *testing.T) {
+	for _, mode := range []string{"goroutine", "process"} {
+		t.Run(mode, func(t *testing.T) {
+			labs.Run(t, func(s *labs.Scene, impl *labs.Impl) {
+				a := start(s, mode, "A", impl)
+				s.Must(a.Lock())
+				a.Enter()
+				a.Exit()
+				s.Must(a.Unlock())
+				if out, err := a.Do(pingOp, "x"); err != nil || out != "pong A x" {
+					t.Errorf("Do(ping) = %q, %v; want pong A x", out, err)
+				}
+				ev := s.Events()
+				var kinds []string
+				for _, e := range ev {
+					if e.Client != "A" {
+						t.Errorf("event %+v not from A", e)
+					}
+					kinds = append(kinds, string(e.Kind))
+				}
+				if got := strings.Join(kinds, ","); got != "want,acquire,enter,exit,release" {
+					t.Errorf("events = %s; want want,acquire,enter,exit,release", got)
+				}
+			}, semImpl)
+		})
+	}
+}
+
+func start(s *labs.Scene, mode, name string, impl *labs.Impl) *labs.Client {
+	if mode == "process" {
+		return s.Process(name, impl)
+	}
+	return s.Client(name, impl)
+}
+
+func TestErrorsCrossTheWire(t *testing.T) {
+	labs.Run(t, func(s *labs.Scene, impl *labs.Impl) {
+		b := s.Process("B", impl)
+		err := b.Unlock() // not held: the lock returns errBusy in the child
+		if !errors.Is(err, errBusy) {
+			t.Errorf("Unlock() = %v; want errors.Is(err, errBusy)", err)
+		}
+		call := b.Go(sleepOp, "1h")
+		call.Cancel()
+		if err := call.Err(); !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled call = %v; want context.Canceled", err)
+		}
+	}, semImpl)
+}
+
+func TestParkAtHookPoint(t *testing.T) {
+	labs.Run(t, func(s *labs.Scene, impl *labs.Impl) {
+		a := s.Process("A", impl)
+		a.ParkAt("held")
+		call := a.Go("lock", "")
+		a.WaitParked("held")
+		select {
+		case <-call.Done():
+			t.Fatal("Lock returned while parked at its hook point")
+		default:
+		}
+		a.Continue()
+		s.Must(call.Err())
+		// A point never reached: WaitParkedOr reports the call finished.
+		a.ParkAt("never")
+		if a.WaitParkedOr("never", a.Go("unlock", "")) {
+			t.Error("WaitParkedOr = true for a point the lock never reaches")
+		}
+	}, semImpl)
+}
+
+func TestKillAndFreezeAreReal(t *testing.T) {
+	labs.Run(t, func(s *labs.Scene, impl *labs.Impl) {
+		a := s.Process("A", impl)
+		b := s.Process("B", impl)
+		if _, err := a.Do(pingOp, ""); err != nil {
+			t.Fatal(err)
+		}
+		pid := a.Pid()
+		call := a.Go(sleepOp, "1h")
+		a.Kill()
+		if err := call.Err(); !labs.IsGone(err) {
+			t.Errorf("call cut off by Kill = %v; want a client-gone error", err)
+		}
+		if st := proc.State(pid); st != "" && st != "Z" {
+			t.Errorf("killed client's process in state %q; want gone", st)
+		}
+		b.Freeze()
+		if st := proc.State(b.Pid()); st != "T" {
+			t.Errorf("frozen client's state = %q; want T", st)
+		}
+		ping := b.Go(pingOp, "")
+		time.Sleep(20 * time.Millisecond) // give a non-frozen client ample time to answer
+		select {
+		case <-ping.Done():
+			t.Error("a frozen client answered")
+		default:
+		}
+		b.Thaw()
+		if _, err := ping.Result(); err != nil {
+			t.Errorf("ping after Thaw = %v", err)
+		}
+	}, semImpl)
+}
+
+// noLock lets everyone in.
+type noLock struct{}
+
+func (noLock) Lock(context.Context) error            { return nil }
+func (noLock) TryLock(context.Context) (bool, error) { return true, nil }
+func (noLock) Unlock(context.Context) error          { return nil }
+
+var noLockImpl = labs.Register("harness-nolock", func(*labs.Env) labs.Locker { return noLock{} })
+
+func TestCheckerSeesOverlapAcrossProcesses(t *testing.T) {
+	_, findings := labs.Run(t, func(s *labs.Scene, impl *labs.Impl) {
+		a, b := s.Client("A", impl), s.Process("B", impl)
+		a.Enter()
+		b.Enter() // B's event comes from another process, on the same clock
+		b.Exit()
+		a.Exit()
+	}, noLockImpl)
+	if len(findings) != 1 || findings[0].Kind != "overlap" {
+		t.Fatalf("findings = %v; want one overlap of A and B", findings)
+	}
+}
+
+// overlapScenario puts two clients of impl in the critical section together
+// unless the lock keeps B out.
+func overlapScenario(s *labs.Scene, impl *labs.Impl) {
+	a, b := s.Client("A", impl), s.Client("B", impl)
+	s.Must(a.Lock())
+	a.Enter()
+	if ok, err := b.TryLock(); err == nil && ok {
+		b.Enter()
+		b.Exit()
+		s.Must(b.Unlock())
+	}
+	a.Exit()
+	s.Must(a.Unlock())
+}
+
+// TestHelperExpectations is run by TestHarnessFailsLoudly in a child test
+// binary: each case must FAIL there.
+func TestHelperExpectations(t *testing.T) {
+	switch os.Getenv("LOCKLAB_HARNESS_CASE") {
+	case "blind": // a "broken" lock that behaves: the harness must say it went blind
+		labs.Broken(t, "Harness", overlapScenario, semImpl)
+	case "red": // make red: a broken lock's run must fail with its timeline
+		labs.Broken(t, "Harness", overlapScenario, noLockImpl)
+	case "unsafe": // a fixed run with a violation fails
+		labs.Fixed(t, "Harness", overlapScenario, noLockImpl)
+	default:
+		t.Skip("helper for TestHarnessFailsLoudly")
+	}
+}
+
+func TestHarnessFailsLoudly(t *testing.T) {
+	tests := []struct {
+		name, env string
+		want      []string
+	}{
+		{"blind", "LOCKLAB_HARNESS_CASE=blind", []string{"harness went blind", "no violation ... FAIL"}},
+		{"red", "LOCKLAB_HARNESS_CASE=red LOCKLAB_RED=1", []string{"1 violation", "VIOLATION: A and B both in the critical section"}},
+		{"unsafe", "LOCKLAB_HARNESS_CASE=unsafe", []string{"1 violation ... FAIL", "client A", "client B"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperExpectations$", "-test.v")
+			cmd.Env = append(append(os.Environ(), "GORACE=atexit_sleep_ms=0"), strings.Fields(tt.env)...)
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("helper case %s passed; want a failing test\n%s", tt.name, out)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(string(out), w) {
+					t.Errorf("output of case %s lacks %q:\n%s", tt.name, w, out)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,197 @@
+package labs
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/locklab/locklab/internal/history"
+)
+
+// Local is one client where it runs: its lock, its environment and its
+// recorder. Operations on it record events in the scene's history. A
+// [Client] drives a Local from the scenario, in this process or in a child;
+// [Scene.Local] hands one out directly, for stress loops in goroutines.
+type Local struct {
+	Name   string
+	Env    *Env
+	Locker Locker
+
+	clock  history.Clock
+	record func(history.Event)
+	parked func(point string) // tells the driver the client parked
+
+	mu    sync.Mutex // protects armed and cont
+	armed map[string]bool
+	cont  chan struct{} // closed by Continue; nil when not parked
+}
+
+func newLocal(env *Env, impl *Impl, clock history.Clock, record func(history.Event), parked func(string)) *Local {
+	l := &Local{Name: env.Client, Env: env, clock: clock, record: record, parked: parked, armed: map[string]bool{}}
+	env.hook = l.hook
+	l.Locker = impl.New(env)
+	return l
+}
+
+// Record adds an event for this client, stamped now.
+func (l *Local) Record(e history.Event) {
+	e.Client = l.Name
+	if e.At == 0 {
+		e.At = l.clock.Now()
+	}
+	l.record(e)
+}
+
+// Note puts a line of text in this client's lane.
+func (l *Local) Note(format string, args ...any) {
+	l.Record(history.Event{Kind: history.Note, Text: fmt.Sprintf(format, args...)})
+}
+
+// Token returns the lock's random owner token, if it has one.
+func (l *Local) Token() string {
+	if t, ok := l.Locker.(tokener); ok {
+		return t.Token()
+	}
+	return ""
+}
+
+// Fence returns the lock's fencing token, if it has one.
+func (l *Local) Fence() uint64 {
+	if f, ok := l.Locker.(fencer); ok {
+		return f.Fence()
+	}
+	return 0
+}
+
+// Lock calls the lock's Lock and records what happened.
+func (l *Local) Lock(ctx context.Context) error {
+	l.Record(history.Event{Kind: history.Want})
+	err := l.Locker.Lock(ctx)
+	l.recordAcquire(err == nil, err)
+	return err
+}
+
+// TryLock calls the lock's TryLock and records what happened.
+func (l *Local) TryLock(ctx context.Context) (bool, error) {
+	ok, err := l.Locker.TryLock(ctx)
+	if err == nil && !ok {
+		l.Record(history.Event{Kind: history.Acquire, Text: "(taken by someone else)"})
+		return false, nil
+	}
+	l.recordAcquire(ok, err)
+	return ok, err
+}
+
+func (l *Local) recordAcquire(ok bool, err error) {
+	e := history.Event{Kind: history.Acquire, OK: ok}
+	if ok {
+		e.Token, e.Fence = l.Token(), l.Fence()
+	} else if err != nil {
+		e.Text = describeErr(err)
+	}
+	l.Record(e)
+}
+
+// Unlock calls the lock's Unlock and records what happened.
+func (l *Local) Unlock(ctx context.Context) error {
+	tok, fence := l.Token(), l.Fence()
+	err := l.Locker.Unlock(ctx)
+	e := history.Event{Kind: history.Release, OK: err == nil, Token: tok, Fence: fence}
+	if err != nil {
+		e.Token, e.Fence, e.Text = "", 0, describeErr(err)
+	}
+	l.Record(e)
+	return err
+}
+
+// Enter records that the client entered the critical section.
+func (l *Local) Enter() { l.Record(history.Event{Kind: history.Enter}) }
+
+// Exit records that the client left the critical section.
+func (l *Local) Exit() { l.Record(history.Event{Kind: history.Exit}) }
+
+// Write records a write to the protected resource carrying the lock's
+// tokens, accepted or not.
+func (l *Local) Write(data string, accepted bool) {
+	l.Record(history.Event{Kind: history.Write, OK: accepted, Text: data, Token: l.Token(), Fence: l.Fence()})
+}
+
+// builtinOps are the operations every client understands.
+var builtinOps = map[string]bool{
+	"lock": true, "trylock": true, "unlock": true, "enter": true, "exit": true, "write": true, "note": true,
+}
+
+// Do runs the operation op with arg: a built-in (lock, trylock, unlock,
+// enter, exit, write, note) or one registered with [RegisterOp].
+func (l *Local) Do(ctx context.Context, op, arg string) (string, error) {
+	switch op {
+	case "lock":
+		return "", l.Lock(ctx)
+	case "trylock":
+		ok, err := l.TryLock(ctx)
+		return strconv.FormatBool(ok), err
+	case "unlock":
+		return "", l.Unlock(ctx)
+	case "enter":
+		l.Enter()
+		return "", nil
+	case "exit":
+		l.Exit()
+		return "", nil
+	case "write":
+		l.Write(arg, true)
+		return "", nil
+	case "note":
+		l.Note("%s", arg)
+		return "", nil
+	}
+	fn, ok := lookupOp(op)
+	if !ok {
+		return "", fmt.Errorf("labs: client %s: no operation %q (RegisterOp it)", l.Name, op)
+	}
+	return fn(ctx, l, arg)
+}
+
+// arm makes the client park the next time its lock reaches point.
+func (l *Local) arm(point string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.armed[point] = true
+}
+
+// hook is the lock's hook: it parks the client at an armed point until the
+// scenario says Continue (or the operation's context ends).
+func (l *Local) hook(ctx context.Context, point string) {
+	l.mu.Lock()
+	if !l.armed[point] {
+		l.mu.Unlock()
+		return
+	}
+	delete(l.armed, point)
+	cont := make(chan struct{})
+	l.cont = cont
+	l.mu.Unlock()
+	l.Record(history.Event{Kind: history.Note, Text: "⏸ " + point})
+	l.parked(point)
+	select {
+	case <-cont:
+	case <-ctx.Done():
+	}
+}
+
+// resume lets a parked client go on.
+func (l *Local) resume() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cont != nil {
+		close(l.cont)
+		l.cont = nil
+	}
+}
+
+// Close closes the client's Redis connections.
+func (l *Local) Close() {
+	l.resume()
+	l.Env.close()
+}
