@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -97,6 +98,10 @@ func (c *Client) Do(op, arg string) (string, error) { return c.Go(op, arg).Resul
 // Lock runs the lock's Lock in the client; it is recorded on the timeline.
 func (c *Client) Lock() error { return c.Go("lock", "").Err() }
 
+// LockWithin runs the lock's Lock with a context that ends after d: how
+// long this client is willing to wait.
+func (c *Client) LockWithin(d time.Duration) error { return c.Go("lock", d.String()).Err() }
+
 // TryLock runs the lock's TryLock in the client.
 func (c *Client) TryLock() (bool, error) {
 	out, err := c.Do("trylock", "")
@@ -120,25 +125,32 @@ func (c *Client) Write(data string) { c.s.Must(c.Go("write", data).Err()) }
 // frozen client's note appears when it thaws).
 func (c *Client) Note(text string) { c.s.Must(c.Go("note", text).Err()) }
 
-// ParkAt arms a hook point: the next time the client's lock reaches point,
-// the client parks there until [Client.Continue].
-func (c *Client) ParkAt(point string) {
-	c.s.Must(c.out.send(msg{T: "arm", Op: point}))
-}
-
-// WaitParked waits until the client is parked at point. It fails the test
-// if the client dies or the scene's deadline passes first.
-func (c *Client) WaitParked(point string) {
-	c.s.t.Helper()
-	if !c.WaitParkedOr(point, nil) {
-		c.s.t.Fatalf("labs: client %s finished instead of parking at %s", c.name, point)
+// ParkAt arms hook points: the next time the client's lock reaches one of
+// them, the client parks there until [Client.Continue]. Arming points that
+// only some locks have lets one script drive them all (see
+// [Client.WaitParkedOr]).
+func (c *Client) ParkAt(points ...string) {
+	for _, p := range points {
+		c.s.Must(c.out.send(msg{T: "arm", Op: p}))
 	}
 }
 
-// WaitParkedOr waits until the client is parked at point (true) or call
-// returns first (false), for scenarios that run one script against locks
-// that have the hook point and locks that do not. call may be nil.
-func (c *Client) WaitParkedOr(point string, call *Call) bool {
+// WaitParked waits until the client is parked at one of points and returns
+// it. It fails the test if the client dies or the scene's deadline passes
+// first.
+func (c *Client) WaitParked(points ...string) string {
+	c.s.t.Helper()
+	p, ok := c.WaitParkedOr(nil, points...)
+	if !ok {
+		c.s.t.Fatalf("labs: client %s finished instead of parking at %v", c.name, points)
+	}
+	return p
+}
+
+// WaitParkedOr waits until the client is parked at one of points (it
+// returns the point and true) or call returns first (false), for scripts
+// that run against locks with and without those points. call may be nil.
+func (c *Client) WaitParkedOr(call *Call, points ...string) (string, bool) {
 	c.s.t.Helper()
 	var done <-chan struct{}
 	if call != nil {
@@ -148,17 +160,17 @@ func (c *Client) WaitParkedOr(point string, call *Call) bool {
 		c.mu.Lock()
 		parked, ch := c.parked, c.parkedC
 		c.mu.Unlock()
-		if parked == point {
-			return true
+		if parked != "" && slices.Contains(points, parked) {
+			return parked, true
 		}
 		select {
 		case <-ch:
 		case <-done:
-			return false
+			return "", false
 		case <-c.gone:
-			c.s.t.Fatalf("labs: client %s exited while waiting for it to park at %s%s", c.name, point, c.stderrTail())
+			c.s.t.Fatalf("labs: client %s exited while waiting for it to park at %v%s", c.name, points, c.stderrTail())
 		case <-c.s.Ctx.Done():
-			c.s.t.Fatalf("labs: client %s did not park at %s before the scene's deadline", c.name, point)
+			c.s.t.Fatalf("labs: client %s did not park at %v before the scene's deadline", c.name, points)
 		}
 	}
 }

@@ -134,7 +134,9 @@ func TestParkAtHookPoint(t *testing.T) {
 		a := s.Process("A", impl)
 		a.ParkAt("held")
 		call := a.Go("lock", "")
-		a.WaitParked("held")
+		if p := a.WaitParked("other", "held"); p != "held" {
+			t.Errorf("WaitParked = %q; want held", p)
+		}
 		select {
 		case <-call.Done():
 			t.Fatal("Lock returned while parked at its hook point")
@@ -144,7 +146,7 @@ func TestParkAtHookPoint(t *testing.T) {
 		s.Must(call.Err())
 		// A point never reached: WaitParkedOr reports the call finished.
 		a.ParkAt("never")
-		if a.WaitParkedOr("never", a.Go("unlock", "")) {
+		if _, parked := a.WaitParkedOr(a.Go("unlock", ""), "never"); parked {
 			t.Error("WaitParkedOr = true for a point the lock never reaches")
 		}
 	}, semImpl)

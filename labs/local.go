@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/locklab/locklab/internal/history"
 )
@@ -123,10 +124,20 @@ var builtinOps = map[string]bool{
 }
 
 // Do runs the operation op with arg: a built-in (lock, trylock, unlock,
-// enter, exit, write, note) or one registered with [RegisterOp].
+// enter, exit, write, note) or one registered with [RegisterOp]. "lock"
+// takes an optional duration: the longest the client waits.
 func (l *Local) Do(ctx context.Context, op, arg string) (string, error) {
 	switch op {
 	case "lock":
+		if arg != "" { // "lock" with a duration: wait at most that long
+			d, err := time.ParseDuration(arg)
+			if err != nil {
+				return "", fmt.Errorf("labs: lock %q: %w", arg, err)
+			}
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, d)
+			defer cancel()
+		}
 		return "", l.Lock(ctx)
 	case "trylock":
 		ok, err := l.TryLock(ctx)

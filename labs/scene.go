@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -245,7 +247,7 @@ func Exercise(t *testing.T, title string, sc Scenario, impl *Impl) {
 		return
 	}
 	if !exercisePristine(t) {
-		t.Skip("exercise.go has been edited: test your fix with `make exercise LAB=NN` (go test -tags exercise)")
+		t.Skipf("exercise.go has been edited: test your fix with `make exercise LAB=%s` (go test -tags exercise)", labNumber())
 	}
 	run(t, title, "exercise, untouched: must be caught", sc, impl, wantViolation, false)
 }
@@ -290,6 +292,19 @@ func Run(t *testing.T, sc Scenario, impl *Impl) ([]history.Event, []history.Find
 	sc(s, impl)
 	events := s.hist.Events()
 	return events, history.Check(events)
+}
+
+// labNumber is the NN of the lab directory the test runs in (labs/NN-topic).
+func labNumber() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "NN"
+	}
+	n, _, ok := strings.Cut(filepath.Base(dir), "-")
+	if !ok {
+		return "NN"
+	}
+	return n
 }
 
 func plural(n int, what string) string {

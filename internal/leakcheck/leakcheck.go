@@ -4,7 +4,11 @@
 //   - internal/proc's spawner, which lives as long as the process so that
 //     child processes get their parent-death signal (by design);
 //   - go-redis's pool dial probe (ConnPool.tryDial), started after a failed
-//     dial; it notices a closed pool within one second and exits.
+//     dial; it notices a closed pool within one second and exits;
+//   - internal/rig's process waiter, one per running redis-server, which
+//     lives as long as the server (servers shared by a package's tests run
+//     until TestMain ends; a server that outlives its test binary is caught
+//     by make test's stray check instead).
 //
 // Anything else still running after a test is a leak.
 package leakcheck
@@ -20,6 +24,7 @@ func Options() []goleak.Option {
 	return []goleak.Option{
 		goleak.IgnoreTopFunction("github.com/locklab/locklab/internal/proc.spawner"),
 		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"),
+		goleak.IgnoreAnyFunction("github.com/locklab/locklab/internal/rig.(*execServer).start.func1"),
 	}
 }
 
@@ -28,8 +33,9 @@ func VerifyTestMain(m *testing.M) { goleak.VerifyTestMain(m, Options()...) }
 
 // VerifyNone fails t if goroutines other than the ignored ones are running.
 // Call it at the end of a test, after the code under test has been shut
-// down (deferred calls run before it when it is deferred first).
-func VerifyNone(t testing.TB) {
+// down. extra adds options, such as goleak.IgnoreCurrent() evaluated at the
+// start of the test (defer leakcheck.VerifyNone(t, goleak.IgnoreCurrent())).
+func VerifyNone(t testing.TB, extra ...goleak.Option) {
 	t.Helper()
-	goleak.VerifyNone(t, Options()...)
+	goleak.VerifyNone(t, append(Options(), extra...)...)
 }

@@ -1,0 +1,132 @@
+package naive
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/internal/token"
+)
+
+// Client is the part of a go-redis client the naive locks use.
+// *redis.Client, *redis.ClusterClient and *redis.Ring implement it.
+type Client interface {
+	redis.Scripter
+	Get(ctx context.Context, key string) *redis.StringCmd
+	SetNX(ctx context.Context, key string, value any, expiration time.Duration) *redis.BoolCmd
+	SetArgs(ctx context.Context, key string, value any, a redis.SetArgs) *redis.StatusCmd
+	PExpire(ctx context.Context, key string, expiration time.Duration) *redis.BoolCmd
+	Del(ctx context.Context, keys ...string) *redis.IntCmd
+}
+
+// lock is what every naive type shares: the key, the options and the token
+// of the current hold.
+type lock struct {
+	client Client
+	key    string
+	opts   options
+	err    error // invalid arguments, reported by every method
+
+	mu    sync.Mutex // protects token
+	token string     // "" when not held
+}
+
+func (l *lock) init(client Client, key string, opts []Option) {
+	l.client, l.key, l.opts = client, key, newOptions(opts)
+	switch {
+	case client == nil:
+		l.err = fmt.Errorf("%w: nil client", ErrInvalid)
+	case key == "":
+		l.err = fmt.Errorf("%w: empty key", ErrInvalid)
+	case l.opts.err != nil:
+		l.err = fmt.Errorf("%w: ttl %v is not positive", ErrInvalid, l.opts.ttl)
+	}
+}
+
+// Key returns the lock's key.
+func (l *lock) Key() string { return l.key }
+
+// Token returns the token of the current hold, or "" when not held.
+func (l *lock) Token() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.token
+}
+
+func (l *lock) held(tok string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.token = tok
+}
+
+// take returns the current token and forgets it.
+func (l *lock) take() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	tok := l.token
+	l.token = ""
+	return tok
+}
+
+func (l *lock) hook(ctx context.Context, point string) {
+	if l.opts.hook != nil {
+		l.opts.hook(ctx, point)
+	}
+}
+
+// poll calls try every poll interval until it takes the lock, fails, or
+// ctx ends.
+func (l *lock) poll(ctx context.Context, try func(context.Context) (bool, error)) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return errors.Join(ErrNotObtained, err)
+		}
+		ok, err := try(ctx)
+		if err != nil && ctx.Err() != nil {
+			// The deadline cut a command short (go-redis reports an i/o
+			// timeout): the context ended the wait, not Redis.
+			return errors.Join(ErrNotObtained, ctx.Err())
+		}
+		if err != nil || ok {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(ErrNotObtained, ctx.Err())
+		case <-time.After(l.opts.poll):
+		}
+	}
+}
+
+// release runs the owner-checked release script for tok.
+func (l *lock) release(ctx context.Context, tok string) error {
+	if tok == "" {
+		return ErrNotHeld
+	}
+	n, err := releaseScript.Run(ctx, l.client, []string{l.key}, tok).Int()
+	if err != nil {
+		return fmt.Errorf("naive: release %q: %w", l.key, err)
+	}
+	if n == 0 {
+		return ErrNotHeld
+	}
+	return nil
+}
+
+// setNXPX is the correct acquire: one SET key token NX PX ttl.
+func (l *lock) setNXPX(ctx context.Context) (bool, error) {
+	tok := token.New()
+	err := l.client.SetArgs(ctx, l.key, tok, redis.SetArgs{Mode: "NX", TTL: l.opts.ttl}).Err()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("naive: acquire %q: %w", l.key, err)
+	}
+	l.held(tok)
+	return true, nil
+}

@@ -1,0 +1,325 @@
+package naive_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/internal/leakcheck"
+	"github.com/locklab/locklab/internal/rig"
+	"github.com/locklab/locklab/labs"
+	"github.com/locklab/locklab/naive"
+)
+
+var redisAddr string
+
+func TestMain(m *testing.M) {
+	rig.Main(m, 1, func(nodes []*rig.Node) { redisAddr = nodes[0].Addr() })
+}
+
+// The naive types satisfy the labs' Locker.
+var (
+	_ labs.Locker = (*naive.SetNXThenExpire)(nil)
+	_ labs.Locker = (*naive.GetThenSet)(nil)
+	_ labs.Locker = (*naive.BlindDelete)(nil)
+	_ labs.Locker = (*naive.GetThenDelete)(nil)
+	_ labs.Locker = (*naive.BlindRenewal)(nil)
+)
+
+var keySeq atomic.Int64
+
+func lockKey() string { return fmt.Sprintf("naive-test:%d", keySeq.Add(1)) }
+
+func client(t *testing.T) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(rig.ClientOptions(redisAddr))
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+type locker interface {
+	labs.Locker
+	Token() string
+}
+
+type maker func(c naive.Client, key string, opts ...naive.Option) locker
+
+var kinds = map[string]maker{
+	"SetNXThenExpire": func(c naive.Client, k string, o ...naive.Option) locker { return naive.NewSetNXThenExpire(c, k, o...) },
+	"GetThenSet":      func(c naive.Client, k string, o ...naive.Option) locker { return naive.NewGetThenSet(c, k, o...) },
+	"BlindDelete":     func(c naive.Client, k string, o ...naive.Option) locker { return naive.NewBlindDelete(c, k, o...) },
+	"GetThenDelete":   func(c naive.Client, k string, o ...naive.Option) locker { return naive.NewGetThenDelete(c, k, o...) },
+	"BlindRenewal":    func(c naive.Client, k string, o ...naive.Option) locker { return naive.NewBlindRenewal(c, k, o...) },
+}
+
+// Without the bad interleaving, every naive lock behaves like a lock.
+func TestUncontendedLockUnlock(t *testing.T) {
+	ctx := t.Context()
+	c := client(t)
+	for name, mk := range kinds {
+		t.Run(name, func(t *testing.T) {
+			key := lockKey()
+			a, b := mk(c, key), mk(c, key)
+			if err := a.Lock(ctx); err != nil {
+				t.Fatalf("Lock() = %v", err)
+			}
+			if got, _ := c.Get(ctx, key).Result(); got != a.Token() || got == "" {
+				t.Errorf("GET %s = %q; want A's token %q", key, got, a.Token())
+			}
+			if pttl, _ := c.PTTL(ctx, key).Result(); pttl <= 0 {
+				t.Errorf("PTTL after Lock = %v; want a TTL", pttl)
+			}
+			if ok, err := b.TryLock(ctx); ok || err != nil {
+				t.Errorf("B.TryLock() while A holds = %v, %v; want false, nil", ok, err)
+			}
+			if err := a.Unlock(ctx); err != nil {
+				t.Errorf("Unlock() = %v", err)
+			}
+			if err := a.Unlock(ctx); !errors.Is(err, naive.ErrNotHeld) {
+				t.Errorf("second Unlock() = %v; want ErrNotHeld", err)
+			}
+			if n, _ := c.Exists(ctx, key).Result(); n != 0 {
+				t.Errorf("key left after Unlock")
+			}
+		})
+	}
+	leakcheck.VerifyNone(t)
+}
+
+func TestBadInput(t *testing.T) {
+	ctx := t.Context()
+	c := client(t)
+	for name, mk := range kinds {
+		t.Run(name, func(t *testing.T) {
+			tests := []struct {
+				name string
+				l    locker
+				want error
+			}{
+				{"nil client", mk(nil, lockKey()), naive.ErrInvalid},
+				{"empty key", mk(c, ""), naive.ErrInvalid},
+				{"zero ttl", mk(c, lockKey(), naive.WithTTL(0)), naive.ErrInvalid},
+				{"negative ttl", mk(c, lockKey(), naive.WithTTL(-time.Second)), naive.ErrInvalid},
+				{"unlock without lock", mk(c, lockKey()), naive.ErrNotHeld},
+			}
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					if err := tt.l.Unlock(ctx); !errors.Is(err, tt.want) {
+						t.Errorf("Unlock() = %v; want %v", err, tt.want)
+					}
+					if tt.want == naive.ErrInvalid {
+						if err := tt.l.Lock(ctx); !errors.Is(err, naive.ErrInvalid) {
+							t.Errorf("Lock() = %v; want ErrInvalid", err)
+						}
+						if _, err := tt.l.TryLock(ctx); !errors.Is(err, naive.ErrInvalid) {
+							t.Errorf("TryLock() = %v; want ErrInvalid", err)
+						}
+					}
+				})
+			}
+		})
+	}
+}
+
+func TestLockGivesUpWithContext(t *testing.T) {
+	c := client(t)
+	key := lockKey()
+	a, b := naive.NewBlindDelete(c, key), naive.NewBlindDelete(c, key)
+	if err := a.Lock(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Unlock(context.Background())
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Millisecond)
+	defer cancel()
+	err := b.Lock(ctx)
+	if !errors.Is(err, naive.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Lock() on a held key = %v; want ErrNotObtained joined with DeadlineExceeded", err)
+	}
+}
+
+func TestUnreachableRedis(t *testing.T) {
+	n := rig.Start(t)
+	c := n.Client()
+	if err := n.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for name, mk := range kinds {
+		err := mk(c, lockKey()).Lock(t.Context())
+		if err == nil || errors.Is(err, naive.ErrNotObtained) {
+			t.Errorf("%s.Lock() on a dead server = %v; want the transport error", name, err)
+		}
+	}
+}
+
+// park returns a hook that blocks at point until release is closed, and
+// reports arrival on at.
+func park(point string, at chan<- struct{}, release <-chan struct{}) naive.Option {
+	return naive.WithHook(func(ctx context.Context, p string) {
+		if p != point {
+			return
+		}
+		at <- struct{}{}
+		<-release
+	})
+}
+
+func TestSetNXThenExpireLeavesNoTTLInItsWindow(t *testing.T) {
+	ctx := t.Context()
+	c := client(t)
+	key := lockKey()
+	at, release := make(chan struct{}), make(chan struct{})
+	m := naive.NewSetNXThenExpire(c, key, park(naive.HookAfterSetNX, at, release))
+	done := make(chan error, 1)
+	go func() { done <- m.Lock(ctx) }()
+	<-at
+	if pttl, err := c.PTTL(ctx, key).Result(); err != nil || pttl != -1 {
+		t.Errorf("PTTL between SETNX and EXPIRE = %v, %v; want -1 (no TTL)", pttl, err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if pttl, _ := c.PTTL(ctx, key).Result(); pttl <= 0 {
+		t.Errorf("PTTL after EXPIRE = %v; want a TTL", pttl)
+	}
+	_ = m.Unlock(ctx)
+}
+
+func TestGetThenSetLetsTwoIn(t *testing.T) {
+	ctx := t.Context()
+	c := client(t)
+	key := lockKey()
+	atA, atB, release := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	a := naive.NewGetThenSet(c, key, park(naive.HookAfterGetEmpty, atA, release))
+	b := naive.NewGetThenSet(c, key, park(naive.HookAfterGetEmpty, atB, release))
+	okA, okB := make(chan bool, 1), make(chan bool, 1)
+	go func() { ok, _ := a.TryLock(ctx); okA <- ok }()
+	go func() { ok, _ := b.TryLock(ctx); okB <- ok }()
+	<-atA // both saw the key empty
+	<-atB
+	close(release)
+	if !<-okA || !<-okB {
+		t.Fatal("both TryLock calls should succeed after both saw the key empty")
+	}
+	// The last SET won: only that client's Unlock finds its token.
+	errA, errB := a.Unlock(ctx), b.Unlock(ctx)
+	if (errA == nil) == (errB == nil) {
+		t.Errorf("Unlock() = %v (A), %v (B); want exactly one ErrNotHeld", errA, errB)
+	}
+}
+
+func TestBlindDeleteDeletesTheNextHolder(t *testing.T) {
+	ctx := t.Context()
+	c := client(t)
+	key := lockKey()
+	a := naive.NewBlindDelete(c, key, naive.WithTTL(50*time.Millisecond))
+	b := naive.NewBlindDelete(c, key)
+	if err := a.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, c, key)
+	if err := b.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Unlock(ctx); err != nil { // A's late DEL
+		t.Fatal(err)
+	}
+	if n, _ := c.Exists(ctx, key).Result(); n != 0 {
+		t.Fatal("B's lock survived A's DEL; the mistake did not show")
+	}
+	_ = b.Unlock(ctx)
+}
+
+func TestGetThenDeleteDeletesTheNextHolder(t *testing.T) {
+	ctx := t.Context()
+	c := client(t)
+	key := lockKey()
+	b := naive.NewGetThenDelete(c, key)
+	a := naive.NewGetThenDelete(c, key, naive.WithHook(func(ctx context.Context, p string) {
+		if p == naive.HookAfterGetMatch { // between A's GET and DEL, the lock changes hands
+			c.Del(ctx, key)
+			if err := b.Lock(ctx); err != nil {
+				t.Error(err)
+			}
+		}
+	}))
+	if err := a.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := c.Exists(ctx, key).Result(); n != 0 {
+		t.Fatal("B's lock survived A's DEL; the mistake did not show")
+	}
+	_ = b.Unlock(ctx)
+}
+
+func TestBlindRenewalRenewsSomeoneElsesLock(t *testing.T) {
+	ctx := t.Context()
+	c := client(t)
+	key := lockKey()
+	renewals := make(chan struct{}, 16)
+	a := naive.NewBlindRenewal(c, key, naive.WithTTL(150*time.Millisecond), naive.WithHook(func(ctx context.Context, p string) {
+		if p == naive.HookBeforeRenew {
+			renewals <- struct{}{}
+		}
+	}))
+	if err := a.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A loses the lock (an operator's DEL stands in for an expiry), and B
+	// takes it with a long lease.
+	c.Del(ctx, key)
+	b := naive.NewBlindDelete(c, key, naive.WithTTL(time.Hour))
+	if err := b.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	drain(renewals)
+	<-renewals // a renewal starts after B locked...
+	<-renewals // ...and has finished when the next one starts
+	if pttl, _ := c.PTTL(ctx, key).Result(); pttl > 150*time.Millisecond {
+		t.Fatalf("B's PTTL = %v; A's blind EXPIRE should have cut it to A's 150ms", pttl)
+	}
+	if got, _ := c.Get(ctx, key).Result(); got != b.Token() {
+		t.Fatalf("key holds %q; want B's token", got)
+	}
+	if err := a.Unlock(ctx); !errors.Is(err, naive.ErrNotHeld) {
+		t.Errorf("A.Unlock() = %v; want ErrNotHeld", err)
+	}
+	_ = b.Unlock(ctx)
+	leakcheck.VerifyNone(t)
+}
+
+func drain(ch chan struct{}) {
+	for {
+		select {
+		case <-ch:
+		default:
+			return
+		}
+	}
+}
+
+func waitGone(t *testing.T, c *redis.Client, key string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		n, err := c.Exists(t.Context(), key).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still exists after 10s", key)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
