@@ -1,0 +1,105 @@
+package correct_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/locklab/locklab/internal/leakcheck"
+	"github.com/locklab/locklab/internal/rig"
+)
+
+// redisAddr is the address of the redis-server that TestMain starts for
+// the tests and Examples of this package.
+var redisAddr string
+
+func TestMain(m *testing.M) {
+	rig.Main(m, 1, func(nodes []*rig.Node) { redisAddr = nodes[0].Addr() })
+}
+
+// keySeq makes every test's keys unique.
+var keySeq atomic.Int64
+
+// newKey returns a key that no other test uses. In Cleanup it fails the
+// test if any key starting with it is left on the shared server.
+func newKey(t *testing.T) string {
+	t.Helper()
+	key := fmt.Sprintf("correct-test:%d", keySeq.Add(1))
+	t.Cleanup(func() {
+		c := redis.NewClient(rig.ClientOptions(redisAddr))
+		defer c.Close()
+		if left := scanKeys(t, c, key+"*"); len(left) > 0 {
+			t.Errorf("keys left behind: %q", left)
+		}
+	})
+	return key
+}
+
+// scanKeys lists the keys matching pattern, with SCAN (never KEYS).
+func scanKeys(t *testing.T, c redis.UniversalClient, pattern string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var keys []string
+	iter := c.Scan(ctx, 0, pattern, 100).Iterator()
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatalf("SCAN %s: %v", pattern, err)
+	}
+	return keys
+}
+
+// newClient returns a client of the shared server, closed in Cleanup.
+func newClient(t *testing.T) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(rig.ClientOptions(redisAddr))
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// testContext returns a context that ends with the test, or after a
+// generous cap so that a hung Lock fails the test instead of the run.
+func testContext(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// waitGone polls until key no longer exists: it waits for the condition,
+// never for a fixed time.
+func waitGone(t *testing.T, c redis.UniversalClient, key string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for {
+		n, err := c.Exists(ctx, key).Result()
+		if err != nil {
+			t.Fatalf("EXISTS %s: %v", key, err)
+		}
+		if n == 0 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("key %s still exists after 10s", key)
+		case <-time.After(time.Millisecond):
+		}
+	}
+}
+
+// verifyNoLeaks checks, after the test and all its other Cleanups, that
+// the test left no goroutine running. Goroutines already running when it
+// is called (the shared server's) are ignored. Call it first in the test.
+func verifyNoLeaks(t *testing.T) {
+	t.Helper()
+	opts := append(leakcheck.Options(), goleak.IgnoreCurrent())
+	t.Cleanup(func() { goleak.VerifyNone(t, opts...) })
+}
