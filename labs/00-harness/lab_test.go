@@ -3,6 +3,7 @@ package lab00_test
 import (
 	"testing"
 
+	"github.com/locklab/locklab/correct"
 	"github.com/locklab/locklab/labs"
 	lab00 "github.com/locklab/locklab/labs/00-harness"
 )
@@ -15,6 +16,10 @@ var (
 	// The broken lock: the exercise as shipped, a mutex inside one process.
 	processMutex = labs.Register("lab00-process-mutex", func(e *labs.Env) labs.Locker {
 		return lab00.NewExercise(e.Redis(0), e.Key, e.TTL)
+	})
+	// The fix: a lock in Redis, which every instance sees.
+	redisLock = labs.Register("lab00-correct", func(e *labs.Env) labs.Locker {
+		return correct.New(e.Redis(0), e.Key, correct.WithTTL(e.TTL))
 	})
 	exercise = labs.Register("lab00-exercise", func(e *labs.Env) labs.Locker {
 		return lab00.NewExercise(e.Redis(0), e.Key, e.TTL)
@@ -47,6 +52,10 @@ func nightlyJob(s *labs.Scene, impl *labs.Impl) {
 
 func TestLab00_BrokenProcessMutex(t *testing.T) {
 	labs.Broken(t, title, nightlyJob, processMutex)
+}
+
+func TestLab00_FixedRedisLock(t *testing.T) {
+	labs.Fixed(t, title, nightlyJob, redisLock)
 }
 
 func TestLab00_Exercise(t *testing.T) {
