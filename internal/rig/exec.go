@@ -1,10 +1,12 @@
 package rig
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -85,7 +87,39 @@ func (s *execServer) args() []string {
 	return append(a, s.cfg.args...)
 }
 
-// start runs the server and waits until PING answers.
+// serverPid asks the server at addr for its process id (INFO server).
+func serverPid(addr string) (int, error) {
+	conn, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(time.Second))
+	if _, err := conn.Write([]byte("INFO server\r\n")); err != nil {
+		return 0, err
+	}
+	r := bufio.NewReader(conn)
+	head, err := r.ReadString('\n') // $<len>
+	if err != nil || !strings.HasPrefix(head, "$") {
+		return 0, fmt.Errorf("rig: INFO server: unexpected reply %q (%v)", head, err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(head[1:]))
+	if err != nil {
+		return 0, err
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "process_id:"); ok {
+			return strconv.Atoi(v)
+		}
+	}
+	return 0, errors.New("rig: INFO server has no process_id")
+}
+
+// start runs the server and waits until PING answers, from this process.
 func (s *execServer) start(ctx context.Context) error {
 	logf, err := os.OpenFile(s.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -122,7 +156,16 @@ func (s *execServer) start(ctx context.Context) error {
 		default:
 		}
 		if node.Ping(200*time.Millisecond) == nil {
-			return nil
+			// Whoever answers must be the process we started: another test
+			// binary's server may have bound the port first.
+			pid, err := serverPid(s.addr())
+			if err == nil && pid == cmd.Process.Pid {
+				return nil
+			}
+			if err == nil {
+				_ = s.kill()
+				return fmt.Errorf("rig: port %d answered by pid %d, not ours (%d): %w", s.port, pid, cmd.Process.Pid, errAddrInUse)
+			}
 		}
 		select {
 		case <-ctx.Done():
@@ -276,9 +319,21 @@ func tail(b []byte, lines int) string {
 	return string(b[i:])
 }
 
-// freePort returns a loopback port that was free a moment ago, never one of
-// Redis's well-known ports.
+// handedOut holds the ports this process has given to a server, so two
+// servers started at the same moment never get the same port (binding :0
+// and closing can return the same port twice before either server binds it).
+var (
+	portsMu   sync.Mutex
+	handedOut = map[int]bool{}
+)
+
+// freePort returns a loopback port that was free a moment ago and has not
+// been handed out by this process, never one of Redis's well-known ports.
+// Another process may still take it first; start checks the server that
+// answers is ours.
 func freePort() (int, error) {
+	portsMu.Lock()
+	defer portsMu.Unlock()
 	for {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -286,7 +341,8 @@ func freePort() (int, error) {
 		}
 		port := l.Addr().(*net.TCPAddr).Port
 		l.Close()
-		if port != 6379 && port != 26379 {
+		if port != 6379 && port != 26379 && !handedOut[port] {
+			handedOut[port] = true
 			return port, nil
 		}
 	}

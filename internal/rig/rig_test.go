@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -260,4 +261,23 @@ func TestHelperStartServerThenDie(t *testing.T) {
 		panic("helper dies without cleanup, as a timed-out test binary does")
 	}
 	select {} // wait for SIGKILL
+}
+
+// TestParallelStartsGetTheirOwnServers: nodes started at the same moment
+// never share a port, and each address is answered by the node's own
+// process.
+func TestParallelStartsGetTheirOwnServers(t *testing.T) {
+	rig.RequireControl(t)
+	nodes := rig.StartN(t, 12)
+	ctx := ctxFor(t)
+	for i, n := range nodes {
+		info, err := n.Info(ctx, "server")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf("process_id:%d", n.Pid())
+		if !strings.Contains(info, want) {
+			t.Errorf("node %d (%s): INFO server lacks %q", i, n.Addr(), want)
+		}
+	}
 }

@@ -1,0 +1,12 @@
+-- extend.lua: reset the lock key's TTL only if it still holds our token.
+--
+-- KEYS[1]  the lock key
+-- ARGV[1]  the token this client stored with SET NX
+-- ARGV[2]  the new TTL in milliseconds
+--
+-- Returns 1 if the key held the token and its TTL was set, 0 if the key was
+-- missing (expired) or held another client's token (left untouched).
+if redis.call("GET", KEYS[1]) == ARGV[1] then
+	return redis.call("PEXPIRE", KEYS[1], ARGV[2])
+end
+return 0

@@ -1,0 +1,657 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/locklab/locklab/internal/leakcheck"
+	"github.com/locklab/locklab/internal/rig"
+	"github.com/locklab/locklab/redlock"
+)
+
+func ctxFor(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestLockHoldsOnEveryNodeUntilUnlock(t *testing.T) {
+	ctx := ctxFor(t)
+	key := newKey(t)
+	const ttl = 10 * time.Second
+	m := redlock.New(clientsFor(t, addrs), key, redlock.WithTTL(ttl))
+	before := time.Now()
+	if err := m.Lock(ctx); err != nil {
+		t.Fatalf("Lock() = %v; want nil", err)
+	}
+	after := time.Now()
+	tok := m.Token()
+	if len(tok) != 22 {
+		t.Fatalf("Token() = %q; want a 22-character token", tok)
+	}
+	for i, v := range holders(t, admin, key) {
+		if v != tok {
+			t.Errorf("node %d holds %q; want our token %q", i, v, tok)
+		}
+	}
+	// Until is t0 + ttl - drift, with t0 taken inside Lock.
+	drift := redlock.Drift(ttl)
+	if u := m.Until(); u.Before(before.Add(ttl-drift)) || u.After(after.Add(ttl-drift)) {
+		t.Errorf("Until() = now%+v; want within [%v, %v] from now", time.Until(u), time.Until(before.Add(ttl-drift)), time.Until(after.Add(ttl-drift)))
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock() = %v; want nil", err)
+	}
+	if got := holders(t, admin, key); !slices.Equal(got, make([]string, len(admin))) {
+		t.Errorf("after Unlock, nodes hold %q; want the key gone everywhere", got)
+	}
+	if !m.Until().IsZero() || m.Token() != "" {
+		t.Errorf("after Unlock, Until() = %v, Token() = %q; want zero values", m.Until(), m.Token())
+	}
+}
+
+func TestTryLockReportsContentionAsFalseNil(t *testing.T) {
+	ctx := ctxFor(t)
+	key := newKey(t)
+	cs := clientsFor(t, addrs)
+	c1, c2 := redlock.New(cs, key), redlock.New(cs, key)
+	if ok, err := c1.TryLock(ctx); !ok || err != nil {
+		t.Fatalf("c1.TryLock() = %v, %v; want true, nil", ok, err)
+	}
+	if ok, err := c2.TryLock(ctx); ok || err != nil {
+		t.Fatalf("c2.TryLock() while c1 holds = %v, %v; want false, nil", ok, err)
+	}
+	if err := c1.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := c2.TryLock(ctx); !ok || err != nil {
+		t.Fatalf("c2.TryLock() after c1 unlocked = %v, %v; want true, nil", ok, err)
+	}
+	if err := c2.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBadInputIsAnErrorNotAPanic(t *testing.T) {
+	cs := clientsFor(t, addrs)
+	var nilClient *redis.Client
+	tests := []struct {
+		name    string
+		clients []redlock.Client
+		key     string
+		opts    []redlock.Option
+	}{
+		{"no clients", nil, "k", nil},
+		{"nil client", []redlock.Client{cs[0], nil, cs[2]}, "k", nil},
+		{"typed nil client", []redlock.Client{cs[0], nilClient, cs[2]}, "k", nil},
+		{"same node twice", []redlock.Client{cs[0], cs[1], cs[0]}, "k", nil},
+		{"empty key", cs, "", nil},
+		{"zero ttl", cs, "k", []redlock.Option{redlock.WithTTL(0)}},
+		{"negative ttl", cs, "k", []redlock.Option{redlock.WithTTL(-time.Second)}},
+		{"sub-millisecond ttl", cs, "k", []redlock.Option{redlock.WithTTL(time.Microsecond)}},
+		{"zero node timeout", cs, "k", []redlock.Option{redlock.WithNodeTimeout(0)}},
+		{"node timeout not below ttl", cs, "k", []redlock.Option{redlock.WithTTL(time.Second), redlock.WithNodeTimeout(time.Second)}},
+		{"zero tries", cs, "k", []redlock.Option{redlock.WithTries(0)}},
+		{"nil retry", cs, "k", []redlock.Option{redlock.WithRetry(nil)}},
+	}
+	ctx := ctxFor(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := redlock.New(tt.clients, tt.key, tt.opts...)
+			if err := m.Lock(ctx); !errors.Is(err, redlock.ErrInvalid) {
+				t.Errorf("Lock() = %v; want ErrInvalid", err)
+			}
+			if ok, err := m.TryLock(ctx); ok || !errors.Is(err, redlock.ErrInvalid) {
+				t.Errorf("TryLock() = %v, %v; want false, ErrInvalid", ok, err)
+			}
+			if err := m.Extend(ctx); !errors.Is(err, redlock.ErrInvalid) {
+				t.Errorf("Extend() = %v; want ErrInvalid", err)
+			}
+			if err := m.Unlock(ctx); !errors.Is(err, redlock.ErrInvalid) {
+				t.Errorf("Unlock() = %v; want ErrInvalid", err)
+			}
+		})
+	}
+}
+
+func TestUnlockWhenNotHeld(t *testing.T) {
+	ctx := ctxFor(t)
+	cs := clientsFor(t, addrs)
+
+	t.Run("never locked", func(t *testing.T) {
+		m := redlock.New(cs, newKey(t))
+		if err := m.Unlock(ctx); !errors.Is(err, redlock.ErrNotHeld) {
+			t.Errorf("Unlock() = %v; want ErrNotHeld", err)
+		}
+	})
+	t.Run("twice", func(t *testing.T) {
+		m := redlock.New(cs, newKey(t))
+		if err := m.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Unlock(ctx); err != nil {
+			t.Fatalf("first Unlock() = %v; want nil", err)
+		}
+		if err := m.Unlock(ctx); !errors.Is(err, redlock.ErrNotHeld) {
+			t.Errorf("second Unlock() = %v; want ErrNotHeld", err)
+		}
+	})
+	t.Run("after expiry", func(t *testing.T) {
+		key := newKey(t)
+		m := redlock.New(cs, key, redlock.WithTTL(100*time.Millisecond), redlock.WithNodeTimeout(50*time.Millisecond))
+		if err := lockWithin(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		waitGone(t, admin, key)
+		if err := m.Unlock(ctx); !errors.Is(err, redlock.ErrNotHeld) {
+			t.Errorf("Unlock() after the keys expired = %v; want ErrNotHeld", err)
+		}
+	})
+	t.Run("taken over", func(t *testing.T) {
+		key := newKey(t)
+		m := redlock.New(cs, key)
+		if err := m.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range admin { // an operator replaces the key everywhere
+			if err := c.Set(ctx, key, "someone else", time.Minute).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := m.Unlock(ctx); !errors.Is(err, redlock.ErrNotHeld) {
+			t.Errorf("Unlock() of a taken-over lock = %v; want ErrNotHeld", err)
+		}
+		for i, v := range holders(t, admin, key) {
+			if v != "someone else" {
+				t.Errorf("node %d holds %q after our Unlock; want the other holder's key untouched", i, v)
+			}
+		}
+	})
+}
+
+// lockWithin retries TryLock until it gets the lock on the shared nodes,
+// which are all up: with a very short TTL and node timeout, a round slowed
+// down by a loaded machine may leave no validity or miss the node timeout.
+func lockWithin(ctx context.Context, m *redlock.Mutex) error {
+	for {
+		ok, err := m.TryLock(ctx)
+		if ok {
+			return nil
+		}
+		if ctx.Err() != nil || err != nil && !errors.Is(err, redlock.ErrNotObtained) && !errors.Is(err, redlock.ErrQuorumUnreachable) {
+			return err
+		}
+	}
+}
+
+// waitGone polls until key is missing on every node.
+func waitGone(t testing.TB, cs []*redis.Client, key string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if slices.Equal(holders(t, cs, key), make([]string, len(cs))) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("key %q still on some node after 10s: %q", key, holders(t, cs, key))
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestExtend(t *testing.T) {
+	ctx := ctxFor(t)
+	cs := clientsFor(t, addrs)
+	const ttl = 10 * time.Second
+
+	t.Run("moves Until and resets the TTL", func(t *testing.T) {
+		key := newKey(t)
+		m := redlock.New(cs, key, redlock.WithTTL(ttl))
+		if err := m.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer m.Unlock(context.Background())
+		first := m.Until()
+		for _, c := range admin { // let the keys age, as time would
+			if err := c.PExpire(ctx, key, ttl/2).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := m.Extend(ctx); err != nil {
+			t.Fatalf("Extend() = %v; want nil", err)
+		}
+		if !m.Until().After(first) {
+			t.Errorf("Until() after Extend = %v; want after %v", m.Until(), first)
+		}
+		for i, c := range admin {
+			if pttl, err := c.PTTL(ctx, key).Result(); err != nil || pttl <= ttl/2 {
+				t.Errorf("node %d PTTL after Extend = %v, %v; want above %v", i, pttl, err, ttl/2)
+			}
+		}
+	})
+	t.Run("fails when a majority lost the token", func(t *testing.T) {
+		key := newKey(t)
+		m := redlock.New(cs, key, redlock.WithTTL(ttl))
+		if err := m.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer m.Unlock(context.Background())
+		until := m.Until()
+		for _, c := range admin[:3] { // the key expired early on 3 of 5 nodes
+			if err := c.Del(ctx, key).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := m.Extend(ctx); !errors.Is(err, redlock.ErrNotHeld) {
+			t.Errorf("Extend() with the token on 2 of 5 nodes = %v; want ErrNotHeld", err)
+		}
+		if m.Until() != until {
+			t.Errorf("Until() after a failed Extend = %v; want unchanged %v", m.Until(), until)
+		}
+		if got := holders(t, admin, key)[:3]; !slices.Equal(got, []string{"", "", ""}) {
+			t.Errorf("failed Extend recreated keys: %q", got)
+		}
+	})
+	t.Run("not held", func(t *testing.T) {
+		m := redlock.New(cs, newKey(t))
+		if err := m.Extend(ctx); !errors.Is(err, redlock.ErrNotHeld) {
+			t.Errorf("Extend() before Lock = %v; want ErrNotHeld", err)
+		}
+	})
+}
+
+// TestFailedAttemptLeavesNoKey: another client holds the key on 3 of 5
+// nodes, so our attempt gets only the other 2 and must delete its token
+// from them, leaving the other holder's keys alone.
+func TestFailedAttemptLeavesNoKey(t *testing.T) {
+	ctx := ctxFor(t)
+	key := newKey(t)
+	for _, c := range admin[:3] {
+		if err := c.Set(ctx, key, "other", time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var released atomic.Int32
+	var onNodes []string
+	hook := func(_ context.Context, point string) {
+		if point == redlock.HookBeforeRelease {
+			released.Add(1)
+			onNodes = holders(t, admin, key) // our token is on nodes 3 and 4 now
+		}
+	}
+	m := redlock.New(clientsFor(t, addrs), key, redlock.WithHook(hook))
+	if ok, err := m.TryLock(ctx); ok || err != nil {
+		t.Fatalf("TryLock() = %v, %v; want false, nil", ok, err)
+	}
+	if released.Load() != 1 || onNodes[3] == "" || onNodes[4] == "" {
+		t.Fatalf("before release, nodes held %q (hook fired %d times); want our token on nodes 3 and 4", onNodes, released.Load())
+	}
+	want := []string{"other", "other", "other", "", ""}
+	if got := holders(t, admin, key); !slices.Equal(got, want) {
+		t.Errorf("after the failed attempt, nodes hold %q; want %q", got, want)
+	}
+}
+
+// TestMinorityDown: 2 of 5 nodes killed, the lock still works.
+func TestMinorityDown(t *testing.T) {
+	rig.RequireControl(t)
+	ctx := ctxFor(t)
+	nodes := startNodes(t, 5)
+	for _, n := range nodes[:2] {
+		if err := n.Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := redlock.New(clientsFor(t, addrsOf(nodes)), "lock:minority")
+	if err := m.Lock(ctx); err != nil {
+		t.Fatalf("Lock() with 2 of 5 nodes down = %v; want nil", err)
+	}
+	if err := m.Extend(ctx); err != nil {
+		t.Fatalf("Extend() with 2 of 5 nodes down = %v; want nil", err)
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock() with 2 of 5 nodes down = %v; want nil", err)
+	}
+}
+
+// TestMajorityDownFailsFast: with 3 of 5 nodes killed or frozen no quorum
+// is possible; Lock must say so after one round, naming each failed node,
+// instead of retrying for its 32 tries.
+func TestMajorityDownFailsFast(t *testing.T) {
+	rig.RequireControl(t)
+	tests := []struct {
+		name    string
+		fault   func(*rig.Node) error
+		errText string // in each NodeError
+	}{
+		{"killed", (*rig.Node).Kill, "connection refused"},
+		{"frozen", (*rig.Node).Pause, "per-node timeout"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := ctxFor(t)
+			nodes := startNodes(t, 5)
+			down := nodes[2:]
+			for _, n := range down {
+				if err := tt.fault(n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			const ttl = 10 * time.Second
+			var rounds atomic.Int32
+			hook := func(_ context.Context, point string) {
+				if point == redlock.HookBeforeRelease {
+					rounds.Add(1)
+				}
+			}
+			m := redlock.New(clientsFor(t, addrsOf(nodes)), "lock:majority", redlock.WithTTL(ttl),
+				redlock.WithNodeTimeout(300*time.Millisecond), redlock.WithHook(hook),
+				redlock.WithRetry(func(int) time.Duration { return ttl })) // a retry would show in the time taken
+
+			start := time.Now()
+			err := m.Lock(ctx)
+			elapsed := time.Since(start)
+			if !errors.Is(err, redlock.ErrQuorumUnreachable) {
+				t.Fatalf("Lock() with 3 of 5 nodes down = %v; want ErrQuorumUnreachable", err)
+			}
+			if errors.Is(err, redlock.ErrNotObtained) {
+				t.Errorf("Lock() = %v; want a transport error, not ErrNotObtained", err)
+			}
+			if elapsed > ttl/5 || rounds.Load() != 1 {
+				t.Errorf("Lock() took %v and %d rounds; want one round, well under the %v ttl", elapsed, rounds.Load(), ttl)
+			}
+			var got []string
+			for _, ne := range nodeErrors(err) {
+				got = append(got, ne.Addr)
+				if ne.Index < 2 || !strings.Contains(ne.Error(), tt.errText) {
+					t.Errorf("NodeError %v; want node 2, 3 or 4 failing with %q", ne, tt.errText)
+				}
+			}
+			if want := addrsOf(down); !slices.Equal(got, want) {
+				t.Errorf("NodeError addresses = %v; want the failed nodes %v\nerror:\n%v", got, want, err)
+			}
+			t.Logf("Lock() failed in %v:\n%v", elapsed, err)
+
+			if ok, err := m.TryLock(ctx); ok || !errors.Is(err, redlock.ErrQuorumUnreachable) {
+				t.Errorf("TryLock() = %v, %v; want false, ErrQuorumUnreachable", ok, err)
+			}
+			// Nothing is left on the live nodes.
+			for i, n := range nodes[:2] {
+				if v, _ := n.Client().Get(ctx, "lock:majority").Result(); v != "" {
+					t.Errorf("live node %d holds %q after the failed attempts; want no key", i, v)
+				}
+			}
+		})
+	}
+}
+
+// TestFrozenNodeDoesNotStallAcquisition: one of 5 nodes is frozen with
+// SIGSTOP. Acquisition waits for it only the per-node timeout, even with a
+// client that ignores context deadlines and would wait a minute, and every
+// goroutine ends once the node answers again.
+func TestFrozenNodeDoesNotStallAcquisition(t *testing.T) {
+	rig.RequireControl(t)
+	tests := []struct {
+		name string
+		opt  func(*redis.Options)
+	}{
+		{"client honours deadlines", func(*redis.Options) {}},
+		{"client ignores deadlines", func(o *redis.Options) {
+			o.ContextTimeoutEnabled = false
+			o.ReadTimeout, o.WriteTimeout = time.Minute, time.Minute
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := ctxFor(t)
+			nodes := startNodes(t, 5)
+			cs := clientsFor(t, addrsOf(nodes), tt.opt)
+			for _, c := range cs { // connect before the freeze: the pause hits an open connection
+				if err := c.(*redis.Client).Ping(ctx).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Goroutines running now (servers' waiters, other tests' clients)
+			// are not ours to check.
+			before := goleak.IgnoreCurrent()
+			frozen := nodes[0]
+			if err := frozen.Pause(); err != nil {
+				t.Fatal(err)
+			}
+			const nodeTimeout = 300 * time.Millisecond
+			m := redlock.New(cs, "lock:frozen", redlock.WithTTL(10*time.Second), redlock.WithNodeTimeout(nodeTimeout))
+			start := time.Now()
+			if err := m.Lock(ctx); err != nil {
+				t.Fatalf("Lock() with 1 of 5 nodes frozen = %v; want nil", err)
+			}
+			elapsed := time.Since(start)
+			if elapsed < nodeTimeout || elapsed > 5*nodeTimeout {
+				t.Errorf("Lock() took %v; want the %v per-node timeout, give or take scheduling", elapsed, nodeTimeout)
+			}
+			if err := m.Unlock(ctx); err != nil {
+				t.Fatalf("Unlock() with 1 of 5 nodes frozen = %v; want nil", err)
+			}
+			if err := frozen.Resume(); err != nil {
+				t.Fatal(err)
+			}
+			// The calls still blocked on the frozen node get their replies
+			// now and their goroutines end.
+			goleak.VerifyNone(t, append(leakcheck.Options(), before)...)
+		})
+	}
+}
+
+// TestPauseAfterQuorumIsRefused is Kleppmann's scenario 10: the client
+// gets a majority of OKs, then pauses until its keys have expired. The
+// validity check measures the pause and refuses the lock.
+func TestPauseAfterQuorumIsRefused(t *testing.T) {
+	ctx := ctxFor(t)
+	key := newKey(t)
+	paused := false
+	hook := func(_ context.Context, point string) {
+		if point == redlock.HookAcquiredQuorum && !paused {
+			paused = true
+			waitGone(t, admin, key) // the pause outlasts the keys
+		}
+	}
+	m := redlock.New(clientsFor(t, addrs), key, redlock.WithTTL(500*time.Millisecond),
+		redlock.WithNodeTimeout(250*time.Millisecond), redlock.WithHook(hook))
+	ok, err := m.TryLock(ctx)
+	for !paused && errors.Is(err, redlock.ErrQuorumUnreachable) && ctx.Err() == nil {
+		ok, err = m.TryLock(ctx) // a loaded machine missed the node timeout; the scenario needs a majority
+	}
+	if ok || !errors.Is(err, redlock.ErrNotObtained) {
+		t.Fatalf("TryLock() after a pause longer than the ttl = %v, %v; want false, ErrNotObtained", ok, err)
+	}
+	if !paused {
+		t.Fatal("the hook never fired at HookAcquiredQuorum")
+	}
+	t.Logf("refused: %v", err)
+}
+
+func TestLockGivesUp(t *testing.T) {
+	ctx := ctxFor(t)
+	cs := clientsFor(t, addrs)
+	key := newKey(t)
+	holder := redlock.New(cs, key)
+	if err := holder.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Unlock(context.Background())
+	fast := redlock.WithRetry(func(int) time.Duration { return time.Millisecond })
+
+	t.Run("tries exhausted", func(t *testing.T) {
+		var rounds atomic.Int32
+		count := redlock.WithHook(func(_ context.Context, p string) {
+			if p == redlock.HookBeforeRelease {
+				rounds.Add(1)
+			}
+		})
+		err := redlock.New(cs, key, fast, redlock.WithTries(3), count).Lock(ctx)
+		if !errors.Is(err, redlock.ErrNotObtained) || errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Lock() = %v; want ErrNotObtained without a context error", err)
+		}
+		if rounds.Load() != 3 {
+			t.Errorf("Lock() made %d attempts; want 3", rounds.Load())
+		}
+	})
+	t.Run("context deadline", func(t *testing.T) {
+		short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer cancel()
+		err := redlock.New(cs, key, fast, redlock.WithTries(1<<30)).Lock(short)
+		if !errors.Is(err, redlock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Lock() = %v; want ErrNotObtained joined with DeadlineExceeded", err)
+		}
+	})
+	t.Run("context already cancelled", func(t *testing.T) {
+		done, cancel := context.WithCancel(ctx)
+		cancel()
+		err := redlock.New(cs, newKey(t)).Lock(done)
+		if !errors.Is(err, redlock.ErrNotObtained) || !errors.Is(err, context.Canceled) {
+			t.Errorf("Lock() = %v; want ErrNotObtained joined with Canceled", err)
+		}
+	})
+}
+
+func TestUnlockReleasesEvenWithCancelledContext(t *testing.T) {
+	key := newKey(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	m := redlock.New(clientsFor(t, addrs), key)
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock(cancelled ctx) = %v; want nil", err)
+	}
+	if got := holders(t, admin, key); !slices.Equal(got, make([]string, len(admin))) {
+		t.Errorf("after Unlock, nodes hold %q; want the key gone everywhere", got)
+	}
+}
+
+// TestMutualExclusion runs clients that contend for one lock on 5 nodes and
+// checks that no two are ever inside the critical section together.
+func TestMutualExclusion(t *testing.T) {
+	ctx := ctxFor(t)
+	key := newKey(t)
+	cs := clientsFor(t, addrs)
+	const clients, rounds = 4, 10
+	retry := redlock.WithRetry(func(int) time.Duration { return time.Duration(1+rand.IntN(5)) * time.Millisecond })
+	var inside, peak, total atomic.Int32
+	var g errgroup.Group
+	for range clients {
+		m := redlock.New(cs, key, retry, redlock.WithTries(1<<30), redlock.WithTTL(10*time.Second))
+		g.Go(func() error {
+			for range rounds {
+				if err := m.Lock(ctx); err != nil {
+					return err
+				}
+				n := inside.Add(1)
+				for { // record the highest occupancy seen
+					old := peak.Load()
+					if n <= old || peak.CompareAndSwap(old, n) {
+						break
+					}
+				}
+				total.Add(1)
+				time.Sleep(time.Millisecond) // hold the lock for a moment
+				inside.Add(-1)
+				if err := m.Unlock(ctx); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if peak.Load() != 1 || total.Load() != clients*rounds {
+		t.Errorf("%d critical sections, at most %d at once; want %d, at most 1", total.Load(), peak.Load(), clients*rounds)
+	}
+}
+
+func TestHookPoints(t *testing.T) {
+	ctx := ctxFor(t)
+	var mu sync.Mutex
+	var points []string
+	hook := func(_ context.Context, p string) {
+		mu.Lock()
+		defer mu.Unlock()
+		points = append(points, p)
+	}
+	m := redlock.New(clientsFor(t, addrs), newKey(t), redlock.WithHook(hook))
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{redlock.HookAcquiredQuorum, redlock.HookBeforeRelease}
+	if !slices.Equal(points, want) {
+		t.Errorf("hook points = %q; want %q", points, want)
+	}
+}
+
+func TestValidity(t *testing.T) {
+	tests := []struct {
+		name         string
+		ttl, elapsed time.Duration
+		want         time.Duration
+	}{
+		{"default ttl, instant", 8 * time.Second, 0, 8*time.Second - 82*time.Millisecond},
+		{"default ttl, 3ms round", 8 * time.Second, 3 * time.Millisecond, 7915 * time.Millisecond},
+		{"10s ttl, 100ms round", 10 * time.Second, 100 * time.Millisecond, 9798 * time.Millisecond},
+		{"100ms ttl, exactly used up", 100 * time.Millisecond, 97 * time.Millisecond, 0},
+		{"100ms ttl, overrun", 100 * time.Millisecond, 150 * time.Millisecond, -53 * time.Millisecond},
+		{"1ms ttl", time.Millisecond, 0, -1*time.Millisecond - 10*time.Microsecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := redlock.Validity(tt.ttl, tt.elapsed); got != tt.want {
+				t.Errorf("Validity(%v, %v) = %v; want %v", tt.ttl, tt.elapsed, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestDefaultNodeTimeout(t *testing.T) {
+	tests := []struct{ ttl, want time.Duration }{
+		{8 * time.Second, 400 * time.Millisecond},
+		{time.Minute, 3 * time.Second},
+		{time.Second, 50 * time.Millisecond},
+		{60 * time.Millisecond, 30 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		if got := redlock.DefaultNodeTimeout(tt.ttl); got != tt.want {
+			t.Errorf("DefaultNodeTimeout(%v) = %v; want %v", tt.ttl, got, tt.want)
+		}
+	}
+}
+
+// TestScriptsLoad loads every script into a real server and checks that
+// the server computes the same SHA1 that EVALSHA will send.
+func TestScriptsLoad(t *testing.T) {
+	ctx := ctxFor(t)
+	for name, s := range redlock.Scripts {
+		sha, err := s.Load(ctx, admin[0]).Result()
+		if err != nil {
+			t.Errorf("SCRIPT LOAD %s = %v; want its SHA1", name, err)
+			continue
+		}
+		if sha != s.Hash() {
+			t.Errorf("SCRIPT LOAD %s = %s; want %s", name, sha, s.Hash())
+		}
+	}
+}
