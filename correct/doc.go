@@ -64,4 +64,63 @@
 // for a whole TTL. For the same reason, when [Mutex.Lock] or
 // [Mutex.TryLock] fails after sending its SET, it deletes the key if the
 // SET did land, so a failed Lock leaves no lock behind.
+//
+// # Waiting
+//
+// How a Lock waits for a held lock decides its latency, its fairness and
+// the load it puts on Redis; it never decides safety, which rests on SET NX
+// and the owner-checked scripts alone. There are two strategies.
+//
+// Polling, the default: try SET NX, sleep a jittered, growing delay
+// ([WithRetry]), try again. Every failed try costs a command, and between
+// a release and the next try the lock sits free, unused. Nobody is in line:
+// the client that just released usually takes the lock straight back
+// (barging), so under steady contention some waiters wait many times
+// longer than others.
+//
+// Hand-off, with a [Notifier] ([WithNotifier]): waiters queue, first come
+// first served, and the holder gives the lock to the oldest one.
+//
+//   - Lock tries SET NX while the lock looks free (two round trips per
+//     uncontended Lock and Unlock, as polling). When it is taken, the waiter
+//     joins a Redis list with one RPUSH (the token carries the id of the
+//     waiter's Notifier) and sleeps. A Mutex that just handed the lock over
+//     queues at once next time, skipping the SET NX that would fail.
+//   - Unlock is one script: check the owner; pop the oldest waiter; SET the
+//     key to its token with a fresh TTL; PUBLISH to its Notifier's channel.
+//     The waiter wakes already holding the lock: one hop after the
+//     release, with no idle gap and no race between waiters. Five commands
+//     in all per contended acquisition (RPUSH; EVALSHA, GET, LPOP, SET,
+//     PUBLISH), however many wait.
+//
+// Its failure modes, and what bounds each:
+//
+//   - The lost wake-up: a waiter refused by SET NX joins the queue just
+//     after the holder released with nobody queued, so no message will
+//     come. The waiter that finds itself first in the queue checks the
+//     lock once more right away ([HookRefused] marks the window).
+//   - A dead waiter: its process is gone, so nobody is subscribed to its
+//     channel and PUBLISH reports 0 receivers. The release script moves on
+//     to the next waiter in the same script; the lock is never handed to
+//     the dead.
+//   - A frozen waiter (SIGSTOP, a long GC pause) still has its
+//     subscription, so it is handed the lock and keeps it, without using
+//     it, until it resumes or the TTL runs out.
+//   - A dead holder: nobody releases. The key expires after its TTL, and
+//     every waiter also checks the lock itself every ttl/4, so one of them
+//     takes it within ttl/4 of the expiry (breaking the queue order once)
+//     and hands it on in order from then on.
+//   - A lost message, or a Notifier whose connection was down when its
+//     waiter's turn came (it looked dead and was skipped): the same
+//     periodic check finds the lock already handed over, or puts the
+//     waiter back in the queue.
+//   - A waiter that gives up (its ctx ends) leaves the queue; if the lock
+//     was handed to it at that moment, it hands the lock on.
+//
+// After a hand-off, [Mutex.Until] counts the lease from the last moment
+// the waiter knows came before the hand-off (when it queued, or its last
+// check), so it errs early, never late. Hand-off needs Pub/Sub on the
+// server that holds the key: a single primary, alone or behind Sentinel.
+// On Redis Cluster use polling (see [Notifier]). Keys: the queue of lock
+// "k" is "{k}:q", in the same cluster slot as the lock.
 package correct

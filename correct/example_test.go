@@ -204,3 +204,55 @@ func ExampleMutex_Unlock() {
 	// unlock with a cancelled context: <nil>
 	// keys left: 0
 }
+
+// With a Notifier, waiters queue and the holder hands the lock straight to
+// the oldest one: no polling, no idle gap, no barging. One Notifier serves
+// every Mutex of the process; close it when the process is done with
+// locks.
+func ExampleWithNotifier() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	client := redis.NewClient(&redis.Options{Addr: redisAddr})
+	defer client.Close()
+	n, err := correct.NewNotifier(ctx, client)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer n.Close()
+
+	queued := make(chan struct{})
+	c1 := correct.New(client, "example:queue", correct.WithNotifier(n))
+	c2 := correct.New(client, "example:queue", correct.WithNotifier(n),
+		correct.WithHook(func(_ context.Context, point string) {
+			if point == correct.HookQueued {
+				close(queued)
+			}
+		}))
+
+	if err := c1.Lock(ctx); err != nil {
+		fmt.Println("c1:", err)
+		return
+	}
+	fmt.Println("c1 acquired")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := c2.Lock(ctx); err != nil {
+			fmt.Println("c2:", err)
+			return
+		}
+		fmt.Println("c2 acquired: handed over by c1's Unlock")
+		_ = c2.Unlock(ctx)
+	}()
+	<-queued
+	fmt.Println("c2 queued")
+	fmt.Println("c1 releases")
+	_ = c1.Unlock(ctx)
+	<-done
+	// Output:
+	// c1 acquired
+	// c2 queued
+	// c1 releases
+	// c2 acquired: handed over by c1's Unlock
+}

@@ -12,6 +12,7 @@ var (
 		"release.lua": {releaseLua, releaseScript},
 		"extend.lua":  {extendLua, extendScript},
 		"ttl.lua":     {ttlLua, ttlScript},
+		"queued.lua":  {queuedLua, queuedScript},
 	}
 
 	// Backoff is the default DelayFunc.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -40,10 +41,17 @@ type Mutex struct {
 	key    string
 	ttl    time.Duration
 	hook   func(ctx context.Context, point string)
-	wait   waiter // how Lock waits for its turn; see wait.go
-	err    error  // invalid arguments found by New, returned by every method
+	wait   waiter    // how Lock waits for its turn without a Notifier; see wait.go
+	notify *Notifier // set by WithNotifier: Lock waits in the queue; see handoff.go
+	queue  string    // the wait queue's key; see queueKey
+	err    error     // invalid arguments found by New, returned by every method
 
 	// The fields above are set by New and never change.
+
+	// contended hints that other clients are waiting: the last acquisition
+	// had to queue, or the last Unlock handed the lock over. Lock with a
+	// Notifier then queues at once instead of trying SET NX first.
+	contended atomic.Bool
 
 	mu    sync.Mutex // protects token and until
 	token string     // our value in the key; "" when not held
@@ -68,6 +76,8 @@ func New(client Client, key string, opts ...Option) *Mutex {
 		ttl:    o.ttl,
 		hook:   o.hook,
 		wait:   poll{delay: o.delay, tries: o.tries},
+		notify: o.notifier,
+		queue:  queueKey(key),
 		err:    errors.Join(errs...),
 	}
 }
@@ -92,6 +102,9 @@ func New(client Client, key string, opts ...Option) *Mutex {
 func (m *Mutex) Lock(ctx context.Context) error {
 	if err := m.check(); err != nil {
 		return err
+	}
+	if m.notify != nil {
+		return m.lockQueued(ctx)
 	}
 	return m.wait.wait(ctx, m.acquire)
 }
@@ -125,7 +138,7 @@ func (m *Mutex) acquire(ctx context.Context) (bool, error) {
 		// have been lost, or ctx may have ended while it was on the wire.
 		// Delete the key if it holds our token, so a failed attempt never
 		// leaves a lock behind that nobody will release.
-		_, relErr := m.release(ctx, tok)
+		_, relErr := m.release(ctx, tok, false)
 		if cerr := ctxErr(ctx); cerr != nil {
 			return false, errors.Join(ErrNotObtained, cerr, relErr)
 		}
@@ -165,7 +178,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		return ErrNotHeld
 	}
 	m.at(ctx, HookBeforeRelease)
-	deleted, err := m.release(ctx, tok)
+	deleted, err := m.release(ctx, tok, false)
 	if err != nil {
 		return err
 	}
@@ -176,16 +189,26 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	return nil
 }
 
-// release runs the release script for tok, detached from ctx's cancellation
-// and bounded by releaseTimeout. It reports whether the key was deleted.
-func (m *Mutex) release(ctx context.Context, tok string) (bool, error) {
+// release runs the release script for tok, detached from ctx's
+// cancellation and bounded by releaseTimeout: it deletes the key, or hands
+// the lock to the oldest live waiter in the queue, if the key holds tok.
+// With dequeue it first takes tok out of the queue (a waiter giving up). It
+// reports whether tok held the lock.
+func (m *Mutex) release(ctx context.Context, tok string, dequeue bool) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	n, err := releaseScript.Run(ctx, m.client, []string{m.key}, tok).Int64()
+	flag := "0"
+	if dequeue {
+		flag = "1"
+	}
+	n, err := releaseScript.Run(ctx, m.client, []string{m.key, m.queue}, tok, m.ttl.Milliseconds(), channelPrefix, flag).Int64()
 	if err != nil {
 		return false, fmt.Errorf("correct: release %q: %w", m.key, err)
 	}
-	return n == 1, nil
+	if n != 0 {
+		m.contended.Store(n == 2) // 2: handed to a waiter
+	}
+	return n != 0, nil
 }
 
 // Extend sets the lock's TTL to ttl, counted from now, if this Mutex still
@@ -315,7 +338,7 @@ func ctxErr(ctx context.Context) error {
 
 // isNil reports whether c is nil or holds a nil pointer, such as a
 // *redis.Client variable that was never assigned.
-func isNil(c Client) bool {
+func isNil(c any) bool {
 	if c == nil {
 		return true
 	}

@@ -28,10 +28,11 @@ const (
 type Option func(*options)
 
 type options struct {
-	ttl   time.Duration
-	delay DelayFunc
-	tries int
-	hook  func(ctx context.Context, point string)
+	ttl      time.Duration
+	delay    DelayFunc
+	tries    int
+	hook     func(ctx context.Context, point string)
+	notifier *Notifier
 }
 
 // newOptions applies opts over the defaults and checks the result. An
@@ -104,13 +105,30 @@ func WithTries(n int) Option {
 
 // WithHook sets a function called at each named step of the protocol, with
 // the context of the method that reached it and the step's name: one of
-// [HookAcquired] and [HookBeforeRelease]. The labs use it to park a client
+// [HookAcquired], [HookBeforeRelease], [HookRefused] and [HookQueued]. The labs use it to park a client
 // between two commands (to let its key expire, or another client in); a
 // hook that blocks holds up that method and nothing else. It must be safe
 // for concurrent use if the Mutex is used from several goroutines. If f is
 // nil, no hook is called. The default is no hook.
 func WithHook(f func(ctx context.Context, point string)) Option {
 	return func(o *options) { o.hook = f }
+}
+
+// WithNotifier makes [Mutex.Lock] wait in a first-come, first-served
+// queue instead of polling: a waiter joins the lock's queue with one RPUSH
+// and sleeps until the holder's Unlock hands the lock straight to it (one
+// script: owner check, pop the oldest live waiter, SET its token, PUBLISH
+// to it), so the lock never sits free between holders and nobody is
+// starved. A waiter also checks the lock itself every ttl/4, which bounds
+// the wait when no hand-off will come (the holder died; a message was
+// lost). While the lock looks free, Lock first tries SET NX as without a
+// Notifier, so an uncontended lock costs the same two round trips.
+//
+// All Mutexes that contend for a key should use a Notifier: a polling
+// Mutex only gets the lock when nobody is queued. If n is nil, Lock polls.
+// The default is nil (polling with [WithRetry]'s delays).
+func WithNotifier(n *Notifier) Option {
+	return func(o *options) { o.notifier = n }
 }
 
 // The steps at which the function given to [WithHook] is called.

@@ -15,17 +15,25 @@ import (
 // restart, a failover or SCRIPT FLUSH), after which the server has cached
 // it again.
 //
-// Acquiring needs no script: SET key token NX PX ttl is one atomic command.
+// Acquiring needs no script: SET key token NX PX ttl is one atomic command,
+// and joining the wait queue is one RPUSH.
 var (
 	//go:embed release.lua
 	releaseLua string
-	// releaseScript deletes the key if it holds our token (compare-and-delete).
+	// releaseScript deletes the key if it holds our token (compare-and-delete),
+	// or hands it to the oldest live waiter in the lock's queue.
 	releaseScript = redis.NewScript(releaseLua)
 
 	//go:embed extend.lua
 	extendLua string
 	// extendScript resets the key's TTL if it holds our token.
 	extendScript = redis.NewScript(extendLua)
+
+	//go:embed queued.lua
+	queuedLua string
+	// queuedScript is a queued waiter's own check of the lock (see
+	// waitInQueue): already handed to us, free to take, or still held.
+	queuedScript = redis.NewScript(queuedLua)
 
 	//go:embed ttl.lua
 	ttlLua string
