@@ -1,0 +1,220 @@
+package lab07_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/internal/faultproxy"
+	"github.com/locklab/locklab/internal/rig"
+	"github.com/locklab/locklab/labs"
+)
+
+// cluster is a primary with two replicas, as a Sentinel deployment has.
+// Each replica follows the primary through its own fault proxy, so the
+// scenario can hold replication back for real: the proxy holds every byte
+// of the replication stream, as a congested or partitioned network does,
+// and no process is touched. Held bytes are never delivered: the replica is
+// promoted or the primary killed before the link could heal.
+type cluster struct {
+	s       *labs.Scene
+	primary *rig.Node
+	replica [2]*rig.Node
+	link    [2]*faultproxy.Proxy // link[i] carries replica i's replication stream
+}
+
+// newCluster starts the three servers and waits until both replicas are
+// in sync (master_link_status:up).
+func newCluster(s *labs.Scene) *cluster {
+	s.T().Helper()
+	// Disk-based full syncs: after a diskless one (7.0's default) the
+	// primary streams to a replica only once that replica's first periodic
+	// ACK arrives, up to a second later (see inSync).
+	nodes := s.Nodes(3, rig.WithArgs("--repl-diskless-sync", "no"))
+	c := &cluster{s: s, primary: nodes[0], replica: [2]*rig.Node{nodes[1], nodes[2]}}
+	for i, r := range c.replica {
+		c.link[i] = faultproxy.Start(s.T(), c.primary.Addr())
+		s.Must(r.ReplicaOf(s.Ctx, c.link[i].Addr()))
+	}
+	inSync(s, c.primary, 2)
+	s.Note("a primary and 2 replicas, in sync")
+	return c
+}
+
+// inSync waits until n replicas acknowledge a probe write on primary, so
+// that a WAIT right after counts them. A replica's link is up as soon as
+// it has loaded the primary's data, but after a full sync the primary
+// streams new writes to it only once it has an acknowledgement from it,
+// which can take up to a second (the replica's next periodic ACK).
+func inSync(s *labs.Scene, primary *rig.Node, n int) {
+	s.T().Helper()
+	c := redis.NewClient(rig.ClientOptions(primary.Addr()))
+	defer c.Close()
+	conn := c.Conn() // WAIT counts the writes sent on this connection
+	defer conn.Close()
+	const probe = "lab07:probe"
+	s.Must(conn.Set(s.Ctx, probe, "1", 0).Err())
+	s.Must(conn.Del(s.Ctx, probe).Err())
+	acked, err := conn.Wait(s.Ctx, n, syncTimeout).Result()
+	s.Must(err)
+	if acked < int64(n) {
+		s.T().Fatalf("lab07: %d of %d replicas acknowledged a probe write within %v", acked, n, syncTimeout)
+	}
+}
+
+// syncTimeout bounds how long inSync waits for the replicas. It only
+// fails a test that would hang: healthy replicas take at most a second.
+const syncTimeout = 10 * time.Second
+
+// member is a server as the timeline names it.
+type member struct {
+	name string
+	node *rig.Node
+}
+
+func (c *cluster) all() []member {
+	return []member{{"primary", c.primary}, {"replica 1", c.replica[0]}, {"replica 2", c.replica[1]}}
+}
+
+// holdBack stops the replication stream to the given replicas (0 or 1) in
+// the network.
+func (c *cluster) holdBack(replicas ...int) {
+	for _, i := range replicas {
+		c.link[i].Blackhole()
+	}
+	if len(replicas) == 2 {
+		c.s.Fault("replication held back: the stream to both replicas is stuck in the network")
+		return
+	}
+	c.s.Fault("replication to replica %d held back; replica %d keeps up", replicas[0]+1, 2-replicas[0])
+}
+
+// show notes which servers hold the lock's key, and whose token is in it.
+func (c *cluster) show(members ...member) {
+	parts := make([]string, len(members))
+	for i, m := range members {
+		parts[i] = m.name + ": " + valueOn(c.s, m.node)
+	}
+	c.s.Note("%s on %s", c.s.Key, strings.Join(parts, ", "))
+}
+
+// has reports whether node holds the lock's key.
+func (c *cluster) has(node *rig.Node) bool {
+	v := valueOn(c.s, node)
+	return v != "none" && v != "down"
+}
+
+// valueOn returns the lock key's value on node, "none" when it is absent
+// or "down" when the node does not answer. It uses a connection of its own,
+// so no pooled connection killed by a failover gets in the way.
+func valueOn(s *labs.Scene, node *rig.Node) string {
+	c := redis.NewClient(rig.ClientOptions(node.Addr()))
+	defer c.Close()
+	v, err := c.Get(s.Ctx, s.Key).Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return "none"
+	case err != nil:
+		return "down"
+	}
+	return v
+}
+
+// kill crashes a server with SIGKILL, as a power cut does.
+func (c *cluster) kill(name string, node *rig.Node) {
+	pid := node.Pid()
+	c.s.Must(node.Kill())
+	c.s.Fault("kill -9 %s (pid %d)", name, pid)
+}
+
+// failoverByHand kills the primary and does what Sentinel would: promote
+// replica 1 and make replica 2 follow it. It returns the new primary and
+// the replica left.
+func (c *cluster) failoverByHand() (primary, replica *rig.Node) {
+	c.kill("primary", c.primary)
+	c.s.Must(c.replica[0].Promote(c.s.Ctx))
+	c.s.Fault("REPLICAOF NO ONE on replica 1: the new primary")
+	c.s.Must(c.replica[1].ReplicaOf(c.s.Ctx, c.replica[0].Addr()))
+	inSync(c.s, c.replica[0], 1)
+	c.s.Fault("replica 2 now follows the new primary (in sync)")
+	return c.replica[0], c.replica[1]
+}
+
+// watch starts three sentinels monitoring the primary. Call it after
+// newCluster: the group is ready once every sentinel sees both replicas.
+func (c *cluster) watch() *rig.Sentinels {
+	sentinels := rig.StartSentinels(c.s.T(), c.primary, 3)
+	c.s.Note("3 sentinels watch the primary (quorum 2, down-after 1 s)")
+	return sentinels
+}
+
+// failoverBySentinel kills the primary and lets the sentinels fail over:
+// it waits until a quorum of them name a promoted replica, then until the
+// other replica follows it (Sentinel reconfigures it). Which replica is
+// promoted is Sentinel's choice. It returns the new primary and the replica
+// left.
+func (c *cluster) failoverBySentinel(sentinels *rig.Sentinels) (primary, replica *rig.Node) {
+	old := c.primary.Addr()
+	c.kill("primary", c.primary)
+	killed := time.Now()
+	addr, err := sentinels.WaitFailover(c.s.Ctx, old)
+	c.s.Must(err)
+	for i, r := range c.replica {
+		if r.Addr() == addr {
+			primary, replica = r, c.replica[1-i]
+		}
+	}
+	if primary == nil {
+		c.s.T().Fatalf("lab07: sentinels promoted %s, which is neither replica", addr)
+	}
+	c.s.Note("Sentinel failover: a replica promoted, %d ms after the kill", time.Since(killed).Milliseconds())
+	c.s.Eventually("the other replica follows the new primary", func() (bool, error) {
+		return follows(c.s.Ctx, replica, addr)
+	})
+	inSync(c.s, primary, 1)
+	c.s.Note("Sentinel made the other replica follow it (in sync)")
+	return primary, replica
+}
+
+// follows reports whether node is a replica of primaryAddr with its link
+// up.
+func follows(ctx context.Context, node *rig.Node, primaryAddr string) (bool, error) {
+	host, port, err := net.SplitHostPort(primaryAddr)
+	if err != nil {
+		return false, err
+	}
+	info, err := node.Info(ctx, "replication")
+	if err != nil {
+		return false, nil // busy being reconfigured; ask again
+	}
+	want := []string{"role:slave", "master_host:" + host, "master_port:" + port, "master_link_status:up"}
+	lines := map[string]bool{}
+	for _, l := range strings.Split(info, "\n") {
+		lines[strings.TrimSpace(l)] = true
+	}
+	for _, w := range want {
+		if !lines[w] {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// longEnv turns on the labs' long variants.
+const longEnv = "LOCKLAB_LONG"
+
+// requireLong skips a long variant unless it was asked for: it waits for a
+// real Sentinel failover, several seconds, which the default run of the lab
+// does without.
+func requireLong(t *testing.T) {
+	t.Helper()
+	if testing.Short() || os.Getenv(longEnv) == "" {
+		t.Skipf("the Sentinel variant waits for a real failover (about 5 s); run it with: %s=1 go test -v -run Sentinel ./labs/07-failover/", longEnv)
+	}
+}

@@ -1,0 +1,223 @@
+package lab07_test
+
+import (
+	"context"
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/correct"
+	"github.com/locklab/locklab/internal/rig"
+	"github.com/locklab/locklab/labs"
+	lab07 "github.com/locklab/locklab/labs/07-failover"
+)
+
+func TestMain(m *testing.M) { labs.Main(m) }
+
+const (
+	title         = "Lab 07 (failover)"
+	titleLimit    = "Lab 07 (failover, the limit of WAIT)"
+	titleSentinel = "Lab 07 (failover by Sentinel)"
+)
+
+const (
+	// lease is the lock's TTL. It is far longer than any failover here
+	// (Sentinel's takes about 3 s), so A's lock is still valid, by A's own
+	// clock, when B is handed the same lock: the double holding is the
+	// failover's doing, not an expired lease.
+	lease = 30 * time.Second
+	// waitTimeout is how long WAIT may wait for a replica's ack. A healthy
+	// replica on loopback acks within a few ms, so 1 s is a wide margin;
+	// when no ack can come, each acquisition costs this long.
+	waitTimeout = time.Second
+)
+
+var (
+	// The broken lock: the correct single-node lock, which trusts the
+	// primary's OK.
+	plainLock = labs.Register("lab07-correct", func(e *labs.Env) labs.Locker {
+		return correct.New(e.Redis(0), e.Key, correct.WithTTL(e.TTL))
+	})
+	// The mitigation: the same lock, whose SET counts only once a replica
+	// acknowledged it (SET, then WAIT 1 1000 on the same connection).
+	waitLock = labs.Register("lab07-wait", func(e *labs.Env) labs.Locker {
+		return correct.New(lab07.WaitForReplicas(e.Redis(0), 1, waitTimeout), e.Key, correct.WithTTL(e.TTL))
+	})
+	exercise = labs.Register("lab07-exercise", func(e *labs.Env) labs.Locker {
+		return lab07.NewExercise(e.Redis(0), e.Key, e.TTL)
+	})
+
+	_ = labs.RegisterError(lab07.ErrNotReplicated, fmt.Sprintf("no replica acknowledged the SET within %v (WAIT)", waitTimeout))
+	_ = labs.RegisterError(syscall.ECONNREFUSED, "connection refused")
+)
+
+// validFor has a client say, in its lane, how long its lock is still
+// valid by its own clock (the lock's Until), for the locks that know.
+var validFor = labs.RegisterOp("valid-for", func(_ context.Context, l *labs.Local, _ string) (string, error) {
+	u, ok := l.Locker.(interface{ Until() time.Time })
+	if !ok || u.Until().IsZero() {
+		return "", nil
+	}
+	l.Note("lock valid for another %d ms", time.Until(u.Until()).Milliseconds())
+	return "", nil
+})
+
+// byHand is the incident with the failover done by hand, as Sentinel would
+// do it: quick, and the default.
+func byHand(s *labs.Scene, impl *labs.Impl) { incident(s, impl, false) }
+
+// bySentinel is the incident with a real automatic failover by three
+// sentinels.
+func bySentinel(s *labs.Scene, impl *labs.Impl) { incident(s, impl, true) }
+
+// incident: A takes the lock for order 1001 on the primary while
+// replication is held back; the primary dies with the key; a replica that
+// never saw it is promoted; B asks the new primary for the same lock.
+func incident(s *labs.Scene, impl *labs.Impl, withSentinel bool) {
+	s.TTL = lease
+	c := newCluster(s)
+	var sentinels *rig.Sentinels
+	if withSentinel {
+		sentinels = c.watch()
+	}
+
+	// The replicas fall behind: a write reaches the primary and goes no
+	// further. (On a healthy network that window is a millisecond or so;
+	// a primary that dies in it loses the write just the same.)
+	c.holdBack(0, 1)
+
+	// A, a refund worker, takes the lock on the primary and starts work.
+	a := s.Client("A", impl, labs.Addrs(c.primary.Addr()))
+	held := lock(s, a)
+	c.show(c.all()...)
+	if held {
+		a.Enter()
+		do(s, a, validFor)
+	} else if c.has(c.primary) {
+		s.Violation("A was refused the lock, but its key stays on the primary: nobody else can take it for %v", s.TTL)
+	}
+
+	// The primary's host dies, and a replica takes over.
+	var primary, replica *rig.Node
+	if withSentinel {
+		primary, replica = c.failoverBySentinel(sentinels)
+	} else {
+		primary, replica = c.failoverByHand()
+	}
+	c.show(member{"new primary", primary}, member{"replica", replica})
+
+	// B, another worker, is asked to refund order 1001 too, and asks the
+	// new primary for the lock.
+	b := s.Client("B", impl, labs.Addrs(primary.Addr()))
+	s.Must(b.Lock())
+	b.Enter()
+	if held {
+		do(s, a, validFor) // A still holds the lock, by its own clock
+	}
+	b.Write("refund order 1001")
+	b.Exit()
+	s.Must(b.Unlock())
+
+	// A's payment call returns, and A finishes.
+	if held {
+		a.Write("refund order 1001")
+		a.Exit()
+		unlockAfterCrash(s, a) // its primary is gone
+	}
+}
+
+// ackingReplicaDies: WAIT is satisfied by replica 2 while replica 1 lags;
+// then the primary and replica 2 lose power together, replica 1 is
+// promoted (the only one left: Sentinel would choose it too), and replica
+// 2 comes back empty and follows it.
+func ackingReplicaDies(s *labs.Scene, impl *labs.Impl) {
+	s.TTL = lease
+	c := newCluster(s)
+	c.holdBack(0)
+
+	a := s.Client("A", impl, labs.Addrs(c.primary.Addr()))
+	s.Must(a.Lock()) // WAIT 1: replica 2's ack is enough
+	c.show(c.all()...)
+	a.Enter()
+	do(s, a, validFor)
+
+	// One rack holds the primary and replica 2, and it loses power.
+	c.kill("primary", c.primary)
+	c.kill("replica 2", c.replica[1])
+	s.Must(c.replica[0].Promote(s.Ctx))
+	s.Fault("REPLICAOF NO ONE on replica 1: the new primary (the only replica left)")
+	s.Must(c.replica[1].Restart(s.Ctx, false))
+	s.Must(c.replica[1].ReplicaOf(s.Ctx, c.replica[0].Addr()))
+	inSync(s, c.replica[0], 1)
+	s.Fault("replica 2 back, empty; it follows the new primary (in sync)")
+	c.show(member{"new primary", c.replica[0]}, member{"replica 2", c.replica[1]})
+
+	b := s.Client("B", impl, labs.Addrs(c.replica[0].Addr()))
+	s.Must(b.Lock()) // WAIT 1: replica 2 acknowledges B's SET too
+	b.Enter()
+	do(s, a, validFor)
+	b.Write("refund order 1001")
+	b.Exit()
+	s.Must(b.Unlock())
+
+	a.Write("refund order 1001")
+	a.Exit()
+	unlockAfterCrash(s, a)
+}
+
+// lock runs Lock in c and reports whether it got the lock. A refusal is on
+// the timeline; only a client that died fails the test.
+func lock(s *labs.Scene, c *labs.Client) bool {
+	err := c.Lock()
+	if labs.IsGone(err) {
+		s.Must(err)
+	}
+	return err == nil
+}
+
+// do runs op in c and fails the test on an error.
+func do(s *labs.Scene, c *labs.Client, op string) {
+	_, err := c.Do(op, "")
+	s.Must(err)
+}
+
+// unlockAfterCrash unlocks a lock whose server died: the failure is on the
+// timeline, and only a client that died fails the test.
+func unlockAfterCrash(s *labs.Scene, c *labs.Client) {
+	if err := c.Unlock(); labs.IsGone(err) {
+		s.Must(err)
+	}
+}
+
+func TestLab07_BrokenFailoverLosesTheLock(t *testing.T) {
+	labs.Broken(t, title, byHand, plainLock)
+}
+
+func TestLab07_FixedWaitRefusesUnreplicatedLock(t *testing.T) {
+	labs.Fixed(t, title, byHand, waitLock)
+}
+
+// TestLab07_BrokenWaitAckedByAReplicaThatDied shows what WAIT does not
+// guarantee: the lock with WAIT 1, and two holders anyway.
+func TestLab07_BrokenWaitAckedByAReplicaThatDied(t *testing.T) {
+	labs.Broken(t, titleLimit, ackingReplicaDies, waitLock)
+}
+
+// TestLab07_BrokenSentinelFailover is the incident with a real Sentinel
+// failover. It runs only with LOCKLAB_LONG=1 (see requireLong).
+func TestLab07_BrokenSentinelFailover(t *testing.T) {
+	requireLong(t)
+	labs.Broken(t, titleSentinel, bySentinel, plainLock)
+}
+
+// TestLab07_FixedSentinelFailoverWithWait is the fixed run with a real
+// Sentinel failover. It runs only with LOCKLAB_LONG=1.
+func TestLab07_FixedSentinelFailoverWithWait(t *testing.T) {
+	requireLong(t)
+	labs.Fixed(t, titleSentinel, bySentinel, waitLock)
+}
+
+func TestLab07_Exercise(t *testing.T) {
+	labs.Exercise(t, title, byHand, exercise)
+}
