@@ -1,0 +1,151 @@
+package watchdog_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/reentrant"
+	"github.com/locklab/locklab/watchdog"
+)
+
+// reentrantNotHeld tells Keep which reentrant errors mean loss.
+var reentrantNotHeld = watchdog.WithNotHeld(func(err error) bool { return errors.Is(err, reentrant.ErrNotHeld) })
+
+// TestKeepReentrant renews a reentrant lock held twice by one owner, then
+// releases it. (TestKeepsLockFor10TTLs covers holding past the ttl.)
+func TestKeepReentrant(t *testing.T) {
+	verify := leakGuard(t)
+	const (
+		ttl      = 2 * time.Second
+		interval = 50 * time.Millisecond
+	)
+	key := newKey(t)
+	ctx := reentrant.WithOwner(t.Context(), reentrant.NewOwner())
+	rm := reentrant.New(rdb, key, reentrant.WithTTL(ttl))
+	for range 2 {
+		if err := rm.Lock(ctx); err != nil {
+			t.Fatalf("reentrant Lock = %v", err)
+		}
+	}
+	rec := newHookRecorder()
+	lease, err := watchdog.Keep(ctx, rm, watchdog.WithTTL(ttl), watchdog.WithInterval(interval), reentrantNotHeld, watchdog.WithHook(rec.hook))
+	if err != nil {
+		t.Fatalf("Keep = %v", err)
+	}
+	for range 3 {
+		rec.waitPoint(t, watchdog.HookRenewed, 10*ttl)
+	}
+	if err := lease.Context().Err(); err != nil {
+		t.Fatalf("lease ended: %v", context.Cause(lease.Context()))
+	}
+	if pttl := rdb.PTTL(ctx, key).Val(); pttl <= ttl-time.Second {
+		t.Errorf("PTTL after renewals = %v; want near %v", pttl, ttl)
+	}
+	if n, err := rm.Count(ctx); n != 2 || err != nil {
+		t.Errorf("Count after renewals = %d, %v; want 2, nil", n, err)
+	}
+	if err := lease.Stop(); err != nil {
+		t.Errorf("Stop = %v; want nil", err)
+	}
+	if cause := context.Cause(lease.Context()); !errors.Is(cause, watchdog.ErrReleased) {
+		t.Errorf("cause after Stop = %v; want ErrReleased", cause)
+	}
+	if err := lease.Stop(); !errors.Is(err, watchdog.ErrReleased) {
+		t.Errorf("second Stop = %v; want ErrReleased", err)
+	}
+	for range 2 {
+		if err := rm.Unlock(ctx); err != nil {
+			t.Fatalf("reentrant Unlock = %v", err)
+		}
+	}
+	if n := rdb.Exists(ctx, key).Val(); n != 0 {
+		t.Errorf("EXISTS after the last Unlock = %d; want 0", n)
+	}
+	verify()
+}
+
+// TestKeepReentrantLost takes the key away from a kept reentrant lock:
+// with WithNotHeld the refusal is loss at once; without it the error is
+// retried as transient and the lease still runs out within a ttl.
+func TestKeepReentrantLost(t *testing.T) {
+	const interval = 50 * time.Millisecond
+	tests := []struct {
+		name     string
+		ttl      time.Duration
+		opts     []watchdog.Option
+		wantText string // in the cause
+	}{
+		// The refused renewal has 1.9s to land, before the lease runs out.
+		{"WithNotHeld", 2 * time.Second, []watchdog.Option{reentrantNotHeld}, "refused"},
+		// Refusals are retried as transient errors for 950ms.
+		{"default", time.Second, nil, "ran out"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			verify := leakGuard(t)
+			key := newKey(t)
+			ctx := reentrant.WithOwner(t.Context(), reentrant.NewOwner())
+			rm := reentrant.New(rdb, key, reentrant.WithTTL(tt.ttl))
+			if err := rm.Lock(ctx); err != nil {
+				t.Fatalf("reentrant Lock = %v", err)
+			}
+			lease, err := watchdog.Keep(ctx, rm, append(tt.opts, watchdog.WithTTL(tt.ttl), watchdog.WithInterval(interval))...)
+			if err != nil {
+				t.Fatalf("Keep = %v", err)
+			}
+			rdb.Del(ctx, key)
+			waitClosed(t, lease.Done(), 10*tt.ttl, "Done after the key was deleted")
+			cause := context.Cause(lease.Context())
+			if !errors.Is(cause, watchdog.ErrNotHeld) || !errors.Is(cause, reentrant.ErrNotHeld) || !contains(cause, tt.wantText) {
+				t.Errorf("cause = %v; want %q wrapping both ErrNotHeld", cause, tt.wantText)
+			}
+			if err := lease.Stop(); !errors.Is(err, watchdog.ErrNotHeld) {
+				t.Errorf("Stop after loss = %v; want ErrNotHeld", err)
+			}
+			if err := rm.Unlock(ctx); !errors.Is(err, reentrant.ErrNotHeld) {
+				t.Errorf("reentrant Unlock after loss = %v; want ErrNotHeld", err)
+			}
+			verify()
+		})
+	}
+}
+
+func TestKeepNotHeld(t *testing.T) {
+	ctx := reentrant.WithOwner(t.Context(), reentrant.NewOwner())
+	rm := reentrant.New(rdb, newKey(t))
+	lease, err := watchdog.Keep(ctx, rm, reentrantNotHeld)
+	if lease != nil || !errors.Is(err, watchdog.ErrNotHeld) || !errors.Is(err, reentrant.ErrNotHeld) {
+		t.Errorf("Keep of a lock not held = %v, %v; want nil and both ErrNotHeld", lease, err)
+	}
+}
+
+func TestKeepContextEnds(t *testing.T) {
+	verify := leakGuard(t)
+	const ttl = 5 * time.Second
+	key := newKey(t)
+	ctx, cancel := context.WithCancel(reentrant.WithOwner(t.Context(), reentrant.NewOwner()))
+	rm := reentrant.New(rdb, key, reentrant.WithTTL(ttl))
+	if err := rm.Lock(ctx); err != nil {
+		t.Fatalf("reentrant Lock = %v", err)
+	}
+	lease, err := watchdog.Keep(ctx, rm, watchdog.WithTTL(ttl), reentrantNotHeld)
+	if err != nil {
+		t.Fatalf("Keep = %v", err)
+	}
+	cancel()
+	waitClosed(t, lease.Done(), 10*ttl, "Done after ctx ended")
+	if err := lease.Stop(); !errors.Is(err, context.Canceled) {
+		t.Errorf("Stop after ctx ended = %v; want Canceled", err)
+	}
+	// Keep does not release: the owner does, with a context that still
+	// carries the owner.
+	if err := rm.Unlock(ctx); err != nil {
+		t.Errorf("reentrant Unlock = %v", err)
+	}
+	verify()
+}
+
+func contains(err error, s string) bool { return err != nil && strings.Contains(err.Error(), s) }

@@ -1,0 +1,283 @@
+package watchdog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/internal/token"
+)
+
+// Client is the part of a go-redis client the Mutex uses: scripts and SET.
+// *redis.Client, *redis.ClusterClient, *redis.Ring and failover clients
+// all satisfy it.
+type Client interface {
+	redis.Scripter
+	SetArgs(ctx context.Context, key string, value any, a redis.SetArgs) *redis.StatusCmd
+}
+
+// Hook points, passed to the function given to [WithHook].
+const (
+	// HookBeforeAcquire fires before each SET NX try.
+	HookBeforeAcquire = "before-acquire"
+	// HookAcquired fires after SET NX succeeded, before Lock returns.
+	HookAcquired = "acquired"
+	// HookBeforeRenew fires in the refresher before each renewal. A hook
+	// that blocks here delays the renewal: a paused holder.
+	HookBeforeRenew = "before-renew"
+	// HookRenewed fires in the refresher after a renewal succeeded.
+	HookRenewed = "renewed"
+	// HookRenewFailed fires in the refresher after a renewal failed with
+	// an error that does not mean loss (a transport error); it is retried.
+	HookRenewFailed = "renew-failed"
+	// HookLost fires once when the lock is found lost: a renewal was
+	// refused or the lease ran out.
+	HookLost = "lost"
+	// HookBeforeRelease fires before the release script runs, in Unlock
+	// or in the refresher (holder's context ended, or the cap).
+	HookBeforeRelease = "before-release"
+	// HookReleased fires after the release script deleted the key.
+	HookReleased = "released"
+)
+
+// notHeldCtx is what Context returns before the first Lock.
+var notHeldCtx = func() context.Context {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(ErrNotHeld)
+	return ctx
+}()
+
+// Mutex is a lock on one Redis key that renews itself while held. Create
+// it with [New]; the zero value is not usable. A Mutex must not be copied
+// after first use. Its methods are safe for concurrent use; as with
+// sync.Mutex, the lock belongs to the Mutex, not to a goroutine.
+type Mutex struct {
+	client Client
+	key    string
+	o      options
+	err    error // invalid argument, returned by every method
+
+	mu   sync.Mutex // protects hold and hold.unlocked
+	hold *hold      // the current or last hold; nil before the first Lock
+}
+
+// hold is one acquisition: its token and the lease renewing it.
+type hold struct {
+	token    string
+	lease    *Lease
+	unlocked bool // Unlock was called for this hold
+}
+
+// New returns a Mutex for key. New is required: it applies the options
+// and checks the arguments. An invalid argument (nil client, empty key, an
+// option out of range) is reported by every method as an error wrapping
+// [ErrInvalid].
+func New(client Client, key string, opts ...Option) *Mutex {
+	o, err := newOptions(opts)
+	switch {
+	case err != nil:
+	case client == nil || reflect.ValueOf(client).Kind() == reflect.Pointer && reflect.ValueOf(client).IsNil():
+		err = fmt.Errorf("watchdog: New: nil client: %w", ErrInvalid)
+	case key == "":
+		err = fmt.Errorf("watchdog: New: empty key: %w", ErrInvalid)
+	}
+	return &Mutex{client: client, key: key, o: o, err: err}
+}
+
+// Key returns the Redis key of the lock.
+func (m *Mutex) Key() string { return m.key }
+
+// Lock blocks until it holds the lock, ctx ends, or the tries set by
+// [WithTries] are used up; it returns nil only when it holds the lock.
+// Between tries it waits as [WithRetry] says. When it gives up, it returns
+// [ErrNotObtained] (joined with ctx.Err() if ctx ended) and leaves no key
+// behind. A transport error is returned at once, wrapped.
+//
+// ctx is the holder's context: the refresher renews the lock until
+// [Mutex.Unlock] or until ctx ends, and then releases it. A ctx with a
+// deadline therefore bounds the hold as well as the wait. Work done under
+// the lock should watch [Mutex.Context] or [Mutex.Done].
+func (m *Mutex) Lock(ctx context.Context) error {
+	if m.err != nil {
+		return m.err
+	}
+	for attempt := 1; ; attempt++ {
+		ok, err := m.try(ctx)
+		if err != nil || ok {
+			return err
+		}
+		if m.o.tries > 0 && attempt >= m.o.tries {
+			return fmt.Errorf("watchdog: lock %q: %d tries: %w", m.key, attempt, ErrNotObtained)
+		}
+		t := time.NewTimer(m.o.delay(attempt))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return errors.Join(ErrNotObtained, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// TryLock tries once to take the lock. It reports (false, nil) when
+// another holder has it. On success the lock is renewed as for
+// [Mutex.Lock], and ctx is the holder's context.
+func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
+	if m.err != nil {
+		return false, m.err
+	}
+	return m.try(ctx)
+}
+
+func (m *Mutex) try(ctx context.Context) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, errors.Join(ErrNotObtained, err)
+	}
+	tok := token.New()
+	m.callHook(ctx, HookBeforeAcquire)
+	start := time.Now()
+	err := m.client.SetArgs(ctx, m.key, tok, redis.SetArgs{Mode: "NX", TTL: m.o.ttl}).Err()
+	if errors.Is(err, redis.Nil) {
+		return false, nil // taken
+	}
+	if err == nil {
+		err = ctxErr(ctx)
+	}
+	if err != nil {
+		// The SET may have reached Redis even though its reply did not
+		// reach us; the owner-checked release removes our key if so.
+		m.release(ctx, tok)
+		if cerr := ctxErr(ctx); cerr != nil {
+			return false, errors.Join(ErrNotObtained, cerr)
+		}
+		return false, fmt.Errorf("watchdog: acquire %q: %w", m.key, err)
+	}
+	h := &hold{token: tok}
+	h.lease = startLease(ctx, extender{m, tok}, m.o, start, func(ctx context.Context) { m.release(ctx, tok) })
+	m.mu.Lock()
+	old := m.hold
+	m.hold = h
+	m.mu.Unlock()
+	if old != nil {
+		// SET NX succeeded, so an earlier hold of this Mutex is over even
+		// if its refresher has not noticed yet.
+		old.lease.end(endLost, fmt.Errorf("watchdog: %q was acquired again by this Mutex: %w", m.key, ErrNotHeld))
+	}
+	m.callHook(ctx, HookAcquired)
+	return true, nil
+}
+
+// Unlock stops the renewal, waits for the refresher to exit, and deletes
+// the key if it still holds this Mutex's token. It cancels [Mutex.Context]
+// with cause [ErrReleased]. It returns an error wrapping [ErrNotHeld] when
+// the Mutex did not hold the lock: never locked, unlocked twice, or the
+// hold ended earlier; then the error also wraps that earlier cause (lost,
+// [ErrMaxHold], or the Lock context's error).
+//
+// Unlock releases the lock even if ctx is already cancelled: it then uses
+// context.WithoutCancel(ctx) bounded by 5s.
+func (m *Mutex) Unlock(ctx context.Context) error {
+	if m.err != nil {
+		return m.err
+	}
+	m.mu.Lock()
+	h := m.hold
+	if h == nil || h.unlocked {
+		m.mu.Unlock()
+		return fmt.Errorf("watchdog: unlock %q: %w", m.key, ErrNotHeld)
+	}
+	h.unlocked = true
+	m.mu.Unlock()
+	// Stop first: once it returns no renewal is in flight, so none can
+	// land after the release (Redisson #7272). The owner check in
+	// extend.lua would refuse it anyway.
+	if cause := h.lease.Stop(); cause != nil {
+		return fmt.Errorf("watchdog: unlock %q: %w; the hold had ended: %w", m.key, ErrNotHeld, cause)
+	}
+	return m.release(ctx, h.token)
+}
+
+// release runs the owner-checked delete for tok.
+func (m *Mutex) release(ctx context.Context, tok string) error {
+	ctx, cancel := releaseContext(ctx)
+	defer cancel()
+	m.callHook(ctx, HookBeforeRelease)
+	n, err := releaseScript.Run(ctx, m.client, []string{m.key}, tok).Int()
+	if err != nil {
+		return fmt.Errorf("watchdog: release %q: %w", m.key, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("watchdog: release %q: %w", m.key, ErrNotHeld)
+	}
+	m.callHook(ctx, HookReleased)
+	return nil
+}
+
+// ctxErr returns ctx.Err(), or context.DeadlineExceeded once ctx's
+// deadline has passed: go-redis turns the deadline into a socket timeout
+// that may be reported a moment before ctx.Err() is set.
+func ctxErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// releaseContext returns ctx bounded by releaseTimeout, or, if ctx has
+// already ended, a context with ctx's values but not its cancellation.
+func releaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ctx.Err() != nil {
+		ctx = context.WithoutCancel(ctx)
+	}
+	return context.WithTimeout(ctx, releaseTimeout)
+}
+
+// Context returns the holder's context of the current or last hold (see
+// [Lease.Context]): derived from the ctx given to Lock, cancelled with a
+// cause when the hold ends. Before the first Lock it returns a context
+// already cancelled with cause [ErrNotHeld].
+func (m *Mutex) Context() context.Context {
+	m.mu.Lock()
+	h := m.hold
+	m.mu.Unlock()
+	if h == nil {
+		return notHeldCtx
+	}
+	return h.lease.Context()
+}
+
+// Done returns a channel closed when the current or last hold ends: lost,
+// unlocked, capped, or its Lock context ended. Before the first Lock it
+// returns a closed channel.
+func (m *Mutex) Done() <-chan struct{} { return m.Context().Done() }
+
+func (m *Mutex) callHook(ctx context.Context, point string) {
+	if m.o.hook != nil {
+		m.o.hook(ctx, point)
+	}
+}
+
+// extender renews one hold of a Mutex, identified by its token.
+type extender struct {
+	m   *Mutex
+	tok string
+}
+
+func (x extender) Extend(ctx context.Context, ttl time.Duration) error {
+	n, err := extendScript.Run(ctx, x.m.client, []string{x.m.key}, x.tok, ttl.Milliseconds()).Int()
+	if err != nil {
+		return fmt.Errorf("watchdog: extend %q: %w", x.m.key, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("watchdog: extend %q: %w", x.m.key, ErrNotHeld)
+	}
+	return nil
+}

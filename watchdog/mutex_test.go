@@ -1,0 +1,230 @@
+package watchdog_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/locklab/locklab/watchdog"
+)
+
+func TestScriptsLoad(t *testing.T) {
+	for name, s := range watchdog.Scripts {
+		sha, err := s.Load(context.Background(), rdb).Result()
+		if err != nil {
+			t.Errorf("SCRIPT LOAD %s: %v", name, err)
+			continue
+		}
+		if sha != s.Hash() {
+			t.Errorf("SCRIPT LOAD %s = %s; want %s", name, sha, s.Hash())
+		}
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	tests := []struct {
+		name   string
+		client watchdog.Client
+		key    string
+		opts   []watchdog.Option
+	}{
+		{"nil client", nil, "k", nil},
+		{"typed nil client", (*redis.Client)(nil), "k", nil},
+		{"empty key", rdb, "", nil},
+		{"zero ttl", rdb, "k", []watchdog.Option{watchdog.WithTTL(0)}},
+		{"negative ttl", rdb, "k", []watchdog.Option{watchdog.WithTTL(-time.Second)}},
+		{"ttl below 10ms", rdb, "k", []watchdog.Option{watchdog.WithTTL(5 * time.Millisecond)}},
+		{"zero interval", rdb, "k", []watchdog.Option{watchdog.WithInterval(0)}},
+		{"interval equal to ttl", rdb, "k", []watchdog.Option{watchdog.WithTTL(time.Second), watchdog.WithInterval(time.Second)}},
+		{"interval inside margin", rdb, "k", []watchdog.Option{watchdog.WithTTL(time.Second), watchdog.WithInterval(990 * time.Millisecond)}},
+		{"negative max hold", rdb, "k", []watchdog.Option{watchdog.WithMaxHold(-time.Second)}},
+		{"nil retry", rdb, "k", []watchdog.Option{watchdog.WithRetry(nil)}},
+		{"zero tries", rdb, "k", []watchdog.Option{watchdog.WithTries(0)}},
+		{"nil not-held test", rdb, "k", []watchdog.Option{watchdog.WithNotHeld(nil)}},
+	}
+	ctx := t.Context()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := watchdog.New(tt.client, tt.key, tt.opts...)
+			if err := m.Lock(ctx); !errors.Is(err, watchdog.ErrInvalid) {
+				t.Errorf("Lock = %v; want ErrInvalid", err)
+			}
+			if ok, err := m.TryLock(ctx); ok || !errors.Is(err, watchdog.ErrInvalid) {
+				t.Errorf("TryLock = %v, %v; want false, ErrInvalid", ok, err)
+			}
+			if err := m.Unlock(ctx); !errors.Is(err, watchdog.ErrInvalid) {
+				t.Errorf("Unlock = %v; want ErrInvalid", err)
+			}
+			select {
+			case <-m.Done():
+			default:
+				t.Error("Done is open on a Mutex that never held the lock")
+			}
+		})
+	}
+	t.Run("Keep nil Extender", func(t *testing.T) {
+		if l, err := watchdog.Keep(ctx, nil); l != nil || !errors.Is(err, watchdog.ErrInvalid) {
+			t.Errorf("Keep(nil) = %v, %v; want nil, ErrInvalid", l, err)
+		}
+	})
+	t.Run("Keep bad option", func(t *testing.T) {
+		if l, err := watchdog.Keep(ctx, nopExtender{}, watchdog.WithTTL(0)); l != nil || !errors.Is(err, watchdog.ErrInvalid) {
+			t.Errorf("Keep(WithTTL(0)) = %v, %v; want nil, ErrInvalid", l, err)
+		}
+	})
+}
+
+type nopExtender struct{}
+
+func (nopExtender) Extend(context.Context, time.Duration) error { return nil }
+
+func TestLockUnlock(t *testing.T) {
+	verify := leakGuard(t)
+	ctx := t.Context()
+	key := newKey(t)
+	m := watchdog.New(rdb, key, watchdog.WithTTL(5*time.Second))
+	if err := m.Lock(ctx); err != nil {
+		t.Fatalf("Lock = %v", err)
+	}
+	select {
+	case <-m.Done():
+		t.Fatalf("Done closed right after Lock; cause %v", context.Cause(m.Context()))
+	default:
+	}
+	if ttl := rdb.PTTL(ctx, key).Val(); ttl <= 0 || ttl > 5*time.Second {
+		t.Errorf("PTTL after Lock = %v; want (0, 5s]", ttl)
+	}
+	if ok, err := watchdog.New(rdb, key).TryLock(ctx); ok || err != nil {
+		t.Errorf("TryLock by another Mutex = %v, %v; want false, nil", ok, err)
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock = %v", err)
+	}
+	if n := rdb.Exists(ctx, key).Val(); n != 0 {
+		t.Errorf("EXISTS after Unlock = %d; want 0", n)
+	}
+	waitClosed(t, m.Done(), 0, "Done after Unlock")
+	if cause := context.Cause(m.Context()); !errors.Is(cause, watchdog.ErrReleased) {
+		t.Errorf("cause after Unlock = %v; want ErrReleased", cause)
+	}
+	verify()
+}
+
+func TestDoubleUnlock(t *testing.T) {
+	ctx := t.Context()
+	m := watchdog.New(rdb, newKey(t), watchdog.WithTTL(5*time.Second))
+	if err := m.Unlock(ctx); !errors.Is(err, watchdog.ErrNotHeld) {
+		t.Errorf("Unlock before Lock = %v; want ErrNotHeld", err)
+	}
+	if err := m.Lock(ctx); err != nil {
+		t.Fatalf("Lock = %v", err)
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatalf("first Unlock = %v", err)
+	}
+	if err := m.Unlock(ctx); !errors.Is(err, watchdog.ErrNotHeld) {
+		t.Errorf("second Unlock = %v; want ErrNotHeld", err)
+	}
+}
+
+func TestRelockAfterUnlock(t *testing.T) {
+	ctx := t.Context()
+	m := watchdog.New(rdb, newKey(t), watchdog.WithTTL(5*time.Second))
+	for i := range 3 {
+		if err := m.Lock(ctx); err != nil {
+			t.Fatalf("Lock #%d = %v", i+1, err)
+		}
+		if err := m.Context().Err(); err != nil {
+			t.Fatalf("Context after Lock #%d is done: %v", i+1, context.Cause(m.Context()))
+		}
+		if err := m.Unlock(ctx); err != nil {
+			t.Fatalf("Unlock #%d = %v", i+1, err)
+		}
+	}
+}
+
+func TestUnlockWithCancelledContext(t *testing.T) {
+	key := newKey(t)
+	m := watchdog.New(rdb, key, watchdog.WithTTL(5*time.Second))
+	if err := m.Lock(t.Context()); err != nil {
+		t.Fatalf("Lock = %v", err)
+	}
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := m.Unlock(cancelled); err != nil {
+		t.Errorf("Unlock(cancelled ctx) = %v; want nil", err)
+	}
+	if n := rdb.Exists(context.Background(), key).Val(); n != 0 {
+		t.Errorf("EXISTS after Unlock(cancelled ctx) = %d; want 0", n)
+	}
+}
+
+func TestLockGivesUp(t *testing.T) {
+	ctx := t.Context()
+	key := newKey(t)
+	holder := watchdog.New(rdb, key, watchdog.WithTTL(5*time.Second))
+	if err := holder.Lock(ctx); err != nil {
+		t.Fatalf("holder Lock = %v", err)
+	}
+	defer holder.Unlock(context.Background())
+	before := rdb.Get(ctx, key).Val()
+
+	t.Run("context deadline", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		defer cancel()
+		err := watchdog.New(rdb, key).Lock(ctx)
+		if !errors.Is(err, watchdog.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Lock = %v; want ErrNotObtained joined with DeadlineExceeded", err)
+		}
+	})
+	t.Run("tries", func(t *testing.T) {
+		var delays []int
+		retry := func(attempt int) time.Duration { delays = append(delays, attempt); return time.Millisecond }
+		err := watchdog.New(rdb, key, watchdog.WithTries(3), watchdog.WithRetry(retry)).Lock(ctx)
+		if !errors.Is(err, watchdog.ErrNotObtained) || errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Lock = %v; want ErrNotObtained alone", err)
+		}
+		if want := []int{1, 2}; !slices.Equal(delays, want) {
+			t.Errorf("DelayFunc called with %v; want %v", delays, want)
+		}
+	})
+	t.Run("cancelled before", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		err := watchdog.New(rdb, newKey(t)).Lock(ctx)
+		if !errors.Is(err, watchdog.ErrNotObtained) || !errors.Is(err, context.Canceled) {
+			t.Errorf("Lock(cancelled) = %v; want ErrNotObtained joined with Canceled", err)
+		}
+	})
+	if after := rdb.Get(ctx, key).Val(); after != before {
+		t.Errorf("key value changed from %q to %q by Locks that gave up", before, after)
+	}
+}
+
+func TestLockWaitsForUnlock(t *testing.T) {
+	ctx := t.Context()
+	key := newKey(t)
+	a := watchdog.New(rdb, key, watchdog.WithTTL(5*time.Second))
+	if err := a.Lock(ctx); err != nil {
+		t.Fatalf("a.Lock = %v", err)
+	}
+	rec := newHookRecorder()
+	b := watchdog.New(rdb, key, watchdog.WithTTL(5*time.Second), watchdog.WithHook(rec.hook))
+	var g errgroup.Group
+	g.Go(func() error { return b.Lock(ctx) })
+	rec.waitPoint(t, watchdog.HookBeforeAcquire, 5*time.Second) // b is trying
+	if err := a.Unlock(ctx); err != nil {
+		t.Fatalf("a.Unlock = %v", err)
+	}
+	if err := g.Wait(); err != nil {
+		t.Fatalf("b.Lock = %v", err)
+	}
+	if err := b.Unlock(ctx); err != nil {
+		t.Errorf("b.Unlock = %v", err)
+	}
+}

@@ -1,0 +1,191 @@
+package watchdog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+const (
+	// defaultTTL is the lease: how long the key lives after each renewal.
+	// It is also how long a crashed holder keeps the lock from others.
+	defaultTTL = 10 * time.Second
+	// minTTL is the shortest lease the renewal arithmetic makes sense for.
+	minTTL = 10 * time.Millisecond
+	// defaultIntervalDivisor sets the renewal interval to ttl/3, as
+	// Redisson's watchdog does: two renewals may fail before the lease is
+	// at risk.
+	defaultIntervalDivisor = 3
+	// retryDivisor sets how soon a renewal that failed with a transport
+	// error is tried again: after interval/4.
+	retryDivisor = 4
+	// defaultMinDelay and defaultMaxDelay bound the default retry delay of
+	// Lock, which doubles from the first to the second.
+	defaultMinDelay = 8 * time.Millisecond
+	defaultMaxDelay = 256 * time.Millisecond
+	// releaseTimeout bounds a release whose context was already cancelled
+	// (Unlock with a cancelled ctx, or the release the refresher makes when
+	// the holder's context ends).
+	releaseTimeout = 5 * time.Second
+)
+
+// margin is what the local lease deadline keeps back from the ttl for
+// clock-rate drift between this process and Redis, as redlock-rb does:
+// 1% of the ttl plus 2ms.
+func margin(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }
+
+// DelayFunc returns how long [Mutex.Lock] waits before its next try, given
+// the number of tries made so far (1 after the first).
+type DelayFunc func(attempt int) time.Duration
+
+// defaultDelay is exponential backoff from defaultMinDelay to
+// defaultMaxDelay with "equal jitter": a random wait in [d/2, d].
+func defaultDelay(attempt int) time.Duration {
+	d := defaultMinDelay << min(max(attempt-1, 0), 16)
+	d = min(d, defaultMaxDelay)
+	return d/2 + rand.N(d/2+1)
+}
+
+// Option configures a [Mutex] (through [New]) or a [Lease] (through
+// [Keep]).
+type Option func(*options)
+
+type options struct {
+	ttl      time.Duration
+	interval time.Duration // 0 means ttl/defaultIntervalDivisor
+	maxHold  time.Duration // 0 means no cap
+	delay    DelayFunc
+	tries    int // 0 means until the context ends
+	hook     func(ctx context.Context, point string)
+	notHeld  func(err error) bool
+	errs     []error // invalid options, reported by every method
+}
+
+// WithTTL sets the lease: each acquire and renewal sets the key to expire
+// ttl later, so a holder that crashed blocks others for at most ttl. Used
+// by [New] and [Keep]. If ttl < 10ms, every method returns an error
+// wrapping [ErrInvalid]. The default is 10s.
+func WithTTL(ttl time.Duration) Option {
+	return func(o *options) {
+		if ttl < minTTL {
+			o.invalid("WithTTL(%v): ttl must be at least %v", ttl, minTTL)
+		}
+		o.ttl = ttl
+	}
+}
+
+// WithInterval sets how often the lease is renewed, counted from the start
+// of the last renewal that succeeded, so late timers do not add up. Used by
+// [New] and [Keep]. If d <= 0 or d leaves no room for a renewal before the
+// lease runs out (d >= ttl - ttl/100 - 2ms), every method returns an error
+// wrapping [ErrInvalid]. The default is ttl/3.
+func WithInterval(d time.Duration) Option {
+	return func(o *options) {
+		if d <= 0 {
+			o.invalid("WithInterval(%v): interval must be positive", d)
+		}
+		o.interval = d
+	}
+}
+
+// WithMaxHold caps the total time one hold may last, counted from the
+// acquire (or from [Keep]). When it is reached, renewal stops, the holder's
+// context is cancelled with cause [ErrMaxHold], and a [Mutex] releases the
+// lock; a [Lease] from [Keep] leaves the release to its caller. This bounds
+// how long a holder stuck in a loop keeps others out, as the Redis docs ask
+// for lock extensions. Used by [New] and [Keep]. If d < 0, every method
+// returns an error wrapping [ErrInvalid]; 0 means no cap. The default is no
+// cap.
+func WithMaxHold(d time.Duration) Option {
+	return func(o *options) {
+		if d < 0 {
+			o.invalid("WithMaxHold(%v): cap must not be negative", d)
+		}
+		o.maxHold = d
+	}
+}
+
+// WithRetry sets the wait between the tries of [Mutex.Lock]. Used by
+// [New]. If f is nil, every method returns an error wrapping [ErrInvalid].
+// The default is exponential backoff from 8ms to 256ms with jitter.
+func WithRetry(f DelayFunc) Option {
+	return func(o *options) {
+		if f == nil {
+			o.invalid("WithRetry(nil)")
+		}
+		o.delay = f
+	}
+}
+
+// WithTries caps the number of tries [Mutex.Lock] makes before it returns
+// [ErrNotObtained]. Used by [New]. If n < 1, every method returns an error
+// wrapping [ErrInvalid]. The default is no cap: Lock tries until its
+// context ends.
+func WithTries(n int) Option {
+	return func(o *options) {
+		if n < 1 {
+			o.invalid("WithTries(%d): tries must be at least 1", n)
+		}
+		o.tries = n
+	}
+}
+
+// WithHook makes the Mutex or Lease call f at each step named by a Hook
+// constant, in the goroutine that takes the step: the caller of Lock or
+// Unlock, the refresher, or (for [HookLost]) the expiry timer. f may
+// block: the step waits, which is how the labs park a holder between two
+// commands. f must not call Unlock or [Lease.Stop] from the refresher,
+// since they wait for the refresher to exit. Used by [New] and [Keep]. A
+// nil f means no hook, the default.
+func WithHook(f func(ctx context.Context, point string)) Option {
+	return func(o *options) { o.hook = f }
+}
+
+// WithNotHeld tells [Keep] which errors from [Extender.Extend] mean that
+// the lock is no longer ours, for example
+//
+//	watchdog.WithNotHeld(func(err error) bool { return errors.Is(err, reentrant.ErrNotHeld) })
+//
+// On such an error the lease ends at once with a cause wrapping
+// [ErrNotHeld]. Every other error is taken as transient and retried until
+// the lease runs out, so an Extender whose "not ours" error is not
+// recognised is still declared lost, one ttl later at most. If f is nil,
+// every method returns an error wrapping [ErrInvalid]. The default
+// recognises errors wrapping this package's [ErrNotHeld].
+func WithNotHeld(f func(err error) bool) Option {
+	return func(o *options) {
+		if f == nil {
+			o.invalid("WithNotHeld(nil)")
+		}
+		o.notHeld = f
+	}
+}
+
+func (o *options) invalid(format string, args ...any) {
+	o.errs = append(o.errs, fmt.Errorf("watchdog: "+format+": %w", append(args, ErrInvalid)...))
+}
+
+// newOptions applies opts over the defaults and checks how they combine.
+func newOptions(opts []Option) (options, error) {
+	o := options{
+		ttl:     defaultTTL,
+		delay:   defaultDelay,
+		notHeld: func(err error) bool { return errors.Is(err, ErrNotHeld) },
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if len(o.errs) > 0 {
+		return o, errors.Join(o.errs...)
+	}
+	if o.interval == 0 {
+		o.interval = o.ttl / defaultIntervalDivisor
+	}
+	if limit := o.ttl - margin(o.ttl); o.interval >= limit {
+		return o, fmt.Errorf("watchdog: interval %v leaves no time to renew a lease of %v (must be below %v): %w",
+			o.interval, o.ttl, limit, ErrInvalid)
+	}
+	return o, nil
+}
