@@ -86,10 +86,12 @@ func (l *lock) poll(ctx context.Context, try func(context.Context) (bool, error)
 			return errors.Join(ErrNotObtained, err)
 		}
 		ok, err := try(ctx)
-		if err != nil && ctx.Err() != nil {
-			// The deadline cut a command short (go-redis reports an i/o
-			// timeout): the context ended the wait, not Redis.
-			return errors.Join(ErrNotObtained, ctx.Err())
+		if err != nil {
+			if cerr := ctxErr(ctx); cerr != nil {
+				// The deadline cut a command short (go-redis reports an
+				// i/o timeout): the context ended the wait, not Redis.
+				return errors.Join(ErrNotObtained, cerr)
+			}
 		}
 		if err != nil || ok {
 			return err
@@ -129,4 +131,18 @@ func (l *lock) setNXPX(ctx context.Context) (bool, error) {
 	}
 	l.held(tok)
 	return true, nil
+}
+
+// ctxErr returns ctx.Err(), or context.DeadlineExceeded once ctx's
+// deadline has passed even if ctx has not noticed yet: go-redis sets socket
+// deadlines from ctx, and its "i/o timeout" can come before the context's
+// own timer fires.
+func ctxErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }

@@ -1,0 +1,316 @@
+package fencing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/internal/token"
+)
+
+// Client is the part of a go-redis client the package uses: running
+// scripts. *redis.Client, *redis.ClusterClient, *redis.Ring and the
+// Sentinel failover clients all satisfy it.
+type Client interface {
+	redis.Scripter
+}
+
+// Mutex is a lock on one Redis key whose every acquisition comes with a
+// fencing [Token]. Make it with [New]; the zero Mutex is not usable (its
+// methods return an error wrapping [ErrInvalid]). A Mutex must not be
+// copied after first use. Its methods are safe for concurrent use, but it
+// is one lock holder: to contend for a lock, give each client its own Mutex.
+//
+// The Mutex is not reentrant: Lock on a Mutex that holds the lock waits
+// like any other client, and TryLock returns false.
+type Mutex struct {
+	client  Client
+	key     string
+	counter string // the token counter, in key's cluster slot
+	opts    options
+	err     error // invalid arguments given to New, returned by every method
+
+	mu    sync.Mutex // protects value, token and until
+	value string     // owner value of the current hold; "" when not held
+	token Token      // fencing token of the current hold; 0 when not held
+	until time.Time  // end of the lease as this Mutex counts it
+}
+
+// New returns a Mutex for key. New does not talk to Redis and does not fail:
+// invalid arguments (a nil client, an empty key, a key that cannot share a
+// cluster slot with its counter, a TTL under 1ms) are reported by every
+// method as an error wrapping [ErrInvalid].
+//
+// Besides key, the lock uses a counter key holding the last token issued,
+// which is never deleted; the package doc gives its name.
+func New(client Client, key string, opts ...Option) *Mutex {
+	m := &Mutex{client: client, key: key, opts: newOptions(opts)}
+	m.counter, m.err = counterKey(key)
+	switch {
+	case m.err != nil:
+	case isNil(client):
+		m.err = fmt.Errorf("%w: nil client", ErrInvalid)
+	case m.opts.ttl < time.Millisecond:
+		m.err = fmt.Errorf("%w: ttl %v is under 1ms", ErrInvalid, m.opts.ttl)
+	}
+	return m
+}
+
+// Key returns the lock's Redis key, as given to [New].
+func (m *Mutex) Key() string {
+	if m == nil {
+		return ""
+	}
+	return m.key
+}
+
+// Token returns the fencing token of the current hold, or 0 when this Mutex
+// does not hold the lock (never locked, unlocked, or found lost by Unlock or
+// Extend). Token does not look at the clock: after the lease ran out it
+// still returns the token, which is the point of fencing. Whether the token
+// is still good is decided by the resource ([Store.Write]), not the holder.
+func (m *Mutex) Token() Token {
+	if m == nil {
+		return 0
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.token
+}
+
+// Until returns when the current lease ends, or the zero time when this
+// Mutex does not hold the lock. It is counted from just before the request
+// that acquired or extended the lock was sent, so it never overstates the
+// lease (see the package doc for what it does not account for).
+func (m *Mutex) Until() time.Time {
+	if m == nil {
+		return time.Time{}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.until
+}
+
+// TryLock makes one attempt to acquire the lock. It returns (true, nil) when
+// acquired, after which [Mutex.Token] returns the new fencing token;
+// (false, nil) when the lock is held by anyone, in which case nothing was
+// written in Redis and no token was consumed; (false, err) on invalid
+// arguments or a Redis or network error.
+//
+// When the reply is lost (a network error, or ctx ending while the request
+// was in flight), the script may have run: TryLock then releases the lock if
+// it was taken for this attempt, on a context detached from ctx, waiting at
+// most 1s (or the TTL, if shorter) before giving up and leaving the lock to
+// its lease. The token that attempt may have consumed is skipped: tokens
+// keep growing, with a gap.
+func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
+	if err := m.check(); err != nil {
+		return false, err
+	}
+	m.hook(ctx, HookBeforeAcquire)
+	value := token.New()
+	start := time.Now()
+	ms := m.opts.ttl.Milliseconds()
+	n, err := acquireScript.Run(ctx, m.client, []string{m.key, m.counter}, value, ms).Int64()
+	if err != nil {
+		var reply redis.Error
+		if !errors.As(err, &reply) { // no reply from Redis: the script may have run
+			m.releaseLost(ctx, value)
+		}
+		return false, fmt.Errorf("fencing: acquire %q: %w", m.key, err)
+	}
+	if n == 0 {
+		return false, nil
+	}
+	if n < 0 {
+		m.releaseLost(ctx, value)
+		return false, fmt.Errorf("fencing: acquire %q: script returned %d", m.key, n)
+	}
+	m.mu.Lock()
+	m.value, m.token = value, Token(n)
+	m.until = start.Add(time.Duration(ms) * time.Millisecond)
+	m.mu.Unlock()
+	m.hook(ctx, HookAcquired)
+	return true, nil
+}
+
+// Lock acquires the lock, retrying as set by [WithRetry] and [WithTries]
+// until it succeeds, the tries run out ([ErrNotObtained]) or ctx ends
+// (errors.Join([ErrNotObtained], ctx.Err())). A Redis or network error ends
+// Lock at once and is returned wrapped. A failed Lock leaves no lock of its
+// own behind (see [Mutex.TryLock] for a lost reply).
+func (m *Mutex) Lock(ctx context.Context) error {
+	if err := m.check(); err != nil {
+		return err
+	}
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for attempt := 1; ; attempt++ {
+		ok, err := m.TryLock(ctx)
+		if !ok && ended(ctx) {
+			return errors.Join(ErrNotObtained, ctx.Err())
+		}
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		if m.opts.tries > 0 && attempt >= m.opts.tries {
+			return fmt.Errorf("%w: %q still held after %d attempts", ErrNotObtained, m.key, attempt)
+		}
+		d := max(m.opts.delay(attempt), 0)
+		if timer == nil {
+			timer = time.NewTimer(d)
+		} else {
+			timer.Reset(d)
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(ErrNotObtained, ctx.Err())
+		case <-timer.C:
+		}
+	}
+}
+
+// Unlock releases the lock if this Mutex still holds it, and returns
+// [ErrNotHeld] if it does not (never locked, already unlocked, or the lease
+// ran out). It runs even when ctx is already cancelled: the release uses a
+// context detached from ctx's cancellation, with its own 5s timeout, so a
+// holder whose work was cancelled still frees the lock. The token counter is
+// left as it is.
+func (m *Mutex) Unlock(ctx context.Context) error {
+	if err := m.check(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	value := m.value
+	m.mu.Unlock()
+	if value == "" {
+		return fmt.Errorf("%w: unlock %q", ErrNotHeld, m.key)
+	}
+	m.hook(ctx, HookBeforeRelease)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	n, err := releaseScript.Run(rctx, m.client, []string{m.key}, value).Int64()
+	if err != nil {
+		return fmt.Errorf("fencing: release %q: %w", m.key, err)
+	}
+	m.forget(value)
+	if n != 1 {
+		return fmt.Errorf("%w: unlock %q: expired or taken over", ErrNotHeld, m.key)
+	}
+	m.hook(ctx, HookReleased)
+	return nil
+}
+
+// Extend resets the lease to ttl from now if this Mutex still holds the
+// lock, keeping the same fencing token: an extension continues the hold, it
+// is not a new acquisition. It returns [ErrNotHeld] if the lock is not held
+// (the lease already ran out: extending cannot revive it), and an error
+// wrapping [ErrInvalid] if ttl is under 1ms.
+func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) error {
+	if err := m.check(); err != nil {
+		return err
+	}
+	if ttl < time.Millisecond {
+		return fmt.Errorf("%w: extend %q: ttl %v is under 1ms", ErrInvalid, m.key, ttl)
+	}
+	m.mu.Lock()
+	value := m.value
+	m.mu.Unlock()
+	if value == "" {
+		return fmt.Errorf("%w: extend %q", ErrNotHeld, m.key)
+	}
+	m.hook(ctx, HookBeforeExtend)
+	start := time.Now()
+	ms := ttl.Milliseconds()
+	n, err := extendScript.Run(ctx, m.client, []string{m.key}, value, ms).Int64()
+	if err != nil {
+		return fmt.Errorf("fencing: extend %q: %w", m.key, err)
+	}
+	if n != 1 {
+		m.forget(value)
+		return fmt.Errorf("%w: extend %q: expired or taken over", ErrNotHeld, m.key)
+	}
+	m.mu.Lock()
+	if m.value == value {
+		m.until = start.Add(time.Duration(ms) * time.Millisecond)
+	}
+	m.mu.Unlock()
+	return nil
+}
+
+// check returns the error every method reports for invalid arguments.
+func (m *Mutex) check() error {
+	switch {
+	case m == nil:
+		return fmt.Errorf("%w: nil *Mutex", ErrInvalid)
+	case m.err != nil:
+		return m.err
+	case m.client == nil:
+		return fmt.Errorf("%w: Mutex not made by New", ErrInvalid)
+	}
+	return nil
+}
+
+// forget clears the hold if it is still the one with value.
+func (m *Mutex) forget(value string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.value == value {
+		m.value, m.token, m.until = "", 0, time.Time{}
+	}
+}
+
+// releaseLost deletes the lock if an attempt whose reply was lost took it
+// with value. It is best effort: if it fails too, the lease ends the lock.
+func (m *Mutex) releaseLost(ctx context.Context, value string) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(lostReplyTimeout, m.opts.ttl))
+	defer cancel()
+	_ = releaseScript.Run(rctx, m.client, []string{m.key}, value).Err()
+}
+
+func (m *Mutex) hook(ctx context.Context, point string) {
+	if m.opts.hook != nil {
+		m.opts.hook(ctx, point)
+	}
+}
+
+// ended reports whether ctx has ended. go-redis sets socket deadlines from
+// ctx's deadline, so an "i/o timeout" can come back a moment before ctx.Err()
+// reports DeadlineExceeded; once the deadline has passed, ended waits for
+// ctx to catch up, so that ctx.Err() is never nil when ended returns true.
+func ended(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		<-ctx.Done() // closes at the deadline, which has passed
+		return true
+	}
+	return false
+}
+
+// isNil reports whether c is nil or an interface holding a nil pointer (a
+// nil *redis.Client would panic on first use).
+func isNil(c Client) bool {
+	if c == nil {
+		return true
+	}
+	v := reflect.ValueOf(c)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Func, reflect.Slice, reflect.Chan:
+		return v.IsNil()
+	}
+	return false
+}
