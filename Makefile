@@ -4,8 +4,9 @@
 GO        ?= go
 LABDIR     = $(wildcard labs/$(LAB)-*)
 BENCHARGS ?=
+STACK     ?= redlock
 
-.PHONY: test deps vet lint lab red exercise bench bench-quick strays up down help
+.PHONY: test deps vet lint lab red exercise bench bench-quick strays up down test-docker help
 
 test: deps vet
 	$(GO) test -race ./...
@@ -27,6 +28,7 @@ deps:
 
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags docker ./internal/rig/
 
 lint: vet
 	@if command -v staticcheck >/dev/null 2>&1; then staticcheck ./...; \
@@ -64,11 +66,18 @@ bench: deps
 bench-quick: deps
 	@if [ -d bench ]; then $(GO) run ./bench -quick $(BENCHARGS); else echo "bench-quick: not built yet"; fi
 
+# up/down start and stop a Docker Compose stack: STACK=redlock (5 independent
+# nodes on 127.0.0.1:7101-7105) or STACK=sentinel (primary, replica, 3 sentinels).
 up:
-	@if [ -f compose/redlock.yaml ]; then docker compose -f compose/redlock.yaml up -d; else echo "up: compose files not built yet"; fi
+	docker compose -f compose/$(STACK).yaml up -d --wait
 
 down:
-	@if [ -f compose/redlock.yaml ]; then docker compose -f compose/redlock.yaml down; else echo "down: compose files not built yet"; fi
+	docker compose -f compose/$(STACK).yaml down -v
+
+# test-docker runs the rig's Docker provider tests, on a machine with a Docker engine.
+test-docker:
+	$(GO) test -race -tags docker ./internal/rig/
 
 help:
-	@echo "make test | lab LAB=NN | red LAB=NN | exercise LAB=NN | bench | bench-quick | lint | deps"
+	@echo "make test | lab LAB=NN | red LAB=NN | exercise LAB=NN | bench | bench-quick | lint | deps | up/down [STACK=redlock|sentinel] | test-docker"
+	@echo "LOCKLAB_LONG=1 also runs the slow variants (lab 07's real Sentinel failover)."

@@ -83,6 +83,14 @@ func (s *Scene) Nodes(n int, opts ...rig.Option) []*rig.Node {
 	return s.nodes
 }
 
+// RequireControl skips the test, saying why, when the servers come from
+// LOCKLAB_REDIS_ADDRS (external): a scenario that kills, pauses, restarts
+// or promotes servers calls it first. It never skips for want of Redis.
+func (s *Scene) RequireControl() {
+	s.t.Helper()
+	rig.RequireControl(s.t)
+}
+
 // Node starts one node (see [Scene.Nodes]) and returns the first.
 func (s *Scene) Node() *rig.Node {
 	s.t.Helper()

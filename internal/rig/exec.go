@@ -31,6 +31,14 @@ func (p execProvider) start(ctx context.Context, cfg config, _ int) (*Node, erro
 		return nil, fmt.Errorf("rig: %w", err)
 	}
 	s := &execServer{bin: p.bin, dir: dir, cfg: cfg}
+	if wantsBusPort(cfg.args) {
+		// A cluster node's bus listens on port+10000 unless told otherwise,
+		// which fails for ports above 55535: give it a port of its own.
+		if s.busPort, err = freePort(); err != nil {
+			_ = os.RemoveAll(dir)
+			return nil, err
+		}
+	}
 	// A free port found by binding :0 may be taken before redis-server binds
 	// it (another package's test binary runs in parallel); try a few.
 	for attempt := 0; ; attempt++ {
@@ -52,10 +60,11 @@ var errAddrInUse = errors.New("address already in use")
 
 // execServer is one redis-server process and its directory.
 type execServer struct {
-	bin  string
-	dir  string
-	port int
-	cfg  config
+	bin     string
+	dir     string
+	port    int
+	busPort int // cluster bus port when cluster mode is on and none was given
+	cfg     config
 
 	mu     sync.Mutex // protects cmd and exited
 	cmd    *exec.Cmd
@@ -84,7 +93,25 @@ func (s *execServer) args() []string {
 		"--logfile", "",
 		"--proc-title-template", procMarker + " {listen-addr} {server-mode}",
 	}
+	if s.busPort != 0 {
+		a = append(a, "--cluster-port", strconv.Itoa(s.busPort))
+	}
 	return append(a, s.cfg.args...)
+}
+
+// wantsBusPort reports whether args turn cluster mode on without naming a
+// bus port.
+func wantsBusPort(args []string) bool {
+	enabled := false
+	for i, a := range args {
+		if a == "--cluster-port" {
+			return false
+		}
+		if a == "--cluster-enabled" && i+1 < len(args) && args[i+1] == "yes" {
+			enabled = true
+		}
+	}
+	return enabled
 }
 
 // serverPid asks the server at addr for its process id (INFO server).

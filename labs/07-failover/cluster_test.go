@@ -36,6 +36,7 @@ func newCluster(s *labs.Scene) *cluster {
 	// Disk-based full syncs: after a diskless one (7.0's default) the
 	// primary streams to a replica only once that replica's first periodic
 	// ACK arrives, up to a second later (see inSync).
+	s.RequireControl() // kills and promotes servers
 	nodes := s.Nodes(3, rig.WithArgs("--repl-diskless-sync", "no"))
 	c := &cluster{s: s, primary: nodes[0], replica: [2]*rig.Node{nodes[1], nodes[2]}}
 	for i, r := range c.replica {

@@ -86,6 +86,7 @@ var connect = labs.RegisterOp("connect", func(ctx context.Context, l *labs.Local
 // asks for the lock while A works, and again once A is done.
 func twoNodesDie(s *labs.Scene, impl *labs.Impl) {
 	s.TTL = lease
+	s.RequireControl() // kills, restarts or cuts off servers
 	nodes := s.Nodes(5)
 	a, b := s.Client("A", impl), s.Client("B", impl)
 
@@ -133,6 +134,7 @@ func crashedNode(policy restartPolicy) labs.Scenario {
 		if policy == restartFromAOF {
 			opts = append(opts, rig.WithAOF())
 		}
+		s.RequireControl() // kills and restarts a server
 		nodes := s.Nodes(5, opts...)
 		a := s.Client("A", impl, labs.Addrs(cutOff(s, "A", nodes, 3, 4)...))
 		b := s.Client("B", impl)
@@ -194,6 +196,7 @@ func crashedNode(policy restartPolicy) labs.Scenario {
 // 1s, so the wait is short; B's lives 10s (see withTTL).
 func pausedHolder(s *labs.Scene, impl *labs.Impl) {
 	s.TTL = shortLease
+	s.RequireControl() // kills, restarts or cuts off servers
 	nodes := s.Nodes(5)
 	a := s.Process("A", impl) // a real process, so it can really freeze
 	b := s.Client("B", impl, withTTL(lease))
@@ -228,6 +231,7 @@ func pausedHolder(s *labs.Scene, impl *labs.Impl) {
 // (see the README).
 func clockJump(s *labs.Scene, impl *labs.Impl) {
 	s.TTL = lease
+	s.RequireControl() // kills, restarts or cuts off servers
 	nodes := s.Nodes(5)
 	a := s.Client("A", impl, labs.Addrs(cutOff(s, "A", nodes, 3, 4)...))
 	b := s.Client("B", impl)
@@ -267,6 +271,7 @@ func clockJump(s *labs.Scene, impl *labs.Impl) {
 // resumes, inside Lock.
 func pauseInsideLock(s *labs.Scene, impl *labs.Impl) {
 	s.TTL = shortLease
+	s.RequireControl() // kills, restarts or cuts off servers
 	nodes := s.Nodes(5)
 	a := s.Process("A", impl)
 	b := s.Client("B", impl, withTTL(lease))
