@@ -144,9 +144,9 @@ func (m *Mutex) abandon(ctx context.Context, tok string, cause error) error {
 	return cause
 }
 
-// hold records tok as held, with a lease counted from since.
-func (m *Mutex) hold(tok string, since time.Time) {
+// hold records tok as held, with a lease counted from leaseStart.
+func (m *Mutex) hold(tok string, leaseStart time.Time) {
 	m.mu.Lock()
-	m.token, m.until = tok, since.Add(m.ttl)
+	m.token, m.until, m.since = tok, leaseStart.Add(m.ttl), time.Now()
 	m.mu.Unlock()
 }

@@ -3,6 +3,7 @@ package correct_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/locklab/locklab/correct"
+	"github.com/locklab/locklab/observe"
 )
 
 // newNotifier returns a Notifier on its own client, closed in Cleanup.
@@ -417,4 +419,59 @@ func TestNotifierBadInputAndClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkQueueGone(t, c, key)
+}
+
+// TestObserver sees what a Mutex reports: the wait of an acquisition, the
+// hold time of a release, a give-up with its cause, and a loss found by
+// Unlock.
+func TestObserver(t *testing.T) {
+	ctx := testContext(t)
+	c := newClient(t)
+	key := newKey(t)
+	var mu sync.Mutex
+	var events []observe.Event
+	obs := correct.WithObserver(func(e observe.Event) {
+		mu.Lock()
+		events = append(events, e)
+		mu.Unlock()
+	})
+	a := correct.New(c, key, obs)
+	b := correct.New(c, key, obs, correct.WithTTL(20*time.Millisecond))
+	if err := a.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+	defer cancel()
+	if err := b.Lock(short); !errors.Is(err, correct.ErrNotObtained) {
+		t.Fatalf("B.Lock = %v; want ErrNotObtained", err)
+	}
+	if err := a.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, c, key) // B's 20ms lease runs out
+	if err := b.Unlock(ctx); !errors.Is(err, correct.ErrNotHeld) {
+		t.Fatalf("B.Unlock after expiry = %v; want ErrNotHeld", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	var kinds []string
+	for _, e := range events {
+		kinds = append(kinds, e.Kind.String())
+		if e.Lock != "correct" || e.Key != key {
+			t.Errorf("event %+v: Lock, Key = %q, %q; want correct, %q", e, e.Lock, e.Key, key)
+		}
+	}
+	want := "acquired gave-up released acquired lost"
+	if got := strings.Join(kinds, " "); got != want {
+		t.Fatalf("events = %s; want %s", got, want)
+	}
+	if e := events[1]; e.Wait < 10*time.Millisecond || !errors.Is(e.Err, context.DeadlineExceeded) {
+		t.Errorf("gave-up event = %+v; want Wait >= 10ms and a deadline error", e)
+	}
+	if e := events[4]; e.Held < 20*time.Millisecond || !errors.Is(e.Err, correct.ErrNotHeld) {
+		t.Errorf("lost event = %+v; want Held >= the 20ms lease and ErrNotHeld", e)
+	}
 }

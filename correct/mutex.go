@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/internal/token"
+	"github.com/locklab/locklab/observe"
 )
 
 // releaseTimeout bounds a release sent with a context that ignores the
@@ -43,8 +44,9 @@ type Mutex struct {
 	hook   func(ctx context.Context, point string)
 	wait   waiter    // how Lock waits for its turn without a Notifier; see wait.go
 	notify *Notifier // set by WithNotifier: Lock waits in the queue; see handoff.go
-	queue  string    // the wait queue's key; see queueKey
-	err    error     // invalid arguments found by New, returned by every method
+	obs    observe.Func
+	queue  string // the wait queue's key; see queueKey
+	err    error  // invalid arguments found by New, returned by every method
 
 	// The fields above are set by New and never change.
 
@@ -53,9 +55,10 @@ type Mutex struct {
 	// Notifier then queues at once instead of trying SET NX first.
 	contended atomic.Bool
 
-	mu    sync.Mutex // protects token and until
+	mu    sync.Mutex // protects token, until and since
 	token string     // our value in the key; "" when not held
 	until time.Time  // local expiry estimate; zero when not held
+	since time.Time  // when this hold began, for observers
 }
 
 // New returns a Mutex for key, using client to reach Redis. It sends
@@ -77,6 +80,7 @@ func New(client Client, key string, opts ...Option) *Mutex {
 		hook:   o.hook,
 		wait:   poll{delay: o.delay, tries: o.tries},
 		notify: o.notifier,
+		obs:    o.observer,
 		queue:  queueKey(key),
 		err:    errors.Join(errs...),
 	}
@@ -103,10 +107,21 @@ func (m *Mutex) Lock(ctx context.Context) error {
 	if err := m.check(); err != nil {
 		return err
 	}
+	start := time.Now()
+	var err error
 	if m.notify != nil {
-		return m.lockQueued(ctx)
+		err = m.lockQueued(ctx)
+	} else {
+		err = m.wait.wait(ctx, m.acquire)
 	}
-	return m.wait.wait(ctx, m.acquire)
+	if m.obs != nil {
+		if err == nil {
+			m.emit(observe.Event{Kind: observe.Acquired, Wait: time.Since(start)})
+		} else {
+			m.emit(observe.Event{Kind: observe.GaveUp, Wait: time.Since(start), Err: err})
+		}
+	}
+	return err
 }
 
 // TryLock makes one attempt to acquire the lock. It returns (true, nil) if
@@ -116,7 +131,17 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	if err := m.check(); err != nil {
 		return false, err
 	}
-	return m.acquire(ctx)
+	start := time.Now()
+	ok, err := m.acquire(ctx)
+	if m.obs != nil {
+		switch {
+		case ok:
+			m.emit(observe.Event{Kind: observe.Acquired, Wait: time.Since(start)})
+		case err != nil:
+			m.emit(observe.Event{Kind: observe.GaveUp, Wait: time.Since(start), Err: err})
+		}
+	}
+	return ok, err
 }
 
 // acquire makes one attempt: SET key token NX PX ttl with a fresh token.
@@ -144,9 +169,7 @@ func (m *Mutex) acquire(ctx context.Context) (bool, error) {
 		}
 		return false, errors.Join(fmt.Errorf("correct: acquire %q: %w", m.key, err), relErr)
 	}
-	m.mu.Lock()
-	m.token, m.until = tok, start.Add(m.ttl)
-	m.mu.Unlock()
+	m.hold(tok, start)
 	m.at(ctx, HookAcquired)
 	return true, nil
 }
@@ -182,9 +205,13 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.forget(tok)
+	held := m.forget(tok)
 	if !deleted {
+		m.lost(held)
 		return ErrNotHeld
+	}
+	if m.obs != nil {
+		m.emit(observe.Event{Kind: observe.Released, Held: held})
 	}
 	return nil
 }
@@ -240,7 +267,7 @@ func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) error {
 		return fmt.Errorf("correct: extend %q: %w", m.key, err)
 	}
 	if n != 1 {
-		m.forget(tok)
+		m.lost(m.forget(tok))
 		return ErrNotHeld
 	}
 	m.mu.Lock()
@@ -269,7 +296,7 @@ func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) {
 	case err != nil:
 		return 0, fmt.Errorf("correct: ttl %q: %w", m.key, err)
 	case ms == -2:
-		m.forget(tok)
+		m.lost(m.forget(tok))
 		return 0, ErrNotHeld
 	case ms < 0:
 		return 0, fmt.Errorf("correct: ttl %q: the key holds our token but has no TTL (PERSIST?)", m.key)
@@ -302,14 +329,31 @@ func (m *Mutex) Token() string {
 // Key returns the Redis key the Mutex locks.
 func (m *Mutex) Key() string { return m.key }
 
-// forget clears the held state if it still belongs to tok; a concurrent
-// Lock may already have replaced it with a newer acquisition.
-func (m *Mutex) forget(tok string) {
+// forget clears the held state if it still belongs to tok (a concurrent
+// Lock may already have replaced it with a newer acquisition) and returns
+// how long it was held.
+func (m *Mutex) forget(tok string) time.Duration {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.token == tok {
-		m.token, m.until = "", time.Time{}
+	if m.token != tok {
+		return 0
 	}
+	held := time.Since(m.since)
+	m.token, m.until, m.since = "", time.Time{}, time.Time{}
+	return held
+}
+
+// lost tells the observer that the lock was found lost after held.
+func (m *Mutex) lost(held time.Duration) {
+	if m.obs != nil {
+		m.emit(observe.Event{Kind: observe.Lost, Held: held, Err: ErrNotHeld})
+	}
+}
+
+// emit sends e, filled in with the lock's name and key, to the observer.
+func (m *Mutex) emit(e observe.Event) {
+	e.Lock, e.Key = "correct", m.key
+	m.obs(e)
 }
 
 // check returns the error found by New, or an error for a Mutex that New

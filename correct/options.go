@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/locklab/locklab/observe"
 )
 
 const (
@@ -33,6 +35,7 @@ type options struct {
 	tries    int
 	hook     func(ctx context.Context, point string)
 	notifier *Notifier
+	observer observe.Func
 }
 
 // newOptions applies opts over the defaults and checks the result. An
@@ -129,6 +132,15 @@ func WithHook(f func(ctx context.Context, point string)) Option {
 // The default is nil (polling with [WithRetry]'s delays).
 func WithNotifier(n *Notifier) Option {
 	return func(o *options) { o.notifier = n }
+}
+
+// WithObserver reports to f what the Mutex does: acquisitions with how long
+// Lock waited, give-ups, releases with how long the lock was held, and
+// losses found by Unlock, Extend or TTL (see package observe). f is called
+// in the goroutine of the method, so it must be fast and safe for
+// concurrent use. If f is nil, nothing is reported. The default is nil.
+func WithObserver(f observe.Func) Option {
+	return func(o *options) { o.observer = f }
 }
 
 // The steps at which the function given to [WithHook] is called.

@@ -1,0 +1,76 @@
+// Package observe defines what locklab's locks report to an optional
+// observer: how long a Lock waited, how long a lock was held, give-ups and
+// lost leases. Each lock package takes an observer with its WithObserver
+// option; with none, the cost is one nil check per call.
+//
+// An observer is a plain function, so it plugs into any metrics library
+// without locklab depending on one:
+//
+//	wait := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "lock_wait_seconds"})
+//	obs := func(e observe.Event) {
+//		if e.Kind == observe.Acquired {
+//			wait.Observe(e.Wait.Seconds())
+//		}
+//	}
+//	m := correct.New(client, "lock:order:1001", correct.WithObserver(obs))
+//
+// The seed documents' operations rule, "alert when lock wait p99 passes
+// 1 s", is a histogram of Acquired events' Wait (lab 11 builds it).
+//
+// Observers are called synchronously, in the goroutine of the lock method
+// that produced the event (or the lock's renewal goroutine, for Lost), so
+// they must be fast and safe for concurrent use.
+package observe
+
+import (
+	"fmt"
+	"time"
+)
+
+// Kind is what happened.
+type Kind uint8
+
+// The kinds of events.
+const (
+	// Acquired: Lock or TryLock got the lock. Wait is how long the call
+	// took, from its start until the lock was held.
+	Acquired Kind = iota + 1
+	// GaveUp: Lock returned without the lock (its context ended, it ran
+	// out of tries, or Redis failed). Wait is how long it tried; Err says
+	// why. A TryLock that finds the lock taken is not a give-up.
+	GaveUp
+	// Released: Unlock released the lock. Held is how long it was held.
+	Released
+	// Lost: the lock was lost while held (it expired, was taken over, or
+	// could not be renewed). Held is how long it had been held; Err says
+	// why. Locks that do not watch their lease report a loss only when
+	// Unlock or Extend finds it.
+	Lost
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Acquired:
+		return "acquired"
+	case GaveUp:
+		return "gave-up"
+	case Released:
+		return "released"
+	case Lost:
+		return "lost"
+	}
+	return fmt.Sprintf("Kind(%d)", uint8(k))
+}
+
+// Event is one thing that happened to one lock.
+type Event struct {
+	Kind Kind
+	Lock string // the lock package: "correct", "watchdog", "redlock", ...
+	Key  string
+	Wait time.Duration // Acquired, GaveUp
+	Held time.Duration // Released, Lost
+	Err  error         // GaveUp, Lost
+}
+
+// Func is an observer.
+type Func func(Event)
