@@ -86,12 +86,19 @@
 //     joins a Redis list with one RPUSH (the token carries the id of the
 //     waiter's Notifier) and sleeps. A Mutex that just handed the lock over
 //     queues at once next time, skipping the SET NX that would fail.
-//   - Unlock is one script: check the owner; pop the oldest waiter; SET the
-//     key to its token with a fresh TTL; PUBLISH to its Notifier's channel.
-//     The waiter wakes already holding the lock: one hop after the
-//     release, with no idle gap and no race between waiters. Five commands
-//     in all per contended acquisition (RPUSH; EVALSHA, GET, LPOP, SET,
-//     PUBLISH), however many wait.
+//   - Unlock is one script: pop the oldest waiter; SET the key to its token
+//     with a fresh TTL, checking that the value it replaces is ours; PUBLISH
+//     to the waiter's Notifier channel. The waiter wakes already holding
+//     the lock: one hop after the release, with no idle gap and no race
+//     between waiters. Five commands in all per contended acquisition
+//     (RPUSH; EVALSHA, LPOP, SET ... GET, PUBLISH), however many wait.
+//   - The owner check costs no read within the lease: before Until the key
+//     cannot have expired, so SET ... GET both hands over and returns the
+//     value to check (a mismatch, possible only if something outside the
+//     protocol deleted or overwrote the key, is undone in the same script).
+//     A late Unlock, after Until, reads the key first and changes nothing
+//     unless it is still ours, so it can never touch the next holder's
+//     lock or its TTL.
 //
 // Its failure modes, and what bounds each:
 //

@@ -265,7 +265,7 @@ func TestAbandonPassesTheLockOn(t *testing.T) {
 	go func() { done <- next.Lock(ctx) }()
 	<-queued
 	s := correct.Scripts["release.lua"].Script
-	r, err := s.Run(ctx, c, []string{key, queueOf(key)}, quitter, 8000, "correct:w:", "1").Int64()
+	r, err := s.Run(ctx, c, []string{key, queueOf(key)}, quitter, 8000, "correct:w:", "1", "0").Int64()
 	if err != nil || r != 2 {
 		t.Fatalf("release.lua (abandon) = %d, %v; want 2 (handed on)", r, err)
 	}
@@ -474,4 +474,52 @@ func TestObserver(t *testing.T) {
 	if e := events[4]; e.Held < 20*time.Millisecond || !errors.Is(e.Err, correct.ErrNotHeld) {
 		t.Errorf("lost event = %+v; want Held >= the 20ms lease and ErrNotHeld", e)
 	}
+}
+
+// TestReleaseWithinLeaseUndoesAForeignHandoff: a release before Until
+// skips the owner read and checks the value its SET ... GET replaced. When
+// someone outside the protocol deleted the key (an operator's DEL) and
+// another client took the lock, A's release within its lease must leave
+// the new holder's lock and the queue exactly as they were.
+func TestReleaseWithinLeaseUndoesAForeignHandoff(t *testing.T) {
+	verifyNoLeaks(t)
+	ctx := testContext(t)
+	n, c := newNotifier(t)
+	key := newKey(t)
+	a := correct.New(c, key, correct.WithNotifier(n))
+	if err := a.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.Del(ctx, key) // an operator deletes the lock under A
+	b := correct.New(c, key, correct.WithNotifier(n))
+	if err := b.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	hook, queued := signal(correct.HookQueued)
+	w := correct.New(c, key, correct.WithNotifier(n), hook)
+	done := make(chan error, 1)
+	go func() { done <- w.Lock(ctx) }()
+	<-queued
+	if !time.Now().Before(a.Until()) {
+		t.Fatal("A's lease ran out; the test needs a release within it")
+	}
+	if err := a.Unlock(ctx); !errors.Is(err, correct.ErrNotHeld) {
+		t.Fatalf("A.Unlock after its key was taken over = %v; want ErrNotHeld", err)
+	}
+	if got, _ := c.Get(ctx, key).Result(); got != b.Token() {
+		t.Fatalf("key holds %q after A's release; want B's token (hand-off undone)", got)
+	}
+	if l, _ := c.LLen(ctx, queueOf(key)).Result(); l != 1 {
+		t.Fatalf("queue length = %d after A's release; want the waiter still queued", l)
+	}
+	if err := b.Unlock(ctx); err != nil { // B hands over to the waiter
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkQueueGone(t, c, key)
 }

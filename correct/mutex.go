@@ -221,14 +221,19 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 // the lock to the oldest live waiter in the queue, if the key holds tok.
 // With dequeue it first takes tok out of the queue (a waiter giving up). It
 // reports whether tok held the lock.
+//
+// A release before Until tells the script so: the key cannot have expired
+// yet, which saves the script a read of it on a hand-off (see release.lua).
 func (m *Mutex) release(ctx context.Context, tok string, dequeue bool) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
 	defer cancel()
-	flag := "0"
+	flag, inLease := "0", "0"
 	if dequeue {
 		flag = "1"
+	} else if m.withinLease(tok) {
+		inLease = "1"
 	}
-	n, err := releaseScript.Run(ctx, m.client, []string{m.key, m.queue}, tok, m.ttl.Milliseconds(), channelPrefix, flag).Int64()
+	n, err := releaseScript.Run(ctx, m.client, []string{m.key, m.queue}, tok, m.ttl.Milliseconds(), channelPrefix, flag, inLease).Int64()
 	if err != nil {
 		return false, fmt.Errorf("correct: release %q: %w", m.key, err)
 	}
@@ -236,6 +241,14 @@ func (m *Mutex) release(ctx context.Context, tok string, dequeue bool) (bool, er
 		m.contended.Store(n == 2) // 2: handed to a waiter
 	}
 	return n != 0, nil
+}
+
+// withinLease reports whether tok is the held token and its lease has
+// certainly not run out (now is before Until).
+func (m *Mutex) withinLease(tok string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.token == tok && time.Now().Before(m.until)
 }
 
 // Extend sets the lock's TTL to ttl, counted from now, if this Mutex still

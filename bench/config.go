@@ -1,0 +1,234 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Scenario names accepted by -scenarios.
+const (
+	scUncontended = "uncontended" // 1 client, a fresh key per acquire+release pair
+	scContended   = "contended"   // N clients on one key
+	scKeys        = "keys"        // N clients over K keys, a random key per acquisition
+	scRTT         = "rtt"         // uncontended and contended through a latency proxy
+)
+
+var allScenarios = []string{scUncontended, scContended, scKeys, scRTT}
+
+// Defaults of the full suite (make bench). With the nine safe locks it runs
+// 9 impls x 18 cells x 3 rounds = 486 runs of 800ms: about 7 minutes on two
+// cores including per-run setup (the plan is printed at start).
+const (
+	defaultDuration = 800 * time.Millisecond
+	defaultRounds   = 3
+	defaultKeys     = 8
+	defaultRTT      = time.Millisecond
+	defaultTTL      = 8 * time.Second // redsync's default expiry
+	defaultMaxOps   = 2_000_000       // per run, on top of the duration
+)
+
+var (
+	defaultClients = []int{1, 2, 8, 32}
+	defaultHolds   = []time.Duration{0, time.Millisecond}
+)
+
+// The -quick preset (make bench-quick): every scenario, 8 clients, both
+// holds, one round of 250ms runs; under 60s including server start.
+const (
+	quickDuration = 250 * time.Millisecond
+	quickRounds   = 1
+)
+
+var quickClients = []int{8}
+
+// config is the parsed command line.
+type config struct {
+	out       string // results directory; "" means bench/results/<UTC timestamp>
+	scenarios []string
+	impls     []string // as given; resolved by resolveImpls
+	clients   []int
+	holds     []time.Duration
+	duration  time.Duration
+	rounds    int
+	keys      int
+	rtt       time.Duration
+	rate      float64 // open-loop arrivals per second; 0 = closed loop
+	addrs     []string
+	quick     bool
+	ttl       time.Duration
+	maxOps    int64
+	plots     bool
+	check     string // "async" or "sync": how the ledger's updates are sent
+}
+
+// parseFlags parses args (without the program name). Explicit flags win
+// over the -quick preset.
+func parseFlags(args []string, stderr io.Writer) (*config, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: go run ./bench [flags]\n\n"+
+			"Runs every selected lock side by side against rig-started redis-servers (or -addrs),\n"+
+			"writes summary.json, report.md, .hgrm files and plots, and prints the result path.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	var (
+		out       = fs.String("out", "", "results `dir` (default bench/results/<UTC timestamp>/, and bench/results/latest points at it)")
+		scenarios = fs.String("scenarios", strings.Join(allScenarios, ","), "scenarios to run: uncontended, contended, keys, rtt")
+		impls     = fs.String("impls", "", "implementations to run, comma-separated; globs allowed (naive-*); default every safe one")
+		clients   = fs.String("clients", joinInts(defaultClients), "contending clients `list` (contended, keys; rtt uses the largest up to 8)")
+		holds     = fs.String("hold", "0,1ms", "hold `list`: time each holder keeps the lock")
+		duration  = fs.Duration("duration", defaultDuration, "length of each run")
+		rounds    = fs.Int("rounds", defaultRounds, "rounds; each rotates the order of the implementations")
+		keys      = fs.Int("keys", defaultKeys, "number of keys in the keys scenario")
+		rtt       = fs.Duration("rtt", defaultRTT, "latency the proxy adds each way in the rtt scenario")
+		rate      = fs.Float64("rate", 0, "open loop: arrivals per second per run, latency from the scheduled arrival (0 = closed loop)")
+		addrs     = fs.String("addrs", "", "external servers host:port,... instead of the rig (5 needed for 5-node locks)")
+		quick     = fs.Bool("quick", false, "smoke preset: 8 clients, one 250ms round of every scenario (explicit flags win)")
+		ttl       = fs.Duration("ttl", defaultTTL, "lease of every lock")
+		maxOps    = fs.Int64("max-ops", defaultMaxOps, "acquisitions after which a run stops early")
+		plots     = fs.Bool("plots", true, "draw the PNG and SVG plots")
+		check     = fs.String("check", "async", "violation counter: async (ordered, no added round trip) or sync (each update waits for its reply inside the critical section)")
+	)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %q (flags only; see -h)", fs.Args())
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	c := &config{out: *out, duration: *duration, rounds: *rounds, keys: *keys, rtt: *rtt,
+		rate: *rate, quick: *quick, ttl: *ttl, maxOps: *maxOps, plots: *plots, check: *check}
+	var err error
+	if c.scenarios, err = parseNames("-scenarios", *scenarios); err != nil {
+		return nil, err
+	}
+	for _, s := range c.scenarios {
+		if !slices.Contains(allScenarios, s) {
+			return nil, fmt.Errorf("-scenarios: unknown scenario %q; known: %s", s, strings.Join(allScenarios, ", "))
+		}
+	}
+	if strings.TrimSpace(*impls) != "" {
+		if c.impls, err = parseNames("-impls", *impls); err != nil {
+			return nil, err
+		}
+	}
+	if c.clients, err = parseInts("-clients", *clients); err != nil {
+		return nil, err
+	}
+	if c.holds, err = parseDurations("-hold", *holds); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(*addrs) != "" {
+		if c.addrs, err = parseNames("-addrs", *addrs); err != nil {
+			return nil, err
+		}
+	}
+	if c.quick {
+		if !set["clients"] {
+			c.clients = quickClients
+		}
+		if !set["duration"] {
+			c.duration = quickDuration
+		}
+		if !set["rounds"] {
+			c.rounds = quickRounds
+		}
+	}
+	return c, c.validate()
+}
+
+func (c *config) validate() error {
+	switch {
+	case c.duration <= 0:
+		return fmt.Errorf("-duration must be > 0, got %v", c.duration)
+	case c.rounds < 1:
+		return fmt.Errorf("-rounds must be >= 1, got %d", c.rounds)
+	case c.keys < 1:
+		return fmt.Errorf("-keys must be >= 1, got %d", c.keys)
+	case c.rtt <= 0 && slices.Contains(c.scenarios, scRTT):
+		return fmt.Errorf("-rtt must be > 0 for the rtt scenario, got %v", c.rtt)
+	case c.rate < 0:
+		return fmt.Errorf("-rate must be >= 0, got %v", c.rate)
+	case c.ttl <= 0:
+		return fmt.Errorf("-ttl must be > 0, got %v", c.ttl)
+	case c.maxOps < 1:
+		return fmt.Errorf("-max-ops must be >= 1, got %d", c.maxOps)
+	case c.check != "async" && c.check != "sync":
+		return fmt.Errorf("-check must be async or sync, got %q", c.check)
+	}
+	for _, n := range c.clients {
+		if n < 1 || n > 1024 {
+			return fmt.Errorf("-clients: %d is out of range 1..1024", n)
+		}
+	}
+	for _, h := range c.holds {
+		if h < 0 || h > c.ttl/2 {
+			return fmt.Errorf("-hold: %v is out of range 0..ttl/2 (%v)", h, c.ttl/2)
+		}
+	}
+	return nil
+}
+
+// parseNames splits a comma-separated list, rejecting empty entries and
+// duplicates.
+func parseNames(flagName, s string) ([]string, error) {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			return nil, fmt.Errorf("%s: empty entry in %q", flagName, s)
+		}
+		if slices.Contains(out, f) {
+			return nil, fmt.Errorf("%s: %q listed twice", flagName, f)
+		}
+		out = append(out, f)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: empty list", flagName)
+	}
+	return out, nil
+}
+
+func parseInts(flagName, s string) ([]int, error) {
+	names, err := parseNames(flagName, s)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int, len(names))
+	for i, n := range names {
+		if out[i], err = strconv.Atoi(n); err != nil {
+			return nil, fmt.Errorf("%s: %q is not an integer", flagName, n)
+		}
+	}
+	return out, nil
+}
+
+func parseDurations(flagName, s string) ([]time.Duration, error) {
+	names, err := parseNames(flagName, s)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]time.Duration, len(names))
+	for i, n := range names {
+		if out[i], err = time.ParseDuration(n); err != nil {
+			return nil, fmt.Errorf("%s: %q is not a duration (e.g. 0, 500us, 1ms)", flagName, n)
+		}
+	}
+	return out, nil
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}

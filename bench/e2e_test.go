@@ -1,0 +1,159 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestEndToEnd runs the program as a user would, small, and checks every
+// output file.
+func TestEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	var stdout, stderr bytes.Buffer
+	err := run(t.Context(), []string{
+		"-scenarios", "contended", "-impls", "correct,redsync-1", "-clients", "2",
+		"-hold", "0", "-duration", "300ms", "-rounds", "1", "-out", dir,
+		"-addrs", strings.Join(addrs, ","),
+	}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := checkSchema(t, b, 2)
+	for i, want := range []string{"correct", "redsync-1"} {
+		r := rows[i]
+		if r["impl"] != want || r["scenario"] != scContended || r["clients"] != 2.0 {
+			t.Errorf("row %d = %v %v N=%v; want %s contended N=2", i, r["impl"], r["scenario"], r["clients"], want)
+		}
+		if r["ops_per_sec"].(float64) <= 0 || r["violations"] != 0.0 || r["redis_cmds_per_op"].(float64) < 2 {
+			t.Errorf("row %d: ops/s %v, violations %v, cmds/op %v; want > 0, 0, >= 2", i, r["ops_per_sec"], r["violations"], r["redis_cmds_per_op"])
+		}
+	}
+	if rows[0]["ops_ratio"] == nil || rows[0]["ratio_to"] != "redsync-1" {
+		t.Errorf("correct's row has ratio %v to %v; want a ratio to redsync-1", rows[0]["ops_ratio"], rows[0]["ratio_to"])
+	}
+	for _, f := range []string{
+		"report.md", "machine.json",
+		"hgrm/contended_c2_h0_correct.hgrm", "hgrm/contended_c2_h0_redsync-1.hgrm",
+		"plots/latency_contended_c2_h0.png", "plots/latency_contended_c2_h0.svg",
+		"plots/cmds_contended_h0.png", "plots/cmds_contended_h0.svg",
+	} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: missing or empty (%v)", f, err)
+		}
+	}
+	report, _ := os.ReadFile(filepath.Join(dir, "report.md"))
+	for _, want := range []string{"GOMAXPROCS", "redis-server 7", "github.com/go-redsync/redsync/v4", "| correct | 2 |"} {
+		if !bytes.Contains(report, []byte(want)) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+	hgrm, _ := os.ReadFile(filepath.Join(dir, "hgrm/contended_c2_h0_correct.hgrm"))
+	if !bytes.Contains(hgrm, []byte("1/(1-Percentile)")) || !bytes.Contains(hgrm, []byte("#[Mean")) {
+		t.Errorf("hgrm file is not in PercentilesPrint format:\n%s", hgrm)
+	}
+	if !strings.Contains(stdout.String(), "report:  "+filepath.Join(dir, "report.md")) {
+		t.Errorf("stdout does not name the report:\n%s", stdout.String())
+	}
+	if !strings.Contains(stderr.String(), "[1/2] contended c=2 hold=0") {
+		t.Errorf("stderr lacks the plain progress line:\n%s", stderr.String())
+	}
+}
+
+// TestOpenLoop runs one client at a rate it cannot keep up with (each
+// acquisition holds 2ms, 1000 arrivals/s) and one it can.
+func TestOpenLoop(t *testing.T) {
+	for _, tt := range []struct {
+		rate, hold string
+		saturated  bool
+	}{
+		{"1000", "2ms", true},
+		{"50", "0", false},
+	} {
+		dir := t.TempDir()
+		var stderr bytes.Buffer
+		err := run(t.Context(), []string{
+			"-scenarios", "contended", "-impls", "correct", "-clients", "1", "-hold", tt.hold,
+			"-rate", tt.rate, "-duration", "300ms", "-rounds", "1", "-out", dir, "-addrs", strings.Join(addrs, ","),
+			"-plots=false",
+		}, io.Discard, &stderr)
+		if err != nil {
+			t.Fatalf("run: %v\n%s", err, stderr.String())
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
+		rows := checkSchema(t, b, 1)
+		if rows[0]["mode"] != "open" || rows[0]["saturated"] != tt.saturated {
+			t.Errorf("rate %s hold %s: mode %v saturated %v; want open, %v", tt.rate, tt.hold, rows[0]["mode"], rows[0]["saturated"], tt.saturated)
+		}
+	}
+}
+
+func TestBadFlags(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-scenarios", "nope"}, `unknown scenario "nope"`},
+		{[]string{"-impls", "nope"}, `unknown implementation "nope"`},
+		{[]string{"-clients", "0"}, "out of range"},
+		{[]string{"-clients", "2,,8"}, "empty entry"},
+		{[]string{"-hold", "1"}, "not a duration"},
+		{[]string{"-duration", "0s"}, "-duration must be > 0"},
+		{[]string{"-rounds", "0"}, "-rounds must be >= 1"},
+		{[]string{"-rate", "-1"}, "-rate must be >= 0"},
+		{[]string{"-check", "maybe"}, "-check must be async or sync"},
+		{[]string{"-impls", "redsync-5", "-addrs", "127.0.0.1:1"}, "need 5"},
+		{[]string{"extra"}, "unexpected arguments"},
+	}
+	for _, tt := range tests {
+		err := run(t.Context(), append(tt.args, "-out", t.TempDir()), io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("run(%q) = %v; want an error containing %q", tt.args, err, tt.want)
+		}
+	}
+	if err := run(t.Context(), []string{"-h"}, io.Discard, io.Discard); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("run(-h) = %v; want flag.ErrHelp", err)
+	}
+}
+
+// TestNaiveViolationsCounted checks that the ledger catches a lock that lets
+// two holders in: naive.GetThenSet, whose GET and SET two waiters can
+// interleave. The race is real, not staged, so the test allows a few runs
+// to see one; with 8 clients polling every 5ms it shows in every run here.
+func TestNaiveViolationsCounted(t *testing.T) {
+	if _, ok := registry["naive-getset"]; !ok {
+		t.Skip("package naive has no GetThenSet in this build")
+	}
+	for _, check := range []string{"async", "sync"} {
+		t.Run(check, func(t *testing.T) {
+			for attempt := 1; attempt <= 5; attempt++ {
+				dir := t.TempDir()
+				var stderr bytes.Buffer
+				err := run(t.Context(), []string{
+					"-scenarios", "contended", "-impls", "naive-getset", "-clients", "8", "-hold", "1ms",
+					"-duration", "300ms", "-rounds", "1", "-out", dir, "-addrs", strings.Join(addrs, ","),
+					"-plots=false", "-check", check,
+				}, io.Discard, &stderr)
+				if err != nil {
+					t.Fatalf("run: %v\n%s", err, stderr.String())
+				}
+				b, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
+				rows := checkSchema(t, b, 1)
+				if v := rows[0]["violations"].(float64); v > 0 {
+					t.Logf("attempt %d: %v violations in %v acquisitions", attempt, v, rows[0]["acquisitions"])
+					return
+				}
+			}
+			t.Error("naive-getset showed no violation in 5 runs of 8 clients: the ledger went blind")
+		})
+	}
+}

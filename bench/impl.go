@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/internal/rig"
+)
+
+// locker is all the bench needs from a lock: one lock on one key, held by
+// one contending client. The lock packages' Mutex types satisfy it as they
+// are; peers get a small adapter.
+type locker interface {
+	Lock(ctx context.Context) error
+	Unlock(ctx context.Context) error
+}
+
+// contender is one contending client with its own connections (its own
+// go-redis pool per server, or its own rueidis client), as a separate
+// process would have. It hands out a locker per key and is used by one
+// goroutine at a time.
+type contender struct {
+	// locker returns the lock on key for this client.
+	locker func(key string) locker
+	// close releases the client's connections.
+	close func() error
+	// sent counts the commands the client handed to go-redis (round trips
+	// in effect); nil when the client is not go-redis.
+	sent *atomic.Int64
+}
+
+// env is what an implementation's constructor gets: the servers to use and
+// the lock settings shared by every implementation.
+type env struct {
+	// addrs are the lock servers, in order; single-node locks use addrs[0].
+	// In the rtt scenario they are fault proxies in front of the servers.
+	addrs []string
+	// ttl is the lease of every lock (redsync's default, 8s, unless -ttl).
+	ttl time.Duration
+}
+
+// client returns a go-redis client for addrs[i] with the rig's options
+// (2s timeouts, no retries, context deadlines honoured) and a hook that
+// counts commands into sent.
+func (e env) client(i int, sent *atomic.Int64) *redis.Client {
+	c := redis.NewClient(rig.ClientOptions(e.addrs[i]))
+	if sent != nil {
+		c.AddHook(countHook{sent})
+	}
+	return c
+}
+
+// clients returns go-redis clients for the first n servers.
+func (e env) clients(n int, sent *atomic.Int64) []*redis.Client {
+	cs := make([]*redis.Client, n)
+	for i := range cs {
+		cs[i] = e.client(i, sent)
+	}
+	return cs
+}
+
+// closeAll closes every client and returns the first error.
+func closeAll(cs []*redis.Client) error {
+	var first error
+	for _, c := range cs {
+		if err := c.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// countHook counts the commands a go-redis client sends.
+type countHook struct{ n *atomic.Int64 }
+
+func (h countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+// impl describes one lock implementation the bench can run. Each lives in
+// its own impl_*.go file that registers it from init, so adding a lock is
+// one small file with one constructor.
+type impl struct {
+	// name is the name used in -impls and in the results.
+	name string
+	// nodes is the number of servers the lock uses: 1, or 5 for Redlock.
+	nodes int
+	// naive marks a deliberately unsafe lock: it runs only when named in
+	// -impls and is expected to show violations under contention.
+	naive bool
+	// connect makes one contending client.
+	connect func(e env) (contender, error)
+	// keepsKeys marks a lock that leaves keys behind by design (fencing's
+	// token counters): the bench still deletes them after each run but does
+	// not report them as leftovers.
+	keepsKeys bool
+	// gaveUp reports whether an error from Lock is the lock's "gave up"
+	// outcome (counted, then retried with the same start of the wait)
+	// rather than a transport or other failure.
+	gaveUp func(err error) bool
+}
+
+// baseline returns the peer whose same-round figures this impl's ratios are
+// computed against: redsync-5 for 5-node locks, redsync-1 otherwise.
+func (im *impl) baseline() string {
+	if im.nodes > 1 {
+		return "redsync-5"
+	}
+	return "redsync-1"
+}
+
+var registry = map[string]*impl{}
+
+// register adds an implementation; it is called from init functions only.
+func register(im *impl) {
+	if _, dup := registry[im.name]; dup {
+		panic("bench: implementation registered twice: " + im.name)
+	}
+	if im.nodes != 1 && im.nodes != 5 {
+		panic("bench: implementation " + im.name + " wants an unsupported node count")
+	}
+	registry[im.name] = im
+}
+
+// plannedImpls are lock kinds the project plans but that may not be in this
+// build yet; naming one gives a clearer error than "unknown".
+var plannedImpls = []string{"correct", "watchdog", "reentrant", "fencing", "redlock-5"}
+
+// implOrder is the display order: ours first, then the peers.
+var implOrder = []string{
+	"correct", "watchdog", "reentrant", "fencing", "redlock-5",
+	"redsync-1", "redsync-5", "redislock", "rueidislock",
+}
+
+// sortedImpls returns registered names in display order (naive last).
+func sortedImpls(names []string) []string {
+	rank := func(n string) int {
+		if i := slices.Index(implOrder, n); i >= 0 {
+			return i
+		}
+		return len(implOrder)
+	}
+	out := slices.Clone(names)
+	sort.SliceStable(out, func(i, j int) bool {
+		ri, rj := rank(out[i]), rank(out[j])
+		if ri != rj {
+			return ri < rj
+		}
+		return out[i] < out[j]
+	})
+	return out
+}
+
+// defaultImpls returns every registered safe implementation.
+func defaultImpls() []string {
+	var names []string
+	for n, im := range registry {
+		if !im.naive {
+			names = append(names, n)
+		}
+	}
+	return sortedImpls(names)
+}
+
+// resolveImpls turns the -impls list into implementations. An entry may be
+// a glob ("naive-*"); an empty list means every safe implementation.
+func resolveImpls(list []string) ([]*impl, error) {
+	if len(list) == 0 {
+		list = defaultImpls()
+	}
+	var all []string
+	for n := range registry {
+		all = append(all, n)
+	}
+	all = sortedImpls(all)
+	var out []*impl
+	seen := map[string]bool{}
+	for _, want := range list {
+		var matched []string
+		if strings.ContainsAny(want, "*?[") {
+			for _, n := range all {
+				if ok, err := path.Match(want, n); err != nil {
+					return nil, fmt.Errorf("-impls: bad pattern %q: %v", want, err)
+				} else if ok {
+					matched = append(matched, n)
+				}
+			}
+		} else if _, ok := registry[want]; ok {
+			matched = []string{want}
+		}
+		if len(matched) == 0 {
+			if slices.Contains(plannedImpls, want) || strings.HasPrefix(want, "naive-") {
+				return nil, fmt.Errorf("-impls: %q is not in this build yet (its package does not exist or does not compile); available: %s", want, strings.Join(all, ", "))
+			}
+			return nil, fmt.Errorf("-impls: unknown implementation %q; available: %s", want, strings.Join(all, ", "))
+		}
+		for _, n := range matched {
+			if !seen[n] {
+				seen[n] = true
+				out = append(out, registry[n])
+			}
+		}
+	}
+	return out, nil
+}
+
+// holdPast calls lock with a context that ctx cancels only while lock is
+// waiting. Locks whose hold is bound to their Lock context (watchdog,
+// rueidislock) would otherwise release by themselves when the run ends
+// mid-hold, while the bench's holder is still inside its critical section,
+// and the ledger would rightly count the next holder as a violation. If
+// ctx ended while lock waited and lock succeeded all the same, release is
+// called and ctx's error returned. The returned function ends the hold
+// context; call it after unlocking.
+func holdPast(ctx context.Context, lock func(context.Context) error, release func()) (context.CancelFunc, error) {
+	hold, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel)
+	err := lock(hold)
+	if !stop() { // ctx ended during the wait: hold is cancelled too
+		if err == nil {
+			release()
+			err = ctx.Err()
+		}
+		cancel()
+		return nil, err
+	}
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return cancel, nil
+}

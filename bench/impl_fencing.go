@@ -1,0 +1,27 @@
+package main
+
+import (
+	"errors"
+	"sync/atomic"
+
+	"github.com/locklab/locklab/fencing"
+)
+
+// fencing: a lock whose every acquisition mints a token from a counter key
+// kept for good (so its runs leave one counter per lock name behind, by
+// design), with its defaults and the common TTL.
+func init() {
+	register(&impl{name: "fencing", nodes: 1, connect: connectFencing, keepsKeys: true, gaveUp: func(err error) bool {
+		return errors.Is(err, fencing.ErrNotObtained)
+	}})
+}
+
+func connectFencing(e env) (contender, error) {
+	sent := new(atomic.Int64)
+	c := e.client(0, sent)
+	return contender{
+		locker: func(key string) locker { return fencing.New(c, key, fencing.WithTTL(e.ttl)) },
+		close:  c.Close,
+		sent:   sent,
+	}, nil
+}

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"errors"
+	"sync/atomic"
+
+	"github.com/locklab/locklab/naive"
+)
+
+// The deliberately unsafe locks of package naive, one per mistake. They run
+// only when named in -impls (naive-* selects them all). Under contention
+// with a TTL far above the hold, only naive-getset's mistake (GET then SET:
+// two clients can both see the key empty) shows as violations; the others'
+// mistakes need a crash, an expiry or a pause, which the labs stage.
+func init() {
+	for name, mk := range map[string]func(c naive.Client, key string, opts ...naive.Option) locker{
+		"naive-setnx-expire": func(c naive.Client, k string, o ...naive.Option) locker { return naive.NewSetNXThenExpire(c, k, o...) },
+		"naive-getset":       func(c naive.Client, k string, o ...naive.Option) locker { return naive.NewGetThenSet(c, k, o...) },
+		"naive-blinddel":     func(c naive.Client, k string, o ...naive.Option) locker { return naive.NewBlindDelete(c, k, o...) },
+		"naive-getdel":       func(c naive.Client, k string, o ...naive.Option) locker { return naive.NewGetThenDelete(c, k, o...) },
+		"naive-renewal":      func(c naive.Client, k string, o ...naive.Option) locker { return naive.NewBlindRenewal(c, k, o...) },
+	} {
+		register(&impl{name: name, nodes: 1, naive: true, connect: connectNaive(mk), gaveUp: func(err error) bool {
+			return errors.Is(err, naive.ErrNotObtained)
+		}})
+	}
+}
+
+func connectNaive(mk func(naive.Client, string, ...naive.Option) locker) func(env) (contender, error) {
+	return func(e env) (contender, error) {
+		sent := new(atomic.Int64)
+		c := e.client(0, sent)
+		return contender{
+			locker: func(key string) locker { return mk(c, key, naive.WithTTL(e.ttl)) },
+			close:  c.Close,
+			sent:   sent,
+		}, nil
+	}
+}

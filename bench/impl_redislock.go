@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/bsm/redislock"
+)
+
+// redislockRetry is the retry strategy given to redislock, whose default is
+// not to retry at all: a linear 1ms backoff ("redislock-tuned" in
+// peer-baseline.md).
+const redislockRetry = time.Millisecond
+
+// bsm/redislock with RetryStrategy LinearBackoff(1ms) and the common TTL.
+// Obtain retries until its own deadline, one TTL after the call.
+func init() {
+	register(&impl{name: "redislock", nodes: 1, connect: connectRedislock, gaveUp: redislockGaveUp})
+}
+
+func connectRedislock(e env) (contender, error) {
+	sent := new(atomic.Int64)
+	c := e.client(0, sent)
+	rl := redislock.New(c)
+	opt := &redislock.Options{RetryStrategy: redislock.LinearBackoff(redislockRetry)}
+	return contender{
+		locker: func(key string) locker {
+			return &redislockLocker{c: rl, key: key, ttl: e.ttl, opt: opt}
+		},
+		close: c.Close,
+		sent:  sent,
+	}, nil
+}
+
+type redislockLocker struct {
+	c    *redislock.Client
+	key  string
+	ttl  time.Duration
+	opt  *redislock.Options
+	held *redislock.Lock
+}
+
+func (l *redislockLocker) Lock(ctx context.Context) error {
+	lk, err := l.c.Obtain(ctx, l.key, l.ttl, l.opt)
+	if err != nil {
+		return err
+	}
+	l.held = lk
+	return nil
+}
+
+func (l *redislockLocker) Unlock(ctx context.Context) error {
+	lk := l.held
+	l.held = nil
+	return lk.Release(ctx)
+}
+
+// redislockGaveUp reports ErrNotObtained, and the deadline redislock sets
+// itself (ttl from the call) when the caller's context has none: the run's
+// context never has a deadline, so DeadlineExceeded is redislock giving up.
+func redislockGaveUp(err error) bool {
+	return errors.Is(err, redislock.ErrNotObtained) || errors.Is(err, context.DeadlineExceeded)
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/go-redsync/redsync/v4"
+	rsredis "github.com/go-redsync/redsync/v4/redis"
+	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
+)
+
+// redsync with its library defaults (8s expiry, 32 tries, a random
+// 50-250ms delay between tries), over 1 pool and over 5 pools (Redlock,
+// quorum 3), through its go-redis v9 pool adapter. Only the expiry is set,
+// to the bench's common TTL (8s, its own default, unless -ttl).
+func init() {
+	register(&impl{name: "redsync-1", nodes: 1, connect: connectRedsync(1), gaveUp: redsyncGaveUp})
+	register(&impl{name: "redsync-5", nodes: 5, connect: connectRedsync(5), gaveUp: redsyncGaveUp})
+}
+
+func connectRedsync(n int) func(env) (contender, error) {
+	return func(e env) (contender, error) {
+		if len(e.addrs) < n {
+			return contender{}, fmt.Errorf("redsync-%d needs %d servers, have %d", n, n, len(e.addrs))
+		}
+		sent := new(atomic.Int64)
+		cs := e.clients(n, sent)
+		pools := make([]rsredis.Pool, n)
+		for i, c := range cs {
+			pools[i] = goredis.NewPool(c)
+		}
+		rs := redsync.New(pools...)
+		return contender{
+			locker: func(key string) locker {
+				return &redsyncLocker{m: rs.NewMutex(key, redsync.WithExpiry(e.ttl))}
+			},
+			close: func() error { return closeAll(cs) },
+			sent:  sent,
+		}, nil
+	}
+}
+
+type redsyncLocker struct{ m *redsync.Mutex }
+
+func (l *redsyncLocker) Lock(ctx context.Context) error { return l.m.LockContext(ctx) }
+
+func (l *redsyncLocker) Unlock(ctx context.Context) error {
+	ok, err := l.m.UnlockContext(ctx)
+	if err == nil && !ok {
+		err = errors.New("redsync: unlock reached no quorum")
+	}
+	return err
+}
+
+// redsyncGaveUp reports redsync's "failed" outcomes: ErrFailed after the
+// last try, or *ErrTaken / *ErrNodeTaken when the nodes report the key
+// taken. An error carrying a RedisError is a transport failure.
+func redsyncGaveUp(err error) bool {
+	var re *redsync.RedisError
+	if errors.As(err, &re) {
+		return false
+	}
+	var taken *redsync.ErrTaken
+	var nodeTaken *redsync.ErrNodeTaken
+	return errors.Is(err, redsync.ErrFailed) || errors.As(err, &taken) || errors.As(err, &nodeTaken)
+}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+
+	"github.com/locklab/locklab/reentrant"
+)
+
+// reentrant: counted reentrancy in a Redis hash, with its defaults and the
+// common TTL. Each contending client is one Owner, carried in the context
+// of every call; the bench never re-enters, so each hold has count 1.
+func init() {
+	register(&impl{name: "reentrant", nodes: 1, connect: connectReentrant, gaveUp: func(err error) bool {
+		return errors.Is(err, reentrant.ErrNotObtained)
+	}})
+}
+
+func connectReentrant(e env) (contender, error) {
+	sent := new(atomic.Int64)
+	c := e.client(0, sent)
+	owner := reentrant.NewOwner()
+	return contender{
+		locker: func(key string) locker {
+			return &reentrantLocker{m: reentrant.New(c, key, reentrant.WithTTL(e.ttl)), owner: owner}
+		},
+		close: c.Close,
+		sent:  sent,
+	}, nil
+}
+
+type reentrantLocker struct {
+	m     *reentrant.Mutex
+	owner reentrant.Owner
+}
+
+func (l *reentrantLocker) Lock(ctx context.Context) error {
+	return l.m.Lock(reentrant.WithOwner(ctx, l.owner))
+}
+
+func (l *reentrantLocker) Unlock(ctx context.Context) error {
+	return l.m.Unlock(reentrant.WithOwner(ctx, l.owner))
+}

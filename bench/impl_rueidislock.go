@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/redis/rueidis/rueidislock"
+)
+
+// rueidislock with KeyMajority 1 (one key per lock, as its README advises
+// for a single Redis) and NoLoopTracking (Redis >= 7.0.5), the common TTL
+// as KeyValidity (extended every KeyValidity/2, its default) and its other
+// defaults. Waiters sleep until a client-side-caching invalidation arrives;
+// WithContext never gives up while its context lives.
+func init() {
+	register(&impl{name: "rueidislock", nodes: 1, connect: connectRueidislock, gaveUp: func(error) bool { return false }})
+}
+
+func connectRueidislock(e env) (contender, error) {
+	lk, err := rueidislock.NewLocker(rueidislock.LockerOption{
+		ClientOption: rueidis.ClientOption{
+			InitAddress:  []string{e.addrs[0]},
+			DisableRetry: true,
+			Dialer:       net.Dialer{Timeout: 2 * time.Second},
+		},
+		KeyPrefix:      rueidisPrefix,
+		KeyValidity:    e.ttl,
+		KeyMajority:    1,
+		NoLoopTracking: true,
+	})
+	if err != nil {
+		return contender{}, err
+	}
+	return contender{
+		locker: func(key string) locker { return &rueidisLocker{lk: lk, key: key} },
+		close:  func() error { lk.Close(); return nil },
+	}, nil
+}
+
+// rueidisPrefix prefixes rueidislock's keys ("<prefix>:0:<name>"), so the
+// bench's leftover-key scan finds them.
+const rueidisPrefix = keyRoot + "rueidislock"
+
+type rueidisLocker struct {
+	lk     rueidislock.Locker
+	key    string
+	cancel context.CancelFunc // releases the lock
+	done   context.CancelFunc // ends the hold context (see holdPast)
+}
+
+// Lock waits in WithContext. The lock's context derives from the one
+// given, so holdPast keeps the run's end from releasing it mid-hold.
+func (l *rueidisLocker) Lock(ctx context.Context) error {
+	var cancel context.CancelFunc
+	done, err := holdPast(ctx, func(hold context.Context) error {
+		var err error
+		_, cancel, err = l.lk.WithContext(hold, l.key)
+		return err
+	}, func() { cancel() })
+	if err != nil {
+		return err
+	}
+	l.cancel, l.done = cancel, done
+	return nil
+}
+
+// Unlock cancels the lock's context; rueidislock then deletes its key, and
+// the cancel function returns once it has.
+func (l *rueidisLocker) Unlock(context.Context) error {
+	if l.cancel == nil {
+		return errors.New("rueidislock: not held")
+	}
+	l.cancel()
+	l.done()
+	l.cancel, l.done = nil, nil
+	return nil
+}

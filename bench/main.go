@@ -1,0 +1,231 @@
+// Command bench runs every selected lock side by side, with redsync and
+// other peers, against the same Redis servers, and writes summary.json,
+// report.md, HdrHistogram percentile files and plots.
+//
+//	go run ./bench                  # the full suite (make bench)
+//	go run ./bench -quick           # a smoke run under a minute (make bench-quick)
+//	go run ./bench -scenarios contended -impls correct,redsync-1 -clients 32 -hold 1ms -duration 3s
+//
+// Progress goes to stderr; the tables and the results path to stdout.
+// See DESIGN.md section 7 for the output and report.md's Method section for
+// how each figure is measured.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/locklab/locklab/internal/rig"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+	}
+}
+
+// run is the whole program, with its streams, so tests can call it.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	impls, err := resolveImpls(cfg.impls)
+	if err != nil {
+		return err
+	}
+	cs := cells(cfg)
+	if len(cs) == 0 {
+		return errors.New("nothing to run: no cell for these -scenarios and -clients")
+	}
+	plan := steps(cfg.rounds, cs, impls)
+	nodes := 1
+	for _, im := range impls {
+		nodes = max(nodes, im.nodes)
+	}
+	if len(cfg.addrs) > 0 && len(cfg.addrs) < nodes {
+		return fmt.Errorf("-addrs lists %d servers; the selected locks need %d", len(cfg.addrs), nodes)
+	}
+
+	dir, latest, err := resultsDir(cfg.out)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = os.Remove(dir) // only if still empty
+		}
+	}()
+	mach := describeMachine(args)
+	fmt.Fprintf(stderr, "bench: %d impls (%s) × %d cells × %d rounds = %d runs of %s; planned about %s plus server start\n",
+		len(impls), strings.Join(implNames(impls), ","), len(cs), cfg.rounds, len(plan), cfg.duration,
+		estimate(plan, cfg.duration).Round(time.Second))
+
+	srv, err := startServers(ctx, cfg.addrs, nodes)
+	if err != nil {
+		return err
+	}
+	defer srv.close()
+	mach.RedisVersion = srv.version(ctx)
+	if srv.external {
+		mach.Servers = "external: " + strings.Join(srv.addrs, ",")
+	} else {
+		prov, _ := rig.ProviderName()
+		mach.Servers = fmt.Sprintf("%d servers from the rig, provider %s, no persistence", len(srv.addrs), prov)
+	}
+	led, err := dialLedger(srv.addrs[0], cfg.check == "sync")
+	if err != nil {
+		return err
+	}
+	defer led.close()
+
+	runID := randomID()
+	prog := newProgress(stderr, len(plan), cfg.duration+perRunOverhead)
+	var runs []*runResult
+	for i, s := range plan {
+		prog.begin(s, cfg.rounds)
+		addrs := srv.addrs
+		if s.cell.rtt > 0 {
+			if addrs, err = srv.proxied(s.cell.rtt); err != nil {
+				return err
+			}
+		}
+		spec := runSpec{
+			impl: s.impl, cell: s.cell, round: s.round, duration: cfg.duration,
+			maxOps: cfg.maxOps, rate: cfg.rate, ttl: cfg.ttl, addrs: addrs,
+			tag: fmt.Sprintf("%s%s:%d", keyRoot, runID, i),
+		}
+		r, err := execute(ctx, srv, led, spec)
+		if err != nil {
+			return fmt.Errorf("%s, %s, round %d: %w", s.impl.name, s.cell, s.round+1, err)
+		}
+		runs = append(runs, r)
+		prog.end()
+	}
+	prog.finish()
+
+	res := newResults(cfg, mach, cs, impls, runs)
+	tables, err := res.write(dir)
+	if err != nil {
+		return err
+	}
+	if err := writeJSON(filepath.Join(dir, "machine.json"), mach); err != nil {
+		return err
+	}
+	if latest != "" {
+		if err := pointLatest(latest, dir); err != nil {
+			return err
+		}
+	}
+	fmt.Fprint(stdout, tables)
+	fmt.Fprintf(stdout, "results: %s\nreport:  %s\n", dir, filepath.Join(dir, "report.md"))
+
+	var bad []string
+	for _, r := range res.rows {
+		if r.Violations > 0 && !registry[r.Impl].naive {
+			bad = append(bad, fmt.Sprintf("%s (%s N=%d: %d)", r.Impl, r.Scenario, r.Clients, r.Violations))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("mutual exclusion violated by a lock that claims to be safe: %s", strings.Join(bad, ", "))
+	}
+	return nil
+}
+
+func implNames(impls []*impl) []string {
+	out := make([]string, len(impls))
+	for i, im := range impls {
+		out[i] = im.name
+	}
+	return out
+}
+
+func randomID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// resultsDir creates the output directory: out as given, or
+// bench/results/<UTC timestamp> under the module root, in which case it
+// also returns the path of the "latest" symlink to update.
+func resultsDir(out string) (dir, latest string, err error) {
+	if out == "" {
+		root, err := moduleRoot()
+		if err != nil {
+			return "", "", err
+		}
+		base := filepath.Join(root, "bench", "results")
+		dir = filepath.Join(base, time.Now().UTC().Format("20060102T150405Z"))
+		latest = filepath.Join(base, "latest")
+	} else {
+		dir = out
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", fmt.Errorf("-out: %w", err)
+	}
+	probe := filepath.Join(dir, ".write-test")
+	if err := os.WriteFile(probe, nil, 0o644); err != nil {
+		return "", "", fmt.Errorf("-out: %s is not writable: %w", dir, err)
+	}
+	_ = os.Remove(probe)
+	return dir, latest, nil
+}
+
+// moduleRoot finds the directory of locklab's go.mod from the working
+// directory upwards.
+func moduleRoot() (string, error) {
+	d, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(d, "go.mod"))
+		if err == nil && slices.Contains(strings.Fields(string(b)), "github.com/locklab/locklab") {
+			return d, nil
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return "", errors.New("cannot find the locklab module root for bench/results; run from the repository or pass -out")
+		}
+		d = parent
+	}
+}
+
+// pointLatest makes the symlink latest point at dir (relatively), replacing
+// any previous link atomically.
+func pointLatest(latest, dir string) error {
+	tmp := latest + ".tmp"
+	_ = os.Remove(tmp)
+	if err := os.Symlink(filepath.Base(dir), tmp); err != nil {
+		return err
+	}
+	return os.Rename(tmp, latest)
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}

@@ -1,0 +1,305 @@
+package main
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// jain returns Jain's fairness index of xs: (Σx)² / (n·Σx²). It is 1 when
+// every client got the same share and 1/n when one got everything; 0 when
+// nobody got anything (or xs is empty).
+func jain(xs []int64) float64 {
+	var sum, sq float64
+	for _, x := range xs {
+		f := float64(x)
+		sum += f
+		sq += f * f
+	}
+	if sq == 0 {
+		return 0
+	}
+	return sum * sum / (float64(len(xs)) * sq)
+}
+
+// median returns the median of xs (the mean of the middle two for an even
+// count), or 0 for none.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	m := len(s) / 2
+	if len(s)%2 == 1 {
+		return s[m]
+	}
+	return (s[m-1] + s[m]) / 2
+}
+
+// ratioMedian pairs each round's value with the baseline's value from the
+// same round, and returns the median of those ratios. Rounds missing on
+// either side, or with a zero baseline, are skipped; with none left it
+// reports false.
+func ratioMedian(vals, base map[int]float64) (float64, bool) {
+	var rs []float64
+	for round, v := range vals {
+		b, ok := base[round]
+		if !ok || b == 0 || math.IsNaN(v) || math.IsNaN(b) {
+			continue
+		}
+		rs = append(rs, v/b)
+	}
+	if len(rs) == 0 {
+		return 0, false
+	}
+	return median(rs), true
+}
+
+// roundFigures are the per-round values rows are built from.
+type roundFigures struct {
+	Round       int     `json:"round"`
+	OpsPerSec   float64 `json:"ops_per_sec"`
+	WaitP50Us   float64 `json:"wait_p50_us"`
+	WaitP99Us   float64 `json:"wait_p99_us"`
+	WaitP999Us  float64 `json:"wait_p999_us"`
+	WaitMaxUs   float64 `json:"wait_max_us"`
+	Jain        float64 `json:"jain"`
+	CmdsPerOp   float64 `json:"redis_cmds_per_op"`
+	GaveUp      int64   `json:"gave_up"`
+	Violations  int64   `json:"violations"`
+	Acquired    int64   `json:"acquisitions"`
+	ClientMin   int64   `json:"per_client_min"`
+	ClientMax   int64   `json:"per_client_max"`
+	ElapsedSecs float64 `json:"elapsed_s"`
+}
+
+func figures(r *runResult) roundFigures {
+	f := roundFigures{
+		Round:       r.spec.round,
+		OpsPerSec:   r.opsPerSec(),
+		Jain:        jain(r.perClient),
+		GaveUp:      r.gaveUp,
+		Violations:  r.violations,
+		Acquired:    r.ops,
+		ElapsedSecs: r.elapsed.Seconds(),
+	}
+	if r.wait.TotalCount() > 0 {
+		f.WaitP50Us = float64(r.wait.ValueAtQuantile(50))
+		f.WaitP99Us = float64(r.wait.ValueAtQuantile(99))
+		f.WaitP999Us = float64(r.wait.ValueAtQuantile(99.9))
+		f.WaitMaxUs = float64(r.wait.Max())
+	}
+	if r.ops > 0 {
+		f.CmdsPerOp = float64(r.cmds.total()) / float64(r.ops)
+	}
+	if len(r.perClient) > 0 {
+		f.ClientMin, f.ClientMax = slices.Min(r.perClient), slices.Max(r.perClient)
+	}
+	return f
+}
+
+// row is one line of summary.json: one (impl, scenario, clients, hold),
+// medians over rounds unless a field says otherwise.
+type row struct {
+	Impl     string  `json:"impl"`
+	Scenario string  `json:"scenario"`
+	Clients  int     `json:"clients"`
+	HoldUs   float64 `json:"hold_us"`
+	Keys     int     `json:"keys"`   // keys in play; 0 = a fresh key per pair
+	RTTUs    float64 `json:"rtt_us"` // latency added each way by the proxy
+	Nodes    int     `json:"nodes"`
+	Mode     string  `json:"mode"` // "closed" or "open"
+
+	OpsPerSec    float64 `json:"ops_per_sec"` // acquisitions (pairs when uncontended) per second
+	OpsPerSecMin float64 `json:"ops_per_sec_min"`
+	OpsPerSecMax float64 `json:"ops_per_sec_max"`
+
+	WaitP50Us      float64 `json:"wait_p50_us"`
+	WaitP99Us      float64 `json:"wait_p99_us"`
+	WaitP999Us     float64 `json:"wait_p999_us"`
+	WaitMaxUs      float64 `json:"wait_max_us"`
+	WaitMaxWorstUs float64 `json:"wait_max_worst_us"` // the largest over rounds
+
+	Jain         float64 `json:"jain"`
+	PerClientMin float64 `json:"per_client_min"`
+	PerClientMax float64 `json:"per_client_max"`
+
+	RedisCmdsPerOp  float64            `json:"redis_cmds_per_op"`
+	RedisCmdMix     map[string]float64 `json:"redis_cmd_mix"`      // per acquisition, all rounds pooled
+	ClientCmdsPerOp *float64           `json:"client_cmds_per_op"` // null when not measurable (rueidis)
+
+	GaveUp       int64   `json:"gave_up"` // total over rounds
+	GaveUpPerSec float64 `json:"gave_up_per_sec"`
+	Violations   int64   `json:"violations"` // total over rounds
+	Errors       int64   `json:"errors"`     // total over rounds
+	LastError    string  `json:"last_error,omitempty"`
+	LeftoverKeys int     `json:"leftover_keys"` // total over rounds
+
+	HandoffP50Us   float64 `json:"handoff_p50_us"`
+	HandoffP99Us   float64 `json:"handoff_p99_us"`
+	HandoffSamples int64   `json:"handoff_samples"` // total over rounds
+	ReleaseP50Us   float64 `json:"release_p50_us"`  // the Unlock call
+	ReleaseP99Us   float64 `json:"release_p99_us"`
+	HeldP50Us      float64 `json:"held_p50_us"` // from acquired to the start of the release: the hold as slept, plus the check
+
+	Acquisitions int64   `json:"acquisitions"` // total over rounds
+	Rounds       int     `json:"rounds"`
+	DurationS    float64 `json:"duration_s"` // planned length of each run
+
+	RatioTo       string   `json:"ratio_to,omitempty"`
+	OpsRatio      *float64 `json:"ops_ratio"` // median over rounds of (this / ratio_to in the same round)
+	WaitP50Ratio  *float64 `json:"wait_p50_ratio"`
+	WaitP99Ratio  *float64 `json:"wait_p99_ratio"`
+	WaitP999Ratio *float64 `json:"wait_p999_ratio"`
+	WaitMaxRatio  *float64 `json:"wait_max_ratio"`
+
+	OfferedPerSec *float64 `json:"offered_per_sec,omitempty"` // open loop
+	Saturated     *bool    `json:"saturated,omitempty"`       // open loop: arrivals fell behind
+
+	PerRound []roundFigures `json:"per_round"`
+}
+
+// requiredFields are the summary.json fields DESIGN.md section 7 requires.
+var requiredFields = []string{
+	"impl", "scenario", "clients", "hold_us", "ops_per_sec", "wait_p50_us",
+	"wait_p99_us", "wait_p999_us", "wait_max_us", "jain", "redis_cmds_per_op",
+	"gave_up", "violations", "rounds",
+}
+
+// groupKey identifies a row.
+type groupKey struct {
+	impl string
+	cell cell
+}
+
+// aggregate turns the runs into rows, in the order cells and impls were
+// given, with same-round ratios to each impl's baseline where it ran.
+func aggregate(results []*runResult, cs []cell, impls []*impl, dur time.Duration) []row {
+	byKey := map[groupKey][]*runResult{}
+	for _, r := range results {
+		k := groupKey{r.spec.impl.name, r.spec.cell}
+		byKey[k] = append(byKey[k], r)
+	}
+	var rows []row
+	for _, c := range cs {
+		for _, im := range impls {
+			rs := byKey[groupKey{im.name, c}]
+			if len(rs) == 0 {
+				continue
+			}
+			rw := buildRow(im, c, rs, dur)
+			if b := im.baseline(); b != im.name {
+				if brs := byKey[groupKey{b, c}]; len(brs) > 0 {
+					setRatios(&rw, rs, brs)
+				}
+			}
+			rows = append(rows, rw)
+		}
+	}
+	return rows
+}
+
+func buildRow(im *impl, c cell, rs []*runResult, dur time.Duration) row {
+	rw := row{
+		Impl: im.name, Scenario: c.scenario, Clients: c.clients,
+		HoldUs: float64(c.hold.Microseconds()), Keys: c.keys,
+		RTTUs: float64(c.rtt.Microseconds()), Nodes: im.nodes, Mode: "closed",
+		Rounds: len(rs), DurationS: dur.Seconds(), RedisCmdMix: map[string]float64{},
+	}
+	var ops, p50, p99, p999, mx, jn, cmin, cmax, cpo, gps, ccpo, hp50, hp99, rp50, rp99, held []float64
+	pooled := cmdCounts{}
+	clientCmdsKnown := true
+	for _, r := range rs {
+		f := figures(r)
+		rw.PerRound = append(rw.PerRound, f)
+		ops = append(ops, f.OpsPerSec)
+		p50 = append(p50, f.WaitP50Us)
+		p99 = append(p99, f.WaitP99Us)
+		p999 = append(p999, f.WaitP999Us)
+		mx = append(mx, f.WaitMaxUs)
+		rw.WaitMaxWorstUs = max(rw.WaitMaxWorstUs, f.WaitMaxUs)
+		jn = append(jn, f.Jain)
+		cmin = append(cmin, float64(f.ClientMin))
+		cmax = append(cmax, float64(f.ClientMax))
+		cpo = append(cpo, f.CmdsPerOp)
+		if r.elapsed > 0 {
+			gps = append(gps, float64(r.gaveUp)/r.elapsed.Seconds())
+		}
+		if r.clientCmds < 0 {
+			clientCmdsKnown = false
+		} else if r.ops > 0 {
+			ccpo = append(ccpo, float64(r.clientCmds)/float64(r.ops))
+		}
+		if r.handoff.TotalCount() > 0 {
+			hp50 = append(hp50, float64(r.handoff.ValueAtQuantile(50)))
+			hp99 = append(hp99, float64(r.handoff.ValueAtQuantile(99)))
+		}
+		if r.held != nil && r.held.TotalCount() > 0 {
+			held = append(held, float64(r.held.ValueAtQuantile(50)))
+		}
+		if r.release.TotalCount() > 0 {
+			rp50 = append(rp50, float64(r.release.ValueAtQuantile(50)))
+			rp99 = append(rp99, float64(r.release.ValueAtQuantile(99)))
+		}
+		pooled.add(r.cmds)
+		rw.GaveUp += r.gaveUp
+		rw.Violations += r.violations
+		rw.Errors += r.errors
+		if r.lastErr != "" {
+			rw.LastError = r.lastErr
+		}
+		rw.LeftoverKeys += r.leftover
+		rw.HandoffSamples += r.handoff.TotalCount()
+		rw.Acquisitions += r.ops
+		if r.spec.rate > 0 {
+			rw.Mode = "open"
+			offered := r.spec.rate
+			rw.OfferedPerSec = &offered
+			sat := r.saturated || (rw.Saturated != nil && *rw.Saturated)
+			rw.Saturated = &sat
+		}
+	}
+	rw.OpsPerSec, rw.OpsPerSecMin, rw.OpsPerSecMax = median(ops), slices.Min(ops), slices.Max(ops)
+	rw.WaitP50Us, rw.WaitP99Us, rw.WaitP999Us, rw.WaitMaxUs = median(p50), median(p99), median(p999), median(mx)
+	rw.Jain, rw.PerClientMin, rw.PerClientMax = median(jn), median(cmin), median(cmax)
+	rw.RedisCmdsPerOp, rw.GaveUpPerSec = median(cpo), median(gps)
+	if clientCmdsKnown && len(ccpo) > 0 {
+		v := median(ccpo)
+		rw.ClientCmdsPerOp = &v
+	}
+	rw.HandoffP50Us, rw.HandoffP99Us = median(hp50), median(hp99)
+	rw.ReleaseP50Us, rw.ReleaseP99Us = median(rp50), median(rp99)
+	rw.HeldP50Us = median(held)
+	if rw.Acquisitions > 0 {
+		for k, v := range pooled {
+			rw.RedisCmdMix[k] = float64(v) / float64(rw.Acquisitions)
+		}
+	}
+	return rw
+}
+
+// setRatios fills the ratio fields: each round's value over the baseline's
+// in the same round, then the median of those ratios.
+func setRatios(rw *row, rs, base []*runResult) {
+	per := func(results []*runResult, get func(roundFigures) float64) map[int]float64 {
+		m := map[int]float64{}
+		for _, r := range results {
+			m[r.spec.round] = get(figures(r))
+		}
+		return m
+	}
+	ratio := func(get func(roundFigures) float64) *float64 {
+		v, ok := ratioMedian(per(rs, get), per(base, get))
+		if !ok {
+			return nil
+		}
+		return &v
+	}
+	rw.RatioTo = base[0].spec.impl.name
+	rw.OpsRatio = ratio(func(f roundFigures) float64 { return f.OpsPerSec })
+	rw.WaitP50Ratio = ratio(func(f roundFigures) float64 { return f.WaitP50Us })
+	rw.WaitP99Ratio = ratio(func(f roundFigures) float64 { return f.WaitP99Us })
+	rw.WaitP999Ratio = ratio(func(f roundFigures) float64 { return f.WaitP999Us })
+	rw.WaitMaxRatio = ratio(func(f roundFigures) float64 { return f.WaitMaxUs })
+}

@@ -1,0 +1,431 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// machine describes where and how the bench ran, for the report.
+type machine struct {
+	Start        time.Time   `json:"start"`
+	Command      string      `json:"command"`
+	CPUs         int         `json:"cpus"`
+	GOMAXPROCS   int         `json:"gomaxprocs"`
+	GoVersion    string      `json:"go_version"`
+	OSArch       string      `json:"os_arch"`
+	CPUModel     string      `json:"cpu_model"`
+	RedisVersion string      `json:"redis_version"`
+	Servers      string      `json:"servers"`
+	Modules      [][2]string `json:"modules"`
+}
+
+// interestingModules are listed with their versions in the report.
+var interestingModules = []string{
+	"github.com/redis/go-redis/v9", "github.com/go-redsync/redsync/v4",
+	"github.com/bsm/redislock", "github.com/redis/rueidis",
+	"github.com/HdrHistogram/hdrhistogram-go", "gonum.org/v1/plot",
+}
+
+func describeMachine(args []string) machine {
+	m := machine{
+		Start:      time.Now().UTC(),
+		Command:    "go run ./bench " + strings.Join(args, " "),
+		CPUs:       runtime.NumCPU(),
+		GOMAXPROCS: runtime.GOMAXPROCS(0),
+		GoVersion:  runtime.Version(),
+		OSArch:     runtime.GOOS + "/" + runtime.GOARCH,
+		CPUModel:   cpuModel(),
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if slices.Contains(interestingModules, d.Path) {
+				v := d.Version
+				if d.Replace != nil {
+					v += " => " + d.Replace.Path + " " + d.Replace.Version
+				}
+				m.Modules = append(m.Modules, [2]string{d.Path, v})
+			}
+		}
+	}
+	return m
+}
+
+func cpuModel() string {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return "unknown"
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
+
+// results is everything the output files are made from.
+type results struct {
+	cfg    *config
+	mach   machine
+	cells  []cell
+	impls  []*impl
+	runs   []*runResult
+	rows   []row
+	hists  map[groupKey]*hdrhistogram.Histogram // wait, merged over rounds
+	handof map[groupKey]*hdrhistogram.Histogram // handoff, merged over rounds
+}
+
+func newResults(cfg *config, mach machine, cs []cell, impls []*impl, runs []*runResult) *results {
+	res := &results{cfg: cfg, mach: mach, cells: cs, impls: impls, runs: runs,
+		hists: map[groupKey]*hdrhistogram.Histogram{}, handof: map[groupKey]*hdrhistogram.Histogram{}}
+	res.rows = aggregate(runs, cs, impls, cfg.duration)
+	for _, r := range runs {
+		k := groupKey{r.spec.impl.name, r.spec.cell}
+		if res.hists[k] == nil {
+			res.hists[k], res.handof[k] = newHist(), newHist()
+		}
+		res.hists[k].Merge(r.wait)
+		res.handof[k].Merge(r.handoff)
+	}
+	return res
+}
+
+func (res *results) implNames() []string {
+	names := make([]string, len(res.impls))
+	for i, im := range res.impls {
+		names[i] = im.name
+	}
+	return names
+}
+
+// write writes every output file into dir and returns the tables for
+// stdout.
+func (res *results) write(dir string) (string, error) {
+	for _, sub := range []string{"hgrm", "plots"} {
+		if sub == "plots" && !res.cfg.plots {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return "", err
+		}
+	}
+	js, err := json.MarshalIndent(res.rows, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "summary.json"), append(js, '\n'), 0o644); err != nil {
+		return "", err
+	}
+	if err := res.writeHgrm(filepath.Join(dir, "hgrm")); err != nil {
+		return "", err
+	}
+	var plots map[string][]string
+	if res.cfg.plots {
+		if plots, err = res.writePlots(filepath.Join(dir, "plots")); err != nil {
+			return "", err
+		}
+	}
+	tables := res.tables()
+	var md bytes.Buffer
+	res.header(&md)
+	md.WriteString(tables)
+	res.plotSection(&md, plots)
+	if err := os.WriteFile(filepath.Join(dir, "report.md"), md.Bytes(), 0o644); err != nil {
+		return "", err
+	}
+	return tables, nil
+}
+
+// writeHgrm writes one percentile file per histogram, values in ms
+// (PercentilesPrint with 5 ticks per half distance, value scale 1000 on µs).
+func (res *results) writeHgrm(dir string) error {
+	write := func(name string, h *hdrhistogram.Histogram) error {
+		var b bytes.Buffer
+		if _, err := h.PercentilesPrint(&b, 5, 1000); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, name), b.Bytes(), 0o644)
+	}
+	for k, h := range res.hists {
+		stem := k.cell.id() + "_" + k.impl
+		if err := write(stem+".hgrm", h); err != nil {
+			return err
+		}
+		if hh := res.handof[k]; hh.TotalCount() > 0 {
+			if err := write(stem+".handoff.hgrm", hh); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// writePlots draws the plots and returns their svg names by section.
+func (res *results) writePlots(dir string) (map[string][]string, error) {
+	names := res.implNames()
+	st := implStyle{}
+	for i, n := range names {
+		st[n] = i
+	}
+	out := map[string][]string{}
+	for _, c := range res.cells {
+		hs := map[string]*hdrhistogram.Histogram{}
+		for _, n := range names {
+			hs[n] = res.hists[groupKey{n, c}]
+		}
+		p, err := latencyPlot(c, names, hs, st)
+		if err != nil {
+			return nil, err
+		}
+		f, err := savePlot(p, dir, "latency_"+c.id())
+		if err != nil {
+			return nil, err
+		}
+		out["latency"] = append(out["latency"], f)
+	}
+	for _, g := range res.scenarioHolds() {
+		rows := res.rowsOf(g.scenario, g.hold)
+		stem := g.scenario + "_h" + fmtHold(g.hold)
+		label := fmt.Sprintf("%s, hold %s", g.scenario, fmtHold(g.hold))
+		if g.multiClients {
+			p, err := clientsPlot("throughput: "+label, "acquisitions/s", false, rows, names,
+				func(r row) float64 { return r.OpsPerSec }, st)
+			if err != nil {
+				return nil, err
+			}
+			f, err := savePlot(p, dir, "throughput_"+stem)
+			if err != nil {
+				return nil, err
+			}
+			out["throughput"] = append(out["throughput"], f)
+			p, err = clientsPlot("p99 wait: "+label, "wait p99 (ms)", true, rows, names,
+				func(r row) float64 { return r.WaitP99Us / 1000 }, st)
+			if err != nil {
+				return nil, err
+			}
+			if f, err = savePlot(p, dir, "p99_"+stem); err != nil {
+				return nil, err
+			}
+			out["p99"] = append(out["p99"], f)
+		}
+		p, err := cmdsPlot("commands per acquisition: "+label, rows, names, st)
+		if err != nil {
+			return nil, err
+		}
+		f, err := savePlot(p, dir, "cmds_"+stem)
+		if err != nil {
+			return nil, err
+		}
+		out["cmds"] = append(out["cmds"], f)
+	}
+	return out, nil
+}
+
+type scenarioHold struct {
+	scenario     string
+	hold         time.Duration
+	multiClients bool
+}
+
+// scenarioHolds lists the (scenario, hold) groups in cell order.
+func (res *results) scenarioHolds() []scenarioHold {
+	var out []scenarioHold
+	for _, c := range res.cells {
+		i := slices.IndexFunc(out, func(g scenarioHold) bool { return g.scenario == c.scenario && g.hold == c.hold })
+		if i < 0 {
+			out = append(out, scenarioHold{scenario: c.scenario, hold: c.hold})
+			continue
+		}
+		out[i].multiClients = true
+	}
+	return out
+}
+
+func (res *results) rowsOf(scenario string, hold time.Duration) []row {
+	var out []row
+	for _, r := range res.rows {
+		if r.Scenario == scenario && r.HoldUs == float64(hold.Microseconds()) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (res *results) header(b *bytes.Buffer) {
+	m, c := res.mach, res.cfg
+	fmt.Fprintf(b, "# locklab bench, %s\n\n", m.Start.Format(time.RFC3339))
+	fmt.Fprintf(b, "Command: `%s`\n\n", m.Command)
+	fmt.Fprintf(b, "## Machine and versions\n\n")
+	fmt.Fprintf(b, "| | |\n|---|---|\n")
+	fmt.Fprintf(b, "| CPU | %d × %s |\n| GOMAXPROCS | %d |\n| Go | %s %s |\n", m.CPUs, m.CPUModel, m.GOMAXPROCS, m.GoVersion, m.OSArch)
+	fmt.Fprintf(b, "| Redis | redis-server %s (%s) |\n", m.RedisVersion, m.Servers)
+	for _, mod := range m.Modules {
+		fmt.Fprintf(b, "| %s | %s |\n", mod[0], mod[1])
+	}
+	mode := "closed loop"
+	if c.rate > 0 {
+		mode = fmt.Sprintf("open loop, %.0f arrivals/s per run", c.rate)
+	}
+	fmt.Fprintf(b, "\nSettings: %s; each run %s (at most %d acquisitions), %d round(s), TTL %s for every lock, keys scenario over %d keys, rtt scenario +%s each way, violation check %s.\n\n",
+		mode, c.duration, c.maxOps, c.rounds, c.ttl, c.keys, c.rtt, c.check)
+	b.WriteString(methodText)
+}
+
+const methodText = `## Method
+
+- Every contending client has its own connection pool (its own go-redis
+  client per server, or its own rueidis client), as a separate process would.
+  Closed loop: each client wants the lock, holds it for the hold time, releases
+  it, and starts again at once. **Wait** runs from when the client first wanted
+  the lock until it holds it, across give-ups: a lock call that returns the
+  library's "failed" error is counted in *gave up* and retried with the same
+  start. Calls cut off by the end of the run count as nothing. In the
+  uncontended scenario a run is acquire+release pairs on fresh keys, and wait
+  is the acquire call.
+- Open loop (-rate): arrivals at fixed intervals from a precomputed schedule;
+  wait runs from the scheduled arrival, so queueing behind busy clients counts
+  (no coordinated omission).
+- Rounds run the implementations in an order rotated by one each round.
+  Tables show the **median over rounds** (ops/s range min–max). Ratios (×) are
+  to redsync-1 (redsync-5 for 5-node locks) **in the same round**, then the
+  median of those ratios.
+- **Redis cmds/acq** is the delta of INFO commandstats over every server,
+  commands run inside Lua scripts included (an EVALSHA of a release script is
+  EVALSHA + GET + DEL), divided by acquisitions. Admin commands are excluded
+  (INFO, HELLO, CLIENT *, PING, CLUSTER *, COMMAND, CONFIG, SCAN, ...), and the
+  violation counter's own INCR/DECR are subtracted exactly. **Client cmds/acq**
+  is what the lock handed to go-redis (round trips, in effect); not measured
+  for rueidislock.
+- **Violations**: a shared occupancy counter on the first server: each holder
+  INCRs it on entering the critical section and DECRs it before releasing, over
+  one pipelined connection in the order the holders issue them; an INCR that
+  returns more than 1 is a violation. With -check async (the default) the
+  holder does not wait for the replies, so the check adds no round trip; with
+  -check sync each update waits for its reply inside the critical section. **Handoff**: from the moment a holder starts to release until the
+  next holder (one that was already waiting) has the lock, on one clock.
+- Jain's index is over per-client acquisition counts (1 = equal shares).
+- **held p50** is the hold as it really was: from Lock returning to the start
+  of Unlock. A 1 ms time.Sleep takes about 1.1 ms on a small VM, so the best
+  possible contended rate is about 1 / (held + handoff).
+
+`
+
+// tables renders one table per scenario.
+func (res *results) tables() string {
+	var b bytes.Buffer
+	var scenarios []string
+	for _, c := range res.cells {
+		if !slices.Contains(scenarios, c.scenario) {
+			scenarios = append(scenarios, c.scenario)
+		}
+	}
+	for _, sc := range scenarios {
+		var rows []row
+		for _, r := range res.rows {
+			if r.Scenario == sc {
+				rows = append(rows, r)
+			}
+		}
+		sort.SliceStable(rows, func(i, j int) bool {
+			if rows[i].Clients != rows[j].Clients {
+				return rows[i].Clients < rows[j].Clients
+			}
+			return rows[i].HoldUs < rows[j].HoldUs
+		})
+		fmt.Fprintf(&b, "## %s\n\n", sc)
+		b.WriteString("| impl | N | hold (held p50) | ops/s | range | × ops | wait p50 | p99 | × p99 | p99.9 | × p99.9 | max (worst) | Jain | client min/max | Redis cmds/acq | client cmds/acq | gave up | violations | handoff p50 / p99 | errors |\n")
+		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, r := range rows {
+			hand := "–"
+			if r.HandoffSamples > 0 {
+				hand = fmtUs(r.HandoffP50Us) + " / " + fmtUs(r.HandoffP99Us)
+			}
+			ops := fmt.Sprintf("%.0f", r.OpsPerSec)
+			if r.Saturated != nil && *r.Saturated {
+				ops += " (saturated)"
+			}
+			fmt.Fprintf(&b, "| %s | %d | %s (%s) | %s | %.0f–%.0f | %s | %s | %s | %s | %s | %s | %s (%s) | %.3f | %.0f/%.0f | %.2f | %s | %d | %d | %s | %d |\n",
+				r.Impl, r.Clients, fmtHoldUs(r.HoldUs), fmtUs(r.HeldP50Us), ops,
+				r.OpsPerSecMin, r.OpsPerSecMax, fmtRatio(r.OpsRatio),
+				fmtUs(r.WaitP50Us), fmtUs(r.WaitP99Us), fmtRatio(r.WaitP99Ratio),
+				fmtUs(r.WaitP999Us), fmtRatio(r.WaitP999Ratio),
+				fmtUs(r.WaitMaxUs), fmtUs(r.WaitMaxWorstUs), r.Jain, r.PerClientMin, r.PerClientMax,
+				r.RedisCmdsPerOp, fmtOptional(r.ClientCmdsPerOp), r.GaveUp, r.Violations, hand, r.Errors)
+		}
+		b.WriteString("\n")
+		for _, r := range rows {
+			if r.LastError != "" {
+				fmt.Fprintf(&b, "- %s N=%d hold %s: %d errors, last: %s\n", r.Impl, r.Clients, fmtHoldUs(r.HoldUs), r.Errors, r.LastError)
+			}
+			if r.LeftoverKeys > 0 {
+				fmt.Fprintf(&b, "- %s N=%d hold %s: %d keys left behind after its runs (removed)\n", r.Impl, r.Clients, fmtHoldUs(r.HoldUs), r.LeftoverKeys)
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+func (res *results) plotSection(b *bytes.Buffer, plots map[string][]string) {
+	if plots == nil {
+		b.WriteString("## Plots\n\nNot drawn (-plots=false). Percentile files (.hgrm, values in ms) are in `hgrm/`.\n")
+		return
+	}
+	b.WriteString("## Plots\n\nPNG beside each SVG; percentile files (.hgrm, values in ms) in `hgrm/`.\n\n")
+	for _, sec := range []struct{ key, title string }{
+		{"latency", "Wait percentile distribution"},
+		{"throughput", "Throughput vs clients"},
+		{"p99", "p99 wait vs clients"},
+		{"cmds", "Redis commands per acquisition"},
+	} {
+		if len(plots[sec.key]) == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "### %s\n\n", sec.title)
+		for _, f := range plots[sec.key] {
+			fmt.Fprintf(b, "![%s](plots/%s)\n\n", strings.TrimSuffix(f, ".svg"), f)
+		}
+	}
+}
+
+func fmtHoldUs(us float64) string { return fmtHold(time.Duration(us) * time.Microsecond) }
+
+// fmtUs prints a duration given in µs with a fitting unit.
+func fmtUs(us float64) string {
+	switch {
+	case us >= 1e6:
+		return fmt.Sprintf("%.2f s", us/1e6)
+	case us >= 1e3:
+		return fmt.Sprintf("%.1f ms", us/1e3)
+	default:
+		return fmt.Sprintf("%.0f µs", us)
+	}
+}
+
+func fmtRatio(v *float64) string {
+	if v == nil {
+		return "–"
+	}
+	if *v < 0.1 {
+		return fmt.Sprintf("%.3f×", *v)
+	}
+	return fmt.Sprintf("%.2f×", *v)
+}
+
+func fmtOptional(v *float64) string {
+	if v == nil {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", *v)
+}

@@ -1,0 +1,472 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Histogram range: 1µs to 60s, 3 significant digits. Values are in µs.
+const (
+	histMinUs = 1
+	histMaxUs = 60_000_000
+	histSig   = 3
+)
+
+func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(histMinUs, histMaxUs, histSig) }
+
+// record adds d (as µs, clamped into the histogram's range) to h.
+func record(h *hdrhistogram.Histogram, d time.Duration) {
+	us := d.Microseconds()
+	us = min(max(us, histMinUs), histMaxUs)
+	_ = h.RecordValue(us)
+}
+
+const (
+	warmupTimeout  = 10 * time.Second // the warm-up pass of every client
+	unlockTimeout  = 5 * time.Second  // each Unlock, which runs on its own context
+	barrierTimeout = 10 * time.Second // the ledger's final PING
+	errorPause     = time.Millisecond // after a transport error, before retrying
+	// attemptsPerOp bounds the Lock calls of a run (give-ups and errors
+	// included) at attemptsPerOp x -max-ops, on top of the duration.
+	attemptsPerOp = 50
+)
+
+// runSpec is one run: one implementation in one cell.
+type runSpec struct {
+	impl     *impl
+	cell     cell
+	round    int
+	duration time.Duration
+	maxOps   int64
+	rate     float64 // open-loop arrivals per second; 0 = closed loop
+	ttl      time.Duration
+	tag      string   // unique key prefix of this run
+	addrs    []string // lock servers as the clients dial them (maybe proxied)
+}
+
+// runResult is what one run measured.
+type runResult struct {
+	spec      runSpec
+	ops       int64         // acquisitions completed within the run
+	elapsed   time.Duration // from start until the duration passed or -max-ops was reached
+	wait      *hdrhistogram.Histogram
+	release   *hdrhistogram.Histogram
+	handoff   *hdrhistogram.Histogram
+	held      *hdrhistogram.Histogram // from acquired to the start of the release
+	perClient []int64                 // acquisitions per client
+	gaveUp    int64
+	errors    int64 // transport and other failures of Lock and Unlock
+	lastErr   string
+	// violations counts holders that entered while another was inside.
+	violations int64
+	cmds       cmdCounts // server commands (admin and ledger excluded), all servers
+	clientCmds int64     // commands handed to go-redis; -1 when not measurable
+	leftover   int       // lock keys still present after the run (deleted)
+	// Open loop only.
+	offered   float64
+	due       int64 // arrivals scheduled before the end
+	saturated bool
+}
+
+func (r *runResult) opsPerSec() float64 {
+	if r.elapsed <= 0 {
+		return 0
+	}
+	return float64(r.ops) / r.elapsed.Seconds()
+}
+
+// slot is one lock key of a run and what the handoff measurement needs.
+type slot struct {
+	key    string // the lock key
+	occKey string // the ledger's occupancy counter for it
+
+	mu      sync.Mutex // protects lastRel
+	lastRel time.Time  // when the last holder started to release
+}
+
+// worker is one contending client.
+type worker struct {
+	id      int
+	con     contender
+	lockers map[string]locker
+	rng     *rand.Rand
+	seq     int
+
+	wait, release, handoff, held *hdrhistogram.Histogram
+	acquired, gaveUp, errs       int64
+	lastErr                      error
+}
+
+// runState is the state shared by the workers of one run.
+type runState struct {
+	spec  runSpec
+	slots []*slot
+	led   *ledger
+	tally tally
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	endOnce sync.Once
+	end     time.Time // set once, by stop
+
+	ops      atomic.Int64 // counted acquisitions
+	attempts atomic.Int64 // Lock calls
+	next     atomic.Int64 // open loop: next arrival to claim
+}
+
+// stop ends the run at the current time (the first call wins).
+func (r *runState) stop() {
+	r.endOnce.Do(func() {
+		r.end = time.Now()
+		r.cancel()
+	})
+}
+
+// execute performs one run: make the clients, warm them up (each takes and
+// releases the lock once, which opens its connections and loads scripts),
+// snapshot INFO commandstats, run the load, then snapshot again and clean
+// up. Errors that make the figures meaningless are returned.
+func execute(ctx context.Context, srv *servers, led *ledger, spec runSpec) (*runResult, error) {
+	e := env{addrs: spec.addrs, ttl: spec.ttl}
+	r := &runState{spec: spec, led: led}
+	nslots := max(spec.cell.keys, 1)
+	for i := range nslots {
+		k := spec.tag + ":k" + strconv.Itoa(i)
+		r.slots = append(r.slots, &slot{key: k, occKey: spec.tag + ":occ" + strconv.Itoa(i)})
+	}
+
+	// Whatever happens, leave no key behind: the ledger's counters have no
+	// TTL. The success path cleans up itself, counting what it finds.
+	cleaned := false
+	defer func() {
+		if !cleaned {
+			_ = led.barrier(2 * time.Second) // queued INCRs would recreate a counter
+			bg, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_, _ = srv.sweep(bg, "*"+spec.tag+"*")
+		}
+	}()
+
+	workers := make([]*worker, spec.cell.clients)
+	defer func() {
+		for _, w := range workers {
+			if w != nil && w.con.close != nil {
+				_ = w.con.close()
+			}
+		}
+	}()
+	for i := range workers {
+		con, err := spec.impl.connect(e)
+		if err != nil {
+			return nil, fmt.Errorf("connect client %d: %w", i, err)
+		}
+		workers[i] = &worker{
+			id: i, con: con, lockers: map[string]locker{},
+			rng:  rand.New(rand.NewPCG(uint64(spec.round)+1, uint64(i)+1)),
+			wait: newHist(), release: newHist(), handoff: newHist(), held: newHist(),
+		}
+	}
+	if err := r.warmUp(ctx, workers); err != nil {
+		return nil, err
+	}
+	before, err := srv.commandstats(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sentBefore := sentTotal(workers)
+
+	r.ctx, r.cancel = context.WithCancel(ctx)
+	defer r.cancel()
+	var wg sync.WaitGroup
+	startGate := make(chan struct{})
+	var start time.Time
+	for _, w := range workers {
+		wg.Go(func() {
+			<-startGate
+			if spec.rate > 0 {
+				r.openLoop(w, start)
+			} else {
+				r.closedLoop(w)
+			}
+		})
+	}
+	start = time.Now()
+	timer := time.AfterFunc(spec.duration, r.stop)
+	close(startGate)
+	wg.Wait()
+	timer.Stop()
+	r.stop() // no-op unless every worker quit early (attempt bound)
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+
+	if err := led.barrier(barrierTimeout); err != nil {
+		return nil, err
+	}
+	sentAfter := sentTotal(workers)
+	for i, w := range workers {
+		if err := w.con.close(); err != nil {
+			return nil, fmt.Errorf("close client %d: %w", i, err)
+		}
+		w.con.close = nil
+	}
+	after, err := srv.commandstats(ctx)
+	if err != nil {
+		return nil, err
+	}
+
+	res := &runResult{
+		spec: spec, ops: r.ops.Load(), elapsed: r.end.Sub(start),
+		wait: newHist(), release: newHist(), handoff: newHist(), held: newHist(),
+		violations: r.tally.violations.Load(),
+		cmds:       cmdCounts{}, clientCmds: -1,
+	}
+	for _, w := range workers {
+		res.wait.Merge(w.wait)
+		res.release.Merge(w.release)
+		res.handoff.Merge(w.handoff)
+		res.held.Merge(w.held)
+		res.perClient = append(res.perClient, w.acquired)
+		res.gaveUp += w.gaveUp
+		res.errors += w.errs
+		if w.lastErr != nil {
+			res.lastErr = w.lastErr.Error()
+		}
+	}
+	if sentBefore >= 0 {
+		res.clientCmds = sentAfter - sentBefore
+	}
+	for i := range after {
+		res.cmds.add(delta(before[i], after[i]))
+	}
+	own := cmdCounts{"incr": r.tally.enters.Load(), "decr": r.tally.exits.Load()}
+	if err := res.cmds.subtract(own); err != nil {
+		return nil, err
+	}
+	if n := r.tally.negative.Load(); n > 0 {
+		return nil, fmt.Errorf("ledger: %d exits without an entry: the check itself is broken", n)
+	}
+	if n := r.tally.failed.Load(); n > 0 {
+		return nil, fmt.Errorf("ledger: %d updates got no reply", n)
+	}
+	if spec.rate > 0 {
+		res.offered = spec.rate
+		total := r.arrivals()
+		res.due = min(total, int64(math.Floor(res.elapsed.Seconds()*spec.rate))+1)
+		// Saturated: more arrivals due than served, beyond the ones in
+		// flight at the end (one per client) and 5% slack (+2).
+		backlog := res.due - res.ops
+		res.saturated = backlog > int64(spec.cell.clients)+res.due/20+2
+	}
+
+	// Clean up: the occupancy counters, then any key the lock left behind.
+	occ := make([]string, len(r.slots))
+	for i, s := range r.slots {
+		occ[i] = s.occKey
+	}
+	if err := srv.admin[0].Del(ctx, occ...).Err(); err != nil {
+		return nil, fmt.Errorf("delete ledger keys: %w", err)
+	}
+	left, err := srv.sweep(ctx, "*"+spec.tag+"*")
+	if err != nil {
+		return nil, err
+	}
+	cleaned = true
+	if !spec.impl.keepsKeys {
+		res.leftover = left
+	}
+	return res, nil
+}
+
+// sentTotal sums the workers' go-redis command counters, or returns -1
+// when a client has none.
+func sentTotal(ws []*worker) int64 {
+	var n int64
+	for _, w := range ws {
+		if w.con.sent == nil {
+			return -1
+		}
+		n += w.con.sent.Load()
+	}
+	return n
+}
+
+// warmUp has every client take and release the lock once, one after the
+// other, so connections are open and scripts loaded before measuring.
+func (r *runState) warmUp(ctx context.Context, ws []*worker) error {
+	ctx, cancel := context.WithTimeout(ctx, warmupTimeout)
+	defer cancel()
+	key := r.slots[0].key
+	if r.spec.cell.keys == 0 {
+		key = r.spec.tag + ":warm"
+	}
+	for _, w := range ws {
+		l := w.con.locker(key)
+		if err := l.Lock(ctx); err != nil {
+			return fmt.Errorf("warm-up: client %d: Lock: %w", w.id, err)
+		}
+		if err := l.Unlock(ctx); err != nil {
+			return fmt.Errorf("warm-up: client %d: Unlock: %w", w.id, err)
+		}
+	}
+	return nil
+}
+
+// pick returns the slot and locker for the worker's next acquisition: a
+// fresh key each time (uncontended), the one key (contended), or a
+// uniformly random one of K (keys).
+func (r *runState) pick(w *worker) (*slot, locker) {
+	switch r.spec.cell.keys {
+	case 0:
+		w.seq++
+		key := r.spec.tag + ":u" + strconv.Itoa(w.id) + ":" + strconv.Itoa(w.seq)
+		return r.slots[0], w.con.locker(key)
+	case 1:
+		return r.slots[0], w.locker(r.slots[0].key)
+	default:
+		s := r.slots[w.rng.IntN(len(r.slots))]
+		return s, w.locker(s.key)
+	}
+}
+
+func (w *worker) locker(key string) locker {
+	l, ok := w.lockers[key]
+	if !ok {
+		l = w.con.locker(key)
+		w.lockers[key] = l
+	}
+	return l
+}
+
+// closedLoop: want the lock, hold it, release it, again, until the run ends.
+func (r *runState) closedLoop(w *worker) {
+	for r.ctx.Err() == nil {
+		if !r.once(w, time.Now()) {
+			return
+		}
+	}
+}
+
+// arrivals is the open loop's schedule length: -rate x -duration arrivals,
+// at most -max-ops.
+func (r *runState) arrivals() int64 {
+	return min(int64(math.Ceil(r.spec.rate*r.spec.duration.Seconds())), r.spec.maxOps)
+}
+
+// openLoop serves arrivals scheduled at start + i/rate. Each worker claims
+// the next arrival, sleeps until it is due, and measures the wait from the
+// scheduled time, so an arrival that found every worker busy is charged
+// for the queueing too (no coordinated omission).
+func (r *runState) openLoop(w *worker, start time.Time) {
+	interval := float64(time.Second) / r.spec.rate
+	total := r.arrivals()
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		i := r.next.Add(1) - 1
+		if i >= total {
+			return
+		}
+		due := start.Add(time.Duration(float64(i) * interval))
+		if d := time.Until(due); d > 0 {
+			t.Reset(d)
+			select {
+			case <-r.ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+		if r.ctx.Err() != nil || !r.once(w, due) {
+			return
+		}
+	}
+}
+
+// once acquires, holds and releases one lock for w, whose wait started at
+// wanted. A Lock that gives up is counted and retried with the same wanted
+// time; one cut off by the end of the run counts as nothing. It reports
+// whether the run goes on.
+func (r *runState) once(w *worker, wanted time.Time) bool {
+	s, l := r.pick(w)
+	for {
+		if r.attempts.Add(1) > attemptsPerOp*r.spec.maxOps {
+			r.stop()
+			return false
+		}
+		err := l.Lock(r.ctx)
+		if err == nil {
+			break
+		}
+		if r.ctx.Err() != nil {
+			return false
+		}
+		if r.spec.impl.gaveUp(err) {
+			w.gaveUp++
+			continue
+		}
+		w.errs++
+		w.lastErr = fmt.Errorf("Lock: %w", err)
+		if !sleepCtx(r.ctx, errorPause) {
+			return false
+		}
+	}
+	got := time.Now()
+	r.led.enter(&r.tally, s.occKey)
+	counted := r.ctx.Err() == nil
+	if counted {
+		record(w.wait, got.Sub(wanted))
+		if r.spec.cell.keys > 0 {
+			s.mu.Lock()
+			rel := s.lastRel
+			s.mu.Unlock()
+			if !rel.IsZero() && wanted.Before(rel) && got.After(rel) {
+				record(w.handoff, got.Sub(rel))
+			}
+		}
+		w.acquired++
+	}
+	if h := r.spec.cell.hold; h > 0 {
+		time.Sleep(h)
+	}
+	r.led.exit(&r.tally, s.occKey)
+	rel := time.Now()
+	if counted {
+		record(w.held, rel.Sub(got))
+	}
+	s.mu.Lock()
+	s.lastRel = rel
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), unlockTimeout)
+	err := l.Unlock(ctx)
+	cancel()
+	record(w.release, time.Since(rel))
+	if err != nil {
+		w.errs++
+		w.lastErr = fmt.Errorf("Unlock: %w", err)
+	}
+	if counted && r.ops.Add(1) >= r.spec.maxOps {
+		r.stop()
+	}
+	return r.ctx.Err() == nil
+}
+
+// sleepCtx sleeps d or until ctx ends; it reports whether d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}

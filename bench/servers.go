@@ -1,0 +1,153 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/internal/faultproxy"
+	"github.com/locklab/locklab/internal/rig"
+)
+
+// keyRoot prefixes every key the bench writes, so leftovers can be found
+// with SCAN and removed.
+const keyRoot = "locklab:bench:"
+
+// servers are the Redis servers of one bench invocation: rig-started ones
+// or the -addrs given, an admin client for each (INFO, SCAN, cleanup), and
+// the latency proxies of the rtt scenario.
+type servers struct {
+	nodes    []*rig.Node // nil with -addrs
+	addrs    []string
+	admin    []*redis.Client
+	proxies  []*faultproxy.Proxy // created on first use
+	external bool
+}
+
+// startServers starts n rig servers, or uses the first n of addrs.
+func startServers(ctx context.Context, addrs []string, n int) (*servers, error) {
+	s := &servers{}
+	if len(addrs) > 0 {
+		if len(addrs) < n {
+			return nil, fmt.Errorf("-addrs lists %d servers; the selected locks need %d", len(addrs), n)
+		}
+		s.addrs = addrs[:n]
+		s.external = true
+	} else {
+		nodes, err := rig.NewN(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		s.nodes = nodes
+		for _, nd := range nodes {
+			s.addrs = append(s.addrs, nd.Addr())
+		}
+	}
+	for _, a := range s.addrs {
+		s.admin = append(s.admin, redis.NewClient(rig.ClientOptions(a)))
+	}
+	for i, c := range s.admin {
+		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		err := c.Ping(pctx).Err()
+		cancel()
+		if err != nil {
+			s.close()
+			return nil, fmt.Errorf("server %s does not answer PING: %w", s.addrs[i], err)
+		}
+	}
+	return s, nil
+}
+
+// proxied returns the addresses of latency proxies in front of every
+// server, each adding rtt each way; the proxies are made on first use.
+func (s *servers) proxied(rtt time.Duration) ([]string, error) {
+	if s.proxies == nil {
+		for _, a := range s.addrs {
+			p, err := faultproxy.New(a)
+			if err != nil {
+				return nil, err
+			}
+			s.proxies = append(s.proxies, p)
+		}
+	}
+	out := make([]string, len(s.proxies))
+	for i, p := range s.proxies {
+		p.SetLatency(rtt)
+		out[i] = p.Addr()
+	}
+	return out, nil
+}
+
+// commandstats snapshots INFO commandstats of every server.
+func (s *servers) commandstats(ctx context.Context) ([]cmdCounts, error) {
+	out := make([]cmdCounts, len(s.admin))
+	for i, c := range s.admin {
+		info, err := c.Info(ctx, "commandstats").Result()
+		if err != nil {
+			return nil, fmt.Errorf("INFO commandstats on %s: %w", s.addrs[i], err)
+		}
+		if out[i], err = parseCommandstats(info); err != nil {
+			return nil, fmt.Errorf("%s: %w", s.addrs[i], err)
+		}
+	}
+	return out, nil
+}
+
+// version returns redis_version of the first server.
+func (s *servers) version(ctx context.Context) string {
+	info, err := s.admin[0].Info(ctx, "server").Result()
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "redis_version:"); ok {
+			return v
+		}
+	}
+	return "unknown"
+}
+
+// sweep deletes every key matching pattern on every server, with SCAN, and
+// returns how many there were.
+func (s *servers) sweep(ctx context.Context, pattern string) (int, error) {
+	n := 0
+	for i, c := range s.admin {
+		var cursor uint64
+		for iter := 0; ; iter++ {
+			if iter > 1_000_000 {
+				return n, errors.New("sweep: SCAN did not finish")
+			}
+			keys, next, err := c.Scan(ctx, cursor, pattern, 1000).Result()
+			if err != nil {
+				return n, fmt.Errorf("SCAN on %s: %w", s.addrs[i], err)
+			}
+			if len(keys) > 0 {
+				if err := c.Del(ctx, keys...).Err(); err != nil {
+					return n, fmt.Errorf("DEL on %s: %w", s.addrs[i], err)
+				}
+				n += len(keys)
+			}
+			if cursor = next; cursor == 0 {
+				break
+			}
+		}
+	}
+	return n, nil
+}
+
+// close closes proxies, admin clients and rig servers.
+func (s *servers) close() {
+	for _, p := range s.proxies {
+		_ = p.Close()
+	}
+	for _, c := range s.admin {
+		_ = c.Close()
+	}
+	for _, nd := range s.nodes {
+		_ = nd.Close()
+	}
+}
