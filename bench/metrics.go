@@ -1,26 +1,12 @@
 package main
 
 import (
+	"github.com/locklab/locklab/internal/measure"
+
 	"math"
 	"slices"
 	"time"
 )
-
-// jain returns Jain's fairness index of xs: (Σx)² / (n·Σx²). It is 1 when
-// every client got the same share and 1/n when one got everything; 0 when
-// nobody got anything (or xs is empty).
-func jain(xs []int64) float64 {
-	var sum, sq float64
-	for _, x := range xs {
-		f := float64(x)
-		sum += f
-		sq += f * f
-	}
-	if sq == 0 {
-		return 0
-	}
-	return sum * sum / (float64(len(xs)) * sq)
-}
 
 // median returns the median of xs (the mean of the middle two for an even
 // count), or 0 for none.
@@ -78,7 +64,7 @@ func figures(r *runResult) roundFigures {
 	f := roundFigures{
 		Round:       r.spec.round,
 		OpsPerSec:   r.opsPerSec(),
-		Jain:        jain(r.perClient),
+		Jain:        measure.Jain(r.perClient),
 		GaveUp:      r.gaveUp,
 		Violations:  r.violations,
 		Acquired:    r.ops,
@@ -91,7 +77,7 @@ func figures(r *runResult) roundFigures {
 		f.WaitMaxUs = float64(r.wait.Max())
 	}
 	if r.ops > 0 {
-		f.CmdsPerOp = float64(r.cmds.total()) / float64(r.ops)
+		f.CmdsPerOp = float64(r.cmds.Total()) / float64(r.ops)
 	}
 	if len(r.perClient) > 0 {
 		f.ClientMin, f.ClientMax = slices.Min(r.perClient), slices.Max(r.perClient)
@@ -208,7 +194,7 @@ func buildRow(im *impl, c cell, rs []*runResult, dur time.Duration) row {
 		Rounds: len(rs), DurationS: dur.Seconds(), RedisCmdMix: map[string]float64{},
 	}
 	var ops, p50, p99, p999, mx, jn, cmin, cmax, cpo, gps, ccpo, hp50, hp99, rp50, rp99, held []float64
-	pooled := cmdCounts{}
+	pooled := measure.Commands{}
 	clientCmdsKnown := true
 	for _, r := range rs {
 		f := figures(r)
@@ -242,7 +228,7 @@ func buildRow(im *impl, c cell, rs []*runResult, dur time.Duration) row {
 			rp50 = append(rp50, float64(r.release.ValueAtQuantile(50)))
 			rp99 = append(rp99, float64(r.release.ValueAtQuantile(99)))
 		}
-		pooled.add(r.cmds)
+		pooled.Add(r.cmds)
 		rw.GaveUp += r.gaveUp
 		rw.Violations += r.violations
 		rw.Errors += r.errors

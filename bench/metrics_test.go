@@ -1,34 +1,14 @@
 package main
 
 import (
+	"github.com/locklab/locklab/internal/measure"
+
 	"encoding/json"
 	"math"
 	"slices"
 	"testing"
 	"time"
 )
-
-func TestJain(t *testing.T) {
-	tests := []struct {
-		name string
-		xs   []int64
-		want float64
-	}{
-		{"equal shares", []int64{5, 5, 5, 5}, 1},
-		{"one client", []int64{7}, 1},
-		{"one of four gets all", []int64{12, 0, 0, 0}, 0.25},
-		{"1 and 3", []int64{1, 3}, 0.8}, // 4² / (2·10)
-		{"nobody got any", []int64{0, 0}, 0},
-		{"no clients", nil, 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := jain(tt.xs); math.Abs(got-tt.want) > 1e-12 {
-				t.Errorf("jain(%v) = %v; want %v", tt.xs, got, tt.want)
-			}
-		})
-	}
-}
 
 func TestMedian(t *testing.T) {
 	tests := []struct {
@@ -113,7 +93,7 @@ func fakeRun(im *impl, c cell, round int, ops int64, waitUs []int64, perClient [
 	r := &runResult{
 		spec: runSpec{impl: im, cell: c, round: round},
 		ops:  ops, elapsed: time.Second, wait: newHist(), release: newHist(), handoff: newHist(),
-		perClient: perClient, cmds: cmdCounts{"set": ops, "evalsha": ops, "get": ops, "del": ops}, clientCmds: 2 * ops,
+		perClient: perClient, cmds: measure.Commands{"set": ops, "evalsha": ops, "get": ops, "del": ops}, clientCmds: 2 * ops,
 	}
 	for _, us := range waitUs {
 		record(r.wait, time.Duration(us)*time.Microsecond)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/locklab/locklab/internal/measure"
+
 	"context"
 	"fmt"
 	"math"
@@ -67,9 +69,9 @@ type runResult struct {
 	lastErr   string
 	// violations counts holders that entered while another was inside.
 	violations int64
-	cmds       cmdCounts // server commands (admin and ledger excluded), all servers
-	clientCmds int64     // commands handed to go-redis; -1 when not measurable
-	leftover   int       // lock keys still present after the run (deleted)
+	cmds       measure.Commands // server commands (admin and ledger excluded), all servers
+	clientCmds int64            // commands handed to go-redis; -1 when not measurable
+	leftover   int              // lock keys still present after the run (deleted)
 	// Open loop only.
 	offered   float64
 	due       int64 // arrivals scheduled before the end
@@ -228,7 +230,7 @@ func execute(ctx context.Context, srv *servers, led *ledger, spec runSpec) (*run
 		spec: spec, ops: r.ops.Load(), elapsed: r.end.Sub(start),
 		wait: newHist(), release: newHist(), handoff: newHist(), held: newHist(),
 		violations: r.tally.violations.Load(),
-		cmds:       cmdCounts{}, clientCmds: -1,
+		cmds:       measure.Commands{}, clientCmds: -1,
 	}
 	for _, w := range workers {
 		res.wait.Merge(w.wait)
@@ -246,10 +248,10 @@ func execute(ctx context.Context, srv *servers, led *ledger, spec runSpec) (*run
 		res.clientCmds = sentAfter - sentBefore
 	}
 	for i := range after {
-		res.cmds.add(delta(before[i], after[i]))
+		res.cmds.Add(measure.Delta(before[i], after[i]))
 	}
-	own := cmdCounts{"incr": r.tally.enters.Load(), "decr": r.tally.exits.Load()}
-	if err := res.cmds.subtract(own); err != nil {
+	own := measure.Commands{"incr": r.tally.enters.Load(), "decr": r.tally.exits.Load()}
+	if err := res.cmds.Subtract(own); err != nil {
 		return nil, err
 	}
 	if n := r.tally.negative.Load(); n > 0 {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/locklab/locklab/internal/measure"
+
 	"context"
 	"errors"
 	"fmt"
@@ -83,14 +85,14 @@ func (s *servers) proxied(rtt time.Duration) ([]string, error) {
 }
 
 // commandstats snapshots INFO commandstats of every server.
-func (s *servers) commandstats(ctx context.Context) ([]cmdCounts, error) {
-	out := make([]cmdCounts, len(s.admin))
+func (s *servers) commandstats(ctx context.Context) ([]measure.Commands, error) {
+	out := make([]measure.Commands, len(s.admin))
 	for i, c := range s.admin {
 		info, err := c.Info(ctx, "commandstats").Result()
 		if err != nil {
 			return nil, fmt.Errorf("INFO commandstats on %s: %w", s.addrs[i], err)
 		}
-		if out[i], err = parseCommandstats(info); err != nil {
+		if out[i], err = measure.ParseCommandstats(info); err != nil {
 			return nil, fmt.Errorf("%s: %w", s.addrs[i], err)
 		}
 	}

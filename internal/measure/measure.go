@@ -1,24 +1,31 @@
-package main
+// Package measure holds the measurements the bench and the labs share:
+// Redis commands per operation from INFO commandstats, and Jain's fairness
+// index. One implementation, so a lab's small-scale figures and the
+// bench's are counted the same way.
+package measure
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/redis/go-redis/v9"
 )
 
-// cmdCounts maps a command name as INFO commandstats spells it ("get",
+// Commands maps a command name as INFO commandstats spells it ("get",
 // "evalsha", "client|setinfo") to a number of calls.
-type cmdCounts map[string]int64
+type Commands map[string]int64
 
-// parseCommandstats parses the text of INFO commandstats. Each command's
+// ParseCommandstats parses the text of INFO commandstats. Each command's
 // count is calls plus rejected_calls (commands refused before running, such
 // as a wrong number of arguments, still cost a round trip); failed_calls
 // are already part of calls. Commands run inside Lua scripts are counted by
 // Redis under their own names, so an EVALSHA of a release script shows as
 // evalsha + get + del.
-func parseCommandstats(info string) (cmdCounts, error) {
-	out := cmdCounts{}
+func ParseCommandstats(info string) (Commands, error) {
+	out := Commands{}
 	sc := bufio.NewScanner(strings.NewReader(info))
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
@@ -69,18 +76,18 @@ var adminCommands = map[string]bool{
 	"flushdb": true,
 }
 
-// isAdmin reports whether the command is excluded as an admin command.
-func isAdmin(name string) bool {
+// IsAdmin reports whether the command is excluded as an admin command.
+func IsAdmin(name string) bool {
 	base, _, _ := strings.Cut(name, "|")
 	return adminCommands[base]
 }
 
-// delta returns after - before for every non-admin command, dropping
+// Delta returns after - before for every non-admin command, dropping
 // zeros. A command that appears only in after counts in full.
-func delta(before, after cmdCounts) cmdCounts {
-	out := cmdCounts{}
+func Delta(before, after Commands) Commands {
+	out := Commands{}
 	for name, a := range after {
-		if isAdmin(name) {
+		if IsAdmin(name) {
 			continue
 		}
 		if d := a - before[name]; d != 0 {
@@ -90,15 +97,15 @@ func delta(before, after cmdCounts) cmdCounts {
 	return out
 }
 
-// add adds other into c.
-func (c cmdCounts) add(other cmdCounts) {
+// Add adds other into c.
+func (c Commands) Add(other Commands) {
 	for k, v := range other {
 		c[k] += v
 	}
 }
 
-// total sums every count.
-func (c cmdCounts) total() int64 {
+// Total sums every count.
+func (c Commands) Total() int64 {
 	var n int64
 	for _, v := range c {
 		n += v
@@ -106,10 +113,10 @@ func (c cmdCounts) total() int64 {
 	return n
 }
 
-// subtract removes the bench's own commands (the violation counter's INCR
-// and DECR) from the counts, which must contain them: a shortfall means
+// Subtract removes a caller's own commands (the bench's violation counter's INCR
+// and DECR, say) from the counts, which must contain them: a shortfall means
 // the counts are not what they seem and is reported as an error.
-func (c cmdCounts) subtract(own cmdCounts) error {
+func (c Commands) Subtract(own Commands) error {
 	for k, v := range own {
 		if v == 0 {
 			continue
@@ -123,4 +130,45 @@ func (c cmdCounts) subtract(own cmdCounts) error {
 		}
 	}
 	return nil
+}
+
+// Jain returns Jain's fairness index of xs: (Σx)² / (n·Σx²). It is 1 when
+// every client got the same share and 1/n when one got everything; 0 when
+// nobody got anything (or xs is empty).
+func Jain(xs []int64) float64 {
+	var sum, sq float64
+	for _, x := range xs {
+		f := float64(x)
+		sum += f
+		sq += f * f
+	}
+	if sq == 0 {
+		return 0
+	}
+	return sum * sum / (float64(len(xs)) * sq)
+}
+
+// Snapshot reads INFO commandstats from every client, in order.
+func Snapshot(ctx context.Context, clients ...*redis.Client) ([]Commands, error) {
+	out := make([]Commands, len(clients))
+	for i, c := range clients {
+		info, err := c.Info(ctx, "commandstats").Result()
+		if err != nil {
+			return nil, fmt.Errorf("commandstats: %w", err)
+		}
+		if out[i], err = ParseCommandstats(info); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Since returns the commands run on all servers between two snapshots,
+// admin commands excluded.
+func Since(before, after []Commands) Commands {
+	out := Commands{}
+	for i := range after {
+		out.Add(Delta(before[i], after[i]))
+	}
+	return out
 }

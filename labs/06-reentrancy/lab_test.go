@@ -1,0 +1,289 @@
+package lab06_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/correct"
+	"github.com/locklab/locklab/labs"
+	lab06 "github.com/locklab/locklab/labs/06-reentrancy"
+	"github.com/locklab/locklab/reentrant"
+)
+
+func TestMain(m *testing.M) { labs.Main(m) }
+
+const title = "Lab 06 (a call path that locks twice)"
+
+const (
+	// lease is long: nothing in this lab waits for a lease to run out, and
+	// nothing must expire by accident while the test drives the clients.
+	lease = 10 * time.Second
+	// reserveWait is how long reserveStock waits for the lock: its share
+	// of the request's deadline.
+	reserveWait = 500 * time.Millisecond
+)
+
+// The points where the lab parks A's call path: inside reserveStock,
+// holding the lock twice, and back in processOrder after reserveStock
+// released it once.
+const (
+	hookInReserveStock    = "in-reserveStock"
+	hookAfterReserveStock = "after-reserveStock"
+)
+
+var (
+	// plain is correct.Mutex: a sound lock, and not reentrant.
+	plain = labs.Register("lab06-correct", func(e *labs.Env) labs.Locker {
+		return correct.New(e.Redis(0), e.Key, correct.WithTTL(e.TTL), correct.WithHook(e.Hook))
+	})
+	// counted is reentrant.Mutex: a count per owner in a Redis hash.
+	counted = labs.Register("lab06-reentrant", func(e *labs.Env) labs.Locker {
+		return newCallPath(reentrant.New(e.Redis(0), e.Key, reentrant.WithTTL(e.TTL), reentrant.WithHook(e.Hook)))
+	})
+	exercise = labs.Register("lab06-exercise", func(e *labs.Env) labs.Locker {
+		return newCallPath(lab06.NewExercise(e.Redis(0), e.Key, e.TTL))
+	})
+
+	_ = labs.RegisterError(correct.ErrNotHeld, "not held")
+	_ = labs.RegisterError(reentrant.ErrNotHeld, "not held")
+	_ = labs.RegisterError(lab06.ErrNotHeld, "not held")
+)
+
+// callPath is one client's lock in this lab, for the locks that take
+// their owner from the context (reentrant.Mutex and the exercise). Each
+// client here stands for one call path (one request), with its own
+// reentrant.Owner made when the client starts: processOrder carries it in
+// its context on purpose. The harness's own operations (the scenario's
+// Lock, TryLock, Unlock) carry no owner, so callPath adds the client's to
+// a context that has none. The owner is also what the lock's key records
+// as the holder, so Token returns it, and the timeline names it (a1).
+type callPath struct {
+	labs.Locker
+	owner reentrant.Owner
+}
+
+func newCallPath(l labs.Locker) *callPath { return &callPath{Locker: l, owner: reentrant.NewOwner()} }
+
+func (c *callPath) ctx(ctx context.Context) context.Context {
+	if _, ok := reentrant.OwnerFrom(ctx); ok {
+		return ctx
+	}
+	return reentrant.WithOwner(ctx, c.owner)
+}
+
+func (c *callPath) Lock(ctx context.Context) error { return c.Locker.Lock(c.ctx(ctx)) }
+
+func (c *callPath) TryLock(ctx context.Context) (bool, error) { return c.Locker.TryLock(c.ctx(ctx)) }
+
+func (c *callPath) Unlock(ctx context.Context) error { return c.Locker.Unlock(c.ctx(ctx)) }
+
+func (c *callPath) Token() string { return string(c.owner) }
+
+// Owner returns the client's call path.
+func (c *callPath) Owner() reentrant.Owner { return c.owner }
+
+// processOrder is the order service's handler, run inside a client: it
+// locks order 1001, calls reserveStock (which locks order 1001 too,
+// because other handlers call it on its own), ships the order, and
+// unlocks. The call path's owner travels in ctx, as it would from one
+// function, goroutine or service to the next. A lock that has no use for
+// an owner (correct.Mutex) ignores it.
+var processOrder = labs.RegisterOp("processOrder", func(ctx context.Context, l *labs.Local, _ string) (string, error) {
+	owner := reentrant.NewOwner()
+	if c, ok := l.Locker.(interface{ Owner() reentrant.Owner }); ok {
+		owner = c.Owner()
+	}
+	ctx = reentrant.WithOwner(ctx, owner)
+
+	l.Note("processOrder(1001) locks order 1001")
+	if err := l.Lock(ctx); err != nil {
+		return "", err
+	}
+	l.Enter()
+	err := reserveStock(ctx, l)
+	if err == nil {
+		l.Env.Hook(ctx, hookAfterReserveStock)
+		l.Write("ship order 1001", true)
+	}
+	l.Exit()
+	if uerr := l.Unlock(ctx); uerr != nil && !notHeld(uerr) {
+		return "", uerr
+	}
+	return "", err
+})
+
+// reserveStock locks order 1001 itself, waiting at most reserveWait, and
+// reserves the stock.
+func reserveStock(ctx context.Context, l *labs.Local) error {
+	l.Note("reserveStock(1001) locks order 1001 too")
+	wait, cancel := context.WithTimeout(ctx, reserveWait)
+	defer cancel()
+	if err := l.Lock(wait); err != nil {
+		return fmt.Errorf("reserveStock: %w", err)
+	}
+	l.Env.Hook(ctx, hookInReserveStock)
+	l.Write("reserve stock for order 1001", true)
+	return l.Unlock(ctx)
+}
+
+// recursiveCall: A runs processOrder, which calls reserveStock. B, another
+// call path, wants order 1001 while A holds it twice, and again once
+// reserveStock has let go of it once; it also tries to unlock A's lock.
+// When processOrder is done, A unlocks once more than it locked.
+func recursiveCall(s *labs.Scene, impl *labs.Impl) {
+	s.TTL = lease
+	a, b := s.Client("A", impl), s.Client("B", impl)
+
+	a.ParkAt(hookInReserveStock, hookAfterReserveStock)
+	call := a.Go(processOrder, "")
+	if _, parked := a.WaitParkedOr(call, hookInReserveStock); parked {
+		before := show(s)
+		tryOrder(s, b)
+		unlock(s, b) // another owner's Unlock: refused, and nothing changes
+		if after := read(s); unchanged(before, after) {
+			s.Note("%s: %v: unchanged, not even the TTL", s.Key, after)
+		} else {
+			s.Violation("B's Unlock changed A's lock: %v before, %v after", before, after)
+		}
+		a.Continue()
+		if _, parked := a.WaitParkedOr(call, hookAfterReserveStock); parked {
+			show(s)
+			tryOrder(s, b)
+			a.Continue()
+		}
+	}
+	if _, err := call.Result(); err != nil {
+		if !errors.Is(err, context.DeadlineExceeded) {
+			s.Must(err)
+		}
+		s.Violation("processOrder deadlocked on itself: reserveStock waited %v for %s, which its own caller held, and the lock is not reentrant",
+			reserveWait, s.Key)
+	}
+	show(s)
+
+	// One Unlock more than Locks: it must be refused.
+	a.Note("one Unlock too many")
+	if err := a.Unlock(); err == nil {
+		s.Violation("A's extra Unlock succeeded: a lock released more often than taken")
+	} else if !notHeld(err) {
+		s.Must(err)
+	}
+}
+
+func TestLab06_BrokenNestedLockDeadlocks(t *testing.T) {
+	labs.Broken(t, title, recursiveCall, plain)
+}
+
+func TestLab06_FixedReentrantCounts(t *testing.T) {
+	labs.Fixed(t, title, recursiveCall, counted)
+}
+
+func TestLab06_Exercise(t *testing.T) {
+	labs.Exercise(t, title, recursiveCall, exercise)
+}
+
+// tryOrder has c try once for order 1001; if it gets the lock, it ships
+// the order and unlocks.
+func tryOrder(s *labs.Scene, c *labs.Client) {
+	s.T().Helper()
+	ok, err := c.TryLock()
+	s.Must(err)
+	if !ok {
+		return
+	}
+	c.Enter()
+	c.Write("ship order 1001")
+	c.Exit()
+	unlock(s, c)
+}
+
+// unlock runs c's Unlock; "not held" is a fine answer (it is on the
+// timeline), any other error fails the test.
+func unlock(s *labs.Scene, c *labs.Client) {
+	s.T().Helper()
+	if err := c.Unlock(); err != nil && !notHeld(err) {
+		s.Must(err)
+	}
+}
+
+// notHeld reports whether err is an unlock's "not held".
+func notHeld(err error) bool {
+	return errors.Is(err, correct.ErrNotHeld) || errors.Is(err, reentrant.ErrNotHeld) || errors.Is(err, lab06.ErrNotHeld)
+}
+
+// keyState is what Redis holds for the lock: the holders and their
+// counts (a string key holds one holder, with no count), and the PTTL.
+type keyState struct {
+	kind   string           // "none", "string" or "hash"
+	counts map[string]int64 // holder -> count; 0 for a string's holder
+	pttl   int64            // in ms
+}
+
+func (k keyState) String() string {
+	switch k.kind {
+	case "none":
+		return "no key"
+	case "string":
+		for h := range k.counts {
+			return fmt.Sprintf("string %s (no count), PTTL %d ms", h, k.pttl)
+		}
+	}
+	var fields []string
+	for _, h := range slices.Sorted(maps.Keys(k.counts)) {
+		fields = append(fields, fmt.Sprintf("%s: %d", h, k.counts[h]))
+	}
+	return fmt.Sprintf("%s {%s}, PTTL %d ms", k.kind, strings.Join(fields, ", "), k.pttl)
+}
+
+// show reads the lock's key and notes it in the faults lane.
+func show(s *labs.Scene) keyState {
+	s.T().Helper()
+	k := read(s)
+	s.Note("%s: %v", s.Key, k)
+	return k
+}
+
+// read reads the lock's key.
+func read(s *labs.Scene) keyState {
+	s.T().Helper()
+	r := s.Redis()
+	kind, err := r.Type(s.Ctx, s.Key).Result()
+	s.Must(err)
+	k := keyState{kind: kind, counts: map[string]int64{}}
+	switch kind {
+	case "none":
+	case "string":
+		v, err := r.Get(s.Ctx, s.Key).Result()
+		s.Must(err)
+		k.counts[v] = 0
+	case "hash":
+		m, err := r.HGetAll(s.Ctx, s.Key).Result()
+		s.Must(err)
+		for h, v := range m {
+			var n int64
+			_, err := fmt.Sscan(v, &n)
+			s.Must(err)
+			k.counts[h] = n
+		}
+	default:
+		s.T().Fatalf("lock key %s is a %s", s.Key, kind)
+	}
+	if kind != "none" {
+		d, err := r.PTTL(s.Ctx, s.Key).Result()
+		s.Must(err)
+		k.pttl = d.Milliseconds()
+	}
+	return k
+}
+
+// unchanged reports whether the key still has the same holders and
+// counts, and a PTTL that was not renewed.
+func unchanged(before, after keyState) bool {
+	return before.kind == after.kind && maps.Equal(before.counts, after.counts) && after.pttl <= before.pttl
+}
