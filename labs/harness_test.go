@@ -3,6 +3,7 @@ package labs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -260,6 +261,39 @@ func TestHarnessFailsLoudly(t *testing.T) {
 					t.Errorf("output of case %s lacks %q:\n%s", tt.name, w, out)
 				}
 			}
+		})
+	}
+}
+
+// ctxLock remembers the context its Lock got, as a lock that ties its hold
+// to it (package watchdog) does.
+type ctxLock struct {
+	noLock
+	ctx context.Context
+}
+
+func (l *ctxLock) Lock(ctx context.Context) error { l.ctx = ctx; return nil }
+
+var (
+	ctxLockImpl = labs.Register("harness-ctxlock", func(*labs.Env) labs.Locker { return &ctxLock{} })
+	ctxAliveOp  = labs.RegisterOp("ctx-alive", func(_ context.Context, l *labs.Local, _ string) (string, error) {
+		return fmt.Sprint(l.Locker.(*ctxLock).ctx.Err() == nil), nil
+	})
+)
+
+// TestLockContextOutlivesTheOperation: the context a lock gets from the
+// "lock" operation stays alive after the operation returns, until the
+// client stops.
+func TestLockContextOutlivesTheOperation(t *testing.T) {
+	for _, mode := range []string{"goroutine", "process"} {
+		t.Run(mode, func(t *testing.T) {
+			labs.Run(t, func(s *labs.Scene, impl *labs.Impl) {
+				a := start(s, mode, "A", impl)
+				s.Must(a.Lock())
+				if out, err := a.Do(ctxAliveOp, ""); err != nil || out != "true" {
+					t.Errorf("Lock's context after the op returned: alive = %q, %v; want true", out, err)
+				}
+			}, ctxLockImpl)
 		})
 	}
 }

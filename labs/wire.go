@@ -79,14 +79,15 @@ func serve(spec childSpec, r io.Reader, w io.Writer) error {
 	ctx, cancelAll := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	defer func() {
-		// A driver that goes away ends every operation, parked or blocked.
+		// A driver that goes away ends every operation, parked or blocked
+		// (their contexts are children of ctx).
 		cancelAll()
 		local.resume()
 		wg.Wait()
 		local.Close()
 	}()
-	var mu sync.Mutex
-	cancels := map[int]context.CancelFunc{}
+	var mu sync.Mutex                       // protects cancels
+	cancels := map[int]context.CancelFunc{} // every operation's, until the client stops
 
 	in := bufio.NewScanner(r)
 	in.Buffer(make([]byte, 64<<10), 16<<20)
@@ -97,16 +98,15 @@ func serve(spec childSpec, r io.Reader, w io.Writer) error {
 		}
 		switch m.T {
 		case "op":
+			// An operation's context ends when the driver cancels it or the
+			// client stops, not when the operation returns: a lock may tie
+			// its hold to the context Lock got (package watchdog does).
 			opCtx, cancel := context.WithCancel(ctx)
 			mu.Lock()
 			cancels[m.ID] = cancel
 			mu.Unlock()
 			wg.Go(func() {
 				res, err := local.Do(opCtx, m.Op, m.Arg)
-				mu.Lock()
-				delete(cancels, m.ID)
-				mu.Unlock()
-				cancel()
 				done := msg{T: "done", ID: m.ID, Out: res}
 				if err != nil {
 					done.Err, done.Labels = err.Error(), labels(err)
