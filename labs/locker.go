@@ -167,8 +167,9 @@ type Env struct {
 
 	hook func(ctx context.Context, point string)
 
-	mu    sync.Mutex // protects conns
-	conns map[int]*redis.Client
+	mu     sync.Mutex // protects conns and defers
+	conns  map[int]*redis.Client
+	defers []func()
 }
 
 // Redis returns the client's own connection pool to node i, made on first
@@ -215,7 +216,23 @@ func (e *Env) Param(name, def string) string {
 	return def
 }
 
+// Defer registers fn to run when the client stops, before its Redis
+// connections close (last registered, first run): a recipe that starts
+// something with a lifetime (a Notifier, a subscription) stops it here.
+func (e *Env) Defer(fn func()) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.defers = append(e.defers, fn)
+}
+
 func (e *Env) close() {
+	e.mu.Lock()
+	defers := e.defers
+	e.defers = nil
+	e.mu.Unlock()
+	for i := len(defers) - 1; i >= 0; i-- {
+		defers[i]()
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, c := range e.conns {

@@ -13,9 +13,9 @@ func TestMain(m *testing.M) { labs.Main(m) }
 const title = "Lab 00 (one job, two instances)"
 
 var (
-	// The broken lock: the exercise as shipped, a mutex inside one process.
-	processMutex = labs.Register("lab00-process-mutex", func(e *labs.Env) labs.Locker {
-		return lab00.NewExercise(e.Redis(0), e.Key, e.TTL)
+	// The broken lock: a mutex inside one process.
+	processMutex = labs.Register("lab00-process-mutex", func(*labs.Env) labs.Locker {
+		return &lab00.ProcessMutex{}
 	})
 	// The fix: a lock in Redis, which every instance sees.
 	redisLock = labs.Register("lab00-correct", func(e *labs.Env) labs.Locker {
