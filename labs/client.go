@@ -135,6 +135,15 @@ func (c *Client) ParkAt(points ...string) {
 	}
 }
 
+// HoldAt is ParkAt without the "⏸" note on the timeline: for a park whose
+// only purpose is to order what the timeline shows (say, to hold a client
+// that was handed the lock until the releaser's Unlock has returned).
+func (c *Client) HoldAt(points ...string) {
+	for _, p := range points {
+		c.s.Must(c.out.send(msg{T: "arm", Op: p, Arg: "silent"}))
+	}
+}
+
 // WaitParked waits until the client is parked at one of points and returns
 // it. It fails the test if the client dies or the scene's deadline passes
 // first.

@@ -23,9 +23,9 @@ type Local struct {
 	record func(history.Event)
 	parked func(point string) // tells the driver the client parked
 
-	mu    sync.Mutex // protects armed and cont
-	armed map[string]bool
-	cont  chan struct{} // closed by Continue; nil when not parked
+	mu    sync.Mutex      // protects armed and cont
+	armed map[string]bool // armed points; true: park without a timeline note
+	cont  chan struct{}   // closed by Continue; nil when not parked
 }
 
 func newLocal(env *Env, impl *Impl, clock history.Clock, record func(history.Event), parked func(string)) *Local {
@@ -164,18 +164,20 @@ func (l *Local) Do(ctx context.Context, op, arg string) (string, error) {
 	return fn(ctx, l, arg)
 }
 
-// arm makes the client park the next time its lock reaches point.
-func (l *Local) arm(point string) {
+// arm makes the client park the next time its lock reaches point; a
+// silent park leaves no note on the timeline.
+func (l *Local) arm(point string, silent bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.armed[point] = true
+	l.armed[point] = silent
 }
 
 // hook is the lock's hook: it parks the client at an armed point until the
 // scenario says Continue (or the operation's context ends).
 func (l *Local) hook(ctx context.Context, point string) {
 	l.mu.Lock()
-	if !l.armed[point] {
+	silent, ok := l.armed[point]
+	if !ok {
 		l.mu.Unlock()
 		return
 	}
@@ -183,7 +185,9 @@ func (l *Local) hook(ctx context.Context, point string) {
 	cont := make(chan struct{})
 	l.cont = cont
 	l.mu.Unlock()
-	l.Record(history.Event{Kind: history.Note, Text: "⏸ " + point})
+	if !silent {
+		l.Record(history.Event{Kind: history.Note, Text: "⏸ " + point})
+	}
 	l.parked(point)
 	select {
 	case <-cont:

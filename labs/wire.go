@@ -120,7 +120,7 @@ func serve(spec childSpec, r io.Reader, w io.Writer) error {
 			}
 			mu.Unlock()
 		case "arm":
-			local.arm(m.Op)
+			local.arm(m.Op, m.Arg == "silent")
 		case "continue":
 			local.resume()
 		}
