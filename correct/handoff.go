@@ -64,7 +64,7 @@ func (m *Mutex) lockQueued(ctx context.Context) error {
 // between those and the hand-off (at most ttl/4 after a check).
 func (m *Mutex) waitInQueue(ctx context.Context) error {
 	n := m.notify
-	tok := n.newToken()
+	tok := n.newToken(m.ttl)
 	wake, err := n.register(tok)
 	if err != nil {
 		return errors.Join(ErrNotObtained, err)

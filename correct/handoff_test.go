@@ -107,7 +107,7 @@ func TestHandoffSkipsADeadWaiter(t *testing.T) {
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.RPush(ctx, queueOf(key), "deadnotifier.deadtoken").Err(); err != nil {
+	if err := c.RPush(ctx, queueOf(key), "deadnotifier.10000.deadtoken").Err(); err != nil {
 		t.Fatal(err)
 	}
 	hook, queued := signal(correct.HookQueued)
@@ -257,7 +257,7 @@ func TestAbandonPassesTheLockOn(t *testing.T) {
 	hook, queued := signal(correct.HookQueued)
 	next := correct.New(c, key, correct.WithNotifier(n), hook)
 	// The lock was just handed to the quitter's token; next is queued.
-	quitter := "quitter.token"
+	quitter := "quitter.8000.token"
 	if err := c.Set(ctx, key, quitter, time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestAbandonPassesTheLockOn(t *testing.T) {
 	go func() { done <- next.Lock(ctx) }()
 	<-queued
 	s := correct.Scripts["release.lua"].Script
-	r, err := s.Run(ctx, c, []string{key, queueOf(key)}, quitter, 8000, "correct:w:", "1", "0").Int64()
+	r, err := s.Run(ctx, c, []string{key, queueOf(key)}, quitter, "correct:w:", "1", "0").Int64()
 	if err != nil || r != 2 {
 		t.Fatalf("release.lua (abandon) = %d, %v; want 2 (handed on)", r, err)
 	}
@@ -517,6 +517,43 @@ func TestReleaseWithinLeaseUndoesAForeignHandoff(t *testing.T) {
 	}
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+	if err := w.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkQueueGone(t, c, key)
+}
+
+// TestHandoffGivesTheWaitersOwnTTL: a holder with a long TTL hands over to
+// a waiter with a short one. The key must get the waiter's TTL, the one its
+// Until counts with, or Until would err late.
+func TestHandoffGivesTheWaitersOwnTTL(t *testing.T) {
+	verifyNoLeaks(t)
+	ctx := testContext(t)
+	n, c := newNotifier(t)
+	key := newKey(t)
+	holder := correct.New(c, key, correct.WithNotifier(n), correct.WithTTL(time.Minute))
+	if err := holder.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const short = 3 * time.Second
+	hook, queued := signal(correct.HookQueued)
+	w := correct.New(c, key, correct.WithNotifier(n), correct.WithTTL(short), hook)
+	done := make(chan error, 1)
+	go func() { done <- w.Lock(ctx) }()
+	<-queued
+	if err := holder.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	pttl, err := c.PTTL(ctx, key).Result()
+	if err != nil || pttl > short {
+		t.Fatalf("PTTL after hand-off = %v, %v; want at most the waiter's %v", pttl, err, short)
+	}
+	if until := time.Until(w.Until()); until > pttl+50*time.Millisecond {
+		t.Errorf("waiter's Until is %v away but the key expires in %v: Until errs late", until, pttl)
 	}
 	if err := w.Unlock(ctx); err != nil {
 		t.Fatal(err)

@@ -233,7 +233,7 @@ func (m *Mutex) release(ctx context.Context, tok string, dequeue bool) (bool, er
 	} else if m.withinLease(tok) {
 		inLease = "1"
 	}
-	n, err := releaseScript.Run(ctx, m.client, []string{m.key, m.queue}, tok, m.ttl.Milliseconds(), channelPrefix, flag, inLease).Int64()
+	n, err := releaseScript.Run(ctx, m.client, []string{m.key, m.queue}, tok, channelPrefix, flag, inLease).Int64()
 	if err != nil {
 		return false, fmt.Errorf("correct: release %q: %w", m.key, err)
 	}

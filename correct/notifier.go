@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -120,8 +121,11 @@ func (n *Notifier) deliver() {
 	}
 }
 
-// newToken returns a token that names this notifier's channel.
-func (n *Notifier) newToken() string { return n.id + "." + token.New() }
+// newToken returns a waiter's token: it names this notifier's channel and
+// the TTL the waiter counts its lease with, which a hand-off gives it.
+func (n *Notifier) newToken(ttl time.Duration) string {
+	return n.id + "." + strconv.FormatInt(ttl.Milliseconds(), 10) + "." + token.New()
+}
 
 // register returns the channel on which tok's hand-off will be signalled.
 func (n *Notifier) register(tok string) (<-chan struct{}, error) {

@@ -4,11 +4,10 @@
 -- KEYS[1]  the lock key
 -- KEYS[2]  the wait queue (a list of waiters' tokens, oldest first)
 -- ARGV[1]  the token this holder wrote when it acquired the lock
--- ARGV[2]  the TTL in milliseconds to give the next holder
--- ARGV[3]  the prefix of waiters' channels ("correct:w:")
--- ARGV[4]  "1" to first remove ARGV[1] from the queue (a waiter that gives
+-- ARGV[2]  the prefix of waiters' channels ("correct:w:")
+-- ARGV[3]  "1" to first remove ARGV[1] from the queue (a waiter that gives
 --          up, and may have been handed the lock as it did), else "0"
--- ARGV[5]  "1" if the caller's lease has certainly not expired (it
+-- ARGV[4]  "1" if the caller's lease has certainly not expired (it
 --          releases before its Until), else "0"
 --
 -- Returns 1 when the key held ARGV[1] and was deleted (nobody waiting);
@@ -28,15 +27,17 @@
 -- that instead. Should it not be ARGV[1] (someone outside the protocol
 -- deleted or overwrote the key), the hand-off is undone at once.
 --
--- A waiter's token is "<notifier id>.<rand>" and its channel is
--- ARGV[3] .. "<notifier id>". PUBLISH returns how many subscribers got the
--- message: 0 means the waiter's process is gone (or its connection is
--- down), so the lock moves on to the one after it instead of sitting with
--- a dead waiter for a whole TTL.
-if ARGV[4] == "1" and redis.call("LREM", KEYS[2], 0, ARGV[1]) > 0 then
+-- A waiter's token is "<notifier id>.<ttl ms>.<rand>": the next holder
+-- gets the TTL it counts its own lease with, whatever the releaser's, and
+-- its channel is ARGV[2] .. "<notifier id>". PUBLISH returns how many
+-- subscribers got the message: 0 means the waiter's process is gone (or
+-- its connection is down), so the lock moves on to the one after it
+-- instead of sitting with a dead waiter for a whole TTL. A token not in
+-- that form is dropped.
+if ARGV[3] == "1" and redis.call("LREM", KEYS[2], 0, ARGV[1]) > 0 then
 	return 0 -- still queued, so never handed the lock
 end
-local checked = ARGV[5] ~= "1"
+local checked = ARGV[4] ~= "1"
 if checked and redis.call("GET", KEYS[1]) ~= ARGV[1] then
 	return 0
 end
@@ -49,23 +50,25 @@ while true do
 		redis.call("DEL", KEYS[1])
 		return 1
 	end
-	if checked then
-		redis.call("SET", KEYS[1], nxt, "PX", ARGV[2])
-	else
-		local old = redis.call("SET", KEYS[1], nxt, "PX", ARGV[2], "GET")
-		if old ~= ARGV[1] then -- not ours after all: undo
-			if old then
-				redis.call("SET", KEYS[1], old, "PX", ARGV[2])
-			else
-				redis.call("DEL", KEYS[1])
+	local id, ttl = string.match(nxt, "^([^.]+)%.(%d+)%.")
+	if id then
+		if checked then
+			redis.call("SET", KEYS[1], nxt, "PX", ttl)
+		else
+			local old = redis.call("SET", KEYS[1], nxt, "PX", ttl, "GET")
+			if old ~= ARGV[1] then -- not ours after all: undo
+				if old then
+					redis.call("SET", KEYS[1], old, "PX", ttl)
+				else
+					redis.call("DEL", KEYS[1])
+				end
+				redis.call("LPUSH", KEYS[2], nxt)
+				return 0
 			end
-			redis.call("LPUSH", KEYS[2], nxt)
-			return 0
+			checked = true
 		end
-		checked = true
-	end
-	local id = string.match(nxt, "^([^.]+)%.")
-	if id and redis.call("PUBLISH", ARGV[3] .. id, nxt) > 0 then
-		return 2
+		if redis.call("PUBLISH", ARGV[2] .. id, nxt) > 0 then
+			return 2
+		end
 	end
 end

@@ -87,7 +87,7 @@ var kinds = []kind{
 		// LREM. TestACLCorrectNotifier runs that path.
 		acl: []string{keysLock, keysQueue, "resetchannels", "&correct:w:*", "-@all",
 			"+set", "+evalsha", "+eval", "+get", "+del", "+pexpire", "+pttl", "+lpop", "+lrem", "+publish",
-			"+rpush", "+lpos", "+subscribe"},
+			"+rpush", "+lpush", "+lpos", "+subscribe"},
 		nodes: 1, cluster: true, exclusive: true,
 		make: func(cs []redis.UniversalClient, key string) locker {
 			return correct.New(cs[0], key, correct.WithRetry(fastRetry))
