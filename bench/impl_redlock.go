@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -8,27 +9,48 @@ import (
 	"github.com/locklab/locklab/redlock"
 )
 
-// redlock-5: Redlock over 5 independent servers (quorum 3), with its
-// defaults and the common TTL.
+// redlock-5: Redlock over 5 independent servers (quorum 3) with the common
+// TTL, in the configuration its package doc recommends for contended locks:
+// one Notifier per client over its 5 connections, so waiters queue on every
+// node and each node hands off to the same, oldest waiter.
+//
+// redlock-5-poll: the same lock waiting by polling with its defaults
+// (redsync-like), to compare the two strategies side by side.
 func init() {
-	register(&impl{name: "redlock-5", nodes: 5, connect: connectRedlock, gaveUp: func(err error) bool {
+	gaveUp := func(err error) bool {
 		return errors.Is(err, redlock.ErrNotObtained) && !errors.Is(err, redlock.ErrQuorumUnreachable)
-	}})
+	}
+	register(&impl{name: "redlock-5", nodes: 5, connect: connectRedlock(true), gaveUp: gaveUp})
+	register(&impl{name: "redlock-5-poll", nodes: 5, connect: connectRedlock(false), gaveUp: gaveUp})
 }
 
-func connectRedlock(e env) (contender, error) {
-	if len(e.addrs) < 5 {
-		return contender{}, fmt.Errorf("redlock-5 needs 5 servers, have %d", len(e.addrs))
+func connectRedlock(notify bool) func(e env) (contender, error) {
+	return func(e env) (contender, error) {
+		if len(e.addrs) < 5 {
+			return contender{}, fmt.Errorf("redlock-5 needs 5 servers, have %d", len(e.addrs))
+		}
+		sent := new(atomic.Int64)
+		cs := e.clients(5, sent)
+		clients := make([]redlock.Client, len(cs))
+		subs := make([]redlock.NotifyClient, len(cs))
+		for i, c := range cs {
+			clients[i], subs[i] = c, c
+		}
+		opts := []redlock.Option{redlock.WithTTL(e.ttl)}
+		closeFn := func() error { return closeAll(cs) }
+		if notify {
+			n, err := redlock.NewNotifier(context.Background(), subs)
+			if err != nil {
+				_ = closeAll(cs)
+				return contender{}, err
+			}
+			opts = append(opts, redlock.WithNotifier(n))
+			closeFn = func() error { return errors.Join(n.Close(), closeAll(cs)) }
+		}
+		return contender{
+			locker: func(key string) locker { return redlock.New(clients, key, opts...) },
+			close:  closeFn,
+			sent:   sent,
+		}, nil
 	}
-	sent := new(atomic.Int64)
-	cs := e.clients(5, sent)
-	clients := make([]redlock.Client, len(cs))
-	for i, c := range cs {
-		clients[i] = c
-	}
-	return contender{
-		locker: func(key string) locker { return redlock.New(clients, key, redlock.WithTTL(e.ttl)) },
-		close:  func() error { return closeAll(cs) },
-		sent:   sent,
-	}, nil
 }

@@ -9,9 +9,11 @@ import (
 // attempt either lost to other holders (no majority of nodes was free) or
 // reached a majority too late (the validity left was not positive), and the
 // tries ran out. When the context ended the wait, the error is
-// errors.Join(ErrNotObtained, ctx.Err()). [Mutex.TryLock] returns it,
-// wrapped, for an attempt that reached a majority with no validity left, and
-// joined with ctx.Err() as Lock does; contention alone is (false, nil).
+// errors.Join(ErrNotObtained, ctx.Err()). With a [Notifier], Lock gives up
+// only when its context ends or the Notifier is closed (the error then
+// says so), after leaving the queues. [Mutex.TryLock] returns it, wrapped,
+// for an attempt that reached a majority with no validity left, and joined
+// with ctx.Err() as Lock does; contention alone is (false, nil).
 var ErrNotObtained = errors.New("redlock: lock not obtained")
 
 // ErrNotHeld is returned by [Mutex.Unlock] and [Mutex.Extend] when this
@@ -30,7 +32,8 @@ var ErrInvalid = errors.New("redlock: invalid argument")
 // majority could not be reached whatever the other nodes answered. Lock,
 // TryLock and Extend return it at once, without retrying: waiting cannot
 // help until the nodes come back, and spinning against them would only hide
-// the outage.
+// the outage. [NewNotifier] returns it when it could not subscribe on a
+// majority of the nodes.
 var ErrQuorumUnreachable = errors.New("redlock: quorum unreachable")
 
 // NodeError is the failure of one node during an operation: a transport

@@ -79,7 +79,7 @@ func ExampleMutex_Extend() {
 
 	// ... work on the first half of the report ...
 
-	if err := m.Extend(ctx); err != nil {
+	if err := m.Extend(ctx, 2*time.Second); err != nil {
 		fmt.Println("extend:", err)
 		return
 	}
@@ -130,4 +130,52 @@ func ExampleWithHook() {
 	// c2: acquired while c1 was paused
 	// c1: resumed; lock obtained: false - validity exhausted: true
 	// c2: released; c1's late release did not touch c2's keys
+}
+
+// With a Notifier, a waiter queues on every node and the holder's Unlock
+// hands the lock straight to it: no polling, no retry delay.
+func ExampleNewNotifier() {
+	ctx := context.Background()
+	clients, closeAll := connect()
+	defer closeAll()
+	subs := make([]redlock.NotifyClient, len(clients))
+	for i, c := range clients {
+		subs[i] = c.(*redis.Client)
+	}
+	n, err := redlock.NewNotifier(ctx, subs) // one per process
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer n.Close()
+
+	c1 := redlock.New(clients, "lock:ledger", redlock.WithNotifier(n))
+	queued := make(chan struct{})
+	c2 := redlock.New(clients, "lock:ledger", redlock.WithNotifier(n),
+		redlock.WithHook(func(_ context.Context, point string) {
+			if point == redlock.HookQueued {
+				close(queued)
+			}
+		}))
+
+	if err := c1.Lock(ctx); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("c1 acquired")
+	done := make(chan error)
+	go func() { done <- c2.Lock(ctx) }()
+	<-queued
+	fmt.Println("c2 queued on every node")
+	_ = c1.Unlock(ctx)
+	fmt.Println("c1 released: each node handed the lock to c2")
+	if err := <-done; err == nil {
+		fmt.Println("c2 acquired, without polling")
+	}
+	_ = c2.Unlock(ctx)
+	// Output:
+	// c1 acquired
+	// c2 queued on every node
+	// c1 released: each node handed the lock to c2
+	// c2 acquired, without polling
 }

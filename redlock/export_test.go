@@ -7,5 +7,8 @@ var (
 	Validity           = validity
 	Drift              = drift
 	DefaultNodeTimeout = defaultNodeTimeout
-	Scripts            = map[string]*redis.Script{"release": releaseScript, "extend": extendScript}
+	QueueKey           = queueKey
+	ChannelPrefix      = channelPrefix
+	Scripts            = map[string]*redis.Script{"release": releaseScript, "extend": extendScript, "acquire": acquireScript}
+	ScriptSources      = map[string]string{"release": releaseLua, "extend": extendLua, "acquire": acquireLua}
 )

@@ -1,7 +1,7 @@
 -- extend.lua: reset the lock key's TTL only if it still holds our token.
 --
 -- KEYS[1]  the lock key
--- ARGV[1]  the token this client stored with SET NX
+-- ARGV[1]  the token this client holds the lock with
 -- ARGV[2]  the new TTL in milliseconds
 --
 -- Returns 1 if the key held the token and its TTL was set, 0 if the key was

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"time"
 )
 
@@ -23,83 +24,109 @@ func validity(ttl, elapsed time.Duration) time.Duration {
 	return ttl - elapsed - drift(ttl)
 }
 
+// reply is one node's answer in a round.
+type reply struct {
+	code int64 // what the command or script returned; see each caller
+	err  error // a *NodeError when the node failed or did not answer in time
+}
+
 // result is what the nodes answered in one round.
 type result struct {
-	ok     int     // nodes that answered yes (SET done, token deleted or extended)
-	failed []error // one *NodeError per node that failed or did not answer in time
+	replies []reply // replies[i] is node i's
+	ok      int     // replies with a positive code (SET done, token deleted or extended)
+	failed  []error // one *NodeError per node that failed or did not answer in time
+}
+
+// count returns how many nodes answered code.
+func (r result) count(code int64) int {
+	n := 0
+	for _, rp := range r.replies {
+		if rp.err == nil && rp.code == code {
+			n++
+		}
+	}
+	return n
+}
+
+// nodeCall is one node's part of a round: i is the node's index in the
+// slice given to New.
+type nodeCall func(ctx context.Context, i int, c Client) (int64, error)
+
+// slot is where one node's goroutine leaves its answer.
+type slot struct {
+	code int64
+	err  error
+	done atomic.Bool // set after code and err are written
 }
 
 // fanOut runs call on every node at once, each in its own goroutine with a
 // context bounded by the per-node timeout, and returns when every node has
 // answered or the timeout (or ctx) has ended, whichever comes first. A node
-// that has not answered by then counts as failed.
+// that has not answered by then counts as failed. The calling goroutine
+// is woken once, by the last node to answer, not once per node.
 //
 // fanOut does not wait for such a node: the timeout holds even for a client
 // that ignores context deadlines (go-redis with ContextTimeoutEnabled
 // false), whose call stays blocked on the socket. Its goroutine exits when
 // the call returns: at the client's own ReadTimeout or WriteTimeout, when
 // the node answers, or when the client is closed, whichever comes first. It
-// writes to a buffered channel, so it never blocks on a round that has
-// moved on, and it touches no state of the Mutex.
-func (m *Mutex) fanOut(parent context.Context, call func(context.Context, Client) (bool, error)) result {
-	d := m.opts.nodeTimeout
-	timedOut := fmt.Errorf("%w (%v)", errNodeTimeout, d)
-	ctx, cancel := context.WithTimeoutCause(parent, d, timedOut)
+// writes only its own slot, which fanOut no longer reads once it has
+// moved on, so it never blocks and touches no state of the Mutex.
+func (m *Mutex) fanOut(parent context.Context, call nodeCall) result {
+	ctx, cancel := context.WithTimeoutCause(parent, m.opts.nodeTimeout, errNodeTimeout)
 	defer cancel()
 
-	type reply struct {
-		i   int
-		ok  bool
-		err error
-	}
-	replies := make(chan reply, len(m.clients)) // room for every reply: no sender blocks
+	n := len(m.clients)
+	slots := make([]slot, n)
+	var pending atomic.Int32
+	pending.Store(int32(n))
+	all := make(chan struct{})
 	for i, c := range m.clients {
 		go func() {
-			ok, err := call(ctx, c)
-			replies <- reply{i, ok, err}
+			s := &slots[i]
+			s.code, s.err = call(ctx, i, c)
+			s.done.Store(true)
+			if pending.Add(-1) == 0 {
+				close(all)
+			}
 		}()
 	}
+	select {
+	case <-all:
+	case <-ctx.Done():
+	}
 
-	answered := make([]bool, len(m.clients))
-	errs := make([]error, len(m.clients))
-	var res result
-	record := func(r reply) {
-		answered[r.i] = true
-		if r.err != nil {
-			if parent.Err() == nil && isTimeout(r.err) {
+	res := result{replies: make([]reply, n)}
+	var late error
+	for i := range slots {
+		s, rp := &slots[i], &res.replies[i]
+		switch {
+		case !s.done.Load():
+			// Still running: it answers too late to count, and it writes
+			// only its slot, which is not read again.
+			if late == nil {
+				late = context.Cause(ctx)
+				if late == errNodeTimeout {
+					late = fmt.Errorf("%w (%v)", errNodeTimeout, m.opts.nodeTimeout)
+				}
+			}
+			rp.err = &NodeError{Index: i, Addr: m.addrs[i], Err: late}
+		case s.err != nil:
+			err := s.err
+			if ctxErr(parent) == nil && isTimeout(err) {
 				// A client that honours deadlines gives up with its own
 				// error as the per-node timeout fires; say which it was.
-				r.err = fmt.Errorf("%w: %w", timedOut, r.err)
+				err = fmt.Errorf("%w (%v): %w", errNodeTimeout, m.opts.nodeTimeout, err)
 			}
-			errs[r.i] = r.err
-		} else if r.ok {
-			res.ok++
-		}
-	}
-wait:
-	for range m.clients {
-		select {
-		case r := <-replies:
-			record(r)
-		case <-ctx.Done():
-			break wait
-		}
-	}
-	// Replies already in when time ran out still count.
-	for drained := false; !drained; {
-		select {
-		case r := <-replies:
-			record(r)
+			rp.err = &NodeError{Index: i, Addr: m.addrs[i], Err: err}
 		default:
-			drained = true
+			rp.code = s.code
+			if s.code > 0 {
+				res.ok++
+			}
 		}
-	}
-	for i, err := range errs {
-		if !answered[i] {
-			err = context.Cause(ctx)
-		}
-		if err != nil {
-			res.failed = append(res.failed, &NodeError{Index: i, Addr: m.addrs[i], Err: err})
+		if rp.err != nil {
+			res.failed = append(res.failed, rp.err)
 		}
 	}
 	return res
@@ -110,4 +137,19 @@ wait:
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+}
+
+// ctxErr returns ctx.Err(), or [context.DeadlineExceeded] once ctx's
+// deadline has passed even if ctx has not noticed yet: go-redis sets socket
+// deadlines from ctx, and under load the socket's "i/o timeout" can come
+// before the context's own timer fires. Either way the caller's deadline is
+// what ended the round, and the error must say so.
+func ctxErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }

@@ -38,14 +38,14 @@ func startNodes(t *testing.T, n int) []*rig.Node {
 
 var keySeq atomic.Int64
 
-// newKey returns a key no other test uses and deletes it from the shared
-// servers when the test ends.
+// newKey returns a key no other test uses and deletes it, and its wait
+// queue, from the shared servers when the test ends.
 func newKey(t testing.TB) string {
 	t.Helper()
 	key := fmt.Sprintf("redlock-test:%s:%d", t.Name(), keySeq.Add(1))
 	t.Cleanup(func() {
 		for _, c := range admin {
-			_ = c.Del(context.Background(), key).Err()
+			_ = c.Del(context.Background(), key, redlock.QueueKey(key)).Err()
 		}
 	})
 	return key

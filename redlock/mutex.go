@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -26,15 +28,17 @@ type Client interface {
 
 // Hook points, passed to the function given to [WithHook].
 const (
-	// HookAcquiredQuorum fires during an acquisition after every node has
-	// answered (or timed out) and a majority said OK, before the validity
-	// left is computed. A client parked here for longer than the TTL is
-	// Kleppmann's paused client: its keys expire meanwhile, and the validity
-	// check, which measures the pause too, refuses the lock.
+	// HookAcquiredQuorum fires during an acquisition once a majority of
+	// nodes hold this Mutex's token (every node has answered, or, with a
+	// [Notifier], a majority has handed the lock over), before the
+	// validity left is computed. A client parked here for longer than the
+	// TTL is Kleppmann's paused client: its keys expire meanwhile, and the
+	// validity check, which measures the pause too, refuses the lock.
 	HookAcquiredQuorum = "acquired-quorum"
 	// HookBeforeRelease fires before the release script is sent to the
 	// nodes: in [Mutex.Unlock], and when an attempt that did not obtain the
-	// lock cleans up the nodes it did get.
+	// lock cleans up the nodes it did get (or, with a [Notifier], leaves
+	// the queues).
 	HookBeforeRelease = "before-release"
 )
 
@@ -47,22 +51,33 @@ type Mutex struct {
 	clients []Client
 	addrs   []string // addrs[i] is clients[i]'s address, or ""
 	key     string
+	keys    []string // the lock key and its wait queue's key (see queueKey), for the scripts
 	opts    options
 	err     error // invalid arguments, returned by every method
 
-	mu    sync.Mutex // protects token and until
+	// contended hints that other clients are waiting: the last Lock had to
+	// queue, or the last Unlock handed the lock over. Lock with a Notifier
+	// then joins the queues at once instead of trying SET NX first.
+	contended atomic.Bool
+
+	mu    sync.Mutex // protects token, until and cleanup
 	token string     // the token on the nodes while held; "" when not
 	until time.Time  // end of the validity while held
+	// cleanup is what Unlock must also do on each node for a lock obtained
+	// in the queues: leave the queue where the lock was not handed over
+	// yet, and release tokens retired while waiting. nil after polling.
+	cleanup []nodeCleanup
 }
 
 // New returns a Mutex for key on the nodes behind clients, one client per
 // independent Redis master. A majority, len(clients)/2+1, must agree for the
 // lock to be held, so 3 nodes tolerate 1 failure and 5 tolerate 2. Invalid
 // arguments (no clients, a nil client, two clients for one address, an
-// empty key, an invalid option) are not reported here: every method of the
-// returned Mutex returns an error wrapping [ErrInvalid].
+// empty key, an invalid option, a [Notifier] for other nodes) are not
+// reported here: every method of the returned Mutex returns an error
+// wrapping [ErrInvalid].
 func New(clients []Client, key string, opts ...Option) *Mutex {
-	m := &Mutex{clients: slices.Clone(clients), key: key, opts: newOptions(opts)}
+	m := &Mutex{clients: slices.Clone(clients), key: key, keys: []string{key, queueKey(key)}, opts: newOptions(opts)}
 	m.addrs = make([]string, len(clients))
 	m.err = m.validate()
 	return m
@@ -72,32 +87,35 @@ func (m *Mutex) validate() error {
 	if len(m.clients) == 0 {
 		return fmt.Errorf("%w: no clients", ErrInvalid)
 	}
-	seen := map[string]int{}
 	for i, c := range m.clients {
-		if c == nil {
-			return fmt.Errorf("%w: client %d is nil", ErrInvalid, i)
+		if isNil(c) {
+			return fmt.Errorf("%w: client %d is nil (%T)", ErrInvalid, i, c)
 		}
-		if v := reflect.ValueOf(c); v.Kind() == reflect.Pointer && v.IsNil() {
-			return fmt.Errorf("%w: client %d is a nil %T", ErrInvalid, i, c)
+		m.addrs[i] = addrOf(c)
+		if m.addrs[i] == "" {
+			continue
 		}
-		if o, ok := c.(interface{ Options() *redis.Options }); ok {
-			m.addrs[i] = o.Options().Addr
-			if j, dup := seen[m.addrs[i]]; dup {
-				return fmt.Errorf("%w: clients %d and %d both address %s; each node must count once", ErrInvalid, j, i, m.addrs[i])
-			}
-			seen[m.addrs[i]] = i
+		if j := slices.Index(m.addrs[:i], m.addrs[i]); j >= 0 {
+			return fmt.Errorf("%w: clients %d and %d both address %s; each node must count once", ErrInvalid, j, i, m.addrs[i])
 		}
 	}
 	if m.key == "" {
 		return fmt.Errorf("%w: empty key", ErrInvalid)
 	}
-	return m.opts.err
+	if m.opts.err != nil {
+		return m.opts.err
+	}
+	if n := m.opts.notifier; n != nil {
+		return n.check(m.addrs)
+	}
+	return nil
 }
 
-// Lock acquires the lock, retrying after [WithRetry]'s delay while other
-// holders keep a majority of nodes, up to [WithTries] attempts. Each
-// attempt uses the same fresh token, so a SET from an earlier attempt that
-// reaches a slow node late is removed by the final Unlock too.
+// Lock acquires the lock. Without a [Notifier] it polls: it makes an
+// attempt, and while other holders keep a majority of nodes it retries
+// after [WithRetry]'s delay, up to [WithTries] attempts. Each attempt uses
+// the same fresh token, so a SET from an earlier attempt that reaches a
+// slow node late is removed by the final Unlock too.
 //
 // An attempt sends SET key token NX PX ttl to every node in parallel and
 // holds the lock only if a majority said OK and validity is left (see the
@@ -106,6 +124,11 @@ func (m *Mutex) validate() error {
 // no key of its own behind (barring a node too slow to answer in time, whose
 // late SET expires after the TTL).
 //
+// With a Notifier ([WithNotifier]) Lock makes the same attempt while the
+// lock looks free; when it is taken, Lock queues on every node and waits
+// for the holder to hand the lock over, as the package doc describes, until
+// it holds the lock or ctx ends.
+//
 // When Lock gives up it returns [ErrNotObtained], joined with ctx.Err()
 // when ctx ended the wait. When too many nodes failed for a majority to be
 // possible, it returns at once an error that wraps [ErrQuorumUnreachable]
@@ -113,6 +136,9 @@ func (m *Mutex) validate() error {
 func (m *Mutex) Lock(ctx context.Context) error {
 	if m.err != nil {
 		return m.err
+	}
+	if m.opts.notifier != nil {
+		return m.lockQueued(ctx)
 	}
 	tok := token.New()
 	for attempt := 1; ; attempt++ {
@@ -136,9 +162,9 @@ func (m *Mutex) Lock(ctx context.Context) error {
 	}
 }
 
-// TryLock makes one attempt, as [Mutex.Lock] does, and does not retry. It
-// returns (false, nil) when other holders keep enough nodes that no
-// majority was free. Errors are for the rest: an error wrapping
+// TryLock makes one attempt, as [Mutex.Lock] does, and does not retry or
+// queue. It returns (false, nil) when other holders keep enough nodes that
+// no majority was free. Errors are for the rest: an error wrapping
 // [ErrNotObtained] when a majority answered OK but too late to leave any
 // validity, [ErrQuorumUnreachable] with per-node errors, or
 // ErrNotObtained joined with ctx.Err().
@@ -170,48 +196,75 @@ const (
 // releases tok everywhere. The error, for outcomes other than acquired,
 // says why.
 func (m *Mutex) attempt(ctx context.Context, tok string) (outcome, error) {
-	if err := ctx.Err(); err != nil {
-		return failed, errors.Join(ErrNotObtained, err)
+	out, res, err := m.setRound(ctx, tok)
+	if out != acquired {
+		m.release(ctx, tok, nil)
+		if out == contended && m.unreachable(res) {
+			return failed, m.quorumErr("lock", res)
+		}
+	}
+	return out, err
+}
+
+// setRound sends SET key tok NX PX ttl to every node and, if a majority
+// said OK with validity left, records tok as held. It releases nothing.
+func (m *Mutex) setRound(ctx context.Context, tok string) (outcome, result, error) {
+	if err := ctxErr(ctx); err != nil {
+		return failed, result{}, errors.Join(ErrNotObtained, err)
 	}
 	ttl := m.opts.ttl
 	start := time.Now() // monotonic; before the first SET is sent
-	res := m.fanOut(ctx, func(ctx context.Context, c Client) (bool, error) {
+	res := m.fanOut(ctx, func(ctx context.Context, _ int, c Client) (int64, error) {
 		err := c.SetArgs(ctx, m.key, tok, redis.SetArgs{Mode: "NX", TTL: ttl}).Err()
 		if errors.Is(err, redis.Nil) {
-			return false, nil // the key exists: someone holds this node
+			return 0, nil // the key exists: someone holds this node
 		}
-		return err == nil, err
+		if err != nil {
+			return 0, err
+		}
+		return 1, nil
 	})
 	if res.ok >= m.quorum() {
 		m.hook(ctx, HookAcquiredQuorum)
 		if validity(ttl, time.Since(start)) > 0 {
-			m.mu.Lock()
-			m.token, m.until = tok, start.Add(ttl-drift(ttl))
-			m.mu.Unlock()
-			return acquired, nil
+			m.hold(tok, start.Add(ttl-drift(ttl)), nil)
+			return acquired, res, nil
 		}
 	}
 	elapsed := time.Since(start)
-	m.release(ctx, tok)
-	switch {
-	case ctx.Err() != nil:
-		return failed, errors.Join(ErrNotObtained, ctx.Err())
-	case m.unreachable(res):
-		return failed, m.quorumErr("lock", res)
+	switch err := ctxErr(ctx); {
+	case err != nil:
+		return failed, res, errors.Join(ErrNotObtained, err)
 	case res.ok >= m.quorum():
-		return tooLate, fmt.Errorf("%w: %q: a majority answered after %v, leaving no validity of the %v ttl",
+		return tooLate, res, fmt.Errorf("%w: %q: a majority answered after %v, leaving no validity of the %v ttl",
 			ErrNotObtained, m.key, elapsed.Round(time.Microsecond), ttl)
 	}
-	return contended, fmt.Errorf("%w: %q: set on %d of %d nodes, quorum %d",
+	return contended, res, fmt.Errorf("%w: %q: set on %d of %d nodes, quorum %d",
 		ErrNotObtained, m.key, res.ok, len(m.clients), m.quorum())
 }
 
+// hold records tok as held until until, with what Unlock must clean up.
+func (m *Mutex) hold(tok string, until time.Time, cleanup []nodeCleanup) {
+	m.mu.Lock()
+	m.token, m.until, m.cleanup = tok, until, cleanup
+	m.mu.Unlock()
+}
+
+// nodeCleanup is what a release must also do on one node for a lock
+// obtained in the queues.
+type nodeCleanup struct {
+	dequeue bool     // our token may still be in this node's queue
+	retired []string // tokens retired in rounds that failed on this node
+}
+
 // Unlock deletes the lock's token from every node in parallel with an
-// owner-checked script, so it never deletes another holder's key. It does
-// so even when ctx is already cancelled (a lock left behind would block
-// everyone for a whole TTL): each node's release is bounded by the per-node
-// timeout instead ([WithNodeTimeout]). The Mutex no longer holds the lock
-// afterwards, whatever the result.
+// owner-checked script, so it never deletes another holder's key; where
+// others wait in a node's queue ([WithNotifier]), the script hands that
+// node straight to the best of them instead. It does so even when ctx is
+// already cancelled (a lock left behind would block everyone for a whole
+// TTL): each node's release is bounded by the per-node timeout instead
+// ([WithNodeTimeout]). The Mutex no longer holds the lock afterwards,
+// whatever the result.
 //
 // It returns [ErrNotHeld] when this Mutex did not hold the lock, or when a
 // majority of nodes answered and none of them still had the token (the lock
@@ -224,61 +277,84 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		return m.err
 	}
 	m.mu.Lock()
-	tok := m.token
-	m.token, m.until = "", time.Time{}
+	tok, cleanup := m.token, m.cleanup
+	m.token, m.until, m.cleanup = "", time.Time{}, nil
 	m.mu.Unlock()
 	if tok == "" {
 		return ErrNotHeld
 	}
-	res := m.release(ctx, tok)
+	res := m.release(ctx, tok, cleanup)
 	switch {
 	case m.unreachable(res):
 		return m.quorumErr("unlock", res)
-	case res.ok == 0:
+	case res.count(1)+res.count(2) == 0:
 		return fmt.Errorf("%w: %q: token on none of the %d nodes that answered", ErrNotHeld, m.key, len(m.clients)-len(res.failed))
 	}
 	return nil
 }
 
 // release fires HookBeforeRelease and runs the release script for tok on
-// every node, with ctx's values but not its cancellation.
-func (m *Mutex) release(ctx context.Context, tok string) result {
+// every node, with ctx's values but not its cancellation. With cleanup,
+// node i also leaves the queue if cleanup[i].dequeue, and releases the
+// tokens in cleanup[i].retired. It records in the contended hint whether
+// a node was handed to a waiter.
+func (m *Mutex) release(ctx context.Context, tok string, cleanup []nodeCleanup) result {
 	m.hook(ctx, HookBeforeRelease)
-	return m.fanOut(context.WithoutCancel(ctx), func(ctx context.Context, c Client) (bool, error) {
-		n, err := releaseScript.Run(ctx, c, []string{m.key}, tok).Int64()
-		return n == 1, err
+	plain := []any{tok} // read concurrently, never written
+	res := m.fanOut(context.WithoutCancel(ctx), func(ctx context.Context, i int, c Client) (int64, error) {
+		args := plain
+		if cleanup != nil && (cleanup[i].dequeue || len(cleanup[i].retired) > 0) {
+			args = []any{tok, "0"}
+			if cleanup[i].dequeue {
+				args[1] = "1"
+			}
+			for _, r := range cleanup[i].retired {
+				args = append(args, r)
+			}
+		}
+		return releaseScript.Run(ctx, c, m.keys, args...).Int64()
 	})
+	if res.ok > 0 {
+		m.contended.Store(res.count(2) > 0)
+	}
+	return res
 }
 
-// Extend resets the TTL of the lock's key on every node in parallel, with
-// an owner-checked PEXPIRE, and recomputes the validity from the time the
-// first PEXPIRE was sent, as an acquisition does. It succeeds only if a
-// majority was extended and validity is left; then [Mutex.Until] moves.
-// Otherwise Until is unchanged and the lock may still be held until then;
-// the error wraps [ErrNotHeld] (the token is gone from too many nodes, or no
-// validity is left), [ErrQuorumUnreachable] with per-node errors, or
-// ctx.Err().
-func (m *Mutex) Extend(ctx context.Context) error {
+// Extend sets the TTL of the lock's key to ttl on every node in parallel,
+// with an owner-checked PEXPIRE, and recomputes the validity from the time
+// the first PEXPIRE was sent, as an acquisition does: validity = ttl −
+// elapsed − drift(ttl). It succeeds only if a majority was extended and
+// validity is left; then [Mutex.Until] moves (ttl may be shorter than what
+// is left, and Until then moves back). Otherwise Until is unchanged and the
+// lock may still be held until then; the error wraps [ErrNotHeld] (the
+// token is gone from too many nodes, or no validity is left),
+// [ErrQuorumUnreachable] with per-node errors, or ctx.Err(). A ttl below
+// 1ms returns an error wrapping [ErrInvalid]; ttl is sent in whole
+// milliseconds.
+func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) error {
 	if m.err != nil {
 		return m.err
 	}
+	if ttl < time.Millisecond {
+		return fmt.Errorf("%w: Extend(ctx, %v): ttl is below 1ms", ErrInvalid, ttl)
+	}
+	ttl = ttl.Truncate(time.Millisecond)
 	tok := m.Token()
 	if tok == "" {
 		return ErrNotHeld
 	}
-	if err := ctx.Err(); err != nil {
+	if err := ctxErr(ctx); err != nil {
 		return fmt.Errorf("redlock: extend %q: %w", m.key, err)
 	}
-	ttl := m.opts.ttl
+	ms := strconv.FormatInt(ttl.Milliseconds(), 10)
 	start := time.Now()
-	res := m.fanOut(ctx, func(ctx context.Context, c Client) (bool, error) {
-		n, err := extendScript.Run(ctx, c, []string{m.key}, tok, ttl.Milliseconds()).Int64()
-		return n == 1, err
+	res := m.fanOut(ctx, func(ctx context.Context, _ int, c Client) (int64, error) {
+		return extendScript.Run(ctx, c, []string{m.key}, tok, ms).Int64()
 	})
 	elapsed := time.Since(start)
-	switch {
-	case ctx.Err() != nil:
-		return fmt.Errorf("redlock: extend %q: %w", m.key, ctx.Err())
+	switch err := ctxErr(ctx); {
+	case err != nil:
+		return fmt.Errorf("redlock: extend %q: %w", m.key, err)
 	case m.unreachable(res):
 		return m.quorumErr("extend", res)
 	case res.ok < m.quorum():
@@ -309,7 +385,9 @@ func (m *Mutex) Until() time.Time {
 }
 
 // Token returns the random token stored on the nodes while the lock is
-// held, or "" when it is not.
+// held, or "" when it is not. A lock handed over in the queues
+// ([WithNotifier]) has a longer token, which also names the waiter's
+// Notifier and TTL.
 func (m *Mutex) Token() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -334,4 +412,23 @@ func (m *Mutex) hook(ctx context.Context, point string) {
 	if m.opts.hook != nil {
 		m.opts.hook(ctx, point)
 	}
+}
+
+// isNil reports whether c is nil or holds a nil pointer, such as a
+// *redis.Client variable that was never assigned.
+func isNil(c any) bool {
+	if c == nil {
+		return true
+	}
+	v := reflect.ValueOf(c)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}
+
+// addrOf returns the address of the node behind c, or "" if c does not
+// say (a go-redis *redis.Client does, through Options).
+func addrOf(c any) string {
+	if o, ok := c.(interface{ Options() *redis.Options }); ok {
+		return o.Options().Addr
+	}
+	return ""
 }

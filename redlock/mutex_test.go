@@ -115,7 +115,7 @@ func TestBadInputIsAnErrorNotAPanic(t *testing.T) {
 			if ok, err := m.TryLock(ctx); ok || !errors.Is(err, redlock.ErrInvalid) {
 				t.Errorf("TryLock() = %v, %v; want false, ErrInvalid", ok, err)
 			}
-			if err := m.Extend(ctx); !errors.Is(err, redlock.ErrInvalid) {
+			if err := m.Extend(ctx, time.Second); !errors.Is(err, redlock.ErrInvalid) {
 				t.Errorf("Extend() = %v; want ErrInvalid", err)
 			}
 			if err := m.Unlock(ctx); !errors.Is(err, redlock.ErrInvalid) {
@@ -228,7 +228,7 @@ func TestExtend(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := m.Extend(ctx); err != nil {
+		if err := m.Extend(ctx, ttl); err != nil {
 			t.Fatalf("Extend() = %v; want nil", err)
 		}
 		if !m.Until().After(first) {
@@ -253,7 +253,7 @@ func TestExtend(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := m.Extend(ctx); !errors.Is(err, redlock.ErrNotHeld) {
+		if err := m.Extend(ctx, ttl); !errors.Is(err, redlock.ErrNotHeld) {
 			t.Errorf("Extend() with the token on 2 of 5 nodes = %v; want ErrNotHeld", err)
 		}
 		if m.Until() != until {
@@ -265,8 +265,42 @@ func TestExtend(t *testing.T) {
 	})
 	t.Run("not held", func(t *testing.T) {
 		m := redlock.New(cs, newKey(t))
-		if err := m.Extend(ctx); !errors.Is(err, redlock.ErrNotHeld) {
+		if err := m.Extend(ctx, ttl); !errors.Is(err, redlock.ErrNotHeld) {
 			t.Errorf("Extend() before Lock = %v; want ErrNotHeld", err)
+		}
+	})
+	t.Run("to a shorter ttl", func(t *testing.T) {
+		key := newKey(t)
+		m := redlock.New(cs, key, redlock.WithTTL(ttl))
+		if err := m.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer m.Unlock(context.Background())
+		const short = 2 * time.Second
+		before := time.Now()
+		if err := m.Extend(ctx, short); err != nil {
+			t.Fatalf("Extend(%v) = %v; want nil", short, err)
+		}
+		if u := m.Until(); u.Before(before.Add(short-redlock.Drift(short))) || u.After(time.Now().Add(short)) {
+			t.Errorf("Until() after Extend(%v) = now%+v; want about %v from now", short, time.Until(u), short)
+		}
+		for i, c := range admin {
+			if pttl, err := c.PTTL(ctx, key).Result(); err != nil || pttl > short {
+				t.Errorf("node %d PTTL after Extend(%v) = %v, %v; want at most %v", i, short, pttl, err, short)
+			}
+		}
+	})
+	t.Run("ttl below 1ms", func(t *testing.T) {
+		key := newKey(t)
+		m := redlock.New(cs, key, redlock.WithTTL(ttl))
+		if err := m.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		defer m.Unlock(context.Background())
+		for _, bad := range []time.Duration{0, -time.Second, time.Microsecond} {
+			if err := m.Extend(ctx, bad); !errors.Is(err, redlock.ErrInvalid) {
+				t.Errorf("Extend(%v) = %v; want ErrInvalid", bad, err)
+			}
 		}
 	})
 }
@@ -317,7 +351,7 @@ func TestMinorityDown(t *testing.T) {
 	if err := m.Lock(ctx); err != nil {
 		t.Fatalf("Lock() with 2 of 5 nodes down = %v; want nil", err)
 	}
-	if err := m.Extend(ctx); err != nil {
+	if err := m.Extend(ctx, 8*time.Second); err != nil {
 		t.Fatalf("Extend() with 2 of 5 nodes down = %v; want nil", err)
 	}
 	if err := m.Unlock(ctx); err != nil {
@@ -636,6 +670,16 @@ func TestDefaultNodeTimeout(t *testing.T) {
 	for _, tt := range tests {
 		if got := redlock.DefaultNodeTimeout(tt.ttl); got != tt.want {
 			t.Errorf("DefaultNodeTimeout(%v) = %v; want %v", tt.ttl, got, tt.want)
+		}
+	}
+}
+
+// TestScriptsUseTheChannelPrefix: the scripts that hand the lock over
+// publish on the channels the Notifier listens on.
+func TestScriptsUseTheChannelPrefix(t *testing.T) {
+	for _, name := range []string{"release", "acquire"} {
+		if !strings.Contains(redlock.ScriptSources[name], `"`+redlock.ChannelPrefix+`"`) {
+			t.Errorf("%s.lua does not publish on %q", name, redlock.ChannelPrefix)
 		}
 	}
 }

@@ -23,6 +23,19 @@ const (
 	// redsync's defaults.
 	minRetryDelay = 50 * time.Millisecond
 	maxRetryDelay = 250 * time.Millisecond
+
+	// checkFraction sets how often a waiter in the queues checks the nodes
+	// itself when it holds none of them (see waitQueued): every ttl/4, as
+	// package correct does. It bounds the wait for a dead holder's keys to
+	// expire and for a lost hand-off message.
+	checkFraction = 4
+	// firstSplitCheck is how long a waiter that holds some nodes, but not a
+	// majority, waits for the other hand-offs before it checks the nodes
+	// itself. One release reaches every node within a few milliseconds, so
+	// a partial hold that lasts longer is a split (nodes handed to
+	// different waiters) or a node that failed. The delay doubles at each
+	// check, up to the per-node timeout.
+	firstSplitCheck = 2 * time.Millisecond
 )
 
 // Option configures a [Mutex].
@@ -34,6 +47,7 @@ type options struct {
 	tries       int
 	delay       DelayFunc
 	hook        func(ctx context.Context, point string)
+	notifier    *Notifier
 	err         error // the first invalid option, reported by every method
 }
 
@@ -88,8 +102,10 @@ func WithNodeTimeout(d time.Duration) Option {
 }
 
 // WithTries sets how many attempts [Mutex.Lock] makes before it returns
-// [ErrNotObtained]; [Mutex.TryLock] always makes one. An n < 1 makes every
-// method return an error wrapping [ErrInvalid]. The default is 32.
+// [ErrNotObtained]; [Mutex.TryLock] always makes one. It applies to
+// polling only: with a [Notifier], Lock waits in the queues until its
+// context ends. An n < 1 makes every method return an error wrapping
+// [ErrInvalid]. The default is 32.
 func WithTries(n int) Option {
 	return func(o *options) {
 		if n < 1 {
@@ -103,8 +119,9 @@ func WithTries(n int) Option {
 // WithRetry sets the delay between [Mutex.Lock]'s attempts. It should be
 // random, and long compared with an acquisition round, so that clients that
 // split the nodes between them do not collide again (the distlock page's
-// advice). A delay <= 0 retries at once. A nil f makes every method return
-// an error wrapping [ErrInvalid]. The default is a uniformly random delay
+// advice). A delay <= 0 retries at once. It applies to polling only: with a
+// [Notifier], Lock does not poll. A nil f makes every method return an
+// error wrapping [ErrInvalid]. The default is a uniformly random delay
 // between 50ms and 250ms.
 func WithRetry(f DelayFunc) Option {
 	return func(o *options) {
@@ -124,10 +141,32 @@ func WithHook(f func(ctx context.Context, point string)) Option {
 	return func(o *options) { o.hook = f }
 }
 
+// WithNotifier makes [Mutex.Lock] wait for the lock in a fair queue on
+// every node instead of polling: the holder's Unlock hands each node
+// straight to the best waiter there (the one that has wanted the lock
+// longest) and tells it through n, so the waiter holds the lock as soon as
+// a majority of nodes have handed it over, with no retry delay, no idle gap
+// between holders, and no starved waiter. The package doc ("Waiting")
+// describes the protocol, its failure modes and what bounds each.
+//
+// n must watch the same nodes as the Mutex, in the same order; otherwise
+// every method returns an error wrapping [ErrInvalid]. While the lock looks
+// free, Lock first tries the same single SET round as without a Notifier,
+// so an uncontended Lock and Unlock still cost one round each. [WithTries]
+// and [WithRetry] do not apply: Lock waits until it holds the lock or its
+// context ends. [Mutex.TryLock] never queues. All Mutexes that contend for
+// a key should use a Notifier: a polling Mutex gets the lock only while
+// nobody is queued. A nil n means polling. The default is nil.
+func WithNotifier(n *Notifier) Option {
+	return func(o *options) { o.notifier = n }
+}
+
 func newOptions(opts []Option) options {
 	o := options{ttl: defaultTTL, tries: defaultTries, delay: randomDelay}
 	for _, opt := range opts {
-		opt(&o)
+		if opt != nil {
+			opt(&o)
+		}
 	}
 	if o.err != nil {
 		return o

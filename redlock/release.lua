@@ -1,11 +1,62 @@
--- release.lua: delete the lock key only if it still holds our token.
+-- release.lua: release the lock on this node if it holds our token, and
+-- hand it straight to the best live waiter in the node's queue, if any.
 --
 -- KEYS[1]  the lock key
--- ARGV[1]  the token this client stored with SET NX
+-- KEYS[2]  the node's wait queue: a sorted set of waiters' tokens, each
+--          scored by the time its waiter first wanted the lock (ties by
+--          token), so every node ranks the same waiters the same way
+-- ARGV[1]  the token this client wrote, or was handed
+-- ARGV[2]  optional: "1" to also take ARGV[1] out of the queue (a waiter
+--          that gives up, or a holder that may still be queued on this
+--          node)
+-- ARGV[3..] optional: tokens this client retired while waiting whose fate
+--          on this node is unknown (a round timed out): each leaves the
+--          queue, and is released like ARGV[1] if the key holds it
 --
--- Returns 1 if the key held the token and was deleted, 0 if the key was
--- missing (expired) or held another client's token (left untouched).
-if redis.call("GET", KEYS[1]) == ARGV[1] then
-	return redis.call("DEL", KEYS[1])
+-- Returns 0 when the key is missing or holds another client's token: the
+--           key is untouched, and so is the queue except for our tokens;
+--         1 when the key held ARGV[1] and was deleted: no live waiter;
+--         2 when the key held ARGV[1] and now holds the best live
+--           waiter's token, with that waiter's TTL, and the waiter was told;
+--         3 when the key held a token from ARGV[3..], released as above.
+--
+-- A waiter's token is "<notifier id>.<ttl ms>.<random>.<generation>"; its
+-- Notifier listens on channel "redlock:w:<notifier id>". PUBLISH returns
+-- how many subscribers got the message: 0 means the waiter's process is
+-- gone (or its subscription to this node is down), so the node moves on to
+-- the next waiter at once instead of sitting with a dead one for a TTL.
+local cur = redis.call("GET", KEYS[1])
+local code = 1
+if #ARGV > 1 then
+	-- A node holding our token never also queues it (a hand-off pops the
+	-- waiter first), so only a node that does not can have it queued.
+	if ARGV[2] == "1" and cur ~= ARGV[1] then
+		redis.call("ZREM", KEYS[2], ARGV[1])
+	end
+	for i = 3, #ARGV do
+		redis.call("ZREM", KEYS[2], ARGV[i])
+		if cur == ARGV[i] then
+			code = 3
+		end
+	end
 end
-return 0
+if cur ~= ARGV[1] and code ~= 3 then
+	return 0
+end
+while true do
+	local nxt = redis.call("ZPOPMIN", KEYS[2])[1]
+	if not nxt then
+		redis.call("DEL", KEYS[1])
+		return code
+	end
+	local id, ttl = string.match(nxt, "^([^.]+)%.(%d+)%.")
+	if id and tonumber(ttl) > 0 then
+		redis.call("SET", KEYS[1], nxt, "PX", ttl)
+		if redis.call("PUBLISH", "redlock:w:" .. id, nxt) > 0 then
+			if code == 3 then
+				return 3
+			end
+			return 2
+		end
+	end
+end
