@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/internal/token"
+	"github.com/locklab/locklab/observe"
 )
 
 // Client is the part of a go-redis client that [Mutex] uses on one node:
@@ -60,9 +61,10 @@ type Mutex struct {
 	// then joins the queues at once instead of trying SET NX first.
 	contended atomic.Bool
 
-	mu    sync.Mutex // protects token, until and cleanup
+	mu    sync.Mutex // protects token, until, since and cleanup
 	token string     // the token on the nodes while held; "" when not
 	until time.Time  // end of the validity while held
+	since time.Time  // when this hold began, for observers
 	// cleanup is what Unlock must also do on each node for a lock obtained
 	// in the queues: leave the queue where the lock was not handed over
 	// yet, and release tokens retired while waiting. nil after polling.
@@ -137,6 +139,19 @@ func (m *Mutex) Lock(ctx context.Context) error {
 	if m.err != nil {
 		return m.err
 	}
+	start := time.Now()
+	err := m.lock(ctx)
+	if m.opts.observer != nil {
+		if err == nil {
+			m.emit(observe.Event{Kind: observe.Acquired, Wait: time.Since(start)})
+		} else {
+			m.emit(observe.Event{Kind: observe.GaveUp, Wait: time.Since(start), Err: err})
+		}
+	}
+	return err
+}
+
+func (m *Mutex) lock(ctx context.Context) error {
 	if m.opts.notifier != nil {
 		return m.lockQueued(ctx)
 	}
@@ -172,12 +187,19 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	if m.err != nil {
 		return false, m.err
 	}
+	start := time.Now()
 	out, err := m.attempt(ctx, token.New())
 	switch out {
 	case acquired:
+		if m.opts.observer != nil {
+			m.emit(observe.Event{Kind: observe.Acquired, Wait: time.Since(start)})
+		}
 		return true, nil
 	case contended:
 		return false, nil
+	}
+	if m.opts.observer != nil {
+		m.emit(observe.Event{Kind: observe.GaveUp, Wait: time.Since(start), Err: err})
 	}
 	return false, err
 }
@@ -246,7 +268,7 @@ func (m *Mutex) setRound(ctx context.Context, tok string) (outcome, result, erro
 // hold records tok as held until until, with what Unlock must clean up.
 func (m *Mutex) hold(tok string, until time.Time, cleanup []nodeCleanup) {
 	m.mu.Lock()
-	m.token, m.until, m.cleanup = tok, until, cleanup
+	m.token, m.until, m.cleanup, m.since = tok, until, cleanup, time.Now()
 	m.mu.Unlock()
 }
 
@@ -277,7 +299,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		return m.err
 	}
 	m.mu.Lock()
-	tok, cleanup := m.token, m.cleanup
+	tok, cleanup, since := m.token, m.cleanup, m.since
 	m.token, m.until, m.cleanup = "", time.Time{}, nil
 	m.mu.Unlock()
 	if tok == "" {
@@ -288,9 +310,22 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	case m.unreachable(res):
 		return m.quorumErr("unlock", res)
 	case res.count(1)+res.count(2) == 0:
-		return fmt.Errorf("%w: %q: token on none of the %d nodes that answered", ErrNotHeld, m.key, len(m.clients)-len(res.failed))
+		err := fmt.Errorf("%w: %q: token on none of the %d nodes that answered", ErrNotHeld, m.key, len(m.clients)-len(res.failed))
+		if m.opts.observer != nil {
+			m.emit(observe.Event{Kind: observe.Lost, Held: time.Since(since), Err: err})
+		}
+		return err
+	}
+	if m.opts.observer != nil {
+		m.emit(observe.Event{Kind: observe.Released, Held: time.Since(since)})
 	}
 	return nil
+}
+
+// emit sends e, filled in with the lock's name and key, to the observer.
+func (m *Mutex) emit(e observe.Event) {
+	e.Lock, e.Key = "redlock", m.key
+	m.opts.observer(e)
 }
 
 // release fires HookBeforeRelease and runs the release script for tok on
@@ -358,8 +393,15 @@ func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) error {
 	case m.unreachable(res):
 		return m.quorumErr("extend", res)
 	case res.ok < m.quorum():
-		return fmt.Errorf("%w: %q: extended on %d of %d nodes, quorum %d",
+		err := fmt.Errorf("%w: %q: extended on %d of %d nodes, quorum %d",
 			ErrNotHeld, m.key, res.ok, len(m.clients), m.quorum())
+		if m.opts.observer != nil {
+			m.mu.Lock()
+			held := time.Since(m.since)
+			m.mu.Unlock()
+			m.emit(observe.Event{Kind: observe.Lost, Held: held, Err: err})
+		}
+		return err
 	case validity(ttl, elapsed) <= 0:
 		return fmt.Errorf("%w: %q: a majority extended after %v, leaving no validity of the %v ttl",
 			ErrNotHeld, m.key, elapsed.Round(time.Microsecond), ttl)

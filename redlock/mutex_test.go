@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/locklab/locklab/internal/leakcheck"
 	"github.com/locklab/locklab/internal/rig"
+	"github.com/locklab/locklab/observe"
 	"github.com/locklab/locklab/redlock"
 )
 
@@ -698,4 +700,48 @@ func TestScriptsLoad(t *testing.T) {
 			t.Errorf("SCRIPT LOAD %s = %s; want %s", name, sha, s.Hash())
 		}
 	}
+}
+
+// TestObserver sees what a Mutex reports: an acquisition with its wait, a
+// release with its hold time, and a give-up with its cause.
+func TestObserver(t *testing.T) {
+	ctx := t.Context()
+	var mu sync.Mutex
+	var kinds []string
+	obs := redlock.WithObserver(func(e observe.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		kinds = append(kinds, e.Kind.String())
+		if e.Lock != "redlock" || e.Key == "" {
+			t.Errorf("event %+v lacks the lock's name or key", e)
+		}
+	})
+	key := observerKey.Add(1)
+	k := fmt.Sprintf("redlock-observer-test:%d", key)
+	a := redlock.New(testClients(), k, obs)
+	b := redlock.New(testClients(), k, obs, redlock.WithTries(1))
+	if err := a.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Lock(ctx); !errors.Is(err, redlock.ErrNotObtained) {
+		t.Fatalf("B.Lock = %v; want ErrNotObtained", err)
+	}
+	if err := a.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got := strings.Join(kinds, " "); got != "acquired gave-up released" {
+		t.Errorf("events = %s; want acquired gave-up released", got)
+	}
+}
+
+var observerKey atomic.Int64
+
+func testClients() []redlock.Client {
+	cs := make([]redlock.Client, len(admin))
+	for i, c := range admin {
+		cs[i] = c
+	}
+	return cs
 }

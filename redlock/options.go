@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/locklab/locklab/observe"
 )
 
 const (
@@ -48,7 +50,17 @@ type options struct {
 	delay       DelayFunc
 	hook        func(ctx context.Context, point string)
 	notifier    *Notifier
+	observer    observe.Func
 	err         error // the first invalid option, reported by every method
+}
+
+// WithObserver reports to f what the Mutex does: acquisitions with how long
+// Lock waited, give-ups, releases with how long the lock was held, and
+// losses found by Unlock or Extend (see package observe). f is called in
+// the goroutine of the method, so it must be fast and safe for concurrent
+// use. If f is nil, nothing is reported. The default is nil.
+func WithObserver(f observe.Func) Option {
+	return func(o *options) { o.observer = f }
 }
 
 // DelayFunc returns how long [Mutex.Lock] waits before its next attempt,
