@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/internal/token"
+	"github.com/locklab/locklab/observe"
 )
 
 // Client is the part of a go-redis client the package uses: running
@@ -35,10 +36,11 @@ type Mutex struct {
 	opts    options
 	err     error // invalid arguments given to New, returned by every method
 
-	mu    sync.Mutex // protects value, token and until
+	mu    sync.Mutex // protects value, token, until and since
 	value string     // owner value of the current hold; "" when not held
 	token Token      // fencing token of the current hold; 0 when not held
 	until time.Time  // end of the lease as this Mutex counts it
+	since time.Time  // when the current hold began, for the observer
 }
 
 // New returns a Mutex for key. New does not talk to Redis and does not fail:
@@ -112,6 +114,21 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	if err := m.check(); err != nil {
 		return false, err
 	}
+	start := time.Now()
+	ok, err := m.try(ctx)
+	if m.opts.observer != nil {
+		switch {
+		case ok:
+			m.emit(observe.Event{Kind: observe.Acquired, Wait: time.Since(start)})
+		case err != nil:
+			m.emit(observe.Event{Kind: observe.GaveUp, Wait: time.Since(start), Err: err})
+		}
+	}
+	return ok, err
+}
+
+// try is TryLock without the argument check and the observer.
+func (m *Mutex) try(ctx context.Context) (bool, error) {
 	m.hook(ctx, HookBeforeAcquire)
 	value := token.New()
 	start := time.Now()
@@ -134,6 +151,7 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	m.mu.Lock()
 	m.value, m.token = value, Token(n)
 	m.until = start.Add(time.Duration(ms) * time.Millisecond)
+	m.since = start
 	m.mu.Unlock()
 	m.hook(ctx, HookAcquired)
 	return true, nil
@@ -148,6 +166,20 @@ func (m *Mutex) Lock(ctx context.Context) error {
 	if err := m.check(); err != nil {
 		return err
 	}
+	start := time.Now()
+	err := m.lock(ctx)
+	if m.opts.observer != nil {
+		if err == nil {
+			m.emit(observe.Event{Kind: observe.Acquired, Wait: time.Since(start)})
+		} else {
+			m.emit(observe.Event{Kind: observe.GaveUp, Wait: time.Since(start), Err: err})
+		}
+	}
+	return err
+}
+
+// lock is Lock without the argument check and the observer.
+func (m *Mutex) lock(ctx context.Context) error {
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -155,7 +187,7 @@ func (m *Mutex) Lock(ctx context.Context) error {
 		}
 	}()
 	for attempt := 1; ; attempt++ {
-		ok, err := m.TryLock(ctx)
+		ok, err := m.try(ctx)
 		if !ok && ended(ctx) {
 			return errors.Join(ErrNotObtained, ctx.Err())
 		}
@@ -205,9 +237,16 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("fencing: release %q: %w", m.key, err)
 	}
-	m.forget(value)
+	held, ours := m.forget(value)
 	if n != 1 {
-		return fmt.Errorf("%w: unlock %q: expired or taken over", ErrNotHeld, m.key)
+		err := fmt.Errorf("%w: unlock %q: expired or taken over", ErrNotHeld, m.key)
+		if ours {
+			m.lost(held, err)
+		}
+		return err
+	}
+	if m.opts.observer != nil {
+		m.emit(observe.Event{Kind: observe.Released, Held: held})
 	}
 	m.hook(ctx, HookReleased)
 	return nil
@@ -239,8 +278,11 @@ func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) error {
 		return fmt.Errorf("fencing: extend %q: %w", m.key, err)
 	}
 	if n != 1 {
-		m.forget(value)
-		return fmt.Errorf("%w: extend %q: expired or taken over", ErrNotHeld, m.key)
+		err := fmt.Errorf("%w: extend %q: expired or taken over", ErrNotHeld, m.key)
+		if held, ours := m.forget(value); ours {
+			m.lost(held, err)
+		}
+		return err
 	}
 	m.mu.Lock()
 	if m.value == value {
@@ -263,13 +305,33 @@ func (m *Mutex) check() error {
 	return nil
 }
 
-// forget clears the hold if it is still the one with value.
-func (m *Mutex) forget(value string) {
+// forget clears the hold if it is still the one with value, and returns
+// how long it was held. It reports false when another call (a concurrent
+// Unlock or Extend, or a new Lock) had already ended that hold, so that
+// each hold is reported ended once.
+func (m *Mutex) forget(value string) (time.Duration, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.value == value {
-		m.value, m.token, m.until = "", 0, time.Time{}
+	if m.value != value {
+		return 0, false
 	}
+	held := time.Since(m.since)
+	m.value, m.token, m.until, m.since = "", 0, time.Time{}, time.Time{}
+	return held, true
+}
+
+// lost tells the observer that Unlock or Extend found the lock lost after
+// held.
+func (m *Mutex) lost(held time.Duration, err error) {
+	if m.opts.observer != nil {
+		m.emit(observe.Event{Kind: observe.Lost, Held: held, Err: err})
+	}
+}
+
+// emit sends e, filled in with the lock's name and key, to the observer.
+func (m *Mutex) emit(e observe.Event) {
+	e.Lock, e.Key = "fencing", m.key
+	m.opts.observer(e)
 }
 
 // releaseLost deletes the lock if an attempt whose reply was lost took it

@@ -4,6 +4,8 @@ import (
 	"context"
 	"math/rand/v2"
 	"time"
+
+	"github.com/locklab/locklab/observe"
 )
 
 const (
@@ -51,10 +53,11 @@ type DelayFunc func(attempt int) time.Duration
 type Option func(*options)
 
 type options struct {
-	ttl   time.Duration
-	tries int
-	delay DelayFunc
-	hook  func(ctx context.Context, point string)
+	ttl      time.Duration
+	tries    int
+	delay    DelayFunc
+	hook     func(ctx context.Context, point string)
+	observer observe.Func
 }
 
 func newOptions(opts []Option) options {
@@ -102,6 +105,18 @@ func WithRetry(f DelayFunc) Option {
 // one. If f is nil there is no hook. The default is no hook.
 func WithHook(f func(ctx context.Context, point string)) Option {
 	return func(o *options) { o.hook = f }
+}
+
+// WithObserver reports to f what the Mutex does (see package observe):
+// acquisitions with how long Lock or TryLock waited, give-ups with their
+// cause, releases with how long the lock was held, and losses found by
+// Unlock or Extend (the lease ran out, or the lock was taken over). The
+// Mutex does not watch its lease, so a loss is reported only when one of
+// them finds it. f is called in the goroutine of the method, so it must be
+// fast and safe for concurrent use. If f is nil, nothing is reported. The
+// default is nil.
+func WithObserver(f observe.Func) Option {
+	return func(o *options) { o.observer = f }
 }
 
 // defaultDelay is the backoff documented at [WithRetry].

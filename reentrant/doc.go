@@ -64,4 +64,11 @@
 // its owner. Nested calls renew it, but a long step with no lock call in
 // between does not: keep the TTL longer than the longest such step, or
 // renew the lock with package watchdog.
+//
+// # Metrics
+//
+// [WithObserver] reports only the outermost hold of an Owner: Acquired
+// when its count goes from 0 to 1 and Released when it returns from 1 to
+// 0. Re-entries and partial Unlocks are invisible to other owners, so they
+// are invisible to the wait and hold metrics too.
 package reentrant

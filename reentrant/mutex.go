@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/observe"
 )
 
 // Client is the part of a go-redis client the Mutex uses: scripts.
@@ -34,7 +37,8 @@ const (
 // Mutex is a counted, reentrant lock on one Redis key. The owner of each
 // call is the [Owner] carried by its context ([WithOwner]). Create it with
 // [New]; the zero value is not usable. A Mutex must not be copied after
-// first use. It keeps no state of its own besides its configuration, so its
+// first use. It keeps no state of its own besides its configuration (and,
+// with [WithObserver], when the outermost hold it saw began), so its
 // methods are safe for concurrent use, and any number of Mutex values (in
 // any number of processes) for the same key act as one lock.
 type Mutex struct {
@@ -42,6 +46,18 @@ type Mutex struct {
 	key    string
 	o      options
 	err    error // invalid argument, returned by every method
+
+	mu    sync.Mutex // protects outer; used only with an observer
+	outer outerHold  // the outermost hold this Mutex saw begin
+}
+
+// outerHold is an outermost hold (count 0 to 1) seen by a Mutex with an
+// observer, for the Held time of its Released or Lost event. One is enough:
+// a count of 1 means the key did not exist, so any hold seen before it has
+// ended, released or expired.
+type outerHold struct {
+	owner Owner     // "" when none
+	since time.Time // when the acquire script that began it was sent
 }
 
 // New returns a Mutex for key. New is required: it applies the options
@@ -84,19 +100,34 @@ func (m *Mutex) Lock(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	start := time.Now()
+	n, err := m.lock(ctx, owner)
+	if m.o.observer != nil {
+		switch {
+		case err != nil:
+			m.emit(observe.Event{Kind: observe.GaveUp, Wait: time.Since(start), Err: err})
+		case n == 1:
+			m.emit(observe.Event{Kind: observe.Acquired, Wait: time.Since(start)})
+		}
+	}
+	return err
+}
+
+// lock is Lock without the observer. It returns the owner's count.
+func (m *Mutex) lock(ctx context.Context, owner Owner) (int, error) {
 	for attempt := 1; ; attempt++ {
-		ok, err := m.try(ctx, owner)
-		if err != nil || ok {
-			return err
+		n, err := m.try(ctx, owner)
+		if err != nil || n > 0 {
+			return n, err
 		}
 		if m.o.tries > 0 && attempt >= m.o.tries {
-			return fmt.Errorf("reentrant: lock %q: %d tries: %w", m.key, attempt, ErrNotObtained)
+			return 0, fmt.Errorf("reentrant: lock %q: %d tries: %w", m.key, attempt, ErrNotObtained)
 		}
 		t := time.NewTimer(m.o.delay(attempt))
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return errors.Join(ErrNotObtained, ctx.Err())
+			return 0, errors.Join(ErrNotObtained, ctx.Err())
 		case <-t.C:
 		}
 	}
@@ -109,26 +140,44 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return m.try(ctx, owner)
+	start := time.Now()
+	n, err := m.try(ctx, owner)
+	if m.o.observer != nil {
+		switch {
+		case err != nil:
+			m.emit(observe.Event{Kind: observe.GaveUp, Wait: time.Since(start), Err: err})
+		case n == 1:
+			m.emit(observe.Event{Kind: observe.Acquired, Wait: time.Since(start)})
+		}
+	}
+	return n > 0, err
 }
 
-func (m *Mutex) try(ctx context.Context, owner Owner) (bool, error) {
+// try runs the acquire script once and returns the owner's count: 0 when
+// another owner holds the lock.
+func (m *Mutex) try(ctx context.Context, owner Owner) (int, error) {
 	if err := ctx.Err(); err != nil {
-		return false, errors.Join(ErrNotObtained, err)
+		return 0, errors.Join(ErrNotObtained, err)
 	}
 	m.callHook(ctx, HookBeforeAcquire)
+	sent := time.Now()
 	n, err := acquireScript.Run(ctx, m.client, []string{m.key}, string(owner), m.o.ttl.Milliseconds()).Int()
 	if err != nil {
 		if cerr := ctxErr(ctx); cerr != nil {
-			return false, errors.Join(ErrNotObtained, cerr)
+			return 0, errors.Join(ErrNotObtained, cerr)
 		}
-		return false, fmt.Errorf("reentrant: acquire %q: %w", m.key, err)
+		return 0, fmt.Errorf("reentrant: acquire %q: %w", m.key, err)
 	}
 	if n == 0 {
-		return false, nil // another owner holds it
+		return 0, nil // another owner holds it
+	}
+	if n == 1 && m.o.observer != nil {
+		m.mu.Lock()
+		m.outer = outerHold{owner: owner, since: sent}
+		m.mu.Unlock()
 	}
 	m.callHook(ctx, HookAcquired)
-	return true, nil
+	return n, nil
 }
 
 // Unlock undoes one Lock by the Owner in ctx: it decrements the Owner's
@@ -155,7 +204,13 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		return fmt.Errorf("reentrant: release %q: %w", m.key, err)
 	}
 	if n < 0 {
-		return fmt.Errorf("reentrant: unlock %q: %w", m.key, ErrNotHeld)
+		err := fmt.Errorf("reentrant: unlock %q: %w", m.key, ErrNotHeld)
+		m.lost(owner, err)
+		return err
+	}
+	if n == 0 && m.o.observer != nil {
+		held, _ := m.ended(owner)
+		m.emit(observe.Event{Kind: observe.Released, Held: held})
 	}
 	m.callHook(ctx, HookReleased)
 	return nil
@@ -178,7 +233,9 @@ func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) error {
 		return fmt.Errorf("reentrant: extend %q: %w", m.key, err)
 	}
 	if n == 0 {
-		return fmt.Errorf("reentrant: extend %q: %w", m.key, ErrNotHeld)
+		err := fmt.Errorf("reentrant: extend %q: %w", m.key, ErrNotHeld)
+		m.lost(owner, err)
+		return err
 	}
 	return nil
 }
@@ -216,6 +273,38 @@ func (m *Mutex) owner(ctx context.Context, method string) (Owner, error) {
 		return "", m.err
 	}
 	return ownerOf(ctx, method, m.key)
+}
+
+// ended forgets the outermost hold of owner and returns how long it lasted.
+// It reports false, and a zero duration, if this Mutex did not see that
+// hold begin (or already reported its end).
+func (m *Mutex) ended(owner Owner) (time.Duration, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.outer.owner != owner {
+		return 0, false
+	}
+	held := time.Since(m.outer.since)
+	m.outer = outerHold{}
+	return held, true
+}
+
+// lost tells the observer that Unlock or Extend found owner's lock gone,
+// if this Mutex saw the hold begin: otherwise the refusal may just be an
+// Unlock without a Lock.
+func (m *Mutex) lost(owner Owner, err error) {
+	if m.o.observer == nil {
+		return
+	}
+	if held, ok := m.ended(owner); ok {
+		m.emit(observe.Event{Kind: observe.Lost, Held: held, Err: err})
+	}
+}
+
+// emit sends e, filled in with the lock's name and key, to the observer.
+func (m *Mutex) emit(e observe.Event) {
+	e.Lock, e.Key = "reentrant", m.key
+	m.o.observer(e)
 }
 
 func (m *Mutex) callHook(ctx context.Context, point string) {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/locklab/locklab/observe"
 )
 
 const (
@@ -39,11 +41,12 @@ func defaultDelay(attempt int) time.Duration {
 type Option func(*options)
 
 type options struct {
-	ttl   time.Duration
-	delay DelayFunc
-	tries int // 0 means until the context ends
-	hook  func(ctx context.Context, point string)
-	errs  []error
+	ttl      time.Duration
+	delay    DelayFunc
+	tries    int // 0 means until the context ends
+	hook     func(ctx context.Context, point string)
+	observer observe.Func
+	errs     []error
 }
 
 // WithTTL sets how long the key lives after each acquire, re-entry and
@@ -88,6 +91,26 @@ func WithTries(n int) Option {
 // default.
 func WithHook(f func(ctx context.Context, point string)) Option {
 	return func(o *options) { o.hook = f }
+}
+
+// WithObserver reports to f what the Mutex does (see package observe),
+// counting only outermost holds: Acquired when a Lock or TryLock takes the
+// lock (count 0 to 1), with how long the call waited; Released when an
+// Unlock frees it (count 1 to 0), with how long it was held; GaveUp when
+// Lock returns without the lock, re-entry or not, with the cause; and Lost
+// when Unlock or Extend finds that an Owner no longer holds the lock. A
+// re-entry (count 1 to 2 and up) and a partial Unlock report nothing, so
+// wait and hold times describe the lock as other owners see it.
+//
+// Hold times are measured from the outermost Lock this Mutex made: if that
+// Lock went through another Mutex value (or another process), Released
+// reports a Held of 0, and a refusal is not reported as Lost, since this
+// Mutex cannot tell a lost lock from an Unlock without a Lock. f is called
+// in the goroutine of the method, so it must be fast and safe for
+// concurrent use. If f is nil, nothing is reported and the Mutex keeps no
+// state. The default is nil.
+func WithObserver(f observe.Func) Option {
+	return func(o *options) { o.observer = f }
 }
 
 func (o *options) invalid(format string, args ...any) {

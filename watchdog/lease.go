@@ -40,6 +40,7 @@ type Lease struct {
 	hook     func(ctx context.Context, point string)
 	notHeld  func(err error) bool
 	release  func(ctx context.Context) // nil for Keep; see finish
+	lost     func(cause error)         // called once when the lock is declared lost; may be nil
 
 	ctx    context.Context // the holder's context; cancelled when the lease ends
 	cancel context.CancelCauseFunc
@@ -91,11 +92,15 @@ func Keep(ctx context.Context, e Extender, opts ...Option) (*Lease, error) {
 		}
 		return nil, fmt.Errorf("watchdog: keep: %w", err)
 	}
-	return startLease(ctx, e, o, start, nil), nil
+	return startLease(ctx, e, o, start, nil, nil), nil
 }
 
 // startLease starts the refresher for a lease last confirmed at start.
-func startLease(ctx context.Context, e Extender, o options, start time.Time, release func(context.Context)) *Lease {
+// release, if not nil, is how the refresher releases the lock when the
+// holder's context ends or the cap is reached (see finish); lost, if not
+// nil, is called with the cause when the lease ends because the lock was
+// lost.
+func startLease(ctx context.Context, e Extender, o options, start time.Time, release func(context.Context), lost func(error)) *Lease {
 	l := &Lease{
 		ext:      e,
 		ttl:      o.ttl,
@@ -105,6 +110,7 @@ func startLease(ctx context.Context, e Extender, o options, start time.Time, rel
 		hook:     o.hook,
 		notHeld:  o.notHeld,
 		release:  release,
+		lost:     lost,
 		exited:   make(chan struct{}),
 	}
 	l.ctx, l.cancel = context.WithCancelCause(ctx)
@@ -172,6 +178,9 @@ func (l *Lease) end(r endReason, cause error) bool {
 	l.mu.Unlock()
 	l.cancel(cause)
 	if r == endLost {
+		if l.lost != nil {
+			l.lost(cause)
+		}
 		l.callHook(l.ctx, HookLost)
 	}
 	return true

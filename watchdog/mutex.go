@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/internal/token"
+	"github.com/locklab/locklab/observe"
 )
 
 // Client is the part of a go-redis client the Mutex uses: scripts and SET.
@@ -69,6 +70,7 @@ type Mutex struct {
 // hold is one acquisition: its token and the lease renewing it.
 type hold struct {
 	token    string
+	since    time.Time // when the SET that took the lock was sent
 	lease    *Lease
 	unlocked bool // Unlock was called for this hold
 }
@@ -106,6 +108,20 @@ func (m *Mutex) Lock(ctx context.Context) error {
 	if m.err != nil {
 		return m.err
 	}
+	start := time.Now()
+	err := m.lock(ctx)
+	if m.o.observer != nil {
+		if err == nil {
+			m.emit(observe.Event{Kind: observe.Acquired, Wait: time.Since(start)})
+		} else {
+			m.emit(observe.Event{Kind: observe.GaveUp, Wait: time.Since(start), Err: err})
+		}
+	}
+	return err
+}
+
+// lock is Lock without the observer.
+func (m *Mutex) lock(ctx context.Context) error {
 	for attempt := 1; ; attempt++ {
 		ok, err := m.try(ctx)
 		if err != nil || ok {
@@ -131,7 +147,17 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	if m.err != nil {
 		return false, m.err
 	}
-	return m.try(ctx)
+	start := time.Now()
+	ok, err := m.try(ctx)
+	if m.o.observer != nil {
+		switch {
+		case ok:
+			m.emit(observe.Event{Kind: observe.Acquired, Wait: time.Since(start)})
+		case err != nil:
+			m.emit(observe.Event{Kind: observe.GaveUp, Wait: time.Since(start), Err: err})
+		}
+	}
+	return ok, err
 }
 
 func (m *Mutex) try(ctx context.Context) (bool, error) {
@@ -157,8 +183,14 @@ func (m *Mutex) try(ctx context.Context) (bool, error) {
 		}
 		return false, fmt.Errorf("watchdog: acquire %q: %w", m.key, err)
 	}
-	h := &hold{token: tok}
-	h.lease = startLease(ctx, extender{m, tok}, m.o, start, func(ctx context.Context) { m.release(ctx, tok) })
+	h := &hold{token: tok, since: start}
+	var lost func(cause error)
+	if m.o.observer != nil {
+		lost = func(cause error) {
+			m.emit(observe.Event{Kind: observe.Lost, Held: time.Since(h.since), Err: cause})
+		}
+	}
+	h.lease = startLease(ctx, extender{m, tok}, m.o, start, func(ctx context.Context) { m.report(h, m.release(ctx, tok)) }, lost)
 	m.mu.Lock()
 	old := m.hold
 	m.hold = h
@@ -199,7 +231,30 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if cause := h.lease.Stop(); cause != nil {
 		return fmt.Errorf("watchdog: unlock %q: %w; the hold had ended: %w", m.key, ErrNotHeld, cause)
 	}
-	return m.release(ctx, h.token)
+	err := m.release(ctx, h.token)
+	m.report(h, err)
+	return err
+}
+
+// report tells the observer how the release of hold h ended: Released if
+// it deleted the key, Lost if the key no longer held h's token. After a
+// transport error the key is left to its TTL and nothing is reported.
+func (m *Mutex) report(h *hold, err error) {
+	if m.o.observer == nil {
+		return
+	}
+	switch {
+	case err == nil:
+		m.emit(observe.Event{Kind: observe.Released, Held: time.Since(h.since)})
+	case errors.Is(err, ErrNotHeld):
+		m.emit(observe.Event{Kind: observe.Lost, Held: time.Since(h.since), Err: err})
+	}
+}
+
+// emit sends e, filled in with the lock's name and key, to the observer.
+func (m *Mutex) emit(e observe.Event) {
+	e.Lock, e.Key = "watchdog", m.key
+	m.o.observer(e)
 }
 
 // release runs the owner-checked delete for tok.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/locklab/locklab/observe"
 )
 
 const (
@@ -60,6 +62,7 @@ type options struct {
 	tries    int // 0 means until the context ends
 	hook     func(ctx context.Context, point string)
 	notHeld  func(err error) bool
+	observer observe.Func
 	errs     []error // invalid options, reported by every method
 }
 
@@ -161,6 +164,25 @@ func WithNotHeld(f func(err error) bool) Option {
 		}
 		o.notHeld = f
 	}
+}
+
+// WithObserver reports to f what the Mutex does (see package observe):
+// acquisitions with how long Lock or TryLock waited; give-ups with their
+// cause; releases with how long the lock was held, whether by Unlock or
+// by the refresher when the Lock context ended or the [WithMaxHold] cap
+// was reached; and losses. A loss is reported by the renewal engine the
+// moment it declares the lock lost (a renewal refused, or the lease ran
+// out), with the same cause that [Mutex.Context] is cancelled with, or by
+// Unlock when it finds the key gone. Each hold ends with exactly one
+// Released or Lost, except after a release that failed with a transport
+// error, which leaves the key to its TTL and reports nothing. f is called
+// in the goroutine that takes the step (the caller of Lock or Unlock, the
+// refresher, or the expiry timer), so it must be fast, must not block and
+// must be safe for concurrent use. Used by [New]; a [Lease] from [Keep]
+// reports nothing (its Extender knows its own lock). If f is nil, nothing
+// is reported. The default is nil.
+func WithObserver(f observe.Func) Option {
+	return func(o *options) { o.observer = f }
 }
 
 func (o *options) invalid(format string, args ...any) {

@@ -1,0 +1,94 @@
+package fencing_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/locklab/locklab/fencing"
+	"github.com/locklab/locklab/internal/leakcheck"
+	"github.com/locklab/locklab/observe"
+)
+
+// TestObserver sees what a Mutex reports: the wait of an acquisition (one
+// event for a Lock however many attempts it made), a give-up with its
+// cause, the hold time of a release, and losses found by Unlock and Extend.
+func TestObserver(t *testing.T) {
+	defer leakcheck.VerifyNone(t, goleak.IgnoreCurrent())
+	ctx := t.Context()
+	key := newKey(t)
+	var mu sync.Mutex
+	var events []observe.Event
+	obs := fencing.WithObserver(func(e observe.Event) {
+		mu.Lock()
+		events = append(events, e)
+		mu.Unlock()
+	})
+	const ttl = 20 * time.Millisecond
+	a := fencing.New(rdb, key, obs)
+	b := fencing.New(rdb, key, obs, fencing.WithTTL(ttl))
+	if err := a.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	if err := b.Lock(short); !errors.Is(err, fencing.ErrNotObtained) {
+		t.Fatalf("B.Lock = %v; want ErrNotObtained", err)
+	}
+	took := time.Since(began)
+	if ok, err := b.TryLock(ctx); ok || err != nil { // no give-up: no event
+		t.Fatalf("B.TryLock = %v, %v; want false, nil", ok, err)
+	}
+	if err := a.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, key) // B's 20ms lease runs out
+	if err := b.Unlock(ctx); !errors.Is(err, fencing.ErrNotHeld) {
+		t.Fatalf("B.Unlock after expiry = %v; want ErrNotHeld", err)
+	}
+	if err := b.Unlock(ctx); !errors.Is(err, fencing.ErrNotHeld) { // never held: no event
+		t.Fatalf("second B.Unlock = %v; want ErrNotHeld", err)
+	}
+	if err := a.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rdb.Del(ctx, key) // an operator deletes A's lock
+	if err := a.Extend(ctx, time.Second); !errors.Is(err, fencing.ErrNotHeld) {
+		t.Fatalf("A.Extend after DEL = %v; want ErrNotHeld", err)
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	var kinds []string
+	for _, e := range events {
+		kinds = append(kinds, e.Kind.String())
+		if e.Lock != "fencing" || e.Key != key {
+			t.Errorf("event %+v: Lock, Key = %q, %q; want fencing, %q", e, e.Lock, e.Key, key)
+		}
+	}
+	want := "acquired gave-up released acquired lost acquired lost"
+	if got := strings.Join(kinds, " "); got != want {
+		t.Fatalf("events = %s; want %s", got, want)
+	}
+	if e := events[1]; e.Wait <= 0 || e.Wait > took || !errors.Is(e.Err, context.DeadlineExceeded) {
+		t.Errorf("gave-up event = %+v; want 0 < Wait <= %v (the Lock call) and a deadline error", e, took)
+	}
+	if e := events[2]; e.Held <= 0 {
+		t.Errorf("released event = %+v; want Held > 0", e)
+	}
+	if e := events[4]; e.Held < ttl || !errors.Is(e.Err, fencing.ErrNotHeld) {
+		t.Errorf("lost event = %+v; want Held >= the %v lease and ErrNotHeld", e, ttl)
+	}
+	if e := events[6]; !errors.Is(e.Err, fencing.ErrNotHeld) {
+		t.Errorf("lost event from Extend = %+v; want ErrNotHeld", e)
+	}
+}
