@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -114,7 +115,7 @@ func labels(err error) []string {
 	defer errsMu.Unlock()
 	var out []string
 	for _, k := range errs {
-		if errors.Is(err, k.err) {
+		if errors.Is(err, k.err) && !slices.Contains(out, k.label) {
 			out = append(out, k.label)
 		}
 	}

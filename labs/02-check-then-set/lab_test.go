@@ -40,9 +40,6 @@ var (
 		return correct.New(e.Redis(0), e.Key, correct.WithTTL(e.TTL),
 			correct.WithRetry(func(int) time.Duration { return rand.N(2 * time.Millisecond) }))
 	})
-
-	_ = labs.RegisterError(naive.ErrNotHeld, "not held")
-	_ = labs.RegisterError(correct.ErrNotHeld, "not held")
 	_ = labs.RegisterError(lab02.ErrNotHeld, "not held")
 )
 

@@ -28,9 +28,6 @@ var (
 	exercise = labs.Register("lab03-exercise", func(e *labs.Env) labs.Locker {
 		return lab03.NewExercise(e.Redis(0), e.Key, e.TTL, e.Hook)
 	})
-
-	_ = labs.RegisterError(naive.ErrNotHeld, "not held")
-	_ = labs.RegisterError(correct.ErrNotHeld, "not held")
 	_ = labs.RegisterError(lab03.ErrNotHeld, "not held")
 )
 

@@ -78,10 +78,6 @@ var (
 		m.inner = lab05.NewExercise(spy, e.Key, e.TTL)
 		return m
 	})
-
-	_ = labs.RegisterError(correct.ErrNotHeld, "not held")
-	_ = labs.RegisterError(naive.ErrNotHeld, "not held")
-	_ = labs.RegisterError(watchdog.ErrNotHeld, "not held")
 	_ = labs.RegisterError(lab05.ErrNotHeld, "not held")
 )
 

@@ -49,9 +49,6 @@ var (
 	exercise = labs.Register("lab06-exercise", func(e *labs.Env) labs.Locker {
 		return newCallPath(lab06.NewExercise(e.Redis(0), e.Key, e.TTL))
 	})
-
-	_ = labs.RegisterError(correct.ErrNotHeld, "not held")
-	_ = labs.RegisterError(reentrant.ErrNotHeld, "not held")
 	_ = labs.RegisterError(lab06.ErrNotHeld, "not held")
 )
 

@@ -51,9 +51,6 @@ var (
 	exercise = labs.Register("lab08-exercise", func(e *labs.Env) labs.Locker {
 		return lab08.NewExercise(e.RedisAll(), e.Key, e.TTL, e.Hook)
 	})
-
-	_ = labs.RegisterError(redlock.ErrNotHeld, "not held")
-	_ = labs.RegisterError(redlock.ErrQuorumUnreachable, "quorum unreachable")
 	_ = labs.RegisterError(lab08.ErrNotHeld, "not held")
 )
 

@@ -156,10 +156,6 @@ var (
 	redlockFenced = labs.Register("lab09-redlock-fenced", func(e *labs.Env) labs.Locker {
 		return &worker{lock: redlockWithTokens(e), open: fencedStore}
 	})
-
-	_ = labs.RegisterError(fencing.ErrStaleToken, "stale token")
-	_ = labs.RegisterError(fencing.ErrNotHeld, "not held")
-	_ = labs.RegisterError(redlock.ErrNotHeld, "not held")
 	_ = labs.RegisterError(syscall.ECONNREFUSED, "connection refused")
 )
 

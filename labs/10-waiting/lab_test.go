@@ -22,7 +22,6 @@ func TestMain(m *testing.M) { labs.Main(m) }
 var (
 	_ = labs.RegisterError(lab10.ErrNotHeld, "not held")
 	_ = labs.RegisterError(lab10.ErrNotObtained, "not obtained")
-	_ = labs.RegisterError(correct.ErrNotHeld, "not held")
 	_ = labs.RegisterError(correct.ErrNotObtained, "not obtained")
 )
 

@@ -88,9 +88,6 @@ var (
 	exercise = labs.Register("lab11-exercise", func(e *labs.Env) labs.Locker {
 		return newDesk(e, lab11.LockKey)
 	})
-
-	_ = labs.RegisterError(correct.ErrNotHeld, "not held")
-	_ = labs.RegisterError(naive.ErrNotHeld, "not held")
 )
 
 // Part 1. crashThenScan: A, in a child process, takes order 1001's lock
