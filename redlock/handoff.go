@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -120,10 +121,10 @@ func (m *Mutex) lockQueued(ctx context.Context) error {
 		case out == acquired:
 			return nil
 		case out == failed:
-			m.release(ctx, tok, nil)
+			m.release(ctx, tok, nil, nil)
 			return err
 		case m.unreachable(res):
-			m.release(ctx, tok, nil)
+			m.release(ctx, tok, nil, nil)
 			return m.quorumErr("lock", res)
 		}
 		if res.ok > 0 || len(res.failed) > 0 {
@@ -240,7 +241,7 @@ func (w *waiter) tryHold(ctx context.Context) (bool, error) {
 			for i, h := range w.held {
 				cleanup[i] = nodeCleanup{dequeue: !h, retired: w.retired[i]}
 			}
-			m.hold(w.token(), w.since.Add(ttl-drift(ttl)), cleanup)
+			m.hold(w.token(), w.since.Add(ttl-drift(ttl)), slices.Clone(w.held), cleanup)
 			return true, nil
 		}
 		if refreshed {
@@ -262,7 +263,7 @@ func (w *waiter) abandon(ctx context.Context, cause error) error {
 	for i := range cleanup {
 		cleanup[i] = nodeCleanup{dequeue: true, retired: w.retired[i]}
 	}
-	if res := w.m.release(ctx, w.token(), cleanup); w.m.unreachable(res) {
+	if res := w.m.release(ctx, w.token(), cleanup, nil); w.m.unreachable(res) {
 		return errors.Join(cause, w.m.quorumErr("leave queues", res))
 	}
 	return cause

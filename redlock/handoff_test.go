@@ -912,3 +912,50 @@ func TestNotifierWithAFrozenNode(t *testing.T) {
 	}
 	checkNoTrace(t, live, key)
 }
+
+// TestReleaseWithinValidityUndoesAForeignHandoff: a release within the
+// validity skips the owner read on the nodes the Mutex knows it holds, and
+// checks the value its SET ... GET replaced. When an operator deleted the
+// key on every node and another client locked, A's release must leave the
+// new holder's keys and the queues as they were.
+func TestReleaseWithinValidityUndoesAForeignHandoff(t *testing.T) {
+	verifyNoLeaks(t)
+	ctx := ctxFor(t)
+	cs, n := withNotifier(t, addrs)
+	key := newKey(t)
+	a := redlock.New(cs, key, redlock.WithNotifier(n))
+	if err := a.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range admin {
+		c.Del(ctx, key) // an operator deletes the lock under A
+	}
+	b := redlock.New(cs, key, redlock.WithNotifier(n))
+	if err := b.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	hook, queued := signal(redlock.HookQueued)
+	w := redlock.New(cs, key, redlock.WithNotifier(n), hook)
+	done := lockAsync(ctx, w)
+	await(t, queued, 10*time.Second, "W queued")
+	if !time.Now().Before(a.Until()) {
+		t.Fatal("A's validity ran out; the test needs a release within it")
+	}
+	if err := a.Unlock(ctx); !errors.Is(err, redlock.ErrNotHeld) {
+		t.Fatalf("A.Unlock after its keys were taken over = %v; want ErrNotHeld", err)
+	}
+	for i, c := range admin {
+		if got, _ := c.Get(ctx, key).Result(); got != b.Token() {
+			t.Fatalf("node %d holds %q after A's release; want B's token (hand-off undone)", i, got)
+		}
+	}
+	if err := b.Unlock(ctx); err != nil { // B hands over to W
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -61,10 +61,11 @@ type Mutex struct {
 	// then joins the queues at once instead of trying SET NX first.
 	contended atomic.Bool
 
-	mu    sync.Mutex // protects token, until, since and cleanup
+	mu    sync.Mutex // protects token, until, since, owns and cleanup
 	token string     // the token on the nodes while held; "" when not
 	until time.Time  // end of the validity while held
 	since time.Time  // when this hold began, for observers
+	owns  []bool     // owns[i]: node i is known to hold token (it said so)
 	// cleanup is what Unlock must also do on each node for a lock obtained
 	// in the queues: leave the queue where the lock was not handed over
 	// yet, and release tokens retired while waiting. nil after polling.
@@ -220,7 +221,7 @@ const (
 func (m *Mutex) attempt(ctx context.Context, tok string) (outcome, error) {
 	out, res, err := m.setRound(ctx, tok)
 	if out != acquired {
-		m.release(ctx, tok, nil)
+		m.release(ctx, tok, nil, nil)
 		if out == contended && m.unreachable(res) {
 			return failed, m.quorumErr("lock", res)
 		}
@@ -249,7 +250,11 @@ func (m *Mutex) setRound(ctx context.Context, tok string) (outcome, result, erro
 	if res.ok >= m.quorum() {
 		m.hook(ctx, HookAcquiredQuorum)
 		if validity(ttl, time.Since(start)) > 0 {
-			m.hold(tok, start.Add(ttl-drift(ttl)), nil)
+			owns := make([]bool, len(res.replies))
+			for i, r := range res.replies {
+				owns[i] = r.err == nil && r.code > 0
+			}
+			m.hold(tok, start.Add(ttl-drift(ttl)), owns, nil)
 			return acquired, res, nil
 		}
 	}
@@ -265,10 +270,11 @@ func (m *Mutex) setRound(ctx context.Context, tok string) (outcome, result, erro
 		ErrNotObtained, m.key, res.ok, len(m.clients), m.quorum())
 }
 
-// hold records tok as held until until, with what Unlock must clean up.
-func (m *Mutex) hold(tok string, until time.Time, cleanup []nodeCleanup) {
+// hold records tok as held until until, with the nodes known to hold it
+// (owns[i]) and what Unlock must clean up.
+func (m *Mutex) hold(tok string, until time.Time, owns []bool, cleanup []nodeCleanup) {
 	m.mu.Lock()
-	m.token, m.until, m.cleanup, m.since = tok, until, cleanup, time.Now()
+	m.token, m.until, m.owns, m.cleanup, m.since = tok, until, owns, cleanup, time.Now()
 	m.mu.Unlock()
 }
 
@@ -300,12 +306,16 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	}
 	m.mu.Lock()
 	tok, cleanup, since := m.token, m.cleanup, m.since
-	m.token, m.until, m.cleanup = "", time.Time{}, nil
+	var trusted []bool
+	if time.Now().Before(m.until) {
+		trusted = m.owns
+	}
+	m.token, m.until, m.cleanup, m.owns = "", time.Time{}, nil, nil
 	m.mu.Unlock()
 	if tok == "" {
 		return ErrNotHeld
 	}
-	res := m.release(ctx, tok, cleanup)
+	res := m.release(ctx, tok, cleanup, trusted)
 	switch {
 	case m.unreachable(res):
 		return m.quorumErr("unlock", res)
@@ -331,13 +341,19 @@ func (m *Mutex) emit(e observe.Event) {
 // release fires HookBeforeRelease and runs the release script for tok on
 // every node, with ctx's values but not its cancellation. With cleanup,
 // node i also leaves the queue if cleanup[i].dequeue, and releases the
-// tokens in cleanup[i].retired. It records in the contended hint whether
-// a node was handed to a waiter.
-func (m *Mutex) release(ctx context.Context, tok string, cleanup []nodeCleanup) result {
+// tokens in cleanup[i].retired. trusted[i] says node i is known to hold tok
+// and the validity has not ended: the key there cannot have expired, so
+// the script may hand over without reading it first (see release.lua). It
+// records in the contended hint whether a node was handed to a waiter.
+func (m *Mutex) release(ctx context.Context, tok string, cleanup []nodeCleanup, trusted []bool) result {
 	m.hook(ctx, HookBeforeRelease)
-	plain := []any{tok} // read concurrently, never written
+	plain := []any{tok}      // read concurrently, never written
+	trust := []any{tok, "T"} // likewise
 	res := m.fanOut(context.WithoutCancel(ctx), func(ctx context.Context, i int, c Client) (int64, error) {
 		args := plain
+		if i < len(trusted) && trusted[i] {
+			args = trust
+		}
 		if cleanup != nil && (cleanup[i].dequeue || len(cleanup[i].retired) > 0) {
 			args = []any{tok, "0"}
 			if cleanup[i].dequeue {

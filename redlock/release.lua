@@ -8,7 +8,9 @@
 -- ARGV[1]  the token this client wrote, or was handed
 -- ARGV[2]  optional: "1" to also take ARGV[1] out of the queue (a waiter
 --          that gives up, or a holder that may still be queued on this
---          node)
+--          node); or "T": the caller knows this node holds ARGV[1] and its
+--          validity has not ended, so the key cannot have expired (see
+--          below)
 -- ARGV[3..] optional: tokens this client retired while waiting whose fate
 --          on this node is unknown (a round timed out): each leaves the
 --          queue, and is released like ARGV[1] if the key holds it
@@ -25,6 +27,46 @@
 -- how many subscribers got the message: 0 means the waiter's process is
 -- gone (or its subscription to this node is down), so the node moves on to
 -- the next waiter at once instead of sitting with a dead one for a TTL.
+-- Trusted ("T"): a hand-off needs no read of the key first. SET ... GET
+-- hands over and returns the value it replaced, which must be ARGV[1]; a
+-- mismatch (only possible if something outside the protocol deleted or
+-- overwrote the key) is undone at once. With nobody to hand to, the
+-- compare-and-delete below still reads the key.
+if ARGV[2] == "T" then
+	local first = true
+	while true do
+		local popped = redis.call("ZPOPMIN", KEYS[2])
+		local nxt, score = popped[1], popped[2]
+		if not nxt then
+			if first and redis.call("GET", KEYS[1]) ~= ARGV[1] then
+				return 0
+			end
+			redis.call("DEL", KEYS[1])
+			return 1
+		end
+		local id, ttl = string.match(nxt, "^([^.]+)%.(%d+)%.")
+		if id and tonumber(ttl) > 0 then
+			if first then
+				local old = redis.call("SET", KEYS[1], nxt, "PX", ttl, "GET")
+				if old ~= ARGV[1] then -- not ours after all: undo
+					if old then
+						redis.call("SET", KEYS[1], old, "PX", ttl)
+					else
+						redis.call("DEL", KEYS[1])
+					end
+					redis.call("ZADD", KEYS[2], score, nxt)
+					return 0
+				end
+				first = false
+			else
+				redis.call("SET", KEYS[1], nxt, "PX", ttl)
+			end
+			if redis.call("PUBLISH", "redlock:w:" .. id, nxt) > 0 then
+				return 2
+			end
+		end
+	end
+end
 local cur = redis.call("GET", KEYS[1])
 local code = 1
 if #ARGV > 1 then
