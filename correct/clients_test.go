@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/correct"
+	"github.com/locklab/locklab/internal/leakcheck"
 	"github.com/locklab/locklab/internal/rig"
 )
 
@@ -53,7 +54,7 @@ func exercise(t *testing.T, ctx context.Context, c correct.Client, key string) {
 // TestRing locks keys through a *redis.Ring over two servers, until both
 // shards have held a lock, and checks each key lived on exactly one shard.
 func TestRing(t *testing.T) {
-	verifyNoLeaks(t)
+	leakcheck.Guard(t)
 	nodes := rig.StartN(t, 2)
 	ctx := testContext(t)
 	ring := redis.NewRing(&redis.RingOptions{
@@ -109,7 +110,7 @@ func TestCluster(t *testing.T) {
 		t.Skip("ran once in this test binary; a new cluster node needs 2s to come up")
 	}
 	rig.RequireControl(t) // cluster mode is a server argument
-	verifyNoLeaks(t)
+	leakcheck.Guard(t)
 	node := rig.Start(t, rig.WithArgs("--cluster-enabled", "yes"))
 	ctx := testContext(t)
 	admin := node.Client()

@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/correct"
+	"github.com/locklab/locklab/internal/leakcheck"
 	"github.com/locklab/locklab/internal/rig"
 )
 
@@ -96,7 +97,7 @@ func TestEndedContext(t *testing.T) {
 // dead server) and not ErrNotHeld (the lock's state is unknown).
 func TestUnreachableRedis(t *testing.T) {
 	rig.RequireControl(t)
-	verifyNoLeaks(t)
+	leakcheck.Guard(t)
 	node := rig.Start(t)
 	c := node.Client()
 	ctx := testContext(t)

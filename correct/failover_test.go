@@ -5,6 +5,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locklab/locklab/internal/leakcheck"
 	"github.com/locklab/locklab/internal/rig"
 )
 
@@ -13,7 +14,7 @@ import (
 // then talks to the primary.
 func TestFailoverClient(t *testing.T) {
 	rig.RequireControl(t) // sentinels are processes the rig starts
-	verifyNoLeaks(t)
+	leakcheck.Guard(t)
 	primary := rig.Start(t)
 	sentinels := rig.StartSentinels(t, primary, 1)
 	ctx := testContext(t)

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/locklab/locklab/correct"
+	"github.com/locklab/locklab/internal/leakcheck"
 	"github.com/locklab/locklab/observe"
 )
 
@@ -52,7 +53,7 @@ func signal(point string) (correct.Option, <-chan struct{}) {
 // (each starts once the one before has queued) and checks they get the
 // lock in that order, each handed it by the previous holder.
 func TestHandoffIsFirstComeFirstServed(t *testing.T) {
-	verifyNoLeaks(t)
+	leakcheck.Guard(t)
 	ctx := testContext(t)
 	n, c := newNotifier(t)
 	key := newKey(t)
@@ -98,7 +99,7 @@ func TestHandoffIsFirstComeFirstServed(t *testing.T) {
 // release must pass it by at once instead of leaving the lock with it for
 // a whole TTL.
 func TestHandoffSkipsADeadWaiter(t *testing.T) {
-	verifyNoLeaks(t)
+	leakcheck.Guard(t)
 	ctx := testContext(t)
 	n, c := newNotifier(t)
 	key := newKey(t)
@@ -139,7 +140,7 @@ func TestHandoffSkipsADeadWaiter(t *testing.T) {
 // died). The queued waiters get the lock once the key expires, through
 // their own checks, within the TTL plus a quarter TTL.
 func TestHandoffRecoversFromADeadHolder(t *testing.T) {
-	verifyNoLeaks(t)
+	leakcheck.Guard(t)
 	ctx := testContext(t)
 	n, c := newNotifier(t)
 	key := newKey(t)
@@ -175,7 +176,7 @@ func TestHandoffRecoversFromADeadHolder(t *testing.T) {
 // with nobody queued, so no hand-off message will ever come. The waiter
 // must still get the lock at once, not after its periodic check.
 func TestHandoffNoLostWakeup(t *testing.T) {
-	verifyNoLeaks(t)
+	leakcheck.Guard(t)
 	ctx := testContext(t)
 	n, c := newNotifier(t)
 	key := newKey(t)
@@ -216,7 +217,7 @@ func TestHandoffNoLostWakeup(t *testing.T) {
 // queue and returns ErrNotObtained joined with the ctx error; the holder
 // and the next waiter are unaffected.
 func TestHandoffWaiterGivesUp(t *testing.T) {
-	verifyNoLeaks(t)
+	leakcheck.Guard(t)
 	ctx := testContext(t)
 	n, c := newNotifier(t)
 	key := newKey(t)
@@ -283,7 +284,7 @@ func TestAbandonPassesTheLockOn(t *testing.T) {
 // non-atomic counter inside the critical section must never be seen by
 // two at once.
 func TestHandoffMutualExclusion(t *testing.T) {
-	verifyNoLeaks(t)
+	leakcheck.Guard(t)
 	ctx := testContext(t)
 	key := newKey(t)
 	var inside, overlaps, total int64
@@ -375,7 +376,7 @@ func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 }
 
 func TestNotifierBadInputAndClose(t *testing.T) {
-	verifyNoLeaks(t)
+	leakcheck.Guard(t)
 	ctx := testContext(t)
 	if _, err := correct.NewNotifier(ctx, nil); !errors.Is(err, correct.ErrInvalid) {
 		t.Errorf("NewNotifier(nil) = %v; want ErrInvalid", err)
@@ -484,7 +485,7 @@ func TestObserver(t *testing.T) {
 // another client took the lock, A's release within its lease must leave
 // the new holder's lock and the queue exactly as they were.
 func TestReleaseWithinLeaseUndoesAForeignHandoff(t *testing.T) {
-	verifyNoLeaks(t)
+	leakcheck.Guard(t)
 	ctx := testContext(t)
 	n, c := newNotifier(t)
 	key := newKey(t)
@@ -530,7 +531,7 @@ func TestReleaseWithinLeaseUndoesAForeignHandoff(t *testing.T) {
 // a waiter with a short one. The key must get the waiter's TTL, the one its
 // Until counts with, or Until would err late.
 func TestHandoffGivesTheWaitersOwnTTL(t *testing.T) {
-	verifyNoLeaks(t)
+	leakcheck.Guard(t)
 	ctx := testContext(t)
 	n, c := newNotifier(t)
 	key := newKey(t)

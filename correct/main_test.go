@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
-	"github.com/locklab/locklab/internal/leakcheck"
 	"github.com/locklab/locklab/internal/rig"
 )
 
@@ -93,13 +91,4 @@ func waitGone(t *testing.T, c redis.UniversalClient, key string) {
 		case <-time.After(time.Millisecond):
 		}
 	}
-}
-
-// verifyNoLeaks checks, after the test and all its other Cleanups, that
-// the test left no goroutine running. Goroutines already running when it
-// is called (the shared server's) are ignored. Call it first in the test.
-func verifyNoLeaks(t *testing.T) {
-	t.Helper()
-	opts := append(leakcheck.Options(), goleak.IgnoreCurrent())
-	t.Cleanup(func() { goleak.VerifyNone(t, opts...) })
 }

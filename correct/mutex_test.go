@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/locklab/locklab/correct"
+	"github.com/locklab/locklab/internal/leakcheck"
 )
 
 // TestMutualExclusion runs 16 clients, each with its own Mutex on one key,
@@ -21,7 +22,7 @@ import (
 // an in-memory count of holders, and a read-modify-write of a counter in
 // Redis that loses updates when the lock lets two clients interleave.
 func TestMutualExclusion(t *testing.T) {
-	verifyNoLeaks(t)
+	leakcheck.Guard(t)
 	const clients, rounds = 16, 4
 	c := newClient(t)
 	ctx := testContext(t)

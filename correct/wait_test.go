@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/locklab/locklab/correct"
+	"github.com/locklab/locklab/internal/leakcheck"
 )
 
 // TestLockHonoursDeadline: a Lock that cannot get the lock before its
@@ -66,7 +67,7 @@ func TestLockRunsOutOfTries(t *testing.T) {
 // holder unlocks. The waiter's first delay tells the test that it has been
 // refused once, so the test knows it is waiting without sleeping.
 func TestLockWaitsForUnlock(t *testing.T) {
-	verifyNoLeaks(t)
+	leakcheck.Guard(t)
 	c := newClient(t)
 	ctx := testContext(t)
 	key := newKey(t)
@@ -125,7 +126,7 @@ func TestLockIsNotReentrant(t *testing.T) {
 // second Lock waits for the first holder's Unlock and then holds the lock
 // under a new token.
 func TestSharedMutex(t *testing.T) {
-	verifyNoLeaks(t)
+	leakcheck.Guard(t)
 	c := newClient(t)
 	ctx := testContext(t)
 	key := newKey(t)

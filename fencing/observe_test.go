@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/locklab/locklab/fencing"
 	"github.com/locklab/locklab/internal/leakcheck"
 	"github.com/locklab/locklab/observe"
@@ -19,7 +17,7 @@ import (
 // event for a Lock however many attempts it made), a give-up with its
 // cause, the hold time of a release, and losses found by Unlock and Extend.
 func TestObserver(t *testing.T) {
-	defer leakcheck.VerifyNone(t, goleak.IgnoreCurrent())
+	defer leakcheck.Since(t)()
 	ctx := t.Context()
 	key := newKey(t)
 	var mu sync.Mutex

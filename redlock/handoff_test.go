@@ -9,22 +9,12 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/locklab/locklab/internal/leakcheck"
 	"github.com/locklab/locklab/internal/rig"
 	"github.com/locklab/locklab/redlock"
 )
-
-// verifyNoLeaks checks, after the test and all its other Cleanups, that
-// the test left no goroutine running. Goroutines already running when it
-// is called (the shared servers', other tests') are ignored. Call it first.
-func verifyNoLeaks(t *testing.T) {
-	t.Helper()
-	opts := append(leakcheck.Options(), goleak.IgnoreCurrent())
-	t.Cleanup(func() { goleak.VerifyNone(t, opts...) })
-}
 
 // withNotifier returns clients of the nodes at addrs and a Notifier on
 // them, as one process would have; the Notifier is closed, then the
@@ -112,7 +102,7 @@ func checkNoTrace(t *testing.T, cs []*redis.Client, key string) {
 // (each starts once the one before has queued on every node) and checks
 // that they get the lock in that order, each handed it by the one before.
 func TestHandoffIsFirstComeFirstServed(t *testing.T) {
-	verifyNoLeaks(t)
+	leakcheck.Guard(t)
 	ctx := ctxFor(t)
 	cs, n := withNotifier(t, addrs)
 	key := newKey(t)
@@ -156,7 +146,7 @@ func TestHandoffIsFirstComeFirstServed(t *testing.T) {
 // The release must pass it by at once instead of leaving the lock with it
 // for a whole TTL.
 func TestHandoffSkipsADeadWaiter(t *testing.T) {
-	verifyNoLeaks(t)
+	leakcheck.Guard(t)
 	ctx := ctxFor(t)
 	cs, n := withNotifier(t, addrs)
 	key := newKey(t)
@@ -201,7 +191,7 @@ func TestHandoffSkipsADeadWaiter(t *testing.T) {
 // died). The queued waiters get the lock once its keys expire, through
 // their own rounds, within about the TTL plus a quarter TTL.
 func TestHandoffRecoversFromADeadHolder(t *testing.T) {
-	verifyNoLeaks(t)
+	leakcheck.Guard(t)
 	ctx := ctxFor(t)
 	cs, n := withNotifier(t, addrs)
 	key := newKey(t)
@@ -238,7 +228,7 @@ func TestHandoffRecoversFromADeadHolder(t *testing.T) {
 // with nobody queued, so no hand-off message will ever come. The waiter
 // must still get the lock at once, not at its periodic round.
 func TestHandoffNoLostWakeup(t *testing.T) {
-	verifyNoLeaks(t)
+	leakcheck.Guard(t)
 	ctx := ctxFor(t)
 	cs, n := withNotifier(t, addrs)
 	key := newKey(t)
@@ -279,7 +269,7 @@ func TestHandoffNoLostWakeup(t *testing.T) {
 // waiting for the waiters' periodic rounds.
 func TestHandoffWithANodeDown(t *testing.T) {
 	rig.RequireControl(t)
-	verifyNoLeaks(t)
+	leakcheck.Guard(t)
 	ctx := ctxFor(t)
 	nodes := startNodes(t, 5)
 	cs, n := withNotifier(t, addrsOf(nodes))
@@ -339,7 +329,7 @@ func TestHandoffWithANodeDown(t *testing.T) {
 // (Which of the three goes first depends on whose round reaches which node
 // first: a node given up goes to the best waiter queued on it by then.)
 func TestHandoffSplitIsResolved(t *testing.T) {
-	verifyNoLeaks(t)
+	leakcheck.Guard(t)
 	ctx := ctxFor(t)
 	cs, n := withNotifier(t, addrs)
 	key := newKey(t)
@@ -404,7 +394,7 @@ func TestHandoffSplitIsResolved(t *testing.T) {
 // queue and returns ErrNotObtained joined with the ctx error; the holder
 // is unaffected, and its Unlock leaves nothing behind.
 func TestHandoffWaiterGivesUp(t *testing.T) {
-	verifyNoLeaks(t)
+	leakcheck.Guard(t)
 	ctx := ctxFor(t)
 	cs, n := withNotifier(t, addrs)
 	key := newKey(t)
@@ -473,7 +463,7 @@ func TestGivingUpPassesTheLockOn(t *testing.T) {
 // unlocks after another client took the lock and a third queued. The late
 // release must touch neither the new holder's keys nor the queue.
 func TestLateReleaseLeavesTheNextHolderAlone(t *testing.T) {
-	verifyNoLeaks(t)
+	leakcheck.Guard(t)
 	ctx := ctxFor(t)
 	cs, n := withNotifier(t, addrs)
 	key := newKey(t)
@@ -523,7 +513,7 @@ func TestLateReleaseLeavesTheNextHolderAlone(t *testing.T) {
 // and Notifier (as separate processes would have), take turns; no two are
 // ever inside the critical section at once, and nothing is left behind.
 func TestHandoffMutualExclusion(t *testing.T) {
-	verifyNoLeaks(t)
+	leakcheck.Guard(t)
 	ctx := ctxFor(t)
 	key := newKey(t)
 	const clients, rounds = 16, 10
@@ -668,7 +658,7 @@ func TestHandoffHookPoints(t *testing.T) {
 }
 
 func TestNotifierBadInputAndClose(t *testing.T) {
-	verifyNoLeaks(t)
+	leakcheck.Guard(t)
 	ctx := ctxFor(t)
 	cs := clientsFor(t, addrs)
 	rc := make([]redlock.NotifyClient, len(cs))
@@ -767,7 +757,7 @@ func checkUntilIsConservative(t *testing.T, m *redlock.Mutex, key string) {
 // still has most of its TTL (the waiter's rounds every ttl/4 keep the
 // start of its lease recent), and its Until never errs late.
 func TestHandoffValidity(t *testing.T) {
-	verifyNoLeaks(t)
+	leakcheck.Guard(t)
 	ctx := ctxFor(t)
 	cs, n := withNotifier(t, addrs)
 	key := newKey(t)
@@ -811,7 +801,7 @@ func TestHandoffValidity(t *testing.T) {
 // one more round, which takes the free nodes afresh, and only then holds
 // the lock, with an Until that does not err late.
 func TestHandoffPausedWaiterRefreshes(t *testing.T) {
-	verifyNoLeaks(t)
+	leakcheck.Guard(t)
 	ctx := ctxFor(t)
 	cs, n := withNotifier(t, addrs)
 	key := newKey(t)
@@ -859,7 +849,7 @@ func TestHandoffPausedWaiterRefreshes(t *testing.T) {
 // resumes, everything closes cleanly.
 func TestNotifierWithAFrozenNode(t *testing.T) {
 	rig.RequireControl(t)
-	verifyNoLeaks(t)
+	leakcheck.Guard(t)
 	ctx := ctxFor(t)
 	nodes := startNodes(t, 5)
 	cs := clientsFor(t, addrsOf(nodes))
@@ -919,7 +909,7 @@ func TestNotifierWithAFrozenNode(t *testing.T) {
 // key on every node and another client locked, A's release must leave the
 // new holder's keys and the queues as they were.
 func TestReleaseWithinValidityUndoesAForeignHandoff(t *testing.T) {
-	verifyNoLeaks(t)
+	leakcheck.Guard(t)
 	ctx := ctxFor(t)
 	cs, n := withNotifier(t, addrs)
 	key := newKey(t)

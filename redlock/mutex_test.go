@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/locklab/locklab/internal/leakcheck"
@@ -460,7 +459,7 @@ func TestFrozenNodeDoesNotStallAcquisition(t *testing.T) {
 			}
 			// Goroutines running now (servers' waiters, other tests' clients)
 			// are not ours to check.
-			before := goleak.IgnoreCurrent()
+			noLeaks := leakcheck.Since(t)
 			frozen := nodes[0]
 			if err := frozen.Pause(); err != nil {
 				t.Fatal(err)
@@ -483,7 +482,7 @@ func TestFrozenNodeDoesNotStallAcquisition(t *testing.T) {
 			}
 			// The calls still blocked on the frozen node get their replies
 			// now and their goroutines end.
-			goleak.VerifyNone(t, append(leakcheck.Options(), before)...)
+			noLeaks()
 		})
 	}
 }

@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
-	"github.com/locklab/locklab/internal/leakcheck"
 	"github.com/locklab/locklab/internal/rig"
 	"github.com/locklab/locklab/reentrant"
 )
@@ -35,18 +33,6 @@ func newKey(t *testing.T) string {
 // ownerCtx returns the test's context carrying a fresh Owner.
 func ownerCtx(t *testing.T) context.Context {
 	return reentrant.WithOwner(t.Context(), reentrant.NewOwner())
-}
-
-// leakGuard returns a func that fails t if goroutines started after
-// leakGuard returned are still running (the rig's own goroutines for the
-// shared server are ignored).
-func leakGuard(t *testing.T) func() {
-	t.Helper()
-	opts := append(leakcheck.Options(), goleak.IgnoreCurrent())
-	return func() {
-		t.Helper()
-		goleak.VerifyNone(t, opts...)
-	}
 }
 
 // waitKeyGone waits until key no longer exists, failing t after d.

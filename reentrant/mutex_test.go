@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/locklab/locklab/internal/leakcheck"
 	"github.com/locklab/locklab/reentrant"
 )
 
@@ -100,7 +101,7 @@ func hash(t *testing.T, key string) map[string]string {
 }
 
 func TestCounts(t *testing.T) {
-	verify := leakGuard(t)
+	verify := leakcheck.Since(t)
 	defer verify()
 	ctx := ownerCtx(t)
 	owner, _ := reentrant.OwnerFrom(ctx)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/leakcheck"
 	"github.com/locklab/locklab/observe"
 	"github.com/locklab/locklab/reentrant"
 )
@@ -46,7 +47,7 @@ func kinds(events []observe.Event) string {
 // Released; a give-up has its cause, and a loss found by Unlock or Extend
 // its hold time. An Unlock without a Lock is no loss.
 func TestObserver(t *testing.T) {
-	verify := leakGuard(t)
+	verify := leakcheck.Since(t)
 	key := newKey(t)
 	rec := &recorder{}
 	obs := reentrant.WithObserver(rec.observe)

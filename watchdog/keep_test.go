@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/leakcheck"
 	"github.com/locklab/locklab/reentrant"
 	"github.com/locklab/locklab/watchdog"
 )
@@ -17,7 +18,7 @@ var reentrantNotHeld = watchdog.WithNotHeld(func(err error) bool { return errors
 // TestKeepReentrant renews a reentrant lock held twice by one owner, then
 // releases it. (TestKeepsLockFor10TTLs covers holding past the ttl.)
 func TestKeepReentrant(t *testing.T) {
-	verify := leakGuard(t)
+	verify := leakcheck.Since(t)
 	const (
 		ttl      = 2 * time.Second
 		interval = 50 * time.Millisecond
@@ -85,7 +86,7 @@ func TestKeepReentrantLost(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			verify := leakGuard(t)
+			verify := leakcheck.Since(t)
 			key := newKey(t)
 			ctx := reentrant.WithOwner(t.Context(), reentrant.NewOwner())
 			rm := reentrant.New(rdb, key, reentrant.WithTTL(tt.ttl))
@@ -123,7 +124,7 @@ func TestKeepNotHeld(t *testing.T) {
 }
 
 func TestKeepContextEnds(t *testing.T) {
-	verify := leakGuard(t)
+	verify := leakcheck.Since(t)
 	const ttl = 5 * time.Second
 	key := newKey(t)
 	ctx, cancel := context.WithCancel(reentrant.WithOwner(t.Context(), reentrant.NewOwner()))

@@ -11,9 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
-	"github.com/locklab/locklab/internal/leakcheck"
 	"github.com/locklab/locklab/internal/rig"
 )
 
@@ -32,19 +30,6 @@ func newKey(t *testing.T) string {
 	key := fmt.Sprintf("watchdog-test:%s:%d", t.Name(), keySeq.Add(1))
 	t.Cleanup(func() { rdb.Del(context.Background(), key) })
 	return key
-}
-
-// leakGuard returns a func that fails t if goroutines started after
-// leakGuard returned are still running (the rig's own goroutines for
-// servers already started are ignored). Close per-test servers, proxies
-// and clients before calling it.
-func leakGuard(t *testing.T) func() {
-	t.Helper()
-	opts := append(leakcheck.Options(), goleak.IgnoreCurrent())
-	return func() {
-		t.Helper()
-		goleak.VerifyNone(t, opts...)
-	}
 }
 
 // witness measures how long this machine stalls a goroutine: it sleeps

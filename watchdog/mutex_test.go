@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/locklab/locklab/internal/leakcheck"
 	"github.com/locklab/locklab/watchdog"
 )
 
@@ -84,7 +85,7 @@ type nopExtender struct{}
 func (nopExtender) Extend(context.Context, time.Duration) error { return nil }
 
 func TestLockUnlock(t *testing.T) {
-	verify := leakGuard(t)
+	verify := leakcheck.Since(t)
 	ctx := t.Context()
 	key := newKey(t)
 	m := watchdog.New(rdb, key, watchdog.WithTTL(5*time.Second))

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/leakcheck"
 	"github.com/locklab/locklab/observe"
 	"github.com/locklab/locklab/watchdog"
 )
@@ -62,7 +63,7 @@ func (r *recorder) kinds() string {
 // the holder's context is cancelled with, and the release the refresher
 // makes when the holder's context ends.
 func TestObserver(t *testing.T) {
-	verify := leakGuard(t)
+	verify := leakcheck.Since(t)
 	ctx := t.Context()
 	key := newKey(t)
 	rec := newRecorder()

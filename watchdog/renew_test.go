@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/locklab/locklab/internal/faultproxy"
+	"github.com/locklab/locklab/internal/leakcheck"
 	"github.com/locklab/locklab/internal/rig"
 	"github.com/locklab/locklab/watchdog"
 )
@@ -59,7 +60,7 @@ func TestKeepsLockFor10TTLs(t *testing.T) {
 // was lost (or taken by another Mutex).
 func holdFor(t *testing.T, ttl, interval, slow time.Duration, n int) error {
 	t.Helper()
-	verify := leakGuard(t)
+	verify := leakcheck.Since(t)
 	defer verify()
 	ctx := t.Context()
 	key := newKey(t)
@@ -138,7 +139,7 @@ func TestLostWhenRedisUnreachable(t *testing.T) {
 			node := rig.Start(t)
 			proxy := faultproxy.Start(t, node.Addr())
 			w := startWitness(t)
-			verify := leakGuard(t)
+			verify := leakcheck.Since(t)
 			c := redis.NewClient(rig.ClientOptions(proxy.Addr()))
 			lostAt := make(chan time.Time, 1)
 			hook := func(_ context.Context, point string) {
@@ -188,7 +189,7 @@ func TestLostWhenRedisUnreachable(t *testing.T) {
 // TestStalledRefresherIsLost parks the refresher in a hook, as a starved
 // or paused holder: the expiry timer still declares the lock lost.
 func TestStalledRefresherIsLost(t *testing.T) {
-	verify := leakGuard(t)
+	verify := leakcheck.Since(t)
 	const ttl = 150 * time.Millisecond
 	key := newKey(t)
 	parked, resume := make(chan struct{}), make(chan struct{})
@@ -219,7 +220,7 @@ func TestStalledRefresherIsLost(t *testing.T) {
 // renewal is refused, the loss is signalled, and the new holder's key is
 // not touched.
 func TestTakenOver(t *testing.T) {
-	verify := leakGuard(t)
+	verify := leakcheck.Since(t)
 	const (
 		ttl      = 2 * time.Second // the refused renewal comes long before the lease runs out
 		interval = 100 * time.Millisecond
@@ -254,7 +255,7 @@ func TestTakenOver(t *testing.T) {
 // TestUnlockRacesRenewal unlocks while renewals run back to back, so that
 // Unlock and a renewal meet in every order; run it with -race.
 func TestUnlockRacesRenewal(t *testing.T) {
-	verify := leakGuard(t)
+	verify := leakcheck.Since(t)
 	ctx := t.Context()
 	key := newKey(t)
 	rec := newHookRecorder()
@@ -278,7 +279,7 @@ func TestUnlockRacesRenewal(t *testing.T) {
 // unlocks meanwhile: Unlock waits for the refresher, which drops the
 // renewal, and no renewal runs after the release.
 func TestUnlockWhileRenewalParked(t *testing.T) {
-	verify := leakGuard(t)
+	verify := leakcheck.Since(t)
 	ctx := t.Context()
 	key := newKey(t)
 	parked, resume := make(chan struct{}), make(chan struct{})
@@ -323,7 +324,7 @@ func TestUnlockWhileRenewalParked(t *testing.T) {
 }
 
 func TestHolderContextEnds(t *testing.T) {
-	verify := leakGuard(t)
+	verify := leakcheck.Since(t)
 	const ttl = 5 * time.Second // not lost before the cancel, even on a stalling machine
 	key := newKey(t)
 	ctx, cancel := context.WithCancel(t.Context())
@@ -346,7 +347,7 @@ func TestHolderContextEnds(t *testing.T) {
 }
 
 func TestMaxHold(t *testing.T) {
-	verify := leakGuard(t)
+	verify := leakcheck.Since(t)
 	const (
 		ttl      = 2 * time.Second
 		interval = 100 * time.Millisecond // renewals before the cap, with 1.9s slack each

@@ -39,3 +39,23 @@ func VerifyNone(t testing.TB, extra ...goleak.Option) {
 	t.Helper()
 	goleak.VerifyNone(t, append(Options(), extra...)...)
 }
+
+// Since takes a snapshot of the goroutines running now (a package's shared
+// servers, other tests') and returns a check that fails t if a goroutine
+// started after the snapshot is still running, other than the allowed
+// ones. Call the check once the code under test has been shut down.
+func Since(t testing.TB) func() {
+	t.Helper()
+	opts := append(Options(), goleak.IgnoreCurrent())
+	return func() {
+		t.Helper()
+		goleak.VerifyNone(t, opts...)
+	}
+}
+
+// Guard runs the check of [Since] at the end of the test. Call it first in
+// the test, so that it runs after the test's other Cleanups.
+func Guard(t testing.TB) {
+	t.Helper()
+	t.Cleanup(Since(t))
+}
