@@ -32,13 +32,13 @@ type subject struct {
 	hold chan struct{} // closed by Unlock; nil when not held
 }
 
-// holdCtx is the context a lock is held under. The harness cancels an
-// operation's context when the operation returns, and a watchdog.Mutex
-// renews its lock only as long as the context given to Lock lives (a
-// deadline given to Lock bounds the hold as well as the wait). So a
-// watchdog is locked with a context that keeps ctx's values but not its
-// cancellation, as a service would pass its long-lived context, and
-// Unlock ends the hold. The wait for the lock is still bounded by ctx.
+// holdCtx is the context a lock is held under. A watchdog.Mutex renews its
+// lock only as long as the context given to Lock lives, so a deadline
+// given to Lock (LockWithin: how long a client is willing to wait) would
+// bound the hold as well as the wait. So a watchdog is locked with a
+// context that keeps ctx's values but not its cancellation, as a service
+// would pass its long-lived context, and Unlock ends the hold. The wait
+// for the lock is still bounded by ctx.
 func (m *subject) holdCtx(ctx context.Context) context.Context {
 	if m.detach {
 		return context.WithoutCancel(ctx)
