@@ -74,3 +74,30 @@ func (n *Node) waitInfo(ctx context.Context, section, line string) error {
 		}
 	}
 }
+
+// WaitReplicas waits until replicas replicas of n, a primary, have every
+// write n accepted so far: it writes a probe key (SET, then DEL) and runs
+// WAIT on the same connection, which counts only that connection's writes.
+// Replication keeps order, so once the probe is acknowledged, so is
+// everything before it. It fails when fewer acknowledge within timeout.
+func (n *Node) WaitReplicas(ctx context.Context, replicas int, timeout time.Duration) error {
+	c := redis.NewClient(probeOptions(n.addr, timeout+2*time.Second))
+	defer c.Close()
+	conn := c.Conn()
+	defer conn.Close()
+	const probe = "locklab-rig:replication-probe"
+	if err := conn.Set(ctx, probe, "1", 0).Err(); err != nil {
+		return fmt.Errorf("rig: %s: probe write: %w", n.addr, err)
+	}
+	if err := conn.Del(ctx, probe).Err(); err != nil {
+		return fmt.Errorf("rig: %s: probe write: %w", n.addr, err)
+	}
+	acked, err := conn.Wait(ctx, replicas, timeout).Result()
+	if err != nil {
+		return fmt.Errorf("rig: %s: WAIT %d: %w", n.addr, replicas, err)
+	}
+	if acked < int64(replicas) {
+		return fmt.Errorf("rig: %s: %d of %d replicas acknowledged within %v", n.addr, acked, replicas, timeout)
+	}
+	return nil
+}

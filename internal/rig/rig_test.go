@@ -281,3 +281,24 @@ func TestParallelStartsGetTheirOwnServers(t *testing.T) {
 		}
 	}
 }
+
+// TestReplicaOfReturnsWhenWritesReplicate: once ReplicaOf returns, a write
+// on the primary is acknowledged at once (WaitReplicas), and WaitReplicas
+// reports too few replicas as an error.
+func TestReplicaOfReturnsWhenWritesReplicate(t *testing.T) {
+	rig.RequireControl(t)
+	for range 3 {
+		nodes := rig.StartN(t, 2)
+		primary, replica := nodes[0], nodes[1]
+		ctx := ctxFor(t)
+		if err := replica.ReplicaOf(ctx, primary.Addr()); err != nil {
+			t.Fatal(err)
+		}
+		if err := primary.WaitReplicas(ctx, 1, 200*time.Millisecond); err != nil {
+			t.Fatalf("WaitReplicas right after ReplicaOf = %v; want nil", err)
+		}
+		if err := primary.WaitReplicas(ctx, 2, 20*time.Millisecond); err == nil {
+			t.Fatal("WaitReplicas(2) with one replica = nil; want an error")
+		}
+	}
+}

@@ -55,18 +55,7 @@ func newCluster(s *labs.Scene) *cluster {
 // which can take up to a second (the replica's next periodic ACK).
 func inSync(s *labs.Scene, primary *rig.Node, n int) {
 	s.T().Helper()
-	c := redis.NewClient(rig.ClientOptions(primary.Addr()))
-	defer c.Close()
-	conn := c.Conn() // WAIT counts the writes sent on this connection
-	defer conn.Close()
-	const probe = "lab07:probe"
-	s.Must(conn.Set(s.Ctx, probe, "1", 0).Err())
-	s.Must(conn.Del(s.Ctx, probe).Err())
-	acked, err := conn.Wait(s.Ctx, n, syncTimeout).Result()
-	s.Must(err)
-	if acked < int64(n) {
-		s.T().Fatalf("lab07: %d of %d replicas acknowledged a probe write within %v", acked, n, syncTimeout)
-	}
+	s.Must(primary.WaitReplicas(s.Ctx, n, syncTimeout))
 }
 
 // syncTimeout bounds how long inSync waits for the replicas. It only

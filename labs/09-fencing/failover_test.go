@@ -3,8 +3,6 @@ package lab09_test
 import (
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/locklab/locklab/internal/faultproxy"
 	"github.com/locklab/locklab/internal/rig"
 	"github.com/locklab/locklab/labs"
@@ -77,16 +75,8 @@ func newPair(s *labs.Scene) *pair {
 	p.link = faultproxy.Start(s.T(), p.primary.Addr())
 	s.Must(p.replica.ReplicaOf(s.Ctx, p.link.Addr()))
 
-	c := redis.NewClient(rig.ClientOptions(p.primary.Addr()))
-	defer c.Close()
-	conn := c.Conn() // WAIT counts the writes sent on this connection
-	defer conn.Close()
-	s.Must(conn.Set(s.Ctx, counterOf(s.Key), firstToken-1, 0).Err())
-	acked, err := conn.Wait(s.Ctx, 1, syncTimeout).Result()
-	s.Must(err)
-	if acked < 1 {
-		s.T().Fatalf("lab09: the replica did not acknowledge the counter within %v", syncTimeout)
-	}
+	s.Must(s.Redis().Set(s.Ctx, counterOf(s.Key), firstToken-1, 0).Err())
+	s.Must(p.primary.WaitReplicas(s.Ctx, 1, syncTimeout)) // the counter reached the replica
 	s.Note("a primary and a replica, in sync; token counter %s = %d on both", counterOf(s.Key), firstToken-1)
 	return p
 }
