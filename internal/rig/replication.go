@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -11,8 +12,9 @@ import (
 )
 
 // ReplicaOf makes n a replica of the server at primaryAddr and waits until
-// INFO replication shows master_link_status:up, which is when the initial
-// sync has finished. primaryAddr may be another node's address or a fault
+// the replica reports master_link_status:up (the initial sync has finished)
+// and the primary lists it as online (it streams new writes to it), so a
+// WAIT right after counts it. primaryAddr may be another node's address or a fault
 // proxy's in front of it (to cut the replication link on demand).
 func (n *Node) ReplicaOf(ctx context.Context, primaryAddr string) error {
 	host, port, err := net.SplitHostPort(primaryAddr)
@@ -24,7 +26,26 @@ func (n *Node) ReplicaOf(ctx context.Context, primaryAddr string) error {
 	if err := c.SlaveOf(ctx, host, port).Err(); err != nil {
 		return fmt.Errorf("rig: %s REPLICAOF %s: %w", n.addr, primaryAddr, err)
 	}
-	return n.WaitLinkUp(ctx)
+	if err := n.WaitLinkUp(ctx); err != nil {
+		return err
+	}
+	// The link is up once the replica has loaded the primary's data, but
+	// a WAIT right after can still count no replica for a while (after a
+	// diskless full sync the primary streams to it only once it is online,
+	// on its first ACK). Wait until a probe write reaches every replica
+	// the primary lists, this one included.
+	primary := &Node{addr: primaryAddr}
+	for {
+		err := primary.WaitReplicas(ctx, -1, 100*time.Millisecond)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("rig: %s follows %s but writes do not reach it: %w", n.addr, primaryAddr, err)
+		default:
+		}
+	}
 }
 
 // WaitLinkUp waits until n, a replica, reports master_link_status:up.
@@ -80,9 +101,23 @@ func (n *Node) waitInfo(ctx context.Context, section, line string) error {
 // WAIT on the same connection, which counts only that connection's writes.
 // Replication keeps order, so once the probe is acknowledged, so is
 // everything before it. It fails when fewer acknowledge within timeout.
+//
+// replicas < 0 means every replica the primary lists (connected_slaves).
 func (n *Node) WaitReplicas(ctx context.Context, replicas int, timeout time.Duration) error {
 	c := redis.NewClient(probeOptions(n.addr, timeout+2*time.Second))
 	defer c.Close()
+	if replicas < 0 {
+		info, err := c.Info(ctx, "replication").Result()
+		if err != nil {
+			return fmt.Errorf("rig: %s: %w", n.addr, err)
+		}
+		replicas = 0
+		for _, l := range strings.Split(info, "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(l), "connected_slaves:"); ok {
+				replicas, _ = strconv.Atoi(v)
+			}
+		}
+	}
 	conn := c.Conn()
 	defer conn.Close()
 	const probe = "locklab-rig:replication-probe"

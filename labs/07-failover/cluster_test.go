@@ -33,11 +33,8 @@ type cluster struct {
 // in sync (master_link_status:up).
 func newCluster(s *labs.Scene) *cluster {
 	s.T().Helper()
-	// Disk-based full syncs: after a diskless one (7.0's default) the
-	// primary streams to a replica only once that replica's first periodic
-	// ACK arrives, up to a second later (see inSync).
 	s.RequireControl() // kills and promotes servers
-	nodes := s.Nodes(3, rig.WithArgs("--repl-diskless-sync", "no"))
+	nodes := s.Nodes(3)
 	c := &cluster{s: s, primary: nodes[0], replica: [2]*rig.Node{nodes[1], nodes[2]}}
 	for i, r := range c.replica {
 		c.link[i] = faultproxy.Start(s.T(), c.primary.Addr())
@@ -48,11 +45,8 @@ func newCluster(s *labs.Scene) *cluster {
 	return c
 }
 
-// inSync waits until n replicas acknowledge a probe write on primary, so
-// that a WAIT right after counts them. A replica's link is up as soon as
-// it has loaded the primary's data, but after a full sync the primary
-// streams new writes to it only once it has an acknowledgement from it,
-// which can take up to a second (the replica's next periodic ACK).
+// inSync waits until n replicas of primary have every write it accepted so
+// far (rig's WaitReplicas: a probe write, then WAIT on its connection).
 func inSync(s *labs.Scene, primary *rig.Node, n int) {
 	s.T().Helper()
 	s.Must(primary.WaitReplicas(s.Ctx, n, syncTimeout))

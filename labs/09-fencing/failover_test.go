@@ -66,11 +66,8 @@ type pair struct {
 // on the primary, and waits until the replica has it.
 func newPair(s *labs.Scene) *pair {
 	s.T().Helper()
-	// Disk-based full sync: after a diskless one (7.0's default) the
-	// primary streams to the replica only once its first periodic ACK
-	// arrives, up to a second later (lab 07).
 	s.RequireControl() // kills and promotes servers
-	nodes := s.Nodes(2, rig.WithArgs("--repl-diskless-sync", "no"))
+	nodes := s.Nodes(2)
 	p := &pair{s: s, primary: nodes[0], replica: nodes[1]}
 	p.link = faultproxy.Start(s.T(), p.primary.Addr())
 	s.Must(p.replica.ReplicaOf(s.Ctx, p.link.Addr()))
