@@ -64,6 +64,7 @@ type config struct {
 	maxOps    int64
 	plots     bool
 	check     string // "async" or "sync": how the ledger's updates are sent
+	cpuprof   string // write a CPU profile of the bench process here
 }
 
 // parseFlags parses args (without the program name). Explicit flags win
@@ -93,6 +94,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		ttl       = fs.Duration("ttl", defaultTTL, "lease of every lock")
 		maxOps    = fs.Int64("max-ops", defaultMaxOps, "acquisitions after which a run stops early")
 		plots     = fs.Bool("plots", true, "draw the PNG and SVG plots")
+		cpuprof   = fs.String("cpuprofile", "", "write a CPU profile of the bench process (the clients, not the servers) to `file`")
 		check     = fs.String("check", "async", "violation counter: async (ordered, no added round trip) or sync (each update waits for its reply inside the critical section)")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -105,7 +107,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
 	c := &config{out: *out, duration: *duration, rounds: *rounds, keys: *keys, rtt: *rtt,
-		rate: *rate, quick: *quick, ttl: *ttl, maxOps: *maxOps, plots: *plots, check: *check}
+		rate: *rate, quick: *quick, ttl: *ttl, maxOps: *maxOps, plots: *plots, check: *check, cpuprof: *cpuprof}
 	var err error
 	if c.scenarios, err = parseNames("-scenarios", *scenarios); err != nil {
 		return nil, err

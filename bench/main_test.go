@@ -2,6 +2,7 @@ package main
 
 import (
 	"testing"
+	"time"
 
 	"github.com/locklab/locklab/internal/rig"
 )
@@ -16,4 +17,17 @@ func TestMain(m *testing.M) {
 			addrs = append(addrs, n.Addr())
 		}
 	})
+}
+
+// TestHoldForLastsAtLeastTheHold checks the lower bound only: an upper
+// bound would be a timing assertion on a shared machine. How close the
+// hold comes to the target is reported by every run (held p50).
+func TestHoldForLastsAtLeastTheHold(t *testing.T) {
+	for _, d := range []time.Duration{time.Microsecond, 300 * time.Microsecond, 2 * time.Millisecond} {
+		start := time.Now()
+		holdFor(d)
+		if got := time.Since(start); got < d {
+			t.Errorf("holdFor(%v) returned after %v", d, got)
+		}
+	}
 }

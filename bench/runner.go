@@ -437,7 +437,7 @@ func (r *runState) once(w *worker, wanted time.Time) bool {
 		w.acquired++
 	}
 	if h := r.spec.cell.hold; h > 0 {
-		time.Sleep(h)
+		holdFor(h)
 	}
 	r.led.exit(&r.tally, s.occKey)
 	rel := time.Now()
