@@ -18,11 +18,12 @@
 //
 //  1. Read the monotonic clock: t0.
 //  2. Send SET key token NX PX ttl to all N nodes at once, with one random
-//     128-bit token. Wait for every reply, but for each node at most the
-//     per-node timeout ([WithNodeTimeout]); a node that has not answered by
-//     then counts as failed.
-//  3. If a majority, N/2+1, answered OK, compute the validity (below). The
-//     lock is held if it is positive, until t0 + ttl − drift ([Mutex.Until]).
+//     128-bit token. Wait until a majority, N/2+1, has answered OK, or else
+//     for every reply, but for each node at most the per-node timeout
+//     ([WithNodeTimeout]); a node that has not answered by then counts as
+//     failed.
+//  3. If a majority answered OK, compute the validity (below). The lock is
+//     held if it is positive, until t0 + ttl − drift ([Mutex.Until]).
 //  4. Otherwise delete the token from every node, including those that did
 //     not answer OK (a reply may have been lost after the SET was done), and
 //     try again after a random delay ([WithRetry]). If so many nodes failed
@@ -33,14 +34,24 @@
 // owner-checked script on every node in parallel; an extension counts only
 // if a majority was extended with validity left, recomputed as in step 3.
 //
+// Lock does not wait for the slowest nodes once a majority holds its
+// token: with 5 nodes, the 4th and 5th replies would add their latency to
+// every acquisition and buy no safety (step 3 needs a majority only). The
+// SETs still in flight finish in the background, each bounded by the
+// per-node timeout, and a Mutex sends its commands to each node in order:
+// Unlock's release to a node goes out only after the SET to that node has
+// ended, so a late SET can never land after the release and leave a key
+// behind. Unlock itself waits for every node (or its timeout), so that
+// when it returns the keys are gone from every node that answered.
+//
 // # Validity
 //
 //	validity = ttl − elapsed − drift
 //	drift    = ttl × 1% + 2ms
 //
 // elapsed is measured on Go's monotonic clock from just before the first
-// SET was sent until the last reply was in (after [HookAcquiredQuorum]
-// returns, so a pause there counts). drift follows redlock-rb and redsync:
+// SET was sent until the majority's last reply was in (after
+// [HookAcquiredQuorum] returns, so a pause there counts). drift follows redlock-rb and redsync:
 // 1% for clocks that count time at slightly different rates, 1ms for the
 // millisecond precision of Redis expiry, and 1ms of minimum drift. With the
 // default 8s ttl, drift is 82ms, and a round that took 3ms leaves 7.915s.

@@ -61,3 +61,8 @@ func (e *NodeError) Unwrap() error { return e.Err }
 // errNodeTimeout is the Err of a NodeError for a node that did not reply
 // within the per-node timeout.
 var errNodeTimeout = errors.New("no reply within the per-node timeout")
+
+// errBehind is the Err of a NodeError for a command that was never sent:
+// the Mutex's previous command to that node had not ended within the
+// per-node timeout (see fanOut).
+var errBehind = errors.New("not sent: an earlier command to this node had not ended")

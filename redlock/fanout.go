@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -26,8 +27,9 @@ func validity(ttl, elapsed time.Duration) time.Duration {
 
 // reply is one node's answer in a round.
 type reply struct {
-	code int64 // what the command or script returned; see each caller
-	err  error // a *NodeError when the node failed or did not answer in time
+	code    int64 // what the command or script returned; see each caller
+	err     error // a *NodeError when the node failed or did not answer in time
+	pending bool  // still running when a majority had already succeeded
 }
 
 // result is what the nodes answered in one round.
@@ -61,59 +63,95 @@ type slot struct {
 
 // fanOut runs call on every node at once, each in its own goroutine with a
 // context bounded by the per-node timeout, and returns when every node has
-// answered or the timeout (or ctx) has ended, whichever comes first. A node
-// that has not answered by then counts as failed. The calling goroutine
-// is woken once, by the last node to answer, not once per node.
+// answered, when enough nodes (if enough > 0) have answered with a positive
+// code, or when the timeout (or ctx) has ended, whichever comes first. A
+// node that has not answered by then counts as failed, or, when enough
+// nodes succeeded, as pending. The calling goroutine is woken once, not
+// once per node.
 //
-// fanOut does not wait for such a node: the timeout holds even for a client
-// that ignores context deadlines (go-redis with ContextTimeoutEnabled
-// false), whose call stays blocked on the socket. Its goroutine exits when
-// the call returns: at the client's own ReadTimeout or WriteTimeout, when
-// the node answers, or when the client is closed, whichever comes first. It
-// writes only its own slot, which fanOut no longer reads once it has
-// moved on, so it never blocks and touches no state of the Mutex.
-func (m *Mutex) fanOut(parent context.Context, call nodeCall) result {
-	ctx, cancel := context.WithTimeoutCause(parent, m.opts.nodeTimeout, errNodeTimeout)
-	defer cancel()
-
+// The nodes' calls see ctx's values, not its cancellation: a command that
+// was sent is left to finish, within the per-node timeout, rather than cut
+// off with its effect unknown. Each node's commands from one Mutex run in
+// the order fanOut was called: a call waits until this Mutex's previous
+// call on that node has ended (see nodeTails), and is not sent at all if
+// that takes longer than the per-node timeout. So a SET still in flight
+// when Lock returned at a majority reaches its node before the release
+// that Unlock sends there.
+//
+// fanOut does not wait for a node that has not answered: the timeout holds
+// even for a client that ignores context deadlines (go-redis with
+// ContextTimeoutEnabled false), whose call stays blocked on the socket. Its
+// goroutine exits when the call returns: at the client's own ReadTimeout or
+// WriteTimeout, when the node answers, or when the client is closed,
+// whichever comes first. It writes only its own slot, which fanOut no
+// longer reads once it has moved on, and the node's tail.
+func (m *Mutex) fanOut(parent context.Context, enough int, call nodeCall) result {
+	ctx, cancel := context.WithTimeoutCause(context.WithoutCancel(parent), m.opts.nodeTimeout, errNodeTimeout)
+	release := cancel // by the last node to end, which may be after fanOut returns
 	n := len(m.clients)
 	slots := make([]slot, n)
-	var pending atomic.Int32
+	var pending, oks atomic.Int32
 	pending.Store(int32(n))
-	all := make(chan struct{})
+	ready := make(chan struct{}) // closed by the node that ends the wait
+	var readyOnce sync.Once
+	signal := func() { readyOnce.Do(func() { close(ready) }) }
+	tails := m.nodeTails()
 	for i, c := range m.clients {
+		prev, mine := tails[i][0], tails[i][1]
 		go func() {
 			s := &slots[i]
-			s.code, s.err = call(ctx, i, c)
-			s.done.Store(true)
-			if pending.Add(-1) == 0 {
-				close(all)
+			if prev != nil {
+				select {
+				case <-prev:
+				case <-ctx.Done():
+				}
 			}
+			if ctx.Err() == nil {
+				s.code, s.err = call(ctx, i, c)
+			} else {
+				s.err = errBehind
+			}
+			s.done.Store(true)
+			if s.err == nil && s.code > 0 && int(oks.Add(1)) == enough {
+				signal()
+			}
+			if pending.Add(-1) == 0 {
+				signal()
+				release()
+			}
+			if prev != nil {
+				<-prev // never let this node's next command overtake prev
+			}
+			close(mine)
 		}()
 	}
 	select {
-	case <-all:
+	case <-ready:
 	case <-ctx.Done():
+	case <-parent.Done():
 	}
 
 	res := result{replies: make([]reply, n)}
+	quorum := enough > 0 && int(oks.Load()) >= enough
 	var late error
 	for i := range slots {
 		s, rp := &slots[i], &res.replies[i]
 		switch {
+		case !s.done.Load() && quorum:
+			rp.pending = true
 		case !s.done.Load():
 			// Still running: it answers too late to count, and it writes
 			// only its slot, which is not read again.
-			if late == nil {
-				late = context.Cause(ctx)
-				if late == errNodeTimeout {
-					late = fmt.Errorf("%w (%v)", errNodeTimeout, m.opts.nodeTimeout)
-				}
+			if late = context.Cause(ctx); late == nil {
+				late = context.Cause(parent)
+			}
+			if late == errNodeTimeout {
+				late = fmt.Errorf("%w (%v)", errNodeTimeout, m.opts.nodeTimeout)
 			}
 			rp.err = &NodeError{Index: i, Addr: m.addrs[i], Err: late}
 		case s.err != nil:
 			err := s.err
-			if ctxErr(parent) == nil && isTimeout(err) {
+			if err == errBehind || ctxErr(parent) == nil && isTimeout(err) {
 				// A client that honours deadlines gives up with its own
 				// error as the per-node timeout fires; say which it was.
 				err = fmt.Errorf("%w (%v): %w", errNodeTimeout, m.opts.nodeTimeout, err)
@@ -130,6 +168,29 @@ func (m *Mutex) fanOut(parent context.Context, call nodeCall) result {
 		}
 	}
 	return res
+}
+
+// nodeTails returns, for each node, the channel closed when this Mutex's
+// previous command there has ended (nil for none) and the one this call
+// closes when its own has, which the next call waits for.
+func (m *Mutex) nodeTails() [][2]chan struct{} {
+	out := make([][2]chan struct{}, len(m.clients))
+	m.tailMu.Lock()
+	defer m.tailMu.Unlock()
+	if m.tails == nil {
+		m.tails = make([]chan struct{}, len(m.clients))
+	}
+	for i, prev := range m.tails {
+		select {
+		case <-prev:
+			prev = nil // ended: nothing to wait for
+		default:
+		}
+		mine := make(chan struct{})
+		out[i] = [2]chan struct{}{prev, mine}
+		m.tails[i] = mine
+	}
+	return out
 }
 
 // isTimeout reports whether err is a context deadline or a network

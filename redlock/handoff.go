@@ -206,7 +206,7 @@ func (w *waiter) round(ctx context.Context, old string) error {
 	tok := w.token()
 	start := time.Now() // before any node can set tok
 	args := []any{tok, w.score, w.ttl, old}
-	res := m.fanOut(ctx, func(ctx context.Context, _ int, c Client) (int64, error) {
+	res := m.fanOut(ctx, 0, func(ctx context.Context, _ int, c Client) (int64, error) {
 		return acquireScript.Run(ctx, c, m.keys, args...).Int64()
 	})
 	w.since = start

@@ -110,6 +110,7 @@ func TestHandoffIsFirstComeFirstServed(t *testing.T) {
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
+	settle(t, holder)
 	var (
 		mu    sync.Mutex
 		order []int
@@ -155,6 +156,7 @@ func TestHandoffSkipsADeadWaiter(t *testing.T) {
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
+	settle(t, holder)
 	dead := redis.Z{Score: 0, Member: "deadnotifier.10000.deadwaiter.1"} // ranks before everyone
 	for _, c := range admin {
 		if err := c.ZAdd(ctx, redlock.QueueKey(key), dead).Err(); err != nil {
@@ -237,6 +239,7 @@ func TestHandoffNoLostWakeup(t *testing.T) {
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
+	settle(t, holder)
 	refused, release := make(chan struct{}), make(chan struct{})
 	w := redlock.New(cs, key, redlock.WithNotifier(n), redlock.WithTTL(ttl), redlock.WithHook(func(_ context.Context, p string) {
 		if p == redlock.HookRefused {
@@ -278,6 +281,7 @@ func TestHandoffWithANodeDown(t *testing.T) {
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
+	settle(t, holder)
 	var (
 		mu    sync.Mutex
 		order []int
@@ -338,6 +342,7 @@ func TestHandoffSplitIsResolved(t *testing.T) {
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
+	settle(t, holder)
 	var (
 		mu      sync.Mutex
 		order   []string
@@ -402,6 +407,7 @@ func TestHandoffWaiterGivesUp(t *testing.T) {
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
+	settle(t, holder)
 	hook, isQueued := signal(redlock.HookQueued)
 	quitter := redlock.New(cs, key, redlock.WithNotifier(n), hook)
 	qctx, cancel := context.WithCancel(ctx)
@@ -476,6 +482,7 @@ func TestLateReleaseLeavesTheNextHolderAlone(t *testing.T) {
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
+	settle(t, holder)
 	hook, isQueued := signal(redlock.HookQueued)
 	w := redlock.New(cs, key, redlock.WithNotifier(n), hook)
 	done := lockAsync(ctx, w)
@@ -627,6 +634,7 @@ func TestHandoffHookPoints(t *testing.T) {
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
+	settle(t, holder)
 	var mu sync.Mutex
 	var points []string
 	queuedCh := make(chan struct{}, 1)
@@ -706,6 +714,7 @@ func TestNotifierBadInputAndClose(t *testing.T) {
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
+	settle(t, holder)
 	hook, isQueued := signal(redlock.HookQueued)
 	w := redlock.New(cs, key, redlock.WithNotifier(n), hook)
 	done := lockAsync(ctx, w)
@@ -767,6 +776,7 @@ func TestHandoffValidity(t *testing.T) {
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
+	settle(t, holder)
 	hook, isQueued := signal(redlock.HookQueued)
 	w := redlock.New(cs, key, append(opts, hook)...)
 	done := lockAsync(ctx, w)
@@ -811,6 +821,7 @@ func TestHandoffPausedWaiterRefreshes(t *testing.T) {
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
+	settle(t, holder)
 	var quorums, paused int
 	queuedCh := make(chan struct{}, 1)
 	w := redlock.New(cs, key, append(opts, redlock.WithHook(func(_ context.Context, p string) {
@@ -917,6 +928,7 @@ func TestReleaseWithinValidityUndoesAForeignHandoff(t *testing.T) {
 	if err := a.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
+	settle(t, a)
 	for _, c := range admin {
 		c.Del(ctx, key) // an operator deletes the lock under A
 	}
@@ -924,6 +936,7 @@ func TestReleaseWithinValidityUndoesAForeignHandoff(t *testing.T) {
 	if err := b.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
+	settle(t, b) // B holds all five nodes before W queues
 	hook, queued := signal(redlock.HookQueued)
 	w := redlock.New(cs, key, redlock.WithNotifier(n), hook)
 	done := lockAsync(ctx, w)

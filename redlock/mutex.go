@@ -30,9 +30,9 @@ type Client interface {
 // Hook points, passed to the function given to [WithHook].
 const (
 	// HookAcquiredQuorum fires during an acquisition once a majority of
-	// nodes hold this Mutex's token (every node has answered, or, with a
-	// [Notifier], a majority has handed the lock over), before the
-	// validity left is computed. A client parked here for longer than the
+	// nodes hold this Mutex's token (a majority has answered OK, or, with
+	// a [Notifier], handed the lock over), before the validity left is
+	// computed. A client parked here for longer than the
 	// TTL is Kleppmann's paused client: its keys expire meanwhile, and the
 	// validity check, which measures the pause too, refuses the lock.
 	HookAcquiredQuorum = "acquired-quorum"
@@ -60,6 +60,9 @@ type Mutex struct {
 	// queue, or the last Unlock handed the lock over. Lock with a Notifier
 	// then joins the queues at once instead of trying SET NX first.
 	contended atomic.Bool
+
+	tailMu sync.Mutex      // protects tails
+	tails  []chan struct{} // tails[i] is closed when the last command sent to node i has ended (see fanOut)
 
 	mu    sync.Mutex // protects token, until, since, owns and cleanup
 	token string     // the token on the nodes while held; "" when not
@@ -122,7 +125,9 @@ func (m *Mutex) validate() error {
 //
 // An attempt sends SET key token NX PX ttl to every node in parallel and
 // holds the lock only if a majority said OK and validity is left (see the
-// package doc). Otherwise it deletes its token from every node, also those
+// package doc). It returns as soon as a majority said OK: the SETs still
+// in flight to slower nodes finish in the background, before any later
+// command of this Mutex to those nodes. Otherwise it deletes its token from every node, also those
 // that did not answer OK, before it tries again, so a failed attempt leaves
 // no key of its own behind (barring a node too slow to answer in time, whose
 // late SET expires after the TTL).
@@ -230,14 +235,16 @@ func (m *Mutex) attempt(ctx context.Context, tok string) (outcome, error) {
 }
 
 // setRound sends SET key tok NX PX ttl to every node and, if a majority
-// said OK with validity left, records tok as held. It releases nothing.
+// said OK with validity left, records tok as held. It releases nothing. It
+// returns once a majority said OK; owns then marks only the nodes that had
+// answered, so Unlock reads the key on the others before releasing it.
 func (m *Mutex) setRound(ctx context.Context, tok string) (outcome, result, error) {
 	if err := ctxErr(ctx); err != nil {
 		return failed, result{}, errors.Join(ErrNotObtained, err)
 	}
 	ttl := m.opts.ttl
 	start := time.Now() // monotonic; before the first SET is sent
-	res := m.fanOut(ctx, func(ctx context.Context, _ int, c Client) (int64, error) {
+	res := m.fanOut(ctx, m.quorum(), func(ctx context.Context, _ int, c Client) (int64, error) {
 		err := c.SetArgs(ctx, m.key, tok, redis.SetArgs{Mode: "NX", TTL: ttl}).Err()
 		if errors.Is(err, redis.Nil) {
 			return 0, nil // the key exists: someone holds this node
@@ -349,7 +356,7 @@ func (m *Mutex) release(ctx context.Context, tok string, cleanup []nodeCleanup, 
 	m.hook(ctx, HookBeforeRelease)
 	plain := []any{tok}      // read concurrently, never written
 	trust := []any{tok, "T"} // likewise
-	res := m.fanOut(context.WithoutCancel(ctx), func(ctx context.Context, i int, c Client) (int64, error) {
+	res := m.fanOut(context.WithoutCancel(ctx), 0, func(ctx context.Context, i int, c Client) (int64, error) {
 		args := plain
 		if i < len(trusted) && trusted[i] {
 			args = trust
@@ -369,6 +376,33 @@ func (m *Mutex) release(ctx context.Context, tok string, cleanup []nodeCleanup, 
 		m.contended.Store(res.count(2) > 0)
 	}
 	return res
+}
+
+// Settle waits until every command this Mutex has sent has ended, or ctx
+// ends. Lock returns once a majority of nodes holds the lock; the SETs
+// still in flight to slower nodes end in the background, each within the
+// per-node timeout. Nothing needs Settle for safety or cleanup (this
+// Mutex's later commands to a node always follow its earlier ones there);
+// it is for callers that read the nodes themselves right after a Lock
+// (tests, a lab that shows each node), or that close the clients at once.
+func (m *Mutex) Settle(ctx context.Context) error {
+	if m.err != nil {
+		return m.err
+	}
+	m.tailMu.Lock()
+	tails := slices.Clone(m.tails)
+	m.tailMu.Unlock()
+	for _, t := range tails {
+		if t == nil {
+			continue
+		}
+		select {
+		case <-t:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // Extend sets the TTL of the lock's key to ttl on every node in parallel,
@@ -399,7 +433,7 @@ func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) error {
 	}
 	ms := strconv.FormatInt(ttl.Milliseconds(), 10)
 	start := time.Now()
-	res := m.fanOut(ctx, func(ctx context.Context, _ int, c Client) (int64, error) {
+	res := m.fanOut(ctx, 0, func(ctx context.Context, _ int, c Client) (int64, error) {
 		return extendScript.Run(ctx, c, []string{m.key}, tok, ms).Int64()
 	})
 	elapsed := time.Since(start)

@@ -41,11 +41,13 @@ func TestLockHoldsOnEveryNodeUntilUnlock(t *testing.T) {
 	if len(tok) != 22 {
 		t.Fatalf("Token() = %q; want a 22-character token", tok)
 	}
-	for i, v := range holders(t, admin, key) {
-		if v != tok {
-			t.Errorf("node %d holds %q; want our token %q", i, v, tok)
-		}
+	// Lock returns once a majority holds the token; the SETs still in
+	// flight to the others land at once after.
+	now := holders(t, admin, key)
+	if n := len(slices.DeleteFunc(slices.Clone(now), func(v string) bool { return v != tok })); n < len(admin)/2+1 {
+		t.Errorf("right after Lock, nodes hold %q; want our token %q on a majority", now, tok)
 	}
+	waitHolders(t, admin, key, slices.Repeat([]string{tok}, len(admin)))
 	// Until is t0 + ttl - drift, with t0 taken inside Lock.
 	drift := redlock.Drift(ttl)
 	if u := m.Until(); u.Before(before.Add(ttl-drift)) || u.After(after.Add(ttl-drift)) {
@@ -199,13 +201,32 @@ func lockWithin(ctx context.Context, m *redlock.Mutex) error {
 // waitGone polls until key is missing on every node.
 func waitGone(t testing.TB, cs []*redis.Client, key string) {
 	t.Helper()
+	waitHolders(t, cs, key, make([]string, len(cs)))
+}
+
+// settle waits until the SETs m's Lock left in flight have ended: tests
+// that then queue waiters or touch the nodes need the holder's token on
+// every node first, not just on the majority Lock returned at.
+func settle(t testing.TB, m *redlock.Mutex) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := m.Settle(ctx); err != nil {
+		t.Fatalf("Settle() = %v; want nil", err)
+	}
+}
+
+// waitHolders waits until node i holds want[i] ("" for no key) for every i.
+func waitHolders(t testing.TB, cs []*redis.Client, key string, want []string) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if slices.Equal(holders(t, cs, key), make([]string, len(cs))) {
+		got := holders(t, cs, key)
+		if slices.Equal(got, want) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("key %q still on some node after 10s: %q", key, holders(t, cs, key))
+			t.Fatalf("key %q: nodes hold %q after 10s; want %q", key, got, want)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -248,6 +269,7 @@ func TestExtend(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer m.Unlock(context.Background())
+		settle(t, m) // no SET still in flight to undo what follows
 		until := m.Until()
 		for _, c := range admin[:3] { // the key expired early on 3 of 5 nodes
 			if err := c.Del(ctx, key).Err(); err != nil {
@@ -470,12 +492,19 @@ func TestFrozenNodeDoesNotStallAcquisition(t *testing.T) {
 			if err := m.Lock(ctx); err != nil {
 				t.Fatalf("Lock() with 1 of 5 nodes frozen = %v; want nil", err)
 			}
-			elapsed := time.Since(start)
-			if elapsed < nodeTimeout || elapsed > 5*nodeTimeout {
-				t.Errorf("Lock() took %v; want the %v per-node timeout, give or take scheduling", elapsed, nodeTimeout)
+			// Lock returns as soon as a majority said OK: the frozen node
+			// does not delay it at all.
+			if elapsed := time.Since(start); elapsed >= nodeTimeout {
+				t.Errorf("Lock() took %v; want well under the %v per-node timeout", elapsed, nodeTimeout)
 			}
+			// Unlock waits for every node, the frozen one for the per-node
+			// timeout: its release is sent after the SET still pending there.
+			start = time.Now()
 			if err := m.Unlock(ctx); err != nil {
 				t.Fatalf("Unlock() with 1 of 5 nodes frozen = %v; want nil", err)
+			}
+			if elapsed := time.Since(start); elapsed < nodeTimeout || elapsed > 5*nodeTimeout {
+				t.Errorf("Unlock() took %v; want the %v per-node timeout, give or take scheduling", elapsed, nodeTimeout)
 			}
 			if err := frozen.Resume(); err != nil {
 				t.Fatal(err)
@@ -743,4 +772,99 @@ func testClients() []redlock.Client {
 		cs[i] = c
 	}
 	return cs
+}
+
+// orderLog is a Client that records when each command to its node starts
+// and ends: "set>", "set<", "script>", "script<".
+type orderLog struct {
+	*redis.Client
+	mu  sync.Mutex
+	log []string
+}
+
+func (o *orderLog) add(s string) {
+	o.mu.Lock()
+	o.log = append(o.log, s)
+	o.mu.Unlock()
+}
+
+func (o *orderLog) entries() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.log)
+}
+
+func (o *orderLog) SetArgs(ctx context.Context, key string, value any, a redis.SetArgs) *redis.StatusCmd {
+	o.add("set>")
+	defer o.add("set<")
+	return o.Client.SetArgs(ctx, key, value, a)
+}
+
+func (o *orderLog) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	o.add("script>")
+	defer o.add("script<")
+	return o.Client.EvalSha(ctx, sha, keys, args...)
+}
+
+func (o *orderLog) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	o.add("script>")
+	defer o.add("script<")
+	return o.Client.Eval(ctx, script, keys, args...)
+}
+
+// TestLockReturnsAtQuorumAndUnlockWaitsForItsSets freezes one node, so the
+// SET sent there stays in flight: Lock returns on the other four, and the
+// Unlock that follows must not send its release to the frozen node until
+// that SET has ended, or the SET could land after the release and leave a
+// key behind. The node is resumed only once the four others are released:
+// by then a release sent out of order would already be logged.
+func TestLockReturnsAtQuorumAndUnlockWaitsForItsSets(t *testing.T) {
+	ctx := ctxFor(t)
+	nodes := startNodes(t, 5)
+	cs := clientsFor(t, addrsOf(nodes))
+	adm := make([]*redis.Client, len(cs))
+	for i, c := range cs {
+		adm[i] = c.(*redis.Client)
+		if err := adm[i].Ping(ctx).Err(); err != nil { // connect before the freeze
+			t.Fatal(err)
+		}
+	}
+	slow := &orderLog{Client: adm[0]}
+	cs[0] = slow
+	frozen := nodes[0]
+	if err := frozen.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	t.Cleanup(func() {
+		if !resumed {
+			_ = frozen.Resume()
+		}
+	})
+	m := redlock.New(cs, "lock:order", redlock.WithTTL(30*time.Second), redlock.WithNodeTimeout(10*time.Second))
+	if err := m.Lock(ctx); err != nil {
+		t.Fatalf("Lock() with node 0 frozen = %v; want nil", err)
+	}
+	if got := slow.entries(); !slices.Equal(got, []string{"set>"}) {
+		t.Fatalf("node 0 after Lock: %q; want its SET still in flight", got)
+	}
+	unlocked := make(chan error, 1)
+	go func() { unlocked <- m.Unlock(ctx) }()
+	waitHolders(t, adm[1:], "lock:order", make([]string, 4))
+	if got := slow.entries(); !slices.Equal(got, []string{"set>"}) {
+		t.Errorf("node 0 while its SET is in flight: %q; want the release held back", got)
+	}
+	if err := frozen.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	resumed = true
+	if err := <-unlocked; err != nil {
+		t.Fatalf("Unlock() = %v; want nil", err)
+	}
+	// The release is EVALSHA, then EVAL on a server that has not loaded
+	// the script yet: one or two script calls, all after the SET ended.
+	if got := slow.entries(); len(got) < 4 || !slices.Equal(got[:3], []string{"set>", "set<", "script>"}) || slices.Contains(got[3:], "set>") {
+		t.Errorf("node 0 saw %q; want the SET to end before the release starts", got)
+	}
+	waitHolders(t, adm, "lock:order", make([]string, 5))
 }
