@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/locklab/locklab/redlock"
 )
@@ -24,6 +26,10 @@ func init() {
 	register(&impl{name: "redlock-5-poll", nodes: 5, connect: connectRedlock(false), gaveUp: gaveUp})
 }
 
+// settleTimeout bounds how long closing a redlock contender waits for the
+// commands still in flight.
+const settleTimeout = 5 * time.Second
+
 func connectRedlock(notify bool) func(e env) (contender, error) {
 	return func(e env) (contender, error) {
 		if len(e.addrs) < 5 {
@@ -37,7 +43,23 @@ func connectRedlock(notify bool) func(e env) (contender, error) {
 			clients[i], subs[i] = c, c
 		}
 		opts := []redlock.Option{redlock.WithTTL(e.ttl)}
-		closeFn := func() error { return closeAll(cs) }
+		// Lock and Unlock return at a majority; before the clients close,
+		// the commands still in flight to slower nodes must end, or a
+		// release cut off would leave its key behind.
+		var mu sync.Mutex
+		var made []*redlock.Mutex
+		settle := func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+			defer cancel()
+			mu.Lock()
+			defer mu.Unlock()
+			var errs []error
+			for _, m := range made {
+				errs = append(errs, m.Settle(ctx))
+			}
+			return errors.Join(errs...)
+		}
+		closeFn := func() error { return errors.Join(settle(), closeAll(cs)) }
 		if notify {
 			n, err := redlock.NewNotifier(context.Background(), subs)
 			if err != nil {
@@ -45,12 +67,18 @@ func connectRedlock(notify bool) func(e env) (contender, error) {
 				return contender{}, err
 			}
 			opts = append(opts, redlock.WithNotifier(n))
-			closeFn = func() error { return errors.Join(n.Close(), closeAll(cs)) }
+			closeFn = func() error { return errors.Join(settle(), n.Close(), closeAll(cs)) }
 		}
 		return contender{
-			locker: func(key string) locker { return redlock.New(clients, key, opts...) },
-			close:  closeFn,
-			sent:   sent,
+			locker: func(key string) locker {
+				m := redlock.New(clients, key, opts...)
+				mu.Lock()
+				made = append(made, m)
+				mu.Unlock()
+				return m
+			},
+			close: closeFn,
+			sent:  sent,
 		}, nil
 	}
 }

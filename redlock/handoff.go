@@ -121,10 +121,10 @@ func (m *Mutex) lockQueued(ctx context.Context) error {
 		case out == acquired:
 			return nil
 		case out == failed:
-			m.release(ctx, tok, nil, nil)
+			m.release(ctx, tok, nil, nil, 0)
 			return err
 		case m.unreachable(res):
-			m.release(ctx, tok, nil, nil)
+			m.release(ctx, tok, nil, nil, 0)
 			return m.quorumErr("lock", res)
 		}
 		if res.ok > 0 || len(res.failed) > 0 {
@@ -263,7 +263,7 @@ func (w *waiter) abandon(ctx context.Context, cause error) error {
 	for i := range cleanup {
 		cleanup[i] = nodeCleanup{dequeue: true, retired: w.retired[i]}
 	}
-	if res := w.m.release(ctx, w.token(), cleanup, nil); w.m.unreachable(res) {
+	if res := w.m.release(ctx, w.token(), cleanup, nil, 0); w.m.unreachable(res) {
 		return errors.Join(cause, w.m.quorumErr("leave queues", res))
 	}
 	return cause

@@ -226,7 +226,7 @@ const (
 func (m *Mutex) attempt(ctx context.Context, tok string) (outcome, error) {
 	out, res, err := m.setRound(ctx, tok)
 	if out != acquired {
-		m.release(ctx, tok, nil, nil)
+		m.release(ctx, tok, nil, nil, 0)
 		if out == contended && m.unreachable(res) {
 			return failed, m.quorumErr("lock", res)
 		}
@@ -301,6 +301,13 @@ type nodeCleanup struct {
 // ([WithNodeTimeout]). The Mutex no longer holds the lock afterwards,
 // whatever the result.
 //
+// Unlock returns once a majority of nodes has released the lock (or
+// handed it over), as Lock returns once a majority holds it: the lock is
+// free from then on. The releases still in flight to slower nodes finish
+// in the background, each within the per-node timeout and before any
+// later command of this Mutex to those nodes; [Mutex.Settle] waits for
+// them.
+//
 // It returns [ErrNotHeld] when this Mutex did not hold the lock, or when a
 // majority of nodes answered and none of them still had the token (the lock
 // had expired). Like Lock, it tolerates a failed minority silently: the
@@ -322,7 +329,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if tok == "" {
 		return ErrNotHeld
 	}
-	res := m.release(ctx, tok, cleanup, trusted)
+	res := m.release(ctx, tok, cleanup, trusted, m.quorum())
 	switch {
 	case m.unreachable(res):
 		return m.quorumErr("unlock", res)
@@ -351,12 +358,14 @@ func (m *Mutex) emit(e observe.Event) {
 // tokens in cleanup[i].retired. trusted[i] says node i is known to hold tok
 // and the validity has not ended: the key there cannot have expired, so
 // the script may hand over without reading it first (see release.lua). It
-// records in the contended hint whether a node was handed to a waiter.
-func (m *Mutex) release(ctx context.Context, tok string, cleanup []nodeCleanup, trusted []bool) result {
+// returns once enough nodes (if enough > 0) have released, as fanOut
+// does. It records in the contended hint whether a node was handed to a
+// waiter.
+func (m *Mutex) release(ctx context.Context, tok string, cleanup []nodeCleanup, trusted []bool, enough int) result {
 	m.hook(ctx, HookBeforeRelease)
 	plain := []any{tok}      // read concurrently, never written
 	trust := []any{tok, "T"} // likewise
-	res := m.fanOut(context.WithoutCancel(ctx), 0, func(ctx context.Context, i int, c Client) (int64, error) {
+	res := m.fanOut(context.WithoutCancel(ctx), enough, func(ctx context.Context, i int, c Client) (int64, error) {
 		args := plain
 		if i < len(trusted) && trusted[i] {
 			args = trust

@@ -54,11 +54,20 @@ var (
 	_ = labs.RegisterError(lab08.ErrNotHeld, "not held")
 )
 
-// settled is package redlock's Mutex for the lab's timeline: Lock and
-// TryLock return once a majority holds the lock, while the SETs to slower
-// nodes are still in flight; settled waits for those too, so that the
-// nodes the lab shows next are the same in every run.
+// settled is package redlock's Mutex for the lab's timeline: Lock,
+// TryLock and Unlock return once a majority holds (or has released) the
+// lock, while the commands to slower nodes are still in flight; settled
+// waits for those too, so that the nodes the lab shows next are the same
+// in every run.
 type settled struct{ *redlock.Mutex }
+
+func (s settled) Unlock(ctx context.Context) error {
+	err := s.Mutex.Unlock(ctx)
+	if serr := s.Settle(context.WithoutCancel(ctx)); err == nil {
+		err = serr
+	}
+	return err
+}
 
 func (s settled) Lock(ctx context.Context) error {
 	if err := s.Mutex.Lock(ctx); err != nil {
