@@ -40,6 +40,8 @@ type Client struct {
 	parked  string        // hook point the client is parked at, "" if none
 	parkedC chan struct{} // closed and replaced when the client parks
 	killed  bool
+
+	armed chan struct{} // one value per "armed" acknowledgement
 }
 
 // Call is an operation in flight.
@@ -129,9 +131,14 @@ func (c *Client) Note(text string) { c.s.Must(c.Go("note", text).Err()) }
 // them, the client parks there until [Client.Continue]. Arming points that
 // only some locks have lets one script drive them all (see
 // [Client.WaitParkedOr]).
+//
+// ParkAt returns once the client has armed the points, so it may arm a
+// client whose lock call is already running: the next hook it reaches
+// parks it. (A frozen client cannot answer: arm it before freezing it.)
 func (c *Client) ParkAt(points ...string) {
+	c.s.t.Helper()
 	for _, p := range points {
-		c.s.Must(c.out.send(msg{T: "arm", Op: p}))
+		c.arm(msg{T: "arm", Op: p})
 	}
 }
 
@@ -139,8 +146,22 @@ func (c *Client) ParkAt(points ...string) {
 // only purpose is to order what the timeline shows (say, to hold a client
 // that was handed the lock until the releaser's Unlock has returned).
 func (c *Client) HoldAt(points ...string) {
+	c.s.t.Helper()
 	for _, p := range points {
-		c.s.Must(c.out.send(msg{T: "arm", Op: p, Arg: "silent"}))
+		c.arm(msg{T: "arm", Op: p, Arg: "silent"})
+	}
+}
+
+// arm sends one arm message and waits for the client to acknowledge it.
+func (c *Client) arm(m msg) {
+	c.s.t.Helper()
+	c.s.Must(c.out.send(m))
+	select {
+	case <-c.armed:
+	case <-c.gone:
+		c.s.t.Fatalf("labs: client %s exited before arming %s%s", c.name, m.Op, c.stderrTail())
+	case <-c.s.Ctx.Done():
+		c.s.t.Fatalf("labs: client %s did not arm %s before the scene's deadline", c.name, m.Op)
 	}
 }
 
@@ -251,6 +272,8 @@ func (c *Client) read(r io.Reader) {
 				m.Event.Client = c.name
 				c.s.hist.Add(*m.Event)
 			}
+		case "armed":
+			c.armed <- struct{}{}
 		case "parked":
 			c.mu.Lock()
 			c.parked = m.Op
@@ -404,5 +427,6 @@ func (s *Scene) newClient(name string, toClient io.WriteCloser) *Client {
 		gone:    make(chan struct{}),
 		calls:   map[int]*Call{},
 		parkedC: make(chan struct{}),
+		armed:   make(chan struct{}, 1),
 	}
 }

@@ -22,6 +22,7 @@ import (
 // Client to driver:
 //
 //	{"t":"event","event":{...}}        an event for the history
+//	{"t":"armed","op":"after-setnx"}   the hook point is armed
 //	{"t":"parked","op":"after-setnx"}  parked at a hook point
 //	{"t":"done","id":7,"out":"true","err":"...","labels":["not held"]}
 //
@@ -121,6 +122,7 @@ func serve(spec childSpec, r io.Reader, w io.Writer) error {
 			mu.Unlock()
 		case "arm":
 			local.arm(m.Op, m.Arg == "silent")
+			_ = out.send(msg{T: "armed", Op: m.Op})
 		case "continue":
 			local.resume()
 		}
