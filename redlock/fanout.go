@@ -43,7 +43,7 @@ type result struct {
 func (r result) count(code int64) int {
 	n := 0
 	for _, rp := range r.replies {
-		if rp.err == nil && rp.code == code {
+		if rp.err == nil && !rp.pending && rp.code == code {
 			n++
 		}
 	}
