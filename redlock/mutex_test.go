@@ -122,6 +122,9 @@ func TestBadInputIsAnErrorNotAPanic(t *testing.T) {
 			if err := m.Extend(ctx, time.Second); !errors.Is(err, redlock.ErrInvalid) {
 				t.Errorf("Extend() = %v; want ErrInvalid", err)
 			}
+			if err := m.Settle(ctx); !errors.Is(err, redlock.ErrInvalid) {
+				t.Errorf("Settle() = %v; want ErrInvalid", err)
+			}
 			if err := m.Unlock(ctx); !errors.Is(err, redlock.ErrInvalid) {
 				t.Errorf("Unlock() = %v; want ErrInvalid", err)
 			}
@@ -866,4 +869,42 @@ func TestCommandsReachEachNodeInOrder(t *testing.T) {
 		t.Errorf("node 0 saw %q; want the SET to end before the release starts", got)
 	}
 	waitHolders(t, adm, "lock:order", make([]string, 5))
+}
+
+// TestSettleGivesUpWithItsContext: Settle on a Mutex whose SET is stuck on
+// a frozen node returns ctx's error when ctx ends, and returns at once on
+// a Mutex that has sent nothing.
+func TestSettleGivesUpWithItsContext(t *testing.T) {
+	ctx := ctxFor(t)
+	if err := redlock.New(clientsFor(t, addrs), newKey(t)).Settle(ctx); err != nil {
+		t.Fatalf("Settle() on a new Mutex = %v; want nil", err)
+	}
+	nodes := startNodes(t, 5)
+	cs := clientsFor(t, addrsOf(nodes))
+	for _, c := range cs { // connect before the freeze
+		if err := c.(*redis.Client).Ping(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nodes[0].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = nodes[0].Resume() })
+	m := redlock.New(cs, "lock:settle", redlock.WithTTL(30*time.Second), redlock.WithNodeTimeout(10*time.Second))
+	if err := m.Lock(ctx); err != nil {
+		t.Fatalf("Lock() with node 0 frozen = %v; want nil", err)
+	}
+	short, cancel := context.WithCancel(ctx)
+	cancel()
+	if err := m.Settle(short); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Settle() with the SET to node 0 in flight and ctx cancelled = %v; want context.Canceled", err)
+	}
+	if err := nodes[0].Resume(); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, m)
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock() = %v; want nil", err)
+	}
+	settle(t, m)
 }
