@@ -848,8 +848,12 @@ func TestCommandsReachEachNodeInOrder(t *testing.T) {
 	if err := m.Lock(ctx); err != nil {
 		t.Fatalf("Lock() with node 0 frozen = %v; want nil", err)
 	}
-	if got := slow.entries(); !slices.Equal(got, []string{"set>"}) {
-		t.Fatalf("node 0 after Lock: %q; want its SET still in flight", got)
+	// Lock may return on the four live nodes before the SET to node 0 has
+	// even started; wait until it has (it cannot end while node 0 is frozen).
+	for deadline := time.Now().Add(10 * time.Second); !slices.Equal(slow.entries(), []string{"set>"}); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("node 0 after Lock: %q; want its SET in flight", slow.entries())
+		}
 	}
 	if err := m.Unlock(ctx); err != nil {
 		t.Fatalf("Unlock() with node 0 frozen = %v; want nil", err)
