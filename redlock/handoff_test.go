@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -91,19 +92,11 @@ func lastQueued(t *testing.T, key string) string {
 // Unlock returns at a majority, so it waits for that, up to 10s.
 func checkNoTrace(t *testing.T, cs []*redis.Client, key string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
 	for i, c := range cs {
-		for {
+		eventually(t, fmt.Sprintf("node %d: lock key and queue gone", i), func() (bool, string) {
 			n, err := c.Exists(context.Background(), key, redlock.QueueKey(key)).Result()
-			if err == nil && n == 0 {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Errorf("node %d: lock key or queue left behind (EXISTS = %d, %v)", i, n, err)
-				break
-			}
-			time.Sleep(time.Millisecond)
-		}
+			return err == nil && n == 0, fmt.Sprintf("EXISTS = %d, %v", n, err)
+		})
 	}
 }
 

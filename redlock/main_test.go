@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -111,4 +112,43 @@ func nodeErrors(err error) []*redlock.NodeError {
 	}
 	walk(err)
 	return out
+}
+
+// eventually polls cond every millisecond until it holds, and fails the
+// test after 10s with what and cond's last detail.
+func eventually(t testing.TB, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ok, detail := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: still not so after 10s (%s)", what, detail)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// firstFrozen starts five servers for one test, connects one client to
+// each (the freeze must hit open connections) and freezes node 0 until
+// the test resumes it or ends. It returns the nodes and the clients, as
+// redlock.Clients and as *redis.Clients.
+func firstFrozen(t *testing.T) ([]*rig.Node, []redlock.Client, []*redis.Client) {
+	t.Helper()
+	nodes := startNodes(t, 5)
+	cs := clientsFor(t, addrsOf(nodes))
+	adm := make([]*redis.Client, len(cs))
+	for i, c := range cs {
+		adm[i] = c.(*redis.Client)
+		if err := adm[i].Ping(t.Context()).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := nodes[0].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = nodes[0].Resume() }) // SIGCONT: harmless if already resumed
+	return nodes, cs, adm
 }

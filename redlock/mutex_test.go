@@ -223,17 +223,10 @@ func settle(t testing.TB, m *redlock.Mutex) {
 // waitHolders waits until node i holds want[i] ("" for no key) for every i.
 func waitHolders(t testing.TB, cs []*redis.Client, key string, want []string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	eventually(t, fmt.Sprintf("key %q held as %q", key, want), func() (bool, string) {
 		got := holders(t, cs, key)
-		if slices.Equal(got, want) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("key %q: nodes hold %q after 10s; want %q", key, got, want)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return slices.Equal(got, want), fmt.Sprintf("nodes hold %q", got)
+	})
 }
 
 func TestExtend(t *testing.T) {
@@ -823,38 +816,19 @@ func (o *orderLog) Eval(ctx context.Context, script string, keys []string, args 
 // by then a release sent out of order would already be logged.
 func TestCommandsReachEachNodeInOrder(t *testing.T) {
 	ctx := ctxFor(t)
-	nodes := startNodes(t, 5)
-	cs := clientsFor(t, addrsOf(nodes))
-	adm := make([]*redis.Client, len(cs))
-	for i, c := range cs {
-		adm[i] = c.(*redis.Client)
-		if err := adm[i].Ping(ctx).Err(); err != nil { // connect before the freeze
-			t.Fatal(err)
-		}
-	}
+	nodes, cs, adm := firstFrozen(t)
 	slow := &orderLog{Client: adm[0]}
 	cs[0] = slow
-	frozen := nodes[0]
-	if err := frozen.Pause(); err != nil {
-		t.Fatal(err)
-	}
-	resumed := false
-	t.Cleanup(func() {
-		if !resumed {
-			_ = frozen.Resume()
-		}
-	})
 	m := redlock.New(cs, "lock:order", redlock.WithTTL(30*time.Second), redlock.WithNodeTimeout(10*time.Second))
 	if err := m.Lock(ctx); err != nil {
 		t.Fatalf("Lock() with node 0 frozen = %v; want nil", err)
 	}
 	// Lock may return on the four live nodes before the SET to node 0 has
 	// even started; wait until it has (it cannot end while node 0 is frozen).
-	for deadline := time.Now().Add(10 * time.Second); !slices.Equal(slow.entries(), []string{"set>"}); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("node 0 after Lock: %q; want its SET in flight", slow.entries())
-		}
-	}
+	eventually(t, "the SET to node 0 in flight", func() (bool, string) {
+		got := slow.entries()
+		return slices.Equal(got, []string{"set>"}), fmt.Sprintf("node 0 saw %q", got)
+	})
 	if err := m.Unlock(ctx); err != nil {
 		t.Fatalf("Unlock() with node 0 frozen = %v; want nil", err)
 	}
@@ -862,10 +836,9 @@ func TestCommandsReachEachNodeInOrder(t *testing.T) {
 	if got := slow.entries(); !slices.Equal(got, []string{"set>"}) {
 		t.Errorf("node 0 while its SET is in flight: %q; want the release held back", got)
 	}
-	if err := frozen.Resume(); err != nil {
+	if err := nodes[0].Resume(); err != nil {
 		t.Fatal(err)
 	}
-	resumed = true
 	settle(t, m)
 	// The release is EVALSHA, then EVAL on a server that has not loaded
 	// the script yet: one or two script calls, all after the SET ended.
@@ -883,17 +856,7 @@ func TestSettleGivesUpWithItsContext(t *testing.T) {
 	if err := redlock.New(clientsFor(t, addrs), newKey(t)).Settle(ctx); err != nil {
 		t.Fatalf("Settle() on a new Mutex = %v; want nil", err)
 	}
-	nodes := startNodes(t, 5)
-	cs := clientsFor(t, addrsOf(nodes))
-	for _, c := range cs { // connect before the freeze
-		if err := c.(*redis.Client).Ping(ctx).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := nodes[0].Pause(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = nodes[0].Resume() })
+	nodes, cs, _ := firstFrozen(t)
 	m := redlock.New(cs, "lock:settle", redlock.WithTTL(30*time.Second), redlock.WithNodeTimeout(10*time.Second))
 	if err := m.Lock(ctx); err != nil {
 		t.Fatalf("Lock() with node 0 frozen = %v; want nil", err)
