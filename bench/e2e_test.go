@@ -157,3 +157,31 @@ func TestNaiveViolationsCounted(t *testing.T) {
 		})
 	}
 }
+
+// TestCutOffWaitsCount holds the lock past the end of the run, so the
+// second client waits the whole run and never gets it. Its wait must still
+// show in the wait figures, at its length when the run ended: a bench that
+// dropped it would report only the first client's short wait.
+func TestCutOffWaitsCount(t *testing.T) {
+	const run300 = 300e3 // µs
+	dir := t.TempDir()
+	var stderr bytes.Buffer
+	err := run(t.Context(), []string{
+		"-scenarios", "contended", "-impls", "correct", "-clients", "2", "-hold", "600ms",
+		"-duration", "300ms", "-rounds", "1", "-out", dir, "-addrs", strings.Join(addrs, ","),
+		"-plots=false",
+	}, io.Discard, &stderr)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
+	r := checkSchema(t, b, 1)[0]
+	if r["acquisitions"] != 1.0 || r["cut_off"] != 1.0 {
+		t.Fatalf("acquisitions %v, cut off %v; want 1 and 1 (the second client waited the whole run)", r["acquisitions"], r["cut_off"])
+	}
+	for _, f := range []string{"cut_off_max_us", "wait_max_us"} {
+		if v := r[f].(float64); v < 0.9*run300 || v > 2*run300 {
+			t.Errorf("%s = %.0f µs; want about the run's 300ms", f, v)
+		}
+	}
+}

@@ -50,6 +50,8 @@ type roundFigures struct {
 	WaitP99Us   float64 `json:"wait_p99_us"`
 	WaitP999Us  float64 `json:"wait_p999_us"`
 	WaitMaxUs   float64 `json:"wait_max_us"`
+	CutOff      int64   `json:"cut_off"`        // waits cut off by the end of the run (in the wait figures)
+	CutOffMaxUs float64 `json:"cut_off_max_us"` // the longest of them
 	Jain        float64 `json:"jain"`
 	CmdsPerOp   float64 `json:"redis_cmds_per_op"`
 	GaveUp      int64   `json:"gave_up"`
@@ -69,6 +71,8 @@ func figures(r *runResult) roundFigures {
 		Violations:  r.violations,
 		Acquired:    r.ops,
 		ElapsedSecs: r.elapsed.Seconds(),
+		CutOff:      r.cutOff,
+		CutOffMaxUs: float64(r.cutMax.Microseconds()),
 	}
 	if r.wait.TotalCount() > 0 {
 		f.WaitP50Us = float64(r.wait.ValueAtQuantile(50))
@@ -106,6 +110,10 @@ type row struct {
 	WaitP999Us     float64 `json:"wait_p999_us"`
 	WaitMaxUs      float64 `json:"wait_max_us"`
 	WaitMaxWorstUs float64 `json:"wait_max_worst_us"` // the largest over rounds
+	// Waits still going when a run ended: each is in the wait figures at
+	// its length then, a lower bound.
+	CutOff      int64   `json:"cut_off"`        // total over rounds
+	CutOffMaxUs float64 `json:"cut_off_max_us"` // the longest over rounds
 
 	Jain         float64 `json:"jain"`
 	PerClientMin float64 `json:"per_client_min"`
@@ -205,6 +213,8 @@ func buildRow(im *impl, c cell, rs []*runResult, dur time.Duration) row {
 		p999 = append(p999, f.WaitP999Us)
 		mx = append(mx, f.WaitMaxUs)
 		rw.WaitMaxWorstUs = max(rw.WaitMaxWorstUs, f.WaitMaxUs)
+		rw.CutOff += f.CutOff
+		rw.CutOffMaxUs = max(rw.CutOffMaxUs, f.CutOffMaxUs)
 		jn = append(jn, f.Jain)
 		cmin = append(cmin, float64(f.ClientMin))
 		cmax = append(cmax, float64(f.ClientMax))

@@ -63,6 +63,8 @@ type runResult struct {
 	release   *hdrhistogram.Histogram
 	handoff   *hdrhistogram.Histogram
 	held      *hdrhistogram.Histogram // from acquired to the start of the release
+	cutOff    int64                   // waits cut off by the end of the run, in wait at their length then
+	cutMax    time.Duration           // the longest of them
 	perClient []int64                 // acquisitions per client
 	gaveUp    int64
 	errors    int64 // transport and other failures of Lock and Unlock
@@ -105,6 +107,10 @@ type worker struct {
 	wait, release, handoff, held *hdrhistogram.Histogram
 	acquired, gaveUp, errs       int64
 	lastErr                      error
+
+	// cutWanted is when the worker started the wait that the end of the
+	// run cut off (zero: none).
+	cutWanted time.Time
 }
 
 // runState is the state shared by the workers of one run.
@@ -233,6 +239,12 @@ func execute(ctx context.Context, srv *servers, led *ledger, spec runSpec) (*run
 		cmds:       measure.Commands{}, clientCmds: -1,
 	}
 	for _, w := range workers {
+		if !w.cutWanted.IsZero() {
+			d := max(r.end.Sub(w.cutWanted), 0)
+			record(w.wait, d)
+			res.cutOff++
+			res.cutMax = max(res.cutMax, d)
+		}
 		res.wait.Merge(w.wait)
 		res.release.Merge(w.release)
 		res.handoff.Merge(w.handoff)
@@ -395,13 +407,17 @@ func (r *runState) openLoop(w *worker, start time.Time) {
 
 // once acquires, holds and releases one lock for w, whose wait started at
 // wanted. A Lock that gives up is counted and retried with the same wanted
-// time; one cut off by the end of the run counts as nothing. It reports
+// time. A wait cut off by the end of the run is not an acquisition, but
+// goes into the wait figures at its length when the run ended (a lower
+// bound), recorded by execute: leaving it out would drop exactly the
+// longest waits, such as a client that waited the whole run. It reports
 // whether the run goes on.
 func (r *runState) once(w *worker, wanted time.Time) bool {
 	s, l := r.pick(w)
 	for {
 		if r.attempts.Add(1) > attemptsPerOp*r.spec.maxOps {
 			r.stop()
+			w.cutWanted = wanted
 			return false
 		}
 		err := l.Lock(r.ctx)
@@ -409,6 +425,7 @@ func (r *runState) once(w *worker, wanted time.Time) bool {
 			break
 		}
 		if r.ctx.Err() != nil {
+			w.cutWanted = wanted
 			return false
 		}
 		if r.spec.impl.gaveUp(err) {
@@ -418,13 +435,16 @@ func (r *runState) once(w *worker, wanted time.Time) bool {
 		w.errs++
 		w.lastErr = fmt.Errorf("Lock: %w", err)
 		if !sleepCtx(r.ctx, errorPause) {
+			w.cutWanted = wanted
 			return false
 		}
 	}
 	got := time.Now()
 	r.led.enter(&r.tally, s.occKey)
 	counted := r.ctx.Err() == nil
-	if counted {
+	if !counted {
+		w.cutWanted = wanted // it ended only after the run did
+	} else {
 		record(w.wait, got.Sub(wanted))
 		if r.spec.cell.keys > 0 {
 			s.mu.Lock()
