@@ -94,6 +94,11 @@ func TestOpenLoop(t *testing.T) {
 		if rows[0]["mode"] != "open" || rows[0]["saturated"] != tt.saturated {
 			t.Errorf("rate %s hold %s: mode %v saturated %v; want open, %v", tt.rate, tt.hold, rows[0]["mode"], rows[0]["saturated"], tt.saturated)
 		}
+		// Saturated, about half the arrivals were still unserved at the end:
+		// they are waits cut off by it. Otherwise at most one was in flight.
+		if cut := rows[0]["cut_off"].(float64); tt.saturated && cut < 50 || !tt.saturated && cut > 1 {
+			t.Errorf("rate %s hold %s: %v waits cut off; want %s", tt.rate, tt.hold, cut, map[bool]string{true: ">= 50", false: "<= 1"}[tt.saturated])
+		}
 	}
 }
 

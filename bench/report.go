@@ -298,7 +298,8 @@ const methodText = `## Method
   and wait is the acquire call.
 - Open loop (-rate): arrivals at fixed intervals from a precomputed schedule;
   wait runs from the scheduled arrival, so queueing behind busy clients counts
-  (no coordinated omission).
+  (no coordinated omission); arrivals due but not yet served when the run
+  ends are cut off like any other wait.
 - Rounds run the implementations in an order rotated by one each round.
   Tables show the **median over rounds** (ops/s range min–max). Ratios (×) are
   to redsync-1 (redsync-5 for 5-node locks) **in the same round**, then the

@@ -80,6 +80,13 @@ type runResult struct {
 	saturated bool
 }
 
+// cut records in h a wait of d that the end of the run cut off.
+func (r *runResult) cut(h *hdrhistogram.Histogram, d time.Duration) {
+	record(h, d)
+	r.cutOff++
+	r.cutMax = max(r.cutMax, d)
+}
+
 func (r *runResult) opsPerSec() float64 {
 	if r.elapsed <= 0 {
 		return 0
@@ -239,11 +246,8 @@ func execute(ctx context.Context, srv *servers, led *ledger, spec runSpec) (*run
 		cmds:       measure.Commands{}, clientCmds: -1,
 	}
 	for _, w := range workers {
-		if !w.cutWanted.IsZero() {
-			d := max(r.end.Sub(w.cutWanted), 0)
-			record(w.wait, d)
-			res.cutOff++
-			res.cutMax = max(res.cutMax, d)
+		if !w.cutWanted.IsZero() && w.cutWanted.Before(r.end) {
+			res.cut(w.wait, r.end.Sub(w.cutWanted))
 		}
 		res.wait.Merge(w.wait)
 		res.release.Merge(w.release)
@@ -280,6 +284,15 @@ func execute(ctx context.Context, srv *servers, led *ledger, spec runSpec) (*run
 		// flight at the end (one per client) and 5% slack (+2).
 		backlog := res.due - res.ops
 		res.saturated = backlog > int64(spec.cell.clients)+res.due/20+2
+		// Arrivals that came due while every client was busy, and that no
+		// client claimed before the end, were waiting too.
+		for i := r.next.Load(); i < total; i++ {
+			due := start.Add(r.arrival(i))
+			if !due.Before(r.end) {
+				break
+			}
+			res.cut(res.wait, r.end.Sub(due))
+		}
 	}
 
 	// Clean up: the occupancy counters, then any key the lock left behind.
@@ -376,12 +389,16 @@ func (r *runState) arrivals() int64 {
 	return min(int64(math.Ceil(r.spec.rate*r.spec.duration.Seconds())), r.spec.maxOps)
 }
 
+// arrival returns when arrival i is due, counted from the run's start.
+func (r *runState) arrival(i int64) time.Duration {
+	return time.Duration(float64(i) * float64(time.Second) / r.spec.rate)
+}
+
 // openLoop serves arrivals scheduled at start + i/rate. Each worker claims
 // the next arrival, sleeps until it is due, and measures the wait from the
 // scheduled time, so an arrival that found every worker busy is charged
 // for the queueing too (no coordinated omission).
 func (r *runState) openLoop(w *worker, start time.Time) {
-	interval := float64(time.Second) / r.spec.rate
 	total := r.arrivals()
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
@@ -390,7 +407,7 @@ func (r *runState) openLoop(w *worker, start time.Time) {
 		if i >= total {
 			return
 		}
-		due := start.Add(time.Duration(float64(i) * interval))
+		due := start.Add(r.arrival(i))
 		if d := time.Until(due); d > 0 {
 			t.Reset(d)
 			select {
@@ -399,7 +416,11 @@ func (r *runState) openLoop(w *worker, start time.Time) {
 			case <-t.C:
 			}
 		}
-		if r.ctx.Err() != nil || !r.once(w, due) {
+		if r.ctx.Err() != nil {
+			w.cutWanted = due // a wait if it was due before the end
+			return
+		}
+		if !r.once(w, due) {
 			return
 		}
 	}
