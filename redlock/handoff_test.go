@@ -748,17 +748,25 @@ func checkUntilIsConservative(t *testing.T, m *redlock.Mutex, key string) {
 	until, tok := m.Until(), m.Token()
 	held := 0
 	for i, c := range admin {
-		ms, err := c.PTTL(context.Background(), key).Result()
-		if err != nil {
+		// GET and PTTL in one transaction: between two separate reads, a
+		// release still in flight (Unlock returns at a majority) could hand
+		// the node over, pairing the old holder's TTL with the new token.
+		var get *redis.StringCmd
+		var pttl *redis.DurationCmd
+		_, err := c.TxPipelined(context.Background(), func(p redis.Pipeliner) error {
+			get, pttl = p.Get(context.Background(), key), p.PTTL(context.Background(), key)
+			return nil
+		})
+		if err != nil && !errors.Is(err, redis.Nil) {
 			t.Fatal(err)
 		}
-		expiry := time.Now().Add(ms) // read after the PTTL reply: later than the truth
-		if v, _ := c.Get(context.Background(), key).Result(); v != tok {
+		expiry := time.Now().Add(pttl.Val()) // read after the reply: later than the truth
+		if get.Val() != tok {
 			continue
 		}
 		held++
 		if until.After(expiry) {
-			t.Errorf("node %d: key expires in %v but Until is %v from now: Until errs late", i, ms, time.Until(until))
+			t.Errorf("node %d: key expires in %v but Until is %v from now: Until errs late", i, pttl.Val(), time.Until(until))
 		}
 	}
 	if held < len(admin)/2+1 {
