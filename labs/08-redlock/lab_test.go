@@ -46,43 +46,13 @@ var (
 		for i, c := range e.RedisAll() {
 			clients[i] = c
 		}
-		return settled{redlock.New(clients, e.Key, redlock.WithTTL(e.TTL), redlock.WithNodeTimeout(e.TTL/2), redlock.WithHook(e.Hook))}
+		return labs.SettledRedlock{Mutex: redlock.New(clients, e.Key, redlock.WithTTL(e.TTL), redlock.WithNodeTimeout(e.TTL/2), redlock.WithHook(e.Hook))}
 	})
 	exercise = labs.Register("lab08-exercise", func(e *labs.Env) labs.Locker {
 		return lab08.NewExercise(e.RedisAll(), e.Key, e.TTL, e.Hook)
 	})
 	_ = labs.RegisterError(lab08.ErrNotHeld, "not held")
 )
-
-// settled is package redlock's Mutex for the lab's timeline: Lock,
-// TryLock and Unlock return once a majority holds (or has released) the
-// lock, while the commands to slower nodes are still in flight; settled
-// waits for those too, so that the nodes the lab shows next are the same
-// in every run.
-type settled struct{ *redlock.Mutex }
-
-func (s settled) Unlock(ctx context.Context) error {
-	err := s.Mutex.Unlock(ctx)
-	if serr := s.Settle(context.WithoutCancel(ctx)); err == nil {
-		err = serr
-	}
-	return err
-}
-
-func (s settled) Lock(ctx context.Context) error {
-	if err := s.Mutex.Lock(ctx); err != nil {
-		return err
-	}
-	return s.Settle(ctx)
-}
-
-func (s settled) TryLock(ctx context.Context) (bool, error) {
-	ok, err := s.Mutex.TryLock(ctx)
-	if err != nil {
-		return ok, err
-	}
-	return ok, s.Settle(ctx)
-}
 
 // validFor has a client say, in its lane, how long its lock is still
 // valid by its own clock (redlock's Until: ttl − elapsed − drift).

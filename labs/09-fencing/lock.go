@@ -54,7 +54,7 @@ type Counter interface {
 //
 // Make one with [NewRedlock]. Its methods are safe for concurrent use.
 type Redlock struct {
-	lock    *redlock.Mutex
+	lock    RedlockMutex
 	tokens  Counter
 	counter string // the counter's key on the token server
 
@@ -62,9 +62,19 @@ type Redlock struct {
 	token fencing.Token // the current hold's token; 0 when not held
 }
 
+// RedlockMutex is what [Redlock] uses of package redlock's *Mutex, which
+// satisfies it.
+type RedlockMutex interface {
+	Lock(ctx context.Context) error
+	TryLock(ctx context.Context) (bool, error)
+	Unlock(ctx context.Context) error
+	Until() time.Time
+	Token() string
+}
+
 // NewRedlock returns lock with fencing tokens from the counter key counter
 // on the token server behind tokens.
-func NewRedlock(lock *redlock.Mutex, tokens Counter, counter string) *Redlock {
+func NewRedlock(lock RedlockMutex, tokens Counter, counter string) *Redlock {
 	return &Redlock{lock: lock, tokens: tokens, counter: counter}
 }
 
