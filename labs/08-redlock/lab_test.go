@@ -88,13 +88,13 @@ func twoNodesDie(s *labs.Scene, impl *labs.Impl) {
 	a, b := s.Client("A", impl), s.Client("B", impl)
 
 	s.Must(a.Lock())
-	show(s, nodes)
+	s.ShowNodes(nodes)
 	a.Enter()
 	do(s, a, validFor)
 
 	kill(s, nodes, 0)
 	kill(s, nodes, 1)
-	show(s, nodes)
+	s.ShowNodes(nodes)
 	got := tryLock(s, b) // 3 live nodes, all A's: no majority for B
 	if got {
 		work(s, b)
@@ -103,10 +103,10 @@ func twoNodesDie(s *labs.Scene, impl *labs.Impl) {
 	a.Write(order)
 	a.Exit()
 	s.Must(a.Unlock()) // on the 3 nodes left, a majority
-	show(s, nodes)
+	s.ShowNodes(nodes)
 	if !got {
 		s.Must(b.Lock()) // 3 of 5 nodes: still a majority
-		show(s, nodes)
+		s.ShowNodes(nodes)
 		work(s, b)
 	}
 }
@@ -133,11 +133,11 @@ func crashedNode(policy restartPolicy) labs.Scenario {
 		}
 		s.RequireControl() // kills and restarts a server
 		nodes := s.Nodes(5, opts...)
-		a := s.Client("A", impl, labs.Addrs(cutOff(s, "A", nodes, 3, 4)...))
+		a := s.Client("A", impl, labs.Addrs(s.CutOff("A", nodes, 3, 4)...))
 		b := s.Client("B", impl)
 
 		s.Must(a.Lock()) // nodes 0, 1 and 2: 3 of 5
-		show(s, nodes)
+		s.ShowNodes(nodes)
 		a.Enter()
 		do(s, a, validFor)
 
@@ -154,10 +154,10 @@ func crashedNode(policy restartPolicy) labs.Scenario {
 		case restartDelayed:
 			s.Note("node 2 stays down until every lock it may have held is over (delayed restart)")
 		}
-		show(s, nodes)
+		s.ShowNodes(nodes)
 		got := tryLock(s, b)
 		if got {
-			show(s, nodes)
+			s.ShowNodes(nodes)
 			b.Enter()
 			do(s, a, validFor) // A still holds the lock, by its own clock
 			b.Write(order)
@@ -174,13 +174,13 @@ func crashedNode(policy restartPolicy) labs.Scenario {
 			// waited for as what it stands for: the keys that held A's
 			// lock on the surviving nodes are gone.
 			waitChanged(s, survivors, before)
-			show(s, nodes)
+			s.ShowNodes(nodes)
 			s.Must(nodes[2].Restart(s.Ctx, false))
 			s.Fault("node 2 restarted, empty, now that A's lock is over")
 		}
 		if !got {
 			s.Must(b.Lock())
-			show(s, nodes)
+			s.ShowNodes(nodes)
 			work(s, b)
 		}
 	}
@@ -200,15 +200,15 @@ func pausedHolder(s *labs.Scene, impl *labs.Impl) {
 	do(s, a, connect)
 
 	s.Must(a.Lock())
-	show(s, nodes)
+	s.ShowNodes(nodes)
 	a.Enter()
 	do(s, a, validFor) // A checks its lock before the work: plenty left
 
 	a.Freeze()
-	waitGone(s, nodes...)
+	s.WaitGone(nodes...)
 	s.Fault("%s expired on all 5 nodes (A is still frozen)", s.Key)
 	s.Must(b.Lock())
-	show(s, nodes)
+	s.ShowNodes(nodes)
 	work(s, b)
 
 	a.Thaw()
@@ -230,23 +230,23 @@ func clockJump(s *labs.Scene, impl *labs.Impl) {
 	s.TTL = lease
 	s.RequireControl() // kills, restarts or cuts off servers
 	nodes := s.Nodes(5)
-	a := s.Client("A", impl, labs.Addrs(cutOff(s, "A", nodes, 3, 4)...))
+	a := s.Client("A", impl, labs.Addrs(s.CutOff("A", nodes, 3, 4)...))
 	b := s.Client("B", impl)
 
 	s.Must(a.Lock()) // nodes 0, 1 and 2: 3 of 5
-	show(s, nodes)
+	s.ShowNodes(nodes)
 	a.Enter()
 	do(s, a, validFor)
 
 	c := nodes[2].Client()
 	s.Must(c.PExpire(s.Ctx, s.Key, time.Millisecond).Err())
 	s.Fault("node 2's clock jumps ahead, past the key's expiry (modeled: PEXPIRE %s 1 on node 2)", s.Key)
-	waitGone(s, nodes[2])
-	show(s, nodes)
+	s.WaitGone(nodes[2])
+	s.ShowNodes(nodes)
 
 	got := tryLock(s, b)
 	if got {
-		show(s, nodes)
+		s.ShowNodes(nodes)
 		b.Enter()
 		do(s, a, validFor)
 		b.Write(order)
@@ -285,11 +285,11 @@ func pauseInsideLock(s *labs.Scene, impl *labs.Impl) {
 	}
 	s.Note("%d of 5 nodes said OK to A; A has not looked at the clock yet", n)
 	a.Freeze()
-	waitGone(s, nodes...)
+	s.WaitGone(nodes...)
 	s.Fault("%s expired on all 5 nodes (A is still frozen)", s.Key)
 
 	s.Must(b.Lock())
-	show(s, nodes)
+	s.ShowNodes(nodes)
 	b.Enter()
 	b.Write(order)
 

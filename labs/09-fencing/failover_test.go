@@ -108,12 +108,12 @@ type member struct {
 func (p *pair) showCounter(members ...member) {
 	for _, m := range members {
 		lock := "lock held"
-		switch valueOn(p.s, m.node, p.s.Key) {
+		switch p.s.ValueOn(m.node, p.s.Key) {
 		case "-":
 			lock = "no lock"
 		case "down":
 			lock = "down"
 		}
-		p.s.Note("%s: token counter %s, %s", m.name, valueOn(p.s, m.node, counterOf(p.s.Key)), lock)
+		p.s.Note("%s: token counter %s, %s", m.name, p.s.ValueOn(m.node, counterOf(p.s.Key)), lock)
 	}
 }
