@@ -2,14 +2,11 @@ package lab07_test
 
 import (
 	"context"
-	"errors"
 	"net"
 	"os"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/internal/faultproxy"
 	"github.com/locklab/locklab/internal/rig"
@@ -94,20 +91,14 @@ func (c *cluster) has(node *rig.Node) bool {
 	return v != "none" && v != "down"
 }
 
-// valueOn returns the lock key's value on node, "none" when it is absent
-// or "down" when the node does not answer. It uses a connection of its own,
-// so no pooled connection killed by a failover gets in the way.
+// valueOn returns the lock key's value on node as the harness reads it
+// (Scene.ValueOn, on a connection of its own, so no pooled connection
+// killed by a failover gets in the way), with "none" for no key.
 func valueOn(s *labs.Scene, node *rig.Node) string {
-	c := redis.NewClient(rig.ClientOptions(node.Addr()))
-	defer c.Close()
-	v, err := c.Get(s.Ctx, s.Key).Result()
-	switch {
-	case errors.Is(err, redis.Nil):
-		return "none"
-	case err != nil:
-		return "down"
+	if v := s.ValueOn(node, s.Key); v != "-" {
+		return v
 	}
-	return v
+	return "none"
 }
 
 // kill crashes a server with SIGKILL, as a power cut does.
