@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/locklab/locklab/correct"
 	"github.com/locklab/locklab/reentrant"
 	"github.com/locklab/locklab/watchdog"
 )
@@ -109,4 +110,69 @@ func ExampleKeep() {
 	// reserveStock: unlocked, count 1
 	// processOrder: stop renewing: <nil>
 	// processOrder: unlocked, count 0
+}
+
+// Keep renews any lock with an owner-checked Extend, so a renewed lock can
+// also wait without polling: correct's Mutex with a Notifier queues its
+// waiters and hands the lock straight to the oldest one on Unlock, and Keep
+// renews it while the holder works.
+func ExampleKeep_handOff() {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	const ttl = 2 * time.Second
+	n, err := correct.NewNotifier(ctx, rdb)
+	if err != nil {
+		fmt.Println("notifier:", err)
+		return
+	}
+	defer n.Close()
+	queued, renewed := make(chan struct{}), make(chan struct{}, 100)
+	holder := correct.New(rdb, "example:invoice:7", correct.WithTTL(ttl), correct.WithNotifier(n))
+	waiter := correct.New(rdb, "example:invoice:7", correct.WithTTL(ttl), correct.WithNotifier(n),
+		correct.WithHook(func(_ context.Context, point string) {
+			if point == correct.HookQueued {
+				close(queued)
+			}
+		}))
+	notHeld := watchdog.WithNotHeld(func(err error) bool { return errors.Is(err, correct.ErrNotHeld) })
+	hook := watchdog.WithHook(func(_ context.Context, point string) {
+		if point == watchdog.HookRenewed {
+			renewed <- struct{}{}
+		}
+	})
+
+	if err := holder.Lock(ctx); err != nil {
+		fmt.Println("lock:", err)
+		return
+	}
+	lease, err := watchdog.Keep(ctx, holder, watchdog.WithTTL(ttl), watchdog.WithInterval(ttl/20), notHeld, hook)
+	if err != nil {
+		fmt.Println("keep:", err)
+		return
+	}
+	fmt.Println("holder: locked and kept")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := waiter.Lock(ctx); err != nil {
+			fmt.Println("waiter:", err)
+			return
+		}
+		fmt.Println("waiter: handed the lock by the holder's Unlock")
+		_ = waiter.Unlock(ctx)
+	}()
+	<-queued
+	fmt.Println("waiter: queued, not polling")
+	<-renewed
+	fmt.Println("watchdog: renewed")
+
+	fmt.Println("holder: stop renewing:", lease.Stop())
+	_ = holder.Unlock(ctx)
+	<-done
+	// Output:
+	// holder: locked and kept
+	// waiter: queued, not polling
+	// watchdog: renewed
+	// holder: stop renewing: <nil>
+	// waiter: handed the lock by the holder's Unlock
 }

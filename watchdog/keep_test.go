@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/correct"
 	"github.com/locklab/locklab/internal/leakcheck"
 	"github.com/locklab/locklab/reentrant"
 	"github.com/locklab/locklab/watchdog"
@@ -150,3 +152,72 @@ func TestKeepContextEnds(t *testing.T) {
 }
 
 func contains(err error, s string) bool { return err != nil && strings.Contains(err.Error(), s) }
+
+// countingExtender is correct's Mutex with its Extend calls counted and
+// its Until hidden, as for a lock that reports none; withUntil shows it.
+type countingExtender struct {
+	m       *correct.Mutex
+	extends atomic.Int32
+}
+
+func (c *countingExtender) Extend(ctx context.Context, ttl time.Duration) error {
+	c.extends.Add(1)
+	return c.m.Extend(ctx, ttl)
+}
+
+type withUntil struct{ *countingExtender }
+
+func (w withUntil) Until() time.Time { return w.m.Until() }
+
+// TestKeepStartsFromUntil: a lock that reports its validity (correct's
+// Until) is kept without a first Extend, and is then renewed as usual; one
+// that does not is extended first, as before.
+func TestKeepStartsFromUntil(t *testing.T) {
+	verify := leakcheck.Since(t)
+	const (
+		ttl      = 2 * time.Second
+		interval = 50 * time.Millisecond
+	)
+	correctNotHeld := watchdog.WithNotHeld(func(err error) bool { return errors.Is(err, correct.ErrNotHeld) })
+	for _, tt := range []struct {
+		name       string
+		until      bool
+		wantFirsts int32 // Extend calls made by Keep itself
+	}{
+		{"with Until", true, 0},
+		{"without Until", false, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			key := newKey(t)
+			c := &countingExtender{m: correct.New(rdb, key, correct.WithTTL(ttl))}
+			if err := c.m.Lock(t.Context()); err != nil {
+				t.Fatalf("Lock = %v", err)
+			}
+			var e watchdog.Extender = c
+			if tt.until {
+				e = withUntil{c}
+			}
+			rec := newHookRecorder()
+			lease, err := watchdog.Keep(t.Context(), e, watchdog.WithTTL(ttl), watchdog.WithInterval(interval), correctNotHeld, watchdog.WithHook(rec.hook))
+			if err != nil {
+				t.Fatalf("Keep = %v", err)
+			}
+			if n := c.extends.Load(); n != tt.wantFirsts {
+				t.Errorf("Extend calls when Keep returned = %d; want %d", n, tt.wantFirsts)
+			}
+			for range 3 {
+				rec.waitPoint(t, watchdog.HookRenewed, 10*ttl)
+			}
+			if err := lease.Context().Err(); err != nil {
+				t.Fatalf("lease ended: %v", context.Cause(lease.Context()))
+			}
+			if err := lease.Stop(); err != nil {
+				t.Errorf("Stop = %v; want nil", err)
+			}
+			if err := c.m.Unlock(t.Context()); err != nil {
+				t.Errorf("Unlock = %v", err)
+			}
+		})
+	}
+	verify()
+}

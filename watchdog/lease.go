@@ -71,6 +71,12 @@ const (
 // until [Lease.Stop], loss, or the end of ctx. Extend calls get a context
 // derived from ctx, so values in ctx (such as a reentrant owner) reach e.
 //
+// A lock that also reports its validity, as correct's Mutex does with
+// Until, needs no such first Extend: when e has a method Until() time.Time
+// and that is more than an interval away, the lease runs until then (or
+// for one ttl, if that is sooner) with renewals due from there, and Keep
+// costs no round trip. A zero or nearer Until takes the Extend path.
+//
 // Keep never releases the lock: when ctx ends or the [WithMaxHold] cap is
 // reached, renewal stops and the lock expires within ttl unless the caller
 // unlocks it. Call [Lease.Stop] before unlocking, so that no renewal runs
@@ -85,6 +91,11 @@ func Keep(ctx context.Context, e Extender, opts ...Option) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
+	if u, ok := e.(interface{ Until() time.Time }); ok {
+		if until := u.Until(); time.Until(until) > o.interval {
+			return startLeaseUntil(ctx, e, o, until), nil
+		}
+	}
 	start := time.Now()
 	if err := e.Extend(ctx, o.ttl); err != nil {
 		if o.notHeld(err) && !errors.Is(err, ErrNotHeld) {
@@ -93,6 +104,18 @@ func Keep(ctx context.Context, e Extender, opts ...Option) (*Lease, error) {
 		return nil, fmt.Errorf("watchdog: keep: %w", err)
 	}
 	return startLease(ctx, e, o, start, nil, nil), nil
+}
+
+// startLeaseUntil starts the refresher for a lease valid until until, as
+// the lock itself reports: it is treated as confirmed at until − (ttl −
+// margin), so the deadline is until, or now + ttl − margin if that is
+// sooner (a lock with a longer TTL than the lease's).
+func startLeaseUntil(ctx context.Context, e Extender, o options, until time.Time) *Lease {
+	start := until.Add(-(o.ttl - margin(o.ttl)))
+	if now := time.Now(); now.Before(start) {
+		start = now
+	}
+	return startLease(ctx, e, o, start, nil, nil)
 }
 
 // startLease starts the refresher for a lease last confirmed at start.
