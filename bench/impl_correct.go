@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"sync/atomic"
+	"time"
 
 	"github.com/locklab/locklab/correct"
+	"github.com/locklab/locklab/watchdog"
 )
 
 // correct: SET NX PX with an owner-checked release and the common TTL, in
@@ -15,13 +17,19 @@ import (
 //
 // correct-poll: the same lock waiting by polling with its default jittered
 // backoff, to compare the two waiting strategies side by side.
+//
+// correct+keep: correct with a Notifier, renewed while held by
+// watchdog.Keep with its defaults (renewal every TTL/3): a renewed lock
+// that also waits without polling, which package watchdog's own Mutex
+// does not (it polls).
 func init() {
 	gaveUp := func(err error) bool { return errors.Is(err, correct.ErrNotObtained) }
-	register(&impl{name: "correct", nodes: 1, connect: connectCorrect(true), gaveUp: gaveUp})
-	register(&impl{name: "correct-poll", nodes: 1, connect: connectCorrect(false), gaveUp: gaveUp})
+	register(&impl{name: "correct", nodes: 1, connect: connectCorrect(true, false), gaveUp: gaveUp})
+	register(&impl{name: "correct-poll", nodes: 1, connect: connectCorrect(false, false), gaveUp: gaveUp})
+	register(&impl{name: "correct+keep", nodes: 1, connect: connectCorrect(true, true), gaveUp: gaveUp})
 }
 
-func connectCorrect(notify bool) func(e env) (contender, error) {
+func connectCorrect(notify, keep bool) func(e env) (contender, error) {
 	return func(e env) (contender, error) {
 		sent := new(atomic.Int64)
 		c := e.client(0, sent)
@@ -37,9 +45,46 @@ func connectCorrect(notify bool) func(e env) (contender, error) {
 			closeAll = func() error { return errors.Join(n.Close(), c.Close()) }
 		}
 		return contender{
-			locker: func(key string) locker { return correct.New(c, key, opts...) },
-			close:  closeAll,
-			sent:   sent,
+			locker: func(key string) locker {
+				m := correct.New(c, key, opts...)
+				if keep {
+					return &keptLocker{m: m, ttl: e.ttl}
+				}
+				return m
+			},
+			close: closeAll,
+			sent:  sent,
 		}, nil
 	}
+}
+
+// keptLocker is correct's Mutex renewed by watchdog.Keep while held. The
+// wait ends with the run; the hold and its renewals go on until Unlock.
+type keptLocker struct {
+	m     *correct.Mutex
+	ttl   time.Duration
+	lease *watchdog.Lease
+}
+
+var keptNotHeld = watchdog.WithNotHeld(func(err error) bool { return errors.Is(err, correct.ErrNotHeld) })
+
+func (l *keptLocker) Lock(ctx context.Context) error {
+	if err := l.m.Lock(ctx); err != nil {
+		return err
+	}
+	lease, err := watchdog.Keep(context.WithoutCancel(ctx), l.m, watchdog.WithTTL(l.ttl), keptNotHeld)
+	if err != nil {
+		return errors.Join(err, l.m.Unlock(context.WithoutCancel(ctx)))
+	}
+	l.lease = lease
+	return nil
+}
+
+func (l *keptLocker) Unlock(ctx context.Context) error {
+	var err error
+	if l.lease != nil {
+		err = l.lease.Stop() // no renewal after the release
+		l.lease = nil
+	}
+	return errors.Join(err, l.m.Unlock(ctx))
 }
