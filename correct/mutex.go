@@ -114,13 +114,7 @@ func (m *Mutex) Lock(ctx context.Context) error {
 	} else {
 		err = m.wait.wait(ctx, m.acquire)
 	}
-	if m.obs != nil {
-		if err == nil {
-			m.emit(observe.Event{Kind: observe.Acquired, Wait: time.Since(start)})
-		} else {
-			m.emit(observe.Event{Kind: observe.GaveUp, Wait: time.Since(start), Err: err})
-		}
-	}
+	observe.Attempt(m.obs, "correct", m.key, start, err == nil, err)
 	return err
 }
 
@@ -133,14 +127,7 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	}
 	start := time.Now()
 	ok, err := m.acquire(ctx)
-	if m.obs != nil {
-		switch {
-		case ok:
-			m.emit(observe.Event{Kind: observe.Acquired, Wait: time.Since(start)})
-		case err != nil:
-			m.emit(observe.Event{Kind: observe.GaveUp, Wait: time.Since(start), Err: err})
-		}
-	}
+	observe.Attempt(m.obs, "correct", m.key, start, ok, err)
 	return ok, err
 }
 

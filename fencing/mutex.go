@@ -116,14 +116,7 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	}
 	start := time.Now()
 	ok, err := m.try(ctx)
-	if m.opts.observer != nil {
-		switch {
-		case ok:
-			m.emit(observe.Event{Kind: observe.Acquired, Wait: time.Since(start)})
-		case err != nil:
-			m.emit(observe.Event{Kind: observe.GaveUp, Wait: time.Since(start), Err: err})
-		}
-	}
+	observe.Attempt(m.opts.observer, "fencing", m.key, start, ok, err)
 	return ok, err
 }
 
@@ -168,13 +161,7 @@ func (m *Mutex) Lock(ctx context.Context) error {
 	}
 	start := time.Now()
 	err := m.lock(ctx)
-	if m.opts.observer != nil {
-		if err == nil {
-			m.emit(observe.Event{Kind: observe.Acquired, Wait: time.Since(start)})
-		} else {
-			m.emit(observe.Event{Kind: observe.GaveUp, Wait: time.Since(start), Err: err})
-		}
-	}
+	observe.Attempt(m.opts.observer, "fencing", m.key, start, err == nil, err)
 	return err
 }
 

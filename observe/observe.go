@@ -74,3 +74,17 @@ type Event struct {
 
 // Func is an observer.
 type Func func(Event)
+
+// Attempt reports to f, if f is not nil, how a Lock or TryLock call on
+// lock's key that began at start ended: Acquired when got, GaveUp with err
+// when err is not nil, and nothing otherwise (a TryLock that found the
+// lock taken, or a reentrant Lock that only re-entered).
+func Attempt(f Func, lock, key string, start time.Time, got bool, err error) {
+	switch {
+	case f == nil:
+	case got:
+		f(Event{Kind: Acquired, Lock: lock, Key: key, Wait: time.Since(start)})
+	case err != nil:
+		f(Event{Kind: GaveUp, Lock: lock, Key: key, Wait: time.Since(start), Err: err})
+	}
+}

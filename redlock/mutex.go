@@ -147,13 +147,7 @@ func (m *Mutex) Lock(ctx context.Context) error {
 	}
 	start := time.Now()
 	err := m.lock(ctx)
-	if m.opts.observer != nil {
-		if err == nil {
-			m.emit(observe.Event{Kind: observe.Acquired, Wait: time.Since(start)})
-		} else {
-			m.emit(observe.Event{Kind: observe.GaveUp, Wait: time.Since(start), Err: err})
-		}
-	}
+	observe.Attempt(m.opts.observer, "redlock", m.key, start, err == nil, err)
 	return err
 }
 
@@ -195,19 +189,12 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	}
 	start := time.Now()
 	out, err := m.attempt(ctx, token.New())
-	switch out {
-	case acquired:
-		if m.opts.observer != nil {
-			m.emit(observe.Event{Kind: observe.Acquired, Wait: time.Since(start)})
-		}
-		return true, nil
-	case contended:
-		return false, nil
+	got := out == acquired
+	if got || out == contended {
+		err = nil
 	}
-	if m.opts.observer != nil {
-		m.emit(observe.Event{Kind: observe.GaveUp, Wait: time.Since(start), Err: err})
-	}
-	return false, err
+	observe.Attempt(m.opts.observer, "redlock", m.key, start, got, err)
+	return got, err
 }
 
 // outcome classifies one acquisition attempt.

@@ -102,14 +102,7 @@ func (m *Mutex) Lock(ctx context.Context) error {
 	}
 	start := time.Now()
 	n, err := m.lock(ctx, owner)
-	if m.o.observer != nil {
-		switch {
-		case err != nil:
-			m.emit(observe.Event{Kind: observe.GaveUp, Wait: time.Since(start), Err: err})
-		case n == 1:
-			m.emit(observe.Event{Kind: observe.Acquired, Wait: time.Since(start)})
-		}
-	}
+	observe.Attempt(m.o.observer, "reentrant", m.key, start, n == 1, err)
 	return err
 }
 
@@ -142,14 +135,7 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	}
 	start := time.Now()
 	n, err := m.try(ctx, owner)
-	if m.o.observer != nil {
-		switch {
-		case err != nil:
-			m.emit(observe.Event{Kind: observe.GaveUp, Wait: time.Since(start), Err: err})
-		case n == 1:
-			m.emit(observe.Event{Kind: observe.Acquired, Wait: time.Since(start)})
-		}
-	}
+	observe.Attempt(m.o.observer, "reentrant", m.key, start, n == 1, err)
 	return n > 0, err
 }
 
