@@ -3,7 +3,6 @@ package correct_test
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,7 +12,7 @@ import (
 
 	"github.com/locklab/locklab/correct"
 	"github.com/locklab/locklab/internal/leakcheck"
-	"github.com/locklab/locklab/observe"
+	"github.com/locklab/locklab/internal/observetest"
 )
 
 // newNotifier returns a Notifier on its own client, closed in Cleanup.
@@ -429,13 +428,8 @@ func TestObserver(t *testing.T) {
 	ctx := testContext(t)
 	c := newClient(t)
 	key := newKey(t)
-	var mu sync.Mutex
-	var events []observe.Event
-	obs := correct.WithObserver(func(e observe.Event) {
-		mu.Lock()
-		events = append(events, e)
-		mu.Unlock()
-	})
+	rec := observetest.New()
+	obs := correct.WithObserver(rec.Observe)
 	a := correct.New(c, key, obs)
 	b := correct.New(c, key, obs, correct.WithTTL(20*time.Millisecond))
 	if err := a.Lock(ctx); err != nil {
@@ -458,19 +452,7 @@ func TestObserver(t *testing.T) {
 	if err := b.Unlock(ctx); !errors.Is(err, correct.ErrNotHeld) {
 		t.Fatalf("B.Unlock after expiry = %v; want ErrNotHeld", err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	var kinds []string
-	for _, e := range events {
-		kinds = append(kinds, e.Kind.String())
-		if e.Lock != "correct" || e.Key != key {
-			t.Errorf("event %+v: Lock, Key = %q, %q; want correct, %q", e, e.Lock, e.Key, key)
-		}
-	}
-	want := "acquired gave-up released acquired lost"
-	if got := strings.Join(kinds, " "); got != want {
-		t.Fatalf("events = %s; want %s", got, want)
-	}
+	events := rec.Expect(t, "all", "correct", key, "acquired gave-up released acquired lost")
 	if e := events[1]; e.Wait <= 0 || e.Wait > lockTook || !errors.Is(e.Err, context.DeadlineExceeded) {
 		t.Errorf("gave-up event = %+v; want 0 < Wait <= %v (the Lock call) and a deadline error", e, lockTook)
 	}

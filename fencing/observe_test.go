@@ -3,14 +3,12 @@ package fencing_test
 import (
 	"context"
 	"errors"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/locklab/locklab/fencing"
 	"github.com/locklab/locklab/internal/leakcheck"
-	"github.com/locklab/locklab/observe"
+	"github.com/locklab/locklab/internal/observetest"
 )
 
 // TestObserver sees what a Mutex reports: the wait of an acquisition (one
@@ -20,13 +18,8 @@ func TestObserver(t *testing.T) {
 	defer leakcheck.Since(t)()
 	ctx := t.Context()
 	key := newKey(t)
-	var mu sync.Mutex
-	var events []observe.Event
-	obs := fencing.WithObserver(func(e observe.Event) {
-		mu.Lock()
-		events = append(events, e)
-		mu.Unlock()
-	})
+	rec := observetest.New()
+	obs := fencing.WithObserver(rec.Observe)
 	const ttl = 20 * time.Millisecond
 	a := fencing.New(rdb, key, obs)
 	b := fencing.New(rdb, key, obs, fencing.WithTTL(ttl))
@@ -64,19 +57,7 @@ func TestObserver(t *testing.T) {
 		t.Fatalf("A.Extend after DEL = %v; want ErrNotHeld", err)
 	}
 
-	mu.Lock()
-	defer mu.Unlock()
-	var kinds []string
-	for _, e := range events {
-		kinds = append(kinds, e.Kind.String())
-		if e.Lock != "fencing" || e.Key != key {
-			t.Errorf("event %+v: Lock, Key = %q, %q; want fencing, %q", e, e.Lock, e.Key, key)
-		}
-	}
-	want := "acquired gave-up released acquired lost acquired lost"
-	if got := strings.Join(kinds, " "); got != want {
-		t.Fatalf("events = %s; want %s", got, want)
-	}
+	events := rec.Expect(t, "all", "fencing", key, "acquired gave-up released acquired lost acquired lost")
 	if e := events[1]; e.Wait <= 0 || e.Wait > took || !errors.Is(e.Err, context.DeadlineExceeded) {
 		t.Errorf("gave-up event = %+v; want 0 < Wait <= %v (the Lock call) and a deadline error", e, took)
 	}

@@ -16,8 +16,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/locklab/locklab/internal/leakcheck"
+	"github.com/locklab/locklab/internal/observetest"
 	"github.com/locklab/locklab/internal/rig"
-	"github.com/locklab/locklab/observe"
 	"github.com/locklab/locklab/redlock"
 )
 
@@ -730,16 +730,8 @@ func TestScriptsLoad(t *testing.T) {
 // release with its hold time, and a give-up with its cause.
 func TestObserver(t *testing.T) {
 	ctx := t.Context()
-	var mu sync.Mutex
-	var kinds []string
-	obs := redlock.WithObserver(func(e observe.Event) {
-		mu.Lock()
-		defer mu.Unlock()
-		kinds = append(kinds, e.Kind.String())
-		if e.Lock != "redlock" || e.Key == "" {
-			t.Errorf("event %+v lacks the lock's name or key", e)
-		}
-	})
+	rec := observetest.New()
+	obs := redlock.WithObserver(rec.Observe)
 	key := observerKey.Add(1)
 	k := fmt.Sprintf("redlock-observer-test:%d", key)
 	a := redlock.New(testClients(), k, obs)
@@ -750,14 +742,22 @@ func TestObserver(t *testing.T) {
 	if err := b.Lock(ctx); !errors.Is(err, redlock.ErrNotObtained) {
 		t.Fatalf("B.Lock = %v; want ErrNotObtained", err)
 	}
+	// A TryLock that finds the lock taken is not a give-up: no event.
+	if ok, err := b.TryLock(ctx); ok || err != nil {
+		t.Fatalf("B.TryLock = %v, %v; want false, nil", ok, err)
+	}
 	if err := a.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if got := strings.Join(kinds, " "); got != "acquired gave-up released" {
-		t.Errorf("events = %s; want acquired gave-up released", got)
+	settle(t, a)
+	if ok, err := b.TryLock(ctx); !ok || err != nil {
+		t.Fatalf("B.TryLock after A's Unlock = %v, %v; want true, nil", ok, err)
 	}
+	if err := b.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	settle(t, b)
+	rec.Expect(t, "all", "redlock", k, "acquired gave-up released acquired released")
 }
 
 var observerKey atomic.Int64

@@ -3,44 +3,14 @@ package reentrant_test
 import (
 	"context"
 	"errors"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/locklab/locklab/internal/leakcheck"
+	"github.com/locklab/locklab/internal/observetest"
 	"github.com/locklab/locklab/observe"
 	"github.com/locklab/locklab/reentrant"
 )
-
-// recorder keeps every event it is given.
-type recorder struct {
-	mu     sync.Mutex // protects events
-	events []observe.Event
-}
-
-func (r *recorder) observe(e observe.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, e)
-}
-
-// take returns the events so far and forgets them.
-func (r *recorder) take() []observe.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	e := r.events
-	r.events = nil
-	return e
-}
-
-func kinds(events []observe.Event) string {
-	var k []string
-	for _, e := range events {
-		k = append(k, e.Kind.String())
-	}
-	return strings.Join(k, " ")
-}
 
 // TestObserver sees only outermost holds: re-entries and partial Unlocks
 // report nothing, the outermost Lock and Unlock report Acquired and
@@ -49,20 +19,11 @@ func kinds(events []observe.Event) string {
 func TestObserver(t *testing.T) {
 	verify := leakcheck.Since(t)
 	key := newKey(t)
-	rec := &recorder{}
-	obs := reentrant.WithObserver(rec.observe)
+	rec := observetest.New()
+	obs := reentrant.WithObserver(rec.Observe)
 	check := func(step, want string) []observe.Event {
 		t.Helper()
-		events := rec.take()
-		if got := kinds(events); got != want {
-			t.Fatalf("%s: events = %q; want %q", step, got, want)
-		}
-		for _, e := range events {
-			if e.Lock != "reentrant" || e.Key != key {
-				t.Errorf("%s: event %+v: Lock, Key = %q, %q; want reentrant, %q", step, e, e.Lock, e.Key, key)
-			}
-		}
-		return events
+		return rec.Expect(t, step, "reentrant", key, want)
 	}
 
 	m := reentrant.New(rdb, key, obs)

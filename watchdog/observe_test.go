@@ -4,58 +4,14 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/locklab/locklab/internal/leakcheck"
+	"github.com/locklab/locklab/internal/observetest"
 	"github.com/locklab/locklab/observe"
 	"github.com/locklab/locklab/watchdog"
 )
-
-// recorder keeps every event it is given, and passes each on a channel so
-// that a test can wait for an event reported by the refresher or a timer.
-type recorder struct {
-	ch chan observe.Event
-
-	mu     sync.Mutex // protects events
-	events []observe.Event
-}
-
-func newRecorder() *recorder { return &recorder{ch: make(chan observe.Event, 64)} }
-
-func (r *recorder) observe(e observe.Event) {
-	r.mu.Lock()
-	r.events = append(r.events, e)
-	r.mu.Unlock()
-	select {
-	case r.ch <- e:
-	default: // never block the lock; the test reads what it needs
-	}
-}
-
-// next returns the next event, failing t after d.
-func (r *recorder) next(t *testing.T, d time.Duration) observe.Event {
-	t.Helper()
-	select {
-	case e := <-r.ch:
-		return e
-	case <-time.After(d):
-		t.Fatalf("no event after %v; events so far: %s", d, r.kinds())
-		return observe.Event{}
-	}
-}
-
-// kinds returns the kinds of the events so far, separated by spaces.
-func (r *recorder) kinds() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var k []string
-	for _, e := range r.events {
-		k = append(k, e.Kind.String())
-	}
-	return strings.Join(k, " ")
-}
 
 // TestObserver sees what a Mutex reports: the wait of an acquisition, a
 // give-up with its cause, the hold time of a release, a loss declared by
@@ -66,15 +22,15 @@ func TestObserver(t *testing.T) {
 	verify := leakcheck.Since(t)
 	ctx := t.Context()
 	key := newKey(t)
-	rec := newRecorder()
-	obs := watchdog.WithObserver(rec.observe)
+	rec := observetest.New()
+	obs := watchdog.WithObserver(rec.Observe)
 	const wait = 10 * time.Second // for events that need no timing, only a bound
 
 	expect := func(kind observe.Kind) observe.Event {
 		t.Helper()
-		e := rec.next(t, wait)
+		e := rec.Next(t, wait)
 		if e.Kind != kind || e.Lock != "watchdog" || e.Key != key {
-			t.Fatalf("event = %+v; want Kind %v, Lock watchdog, Key %q (events: %s)", e, kind, key, rec.kinds())
+			t.Fatalf("event = %+v; want Kind %v, Lock watchdog, Key %q (events: %s)", e, kind, key, rec.Kinds())
 		}
 		return e
 	}
@@ -169,7 +125,7 @@ func TestObserver(t *testing.T) {
 	}
 
 	want := "acquired gave-up released acquired lost acquired lost acquired released"
-	if got := rec.kinds(); got != want {
+	if got := rec.Kinds(); got != want {
 		t.Errorf("events = %s; want %s", got, want)
 	}
 	verify()
