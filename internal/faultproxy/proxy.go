@@ -406,7 +406,7 @@ func (l *link) classify(c command) item {
 			r.use()
 			continue
 		}
-		if faulted {
+		if faulted || !r.takes() {
 			continue
 		}
 		faulted = true
