@@ -16,10 +16,12 @@
 -- Returns 1 when the key now holds ARGV[1], set with TTL ARGV[3] by this
 --           script: the node was free, or held under ARGV[4], and no live
 --           waiter ranks before ARGV[1] in the queue;
---         0 when ARGV[1] is queued: the key holds another token (perhaps
---           a better waiter's, handed to it by this script);
---         2 when the key already held ARGV[1] (a round that is retried);
---           its TTL was reset to ARGV[3].
+--         -r (0 or less) when ARGV[1] is queued, r waiters ahead of it: the
+--           key holds another token (perhaps a better waiter's, handed to
+--           it by this script). A waiter far back looks less often;
+--         2 when the key already held ARGV[1]: the script run twice (its
+--           reply lost and the command sent again), or a round that is
+--           retried; its TTL was reset to ARGV[3].
 --
 -- A node goes to the best waiter in its queue, never the first to ask: the
 -- lowest score, ties broken by token, the same order on every node. A free
@@ -27,7 +29,8 @@
 -- free, and a waiter that holds only a few nodes (a split: nodes handed to
 -- different waiters) gives each one up to a better waiter at its next
 -- round. Dead waiters met on the way are dropped, as in release.lua,
--- which also describes the tokens and channels.
+-- which also describes the tokens, channels and messages. ZADD NX adds a
+-- token once however often the script runs.
 local cur = redis.call("GET", KEYS[1])
 if cur == ARGV[1] then
 	redis.call("PEXPIRE", KEYS[1], ARGV[3])
@@ -43,9 +46,15 @@ end
 redis.call("ZADD", KEYS[2], "NX", ARGV[2], ARGV[1])
 -- Waiters that die leave their tokens behind; the queue outlives the last
 -- live waiter by at most a TTL, as each waiter's rounds come every ttl/4.
-redis.call("PEXPIRE", KEYS[2], ARGV[3])
+-- Never shorten it: a waiter with a short TTL must not cut the queue's
+-- life below what a waiter with a long one needs between its rounds. (A
+-- queue just made has no TTL; PEXPIRE GT would not set one.)
+local left = redis.call("PTTL", KEYS[2])
+if left == -1 or left < tonumber(ARGV[3]) then
+	redis.call("PEXPIRE", KEYS[2], ARGV[3])
+end
 if not free then
-	return 0
+	return -redis.call("ZRANK", KEYS[2], ARGV[1])
 end
 while true do
 	local nxt = redis.call("ZPOPMIN", KEYS[2])[1]
@@ -54,10 +63,8 @@ while true do
 		return 1
 	end
 	local id, ttl = string.match(nxt, "^([^.]+)%.(%d+)%.")
-	if id and tonumber(ttl) > 0 then
+	if id and tonumber(ttl) > 0 and redis.call("PUBLISH", "redlock:w:" .. id, nxt .. "\n" .. KEYS[1]) > 0 then
 		redis.call("SET", KEYS[1], nxt, "PX", ttl)
-		if redis.call("PUBLISH", "redlock:w:" .. id, nxt) > 0 then
-			return 0
-		end
+		return -redis.call("ZRANK", KEYS[2], ARGV[1])
 	end
 end

@@ -28,11 +28,13 @@ var ErrNotHeld = errors.New("redlock: lock not held")
 var ErrInvalid = errors.New("redlock: invalid argument")
 
 // ErrQuorumUnreachable is returned, joined with one [NodeError] per failed
-// node, when so many nodes failed with transport errors or timeouts that a
-// majority could not be reached whatever the other nodes answered. Lock,
-// TryLock and Extend return it at once, without retrying: waiting cannot
-// help until the nodes come back, and spinning against them would only hide
-// the outage. [NewNotifier] returns it when it could not subscribe on a
+// node, when so many nodes failed that a majority could not be reached
+// whatever the other nodes answered. Lock returns it at once when nodes
+// refused or failed (waiting cannot help until they come back, and
+// spinning against them would only hide the outage); when they only did
+// not answer within the per-node timeout, as busy nodes on a loaded machine
+// do, Lock tries again while its context lives. TryLock and Extend return
+// it at once. [NewNotifier] returns it when it could not subscribe on a
 // majority of the nodes.
 var ErrQuorumUnreachable = errors.New("redlock: quorum unreachable")
 
@@ -61,8 +63,3 @@ func (e *NodeError) Unwrap() error { return e.Err }
 // errNodeTimeout is the Err of a NodeError for a node that did not reply
 // within the per-node timeout.
 var errNodeTimeout = errors.New("no reply within the per-node timeout")
-
-// errBehind is the Err of a NodeError for a command that was never sent:
-// the Mutex's previous command to that node had not ended within the
-// per-node timeout (see fanOut).
-var errBehind = errors.New("not sent: an earlier command to this node had not ended")

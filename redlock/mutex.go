@@ -4,18 +4,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/netip"
 	"reflect"
 	"slices"
-	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locklab/locklab/internal/preflight"
+	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/internal/token"
 	"github.com/locklab/locklab/observe"
 )
+
+// probeToken is the token the preflight check releases: nobody holds it,
+// so the release reads the key and changes nothing.
+const probeToken = "preflight-probe"
 
 // Client is the part of a go-redis client that [Mutex] uses on one node:
 // scripts and SET with arguments. *redis.Client satisfies it, and so does
@@ -26,22 +35,6 @@ type Client interface {
 	redis.Scripter
 	SetArgs(ctx context.Context, key string, value any, a redis.SetArgs) *redis.StatusCmd
 }
-
-// Hook points, passed to the function given to [WithHook].
-const (
-	// HookAcquiredQuorum fires during an acquisition once a majority of
-	// nodes hold this Mutex's token (a majority has answered OK, or, with
-	// a [Notifier], handed the lock over), before the validity left is
-	// computed. A client parked here for longer than the
-	// TTL is Kleppmann's paused client: its keys expire meanwhile, and the
-	// validity check, which measures the pause too, refuses the lock.
-	HookAcquiredQuorum = "acquired-quorum"
-	// HookBeforeRelease fires before the release script is sent to the
-	// nodes: in [Mutex.Unlock], and when an attempt that did not obtain the
-	// lock cleans up the nodes it did get (or, with a [Notifier], leaves
-	// the queues).
-	HookBeforeRelease = "before-release"
-)
 
 // Mutex is a lock on one key held on a majority of N independent Redis
 // nodes (Redlock). [New] is required; the zero Mutex is not usable. A Mutex
@@ -61,14 +54,13 @@ type Mutex struct {
 	// then joins the queues at once instead of trying SET NX first.
 	contended atomic.Bool
 
-	tailMu sync.Mutex      // protects tails
-	tails  []chan struct{} // tails[i] is closed when the last command sent to node i has ended (see fanOut)
+	inflight calls // node calls still running; see Settle
 
-	mu    sync.Mutex // protects token, until, since, owns and cleanup
-	token string     // the token on the nodes while held; "" when not
+	mu    sync.Mutex // protects held, until, since, owns and cleanup
+	held  *attempt   // the attempt that holds the lock; nil when not held
 	until time.Time  // end of the validity while held
 	since time.Time  // when this hold began, for observers
-	owns  []bool     // owns[i]: node i is known to hold token (it said so)
+	owns  []bool     // owns[i]: node i is known to hold the token (it said so)
 	// cleanup is what Unlock must also do on each node for a lock obtained
 	// in the queues: leave the queue where the lock was not handed over
 	// yet, and release tokens retired while waiting. nil after polling.
@@ -83,33 +75,39 @@ type Mutex struct {
 // reported here: every method of the returned Mutex returns an error
 // wrapping [ErrInvalid].
 func New(clients []Client, key string, opts ...Option) *Mutex {
-	m := &Mutex{clients: slices.Clone(clients), key: key, keys: []string{key, queueKey(key)}, opts: newOptions(opts)}
+	o, err := newOptions(opts)
+	m := &Mutex{clients: slices.Clone(clients), key: key, opts: o}
+	if key != "" {
+		m.keys = []string{key, queueKey(key)}
+	}
 	m.addrs = make([]string, len(clients))
-	m.err = m.validate()
+	m.err = err
+	if m.err == nil {
+		m.err = m.validate()
+	}
 	return m
 }
 
 func (m *Mutex) validate() error {
 	if len(m.clients) == 0 {
-		return fmt.Errorf("%w: no clients", ErrInvalid)
+		return invalid("no clients")
 	}
+	same := make([]string, len(m.clients)) // canonical addresses
 	for i, c := range m.clients {
 		if isNil(c) {
-			return fmt.Errorf("%w: client %d is nil (%T)", ErrInvalid, i, c)
+			return invalid("client %d is nil (%T)", i, c)
 		}
 		m.addrs[i] = addrOf(c)
 		if m.addrs[i] == "" {
 			continue
 		}
-		if j := slices.Index(m.addrs[:i], m.addrs[i]); j >= 0 {
-			return fmt.Errorf("%w: clients %d and %d both address %s; each node must count once", ErrInvalid, j, i, m.addrs[i])
+		same[i] = canonicalAddr(m.addrs[i])
+		if j := slices.Index(same[:i], same[i]); j >= 0 {
+			return invalid("clients %d and %d both address %s (%s and %s); each node must count once", j, i, same[i], m.addrs[j], m.addrs[i])
 		}
 	}
 	if m.key == "" {
-		return fmt.Errorf("%w: empty key", ErrInvalid)
-	}
-	if m.opts.err != nil {
-		return m.opts.err
+		return invalid("empty key")
 	}
 	if n := m.opts.notifier; n != nil {
 		return n.check(m.addrs)
@@ -142,11 +140,14 @@ func (m *Mutex) validate() error {
 // possible, it returns at once an error that wraps [ErrQuorumUnreachable]
 // and one [NodeError] per failed node.
 func (m *Mutex) Lock(ctx context.Context) error {
-	if m.err != nil {
-		return m.err
+	if err := m.check(); err != nil {
+		return err
 	}
 	start := time.Now()
-	err := m.lock(ctx)
+	err := m.ready(ctx)
+	if err == nil {
+		err = m.lock(ctx)
+	}
 	observe.Attempt(m.opts.observer, "redlock", m.key, start, err == nil, err)
 	return err
 }
@@ -155,26 +156,77 @@ func (m *Mutex) lock(ctx context.Context) error {
 	if m.opts.notifier != nil {
 		return m.lockQueued(ctx)
 	}
-	tok := token.New()
-	for attempt := 1; ; attempt++ {
-		out, err := m.attempt(ctx, tok)
+	var last error // why the last attempt missed, for running out of tries
+	err := retry.Do(ctx, m.opts.retry, ErrNotObtained, func(ctx context.Context, _ int) (bool, error) {
+		out, err := m.try(ctx, token.New())
 		switch out {
 		case acquired:
-			return nil
+			return true, nil
 		case failed:
-			return err
+			return false, err
 		}
-		if attempt >= m.opts.tries {
-			return fmt.Errorf("%w (attempt %d of %d)", err, attempt, m.opts.tries)
-		}
-		t := time.NewTimer(m.opts.delay(attempt))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return errors.Join(ErrNotObtained, ctx.Err())
-		case <-t.C:
+		last = err
+		return false, nil
+	})
+	if last != nil && errors.Is(err, ErrNotObtained) {
+		err = errors.Join(err, last) // why the last attempt missed
+	}
+	return err
+}
+
+// ready returns an error if ctx has ended or a node is unfit for a lock
+// (see package preflight); the check runs once a minute per node. It
+// returns once a majority of nodes passed: a node that cannot be reached,
+// or is slow, is left to the rounds (a minority may be down), and its
+// check goes on in the background, within the per-node timeout.
+func (m *Mutex) ready(ctx context.Context) error {
+	if err := ctxErr(ctx); err != nil {
+		return errors.Join(ErrNotObtained, err)
+	}
+	results := make(chan error, len(m.clients)) // room for all: no goroutine blocks
+	m.inflight.add(len(m.clients))
+	for i, c := range m.clients {
+		go func() {
+			defer m.inflight.done()
+			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.opts.nodeTimeout)
+			defer cancel()
+			err := preflight.Check(pctx, "redlock", c, m.opts.evictionCheck, func(ctx context.Context) error {
+				return releaseScript.Run(ctx, c, m.releaseKeys(probeToken), probeToken, receiptMS).Err()
+			})
+			switch {
+			case errors.Is(err, preflight.ErrEviction) || errors.Is(err, preflight.ErrNoScripting):
+				results <- &NodeError{Index: i, Addr: m.addrs[i], Err: err}
+			case err != nil:
+				results <- errSkipped
+			default:
+				results <- nil
+			}
+		}()
+	}
+	passed := 0
+	for range m.clients {
+		switch err := <-results; {
+		case err == nil:
+			if passed++; passed == m.quorum() {
+				return nil
+			}
+		case err != errSkipped:
+			return fmt.Errorf("redlock: lock %q: %w", m.key, err)
 		}
 	}
+	return nil // too few reachable: the rounds will say so
+}
+
+// errSkipped marks a node whose preflight check could not run.
+var errSkipped = errors.New("redlock: check skipped")
+
+// check returns the error found by New, or an error for a Mutex that New
+// did not make.
+func (m *Mutex) check() error {
+	if m == nil || m.clients == nil && m.err == nil {
+		return invalid("Mutex not made by New")
+	}
+	return m.err
 }
 
 // TryLock makes one attempt, as [Mutex.Lock] does, and does not retry or
@@ -184,99 +236,30 @@ func (m *Mutex) lock(ctx context.Context) error {
 // validity, [ErrQuorumUnreachable] with per-node errors, or
 // ErrNotObtained joined with ctx.Err().
 func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
-	if m.err != nil {
-		return false, m.err
+	if err := m.check(); err != nil {
+		return false, err
 	}
 	start := time.Now()
-	out, err := m.attempt(ctx, token.New())
-	got := out == acquired
-	if got || out == contended {
-		err = nil
+	err := m.ready(ctx)
+	got := false
+	if err == nil {
+		var out outcome
+		out, err = m.try(ctx, token.New())
+		got = out == acquired
+		if got || out == contended && !errors.Is(err, ErrQuorumUnreachable) {
+			err = nil
+		}
 	}
 	observe.Attempt(m.opts.observer, "redlock", m.key, start, got, err)
 	return got, err
 }
 
-// outcome classifies one acquisition attempt.
-type outcome int
-
-const (
-	acquired  outcome = iota // a majority, with validity left
-	contended                // no majority free: others hold the key
-	tooLate                  // a majority, but no validity left
-	failed                   // ctx ended, or quorum unreachable
-)
-
-// attempt runs one acquisition round with tok and, unless it acquired,
-// releases tok everywhere. The error, for outcomes other than acquired,
-// says why.
-func (m *Mutex) attempt(ctx context.Context, tok string) (outcome, error) {
-	out, res, err := m.setRound(ctx, tok)
-	if out != acquired {
-		m.release(ctx, tok, nil, nil, 0)
-		if out == contended && m.unreachable(res) {
-			return failed, m.quorumErr("lock", res)
-		}
-	}
-	return out, err
-}
-
-// setRound sends SET key tok NX PX ttl to every node and, if a majority
-// said OK with validity left, records tok as held. It releases nothing. It
-// returns once a majority said OK; owns then marks only the nodes that had
-// answered, so Unlock reads the key on the others before releasing it.
-func (m *Mutex) setRound(ctx context.Context, tok string) (outcome, result, error) {
-	if err := ctxErr(ctx); err != nil {
-		return failed, result{}, errors.Join(ErrNotObtained, err)
-	}
-	ttl := m.opts.ttl
-	start := time.Now() // monotonic; before the first SET is sent
-	res := m.fanOut(ctx, m.quorum(), func(ctx context.Context, _ int, c Client) (int64, error) {
-		err := c.SetArgs(ctx, m.key, tok, redis.SetArgs{Mode: "NX", TTL: ttl}).Err()
-		if errors.Is(err, redis.Nil) {
-			return 0, nil // the key exists: someone holds this node
-		}
-		if err != nil {
-			return 0, err
-		}
-		return 1, nil
-	})
-	if res.ok >= m.quorum() {
-		m.hook(ctx, HookAcquiredQuorum)
-		if validity(ttl, time.Since(start)) > 0 {
-			owns := make([]bool, len(res.replies))
-			for i, r := range res.replies {
-				owns[i] = r.err == nil && r.code > 0
-			}
-			m.hold(tok, start.Add(ttl-drift(ttl)), owns, nil)
-			return acquired, res, nil
-		}
-	}
-	elapsed := time.Since(start)
-	switch err := ctxErr(ctx); {
-	case err != nil:
-		return failed, res, errors.Join(ErrNotObtained, err)
-	case res.ok >= m.quorum():
-		return tooLate, res, fmt.Errorf("%w: %q: a majority answered after %v, leaving no validity of the %v ttl",
-			ErrNotObtained, m.key, elapsed.Round(time.Microsecond), ttl)
-	}
-	return contended, res, fmt.Errorf("%w: %q: set on %d of %d nodes, quorum %d",
-		ErrNotObtained, m.key, res.ok, len(m.clients), m.quorum())
-}
-
-// hold records tok as held until until, with the nodes known to hold it
-// (owns[i]) and what Unlock must clean up.
-func (m *Mutex) hold(tok string, until time.Time, owns []bool, cleanup []nodeCleanup) {
+// hold records attempt a as held until until, with the nodes known to hold
+// its token (owns[i]) and what Unlock must clean up.
+func (m *Mutex) hold(a *attempt, until time.Time, owns []bool, cleanup []nodeCleanup) {
 	m.mu.Lock()
-	m.token, m.until, m.owns, m.cleanup, m.since = tok, until, owns, cleanup, time.Now()
+	m.held, m.until, m.owns, m.cleanup, m.since = a, until, owns, cleanup, time.Now()
 	m.mu.Unlock()
-}
-
-// nodeCleanup is what a release must also do on one node for a lock
-// obtained in the queues.
-type nodeCleanup struct {
-	dequeue bool     // our token may still be in this node's queue
-	retired []string // tokens retired in rounds that failed on this node
 }
 
 // Unlock deletes the lock's token from every node in parallel with an
@@ -303,19 +286,22 @@ type nodeCleanup struct {
 // nodes failed for that, the error wraps [ErrQuorumUnreachable] with one
 // [NodeError] per failed node, and the keys left expire after the TTL.
 func (m *Mutex) Unlock(ctx context.Context) error {
-	if m.err != nil {
-		return m.err
+	if err := m.check(); err != nil {
+		return err
 	}
 	m.mu.Lock()
-	tok, cleanup, since := m.token, m.cleanup, m.since
-	var trusted []bool
-	if time.Now().Before(m.until) {
-		trusted = m.owns
-	}
-	m.token, m.until, m.cleanup, m.owns = "", time.Time{}, nil, nil
+	a, cleanup, since := m.held, m.cleanup, m.since
+	m.held, m.until, m.cleanup, m.owns = nil, time.Time{}, nil, nil
 	m.mu.Unlock()
-	if tok == "" {
+	if a == nil {
 		return ErrNotHeld
+	}
+	now := a.giveUp() // a call of it still in flight releases its node when it ends
+	tok := a.tok
+	if n := m.opts.notifier; n != nil {
+		if dot := strings.LastIndexByte(tok, '.'); dot > 0 {
+			n.unregister(tok[:dot]) // a lock from the queues: its waiter is done
+		}
 	}
 	// A lock taken by a SET round is released at a majority. One handed
 	// over in the queues is handed on from every node before Unlock
@@ -328,7 +314,16 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if cleanup != nil {
 		enough = 0
 	}
-	res := m.release(ctx, tok, cleanup, trusted, enough)
+	res := m.release(ctx, tok, cleanup, now, enough)
+	// Nodes too busy to answer in time: send the release again (its
+	// receipt makes a second run answer as the first), for up to the
+	// release timeout, rather than leave the lock to its TTL.
+	deadline, pause := time.Now().Add(retry.ReleaseTimeout), m.opts.nodeTimeout
+	for m.unreachable(res) && res.onlyTimeouts() && time.Now().Add(pause).Before(deadline) {
+		time.Sleep(pause/2 + rand.N(pause/2+1))
+		pause = min(2*pause, time.Until(deadline))
+		res = m.release(ctx, tok, cleanup, now, enough)
+	}
 	switch {
 	case m.unreachable(res):
 		return m.quorumErr("unlock", res)
@@ -351,41 +346,6 @@ func (m *Mutex) emit(e observe.Event) {
 	m.opts.observer(e)
 }
 
-// release fires HookBeforeRelease and runs the release script for tok on
-// every node, with ctx's values but not its cancellation. With cleanup,
-// node i also leaves the queue if cleanup[i].dequeue, and releases the
-// tokens in cleanup[i].retired. trusted[i] says node i is known to hold tok
-// and the validity has not ended: the key there cannot have expired, so
-// the script may hand over without reading it first (see release.lua). It
-// returns once enough nodes (if enough > 0) have released, as fanOut
-// does. It records in the contended hint whether a node was handed to a
-// waiter.
-func (m *Mutex) release(ctx context.Context, tok string, cleanup []nodeCleanup, trusted []bool, enough int) result {
-	m.hook(ctx, HookBeforeRelease)
-	plain := []any{tok}      // read concurrently, never written
-	trust := []any{tok, "T"} // likewise
-	res := m.fanOut(context.WithoutCancel(ctx), enough, func(ctx context.Context, i int, c Client) (int64, error) {
-		args := plain
-		if i < len(trusted) && trusted[i] {
-			args = trust
-		}
-		if cleanup != nil && (cleanup[i].dequeue || len(cleanup[i].retired) > 0) {
-			args = []any{tok, "0"}
-			if cleanup[i].dequeue {
-				args[1] = "1"
-			}
-			for _, r := range cleanup[i].retired {
-				args = append(args, r)
-			}
-		}
-		return releaseScript.Run(ctx, c, m.keys, args...).Int64()
-	})
-	if res.ok > 0 {
-		m.contended.Store(res.count(2) > 0)
-	}
-	return res
-}
-
 // Settle waits until every command this Mutex has sent has ended, or ctx
 // ends. Lock returns once a majority of nodes holds the lock, and Unlock
 // of a lock taken by a SET round once a majority has released it; the
@@ -395,28 +355,10 @@ func (m *Mutex) release(ctx context.Context, tok string, cleanup []nodeCleanup, 
 // it is for callers that read the nodes themselves right after a Lock
 // (tests, a lab that shows each node), or that close the clients at once.
 func (m *Mutex) Settle(ctx context.Context) error {
-	if m.err != nil {
-		return m.err
+	if err := m.check(); err != nil {
+		return err
 	}
-	m.tailMu.Lock()
-	tails := slices.Clone(m.tails)
-	m.tailMu.Unlock()
-	for _, t := range tails {
-		if t == nil {
-			continue
-		}
-		select {
-		case <-t:
-			continue // ended: nothing to wait for, whatever ctx says
-		default:
-		}
-		select {
-		case <-t:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return nil
+	return m.inflight.wait(ctx)
 }
 
 // Extend sets the TTL of the lock's key to ttl on every node in parallel,
@@ -431,11 +373,11 @@ func (m *Mutex) Settle(ctx context.Context) error {
 // 1ms returns an error wrapping [ErrInvalid]; ttl is sent in whole
 // milliseconds.
 func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) error {
-	if m.err != nil {
-		return m.err
+	if err := m.check(); err != nil {
+		return err
 	}
 	if ttl < time.Millisecond {
-		return fmt.Errorf("%w: Extend(ctx, %v): ttl is below 1ms", ErrInvalid, ttl)
+		return invalid("Extend(ctx, %v): ttl must be at least 1ms", ttl)
 	}
 	ttl = ttl.Truncate(time.Millisecond)
 	tok := m.Token()
@@ -445,12 +387,8 @@ func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) error {
 	if err := ctxErr(ctx); err != nil {
 		return fmt.Errorf("redlock: extend %q: %w", m.key, err)
 	}
-	ms := strconv.FormatInt(ttl.Milliseconds(), 10)
 	start := time.Now()
-	res := m.fanOut(ctx, 0, func(ctx context.Context, _ int, c Client) (int64, error) {
-		return extendScript.Run(ctx, c, []string{m.key}, tok, ms).Int64()
-	})
-	elapsed := time.Since(start)
+	res, elapsed := m.extendRound(ctx, tok, ttl)
 	switch err := ctxErr(ctx); {
 	case err != nil:
 		return fmt.Errorf("redlock: extend %q: %w", m.key, err)
@@ -471,7 +409,7 @@ func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) error {
 			ErrNotHeld, m.key, elapsed.Round(time.Microsecond), ttl)
 	}
 	m.mu.Lock()
-	if m.token == tok { // not unlocked meanwhile
+	if m.held != nil && m.held.tok == tok { // not unlocked meanwhile
 		m.until = start.Add(ttl - drift(ttl))
 	}
 	m.mu.Unlock()
@@ -497,21 +435,10 @@ func (m *Mutex) Until() time.Time {
 func (m *Mutex) Token() string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.token
-}
-
-func (m *Mutex) quorum() int { return len(m.clients)/2 + 1 }
-
-// unreachable reports whether so many nodes failed that the rest cannot
-// form a majority.
-func (m *Mutex) unreachable(res result) bool {
-	return len(m.clients)-len(res.failed) < m.quorum()
-}
-
-func (m *Mutex) quorumErr(op string, res result) error {
-	head := fmt.Errorf("redlock: %s %q: %d of %d nodes failed, quorum %d: %w",
-		op, m.key, len(res.failed), len(m.clients), m.quorum(), ErrQuorumUnreachable)
-	return errors.Join(append([]error{head}, res.failed...)...)
+	if m.held == nil {
+		return ""
+	}
+	return m.held.tok
 }
 
 func (m *Mutex) hook(ctx context.Context, point string) {
@@ -537,4 +464,26 @@ func addrOf(c any) string {
 		return o.Options().Addr
 	}
 	return ""
+}
+
+// canonicalAddr returns one spelling of a node's address, so that one
+// server named two ways counts once: "127.0.0.1:7000",
+// "[::ffff:127.0.0.1]:7000" and "localhost:7000" are the same node.
+func canonicalAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return strings.ToLower(addr)
+	}
+	host = strings.TrimSuffix(strings.ToLower(host), ".")
+	if host == "localhost" || host == "" {
+		host = "127.0.0.1"
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		ip = ip.Unmap()
+		if ip.IsLoopback() {
+			ip = netip.AddrFrom4([4]byte{127, 0, 0, 1})
+		}
+		host = ip.String()
+	}
+	return net.JoinHostPort(host, port)
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locklab/locklab/internal/keyslot"
+	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/internal/token"
 )
 
@@ -23,15 +25,27 @@ const channelPrefix = "redlock:w:"
 // subscriptions once a majority is confirmed.
 const subscribeGrace = 250 * time.Millisecond
 
-// resubscribePause is how long a Notifier waits before it reads again from
-// a node whose subscription failed (go-redis reconnects and subscribes
-// again on that read), so that a node that is down is not dialled in a
-// tight loop.
-const resubscribePause = 10 * time.Millisecond
+// resubscribePause is how long a Notifier waits before it subscribes again
+// to a node whose subscription failed, so that a node that is down is not
+// dialled in a tight loop.
+const resubscribePause = 50 * time.Millisecond
+
+const (
+	// pingEvery is how long a node's subscription may stay silent before
+	// the Notifier pings it.
+	pingEvery = time.Second
+	// pongTimeout is how long the Notifier waits for anything after a ping
+	// before it takes the connection for dead (half-open: the peer gone
+	// with no FIN, which TCP keepalive would notice only after about 45s)
+	// and subscribes again on a new one.
+	pongTimeout = 2 * time.Second
+)
 
 // NotifyClient is what a [Notifier] needs from a go-redis client of one
-// node: a Pub/Sub subscription. *redis.Client implements it.
+// node: a Pub/Sub subscription, and scripts, to pass on a node handed to a
+// waiter that has gone. *redis.Client implements it.
 type NotifyClient interface {
+	redis.Scripter
 	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
 }
 
@@ -48,16 +62,20 @@ var errNotifierClosed = errors.New("redlock: notifier closed")
 // A Notifier subscribes once to its own channel on each node, and runs one
 // goroutine per node that subscribes, then reads hand-off messages and
 // wakes the waiting Lock calls. The goroutines start in [NewNotifier] and
-// end in [Notifier.Close]. go-redis reconnects a subscription by itself
-// when its connection drops; while it is down, that node sees nobody
-// listening and passes its part of the lock to the next waiter, and a
-// skipped waiter queues again on that node at its next round (see the
-// package doc).
+// end in [Notifier.Close]. Each pings its subscription when it has been
+// silent for a second, and takes a connection that does not answer within
+// 2s more for dead: it subscribes again on a new one and has every waiter
+// look at the nodes (while it was down, that node saw nobody listening and
+// passed its part of the lock on). A hand-off message for a waiter that no
+// longer waits (one that gave up while its join was on the wire) is not
+// left to hold that node for a TTL: the Notifier releases it there,
+// owner-checked, which hands it to the next waiter.
 type Notifier struct {
-	id    string         // random; names the channel and starts every waiter's token
-	addrs []string       // addrs[i] is node i's address, or ""
-	done  chan struct{}  // closed by Close: waiting Locks give up
-	wg    sync.WaitGroup // the per-node goroutines
+	id      string         // random; names the channel and starts every waiter's token
+	addrs   []string       // addrs[i] is node i's address, or ""
+	clients []NotifyClient // clients[i] reaches node i
+	done    chan struct{}  // closed by Close: waiting Locks give up
+	wg      sync.WaitGroup // the per-node goroutines and bounces
 
 	mu      sync.Mutex      // protects subs, waiters and closed
 	subs    []*redis.PubSub // subs[i] is nil until node i's goroutine has subscribed
@@ -90,6 +108,7 @@ func NewNotifier(ctx context.Context, clients []NotifyClient) (*Notifier, error)
 	n := &Notifier{
 		id:      token.New(),
 		addrs:   addrs,
+		clients: slices.Clone(clients),
 		done:    make(chan struct{}),
 		subs:    make([]*redis.PubSub, len(clients)),
 		waiters: map[string]*registration{},
@@ -156,16 +175,11 @@ func (n *Notifier) Close() error {
 }
 
 // run is node i's goroutine: it subscribes, reports the confirmation (nil,
-// or a *NodeError), then delivers hand-off messages until Close.
+// or a *NodeError), then delivers hand-off messages until Close, keeping
+// the subscription alive.
 func (n *Notifier) run(i int, c NotifyClient, confirmed chan<- error) {
 	ps := c.Subscribe(context.Background(), channelPrefix+n.id)
-	n.mu.Lock()
-	closed := n.closed
-	if !closed {
-		n.subs[i] = ps
-	}
-	n.mu.Unlock()
-	if closed {
+	if !n.setSub(i, ps) {
 		_ = ps.Close()
 		confirmed <- &NodeError{Index: i, Addr: n.addrs[i], Err: errNotifierClosed}
 		return
@@ -174,32 +188,102 @@ func (n *Notifier) run(i int, c NotifyClient, confirmed chan<- error) {
 	// lost: NewNotifier returns, and Mutexes queue, only after a majority.
 	if _, err := ps.Receive(context.Background()); err != nil {
 		confirmed <- &NodeError{Index: i, Addr: n.addrs[i], Err: err}
+		if ps = n.resubscribe(i, c, ps); ps == nil {
+			return
+		}
 	} else {
 		confirmed <- nil
 	}
+	var pinged time.Time // when the unanswered ping was sent; zero if none
 	for {
-		msg, err := ps.ReceiveMessage(context.Background())
-		if err != nil {
-			// Closed, or the node is unreachable: go-redis reconnects and
-			// subscribes again on the next read.
-			t := time.NewTimer(resubscribePause)
-			select {
-			case <-n.done:
-				t.Stop()
-				return
-			case <-t.C:
+		msg, err := ps.ReceiveTimeout(context.Background(), pingEvery)
+		if n.isClosed() {
+			return
+		}
+		switch {
+		case err == nil:
+			pinged = time.Time{}
+			if m, ok := msg.(*redis.Message); ok {
+				n.route(i, m.Payload)
 			}
 			continue
+		case isTimeout(err) && pinged.IsZero():
+			pinged = time.Now()
+			if ps.Ping(context.Background()) == nil {
+				continue
+			}
+		case isTimeout(err) && time.Since(pinged) < pongTimeout:
+			continue
 		}
-		n.route(i, msg.Payload)
+		// No answer to the ping, or the connection failed: subscribe
+		// again on a new one.
+		pinged = time.Time{}
+		if ps = n.resubscribe(i, c, ps); ps == nil {
+			return
+		}
 	}
 }
 
-// route records that node i handed the lock to tok, if tok is the current
-// token of a registered waiter. A message for an older generation (a token
-// the waiter retired) or for a waiter that has finished is dropped: such a
-// token is never counted (see waitQueued).
-func (n *Notifier) route(i int, tok string) {
+// setSub records node i's subscription; it reports false when the
+// Notifier is closed.
+func (n *Notifier) setSub(i int, ps *redis.PubSub) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return false
+	}
+	n.subs[i] = ps
+	return true
+}
+
+func (n *Notifier) isClosed() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.closed
+}
+
+// resubscribe replaces node i's subscription, which died, retrying until
+// it is confirmed or the Notifier is closed (it then returns nil), and
+// tells every waiter to look at the nodes.
+func (n *Notifier) resubscribe(i int, c NotifyClient, old *redis.PubSub) *redis.PubSub {
+	_ = old.Close()
+	for {
+		select {
+		case <-n.done:
+			return nil
+		case <-time.After(resubscribePause):
+		}
+		ps := c.Subscribe(context.Background(), channelPrefix+n.id)
+		if !n.setSub(i, ps) {
+			_ = ps.Close()
+			return nil
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), pongTimeout)
+		_, err := ps.Receive(ctx)
+		cancel()
+		if err == nil {
+			n.mu.Lock()
+			for _, r := range n.waiters {
+				r.look()
+			}
+			n.mu.Unlock()
+			return ps
+		}
+		_ = ps.Close()
+	}
+}
+
+// route handles a hand-off message from node i, "<token>\n<key>": it
+// records the hand-off if the token is the current one of a registered
+// waiter, and otherwise releases the node for that token, which hands it
+// on: the waiter has gone, or retired that token in a later round (a round
+// that timed out on a node can leave an old token queued there), so nobody
+// would count that node until its TTL ran out.
+func (n *Notifier) route(i int, payload string) {
+	tok, key, ok := strings.Cut(payload, "\n")
+	if !ok {
+		return
+	}
 	dot := strings.LastIndexByte(tok, '.')
 	if dot < 0 {
 		return
@@ -210,10 +294,40 @@ func (n *Notifier) route(i int, tok string) {
 	}
 	n.mu.Lock()
 	r := n.waiters[tok[:dot]]
-	n.mu.Unlock()
-	if r != nil {
-		r.handedOver(i, gen)
+	held := r != nil && r.held
+	bounce := r == nil && !n.closed
+	if bounce {
+		n.wg.Add(1)
 	}
+	n.mu.Unlock()
+	if r != nil && (held && r.current(gen) || !held && r.handedOver(i, gen)) {
+		return // counted, or a node of the lock the waiter holds
+	}
+	if r != nil {
+		// A token the waiter retired (an older generation), or one handed
+		// over while the lock is held: nobody will count that node, so
+		// pass it on rather than leave it for a TTL.
+		n.mu.Lock()
+		bounce = !n.closed
+		if bounce {
+			n.wg.Add(1)
+		}
+		n.mu.Unlock()
+	}
+	if bounce {
+		go n.bounce(i, key, tok)
+	}
+}
+
+// bounce releases node i's key if it holds tok: a node handed to a waiter
+// of this Notifier that no longer waits. The release is owner-checked, so
+// a stale message (the node has moved on since) changes nothing.
+func (n *Notifier) bounce(i int, key, tok string) {
+	defer n.wg.Done()
+	ctx, cancel := retry.Detach(context.Background())
+	defer cancel()
+	keys := []string{key, queueKey(key), keyslot.Receipt(keyslot.Base(key), tok)}
+	_ = releaseScript.Run(ctx, n.clients[i], keys, tok, receiptMS, "1").Err()
 }
 
 // register returns the registration through which the waiter id will
@@ -224,10 +338,13 @@ func (n *Notifier) register(id string) (*registration, error) {
 	if n.closed {
 		return nil, errNotifierClosed
 	}
-	r := &registration{quorum: len(n.addrs)/2 + 1, handed: make([]bool, len(n.addrs)), signal: make(chan struct{}, 1)}
+	r := &registration{n: n, quorum: len(n.addrs)/2 + 1, handed: make([]bool, len(n.addrs)), signal: make(chan struct{}, 1), recheck: make(chan struct{}, 1)}
 	n.waiters[id] = r
 	return r, nil
 }
+
+// hold marks the waiter as holding the lock; see route.
+func (r *registration) hold() { r.n.mu.Lock(); r.held = true; r.n.mu.Unlock() }
 
 func (n *Notifier) unregister(id string) {
 	n.mu.Lock()
@@ -251,8 +368,12 @@ func (n *Notifier) check(addrs []string) error {
 
 // A registration is one waiting Lock as its Notifier sees it.
 type registration struct {
-	quorum int           // hand-offs that make a majority
-	signal chan struct{} // has a value when the waiter should look at handed
+	n       *Notifier
+	quorum  int           // hand-offs that make a majority
+	signal  chan struct{} // has a value when the waiter should look at handed
+	recheck chan struct{} // has a value when the waiter should run a round now
+
+	held bool // the lock is held: messages are old news (see route); guarded by the Notifier's mu
 
 	mu     sync.Mutex // protects gen, handed and count
 	gen    int        // the generation of the waiter's current token
@@ -263,11 +384,14 @@ type registration struct {
 // handedOver records a hand-off by node i to generation gen. It wakes the
 // waiter only at the first hand-off of a generation (to time a split) and
 // when a majority is reached, not at every message.
-func (r *registration) handedOver(i, gen int) {
+func (r *registration) handedOver(i, gen int) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if gen != r.gen || r.handed[i] {
-		return
+	if gen != r.gen {
+		return false
+	}
+	if r.handed[i] {
+		return true
 	}
 	r.handed[i] = true
 	r.count++
@@ -276,6 +400,23 @@ func (r *registration) handedOver(i, gen int) {
 		case r.signal <- struct{}{}:
 		default:
 		}
+	}
+	return true
+}
+
+// current reports whether gen is the waiter's current generation.
+func (r *registration) current(gen int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return gen == r.gen
+}
+
+// look asks the waiter to run a round now: a subscription was down, and
+// releases may have passed it by.
+func (r *registration) look() {
+	select {
+	case r.recheck <- struct{}{}:
+	default:
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/observe"
 )
 
@@ -38,20 +39,25 @@ const (
 	// different waiters) or a node that failed. The delay doubles at each
 	// check, up to the per-node timeout.
 	firstSplitCheck = 2 * time.Millisecond
+	// lookRank and lookMaxFactor space out the looks of waiters far back
+	// in the queues: one with r waiters ahead looks every
+	// ttl/4 × min(1 + r/lookRank, lookMaxFactor).
+	lookRank      = 8
+	lookMaxFactor = 8
 )
 
 // Option configures a [Mutex].
 type Option func(*options)
 
 type options struct {
-	ttl         time.Duration
-	nodeTimeout time.Duration // 0 until resolved: derived from ttl
-	tries       int
-	delay       DelayFunc
-	hook        func(ctx context.Context, point string)
-	notifier    *Notifier
-	observer    observe.Func
-	err         error // the first invalid option, reported by every method
+	ttl           time.Duration
+	nodeTimeout   time.Duration // 0 until resolved: derived from ttl
+	retry         retry.Policy
+	hook          func(ctx context.Context, point string)
+	notifier      *Notifier
+	observer      observe.Func
+	evictionCheck bool
+	err           error // the first invalid option, reported by every method
 }
 
 // WithObserver reports to f what the Mutex does: acquisitions with how long
@@ -65,7 +71,8 @@ func WithObserver(f observe.Func) Option {
 
 // DelayFunc returns how long [Mutex.Lock] waits before its next attempt,
 // given the number of attempts made so far (1 after the first failed
-// attempt). It is called from the goroutine that runs Lock.
+// attempt). A delay <= 0 retries at once. It is called from the goroutine
+// that runs Lock.
 type DelayFunc func(attempt int) time.Duration
 
 // WithTTL sets the time to live of the key on each node: the longest a
@@ -77,7 +84,7 @@ type DelayFunc func(attempt int) time.Duration
 func WithTTL(ttl time.Duration) Option {
 	return func(o *options) {
 		if ttl < time.Millisecond {
-			o.invalid("ttl %v is below 1ms", ttl)
+			o.invalid("WithTTL(%v): ttl must be at least 1ms", ttl)
 			return
 		}
 		o.ttl = ttl.Truncate(time.Millisecond)
@@ -106,7 +113,7 @@ func WithTTL(ttl time.Duration) Option {
 func WithNodeTimeout(d time.Duration) Option {
 	return func(o *options) {
 		if d <= 0 {
-			o.invalid("node timeout %v is not positive", d)
+			o.invalid("WithNodeTimeout(%v): timeout must be positive", d)
 			return
 		}
 		o.nodeTimeout = d
@@ -114,35 +121,44 @@ func WithNodeTimeout(d time.Duration) Option {
 }
 
 // WithTries sets how many attempts [Mutex.Lock] makes before it returns
-// [ErrNotObtained]; [Mutex.TryLock] always makes one. It applies to
-// polling only: with a [Notifier], Lock waits in the queues until its
-// context ends. An n < 1 makes every method return an error wrapping
-// [ErrInvalid]. The default is 32.
+// [ErrNotObtained]; 0 means no limit, so only Lock's context ends the
+// wait. [Mutex.TryLock] always makes one. It applies to polling only: with
+// a [Notifier], Lock waits in the queues until its context ends. A
+// negative n makes every method return an error wrapping [ErrInvalid]. The
+// default is 32, redsync's.
 func WithTries(n int) Option {
 	return func(o *options) {
-		if n < 1 {
-			o.invalid("tries %d is below 1", n)
+		if n < 0 {
+			o.invalid("WithTries(%d): tries must be at least 0", n)
 			return
 		}
-		o.tries = n
+		o.retry.Tries = n
 	}
 }
 
 // WithRetry sets the delay between [Mutex.Lock]'s attempts. It should be
 // random, and long compared with an acquisition round, so that clients that
 // split the nodes between them do not collide again (the distlock page's
-// advice). A delay <= 0 retries at once. It applies to polling only: with a
-// [Notifier], Lock does not poll. A nil f makes every method return an
-// error wrapping [ErrInvalid]. The default is a uniformly random delay
-// between 50ms and 250ms.
+// advice): this is why redlock's default is not the family's 2-64ms
+// backoff. A delay <= 0 retries at once. It applies to polling only: with
+// a [Notifier], Lock does not poll. If f is nil, the default is used. The
+// default is a uniformly random delay between 50ms and 250ms.
 func WithRetry(f DelayFunc) Option {
 	return func(o *options) {
 		if f == nil {
-			o.invalid("nil DelayFunc")
-			return
+			f = randomDelay
 		}
-		o.delay = f
+		o.retry.Delay = retry.DelayFunc(f)
 	}
+}
+
+// WithEvictionCheck sets whether Lock and TryLock refuse nodes that may
+// evict keys (maxmemory set, and a maxmemory-policy other than noeviction):
+// an evicted key on a majority of nodes lets a second holder in, and
+// nobody is told. The check reads CONFIG GET maxmemory* once a minute per
+// node, where the client and the node allow CONFIG. The default is true.
+func WithEvictionCheck(on bool) Option {
+	return func(o *options) { o.evictionCheck = on }
 }
 
 // WithHook calls f at each named step of the protocol (the Hook constants),
@@ -173,28 +189,34 @@ func WithNotifier(n *Notifier) Option {
 	return func(o *options) { o.notifier = n }
 }
 
-func newOptions(opts []Option) options {
-	o := options{ttl: defaultTTL, tries: defaultTries, delay: randomDelay}
+func newOptions(opts []Option) (options, error) {
+	o := options{ttl: defaultTTL, retry: retry.Policy{Tries: defaultTries, Delay: randomDelay}, evictionCheck: true}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
 		}
 	}
 	if o.err != nil {
-		return o
+		return o, o.err
 	}
 	if o.nodeTimeout == 0 {
 		o.nodeTimeout = defaultNodeTimeout(o.ttl)
 	} else if o.nodeTimeout >= o.ttl {
-		o.invalid("node timeout %v is not below the ttl %v", o.nodeTimeout, o.ttl)
+		o.invalid("WithNodeTimeout(%v): timeout must be below the ttl %v", o.nodeTimeout, o.ttl)
 	}
-	return o
+	return o, o.err
 }
 
+// invalid records the first invalid argument, in the one shape every
+// locklab lock package uses: "redlock: invalid argument: WithTTL(0s): ...".
 func (o *options) invalid(format string, args ...any) {
 	if o.err == nil {
-		o.err = fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
+		o.err = invalid(format, args...)
 	}
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
 }
 
 // defaultNodeTimeout is 5% of ttl, at least minNodeTimeout, at most ttl/2.

@@ -5,13 +5,13 @@
 -- KEYS[2]  the node's wait queue: a sorted set of waiters' tokens, each
 --          scored by the time its waiter first wanted the lock (ties by
 --          token), so every node ranks the same waiters the same way
+-- KEYS[3]  this release's receipt: "<base>:r:<ARGV[1]>"
 -- ARGV[1]  the token this client wrote, or was handed
--- ARGV[2]  optional: "1" to also take ARGV[1] out of the queue (a waiter
+-- ARGV[2]  how long the receipt lives, in milliseconds
+-- ARGV[3]  optional: "1" to also take ARGV[1] out of the queue (a waiter
 --          that gives up, or a holder that may still be queued on this
---          node); or "T": the caller knows this node holds ARGV[1] and its
---          validity has not ended, so the key cannot have expired (see
---          below)
--- ARGV[3..] optional: tokens this client retired while waiting whose fate
+--          node)
+-- ARGV[4..] optional: tokens this client retired while waiting whose fate
 --          on this node is unknown (a round timed out): each leaves the
 --          queue, and is released like ARGV[1] if the key holds it
 --
@@ -23,59 +23,27 @@
 --         3 when the key held a token from ARGV[3..], released as above.
 --
 -- A waiter's token is "<notifier id>.<ttl ms>.<random>.<generation>"; its
--- Notifier listens on channel "redlock:w:<notifier id>". PUBLISH returns
--- how many subscribers got the message: 0 means the waiter's process is
--- gone (or its subscription to this node is down), so the node moves on to
--- the next waiter at once instead of sitting with a dead one for a TTL.
--- Trusted ("T"): a hand-off needs no read of the key first. SET ... GET
--- hands over and returns the value it replaced, which must be ARGV[1]; a
--- mismatch (only possible if something outside the protocol deleted or
--- overwrote the key) is undone at once. With nobody to hand to, the
--- compare-and-delete below still reads the key.
-if ARGV[2] == "T" then
-	local first = true
-	while true do
-		local popped = redis.call("ZPOPMIN", KEYS[2])
-		local nxt, score = popped[1], popped[2]
-		if not nxt then
-			if first and redis.call("GET", KEYS[1]) ~= ARGV[1] then
-				return 0
-			end
-			redis.call("DEL", KEYS[1])
-			return 1
-		end
-		local id, ttl = string.match(nxt, "^([^.]+)%.(%d+)%.")
-		if id and tonumber(ttl) > 0 then
-			if first then
-				local old = redis.call("SET", KEYS[1], nxt, "PX", ttl, "GET")
-				if old ~= ARGV[1] then -- not ours after all: undo
-					if old then
-						redis.call("SET", KEYS[1], old, "PX", ttl)
-					else
-						redis.call("DEL", KEYS[1])
-					end
-					redis.call("ZADD", KEYS[2], score, nxt)
-					return 0
-				end
-				first = false
-			else
-				redis.call("SET", KEYS[1], nxt, "PX", ttl)
-			end
-			if redis.call("PUBLISH", "redlock:w:" .. id, nxt) > 0 then
-				return 2
-			end
-		end
-	end
-end
+-- Notifier listens on channel "redlock:w:<notifier id>", and the message is
+-- "<token>\n<key>". PUBLISH returns how many subscribers got it: 0 means
+-- the waiter's process is gone (or its subscription to this node is down),
+-- so the node moves on to the next waiter at once instead of sitting with
+-- a dead one for a TTL. PUBLISH comes before SET, so a dead waiter's token
+-- never reaches the key.
+--
+-- The owner check always reads the key first. Run twice (a reply lost,
+-- the command sent again), the second run finds the key no longer ours
+-- (deleted, or the next waiter's) and changes nothing: it cannot pop a
+-- second waiter, nor give the one it handed to another waiter's TTL; and
+-- it answers as the first did, from the receipt the first left (KEYS[3]).
 local cur = redis.call("GET", KEYS[1])
 local code = 1
-if #ARGV > 1 then
+if #ARGV > 2 then
 	-- A node holding our token never also queues it (a hand-off pops the
 	-- waiter first), so only a node that does not can have it queued.
-	if ARGV[2] == "1" and cur ~= ARGV[1] then
+	if ARGV[3] == "1" and cur ~= ARGV[1] then
 		redis.call("ZREM", KEYS[2], ARGV[1])
 	end
-	for i = 3, #ARGV do
+	for i = 4, #ARGV do
 		redis.call("ZREM", KEYS[2], ARGV[i])
 		if cur == ARGV[i] then
 			code = 3
@@ -83,22 +51,22 @@ if #ARGV > 1 then
 	end
 end
 if cur ~= ARGV[1] and code ~= 3 then
-	return 0
+	return tonumber(redis.call("GET", KEYS[3]) or 0)
 end
 while true do
 	local nxt = redis.call("ZPOPMIN", KEYS[2])[1]
 	if not nxt then
 		redis.call("DEL", KEYS[1])
-		return code
+		break
 	end
 	local id, ttl = string.match(nxt, "^([^.]+)%.(%d+)%.")
-	if id and tonumber(ttl) > 0 then
+	if id and tonumber(ttl) > 0 and redis.call("PUBLISH", "redlock:w:" .. id, nxt .. "\n" .. KEYS[1]) > 0 then
 		redis.call("SET", KEYS[1], nxt, "PX", ttl)
-		if redis.call("PUBLISH", "redlock:w:" .. id, nxt) > 0 then
-			if code == 3 then
-				return 3
-			end
-			return 2
+		if code ~= 3 then
+			code = 2
 		end
+		break
 	end
 end
+redis.call("SET", KEYS[3], code, "PX", ARGV[2])
+return code

@@ -112,7 +112,18 @@ type party struct {
 // when given, directly to the servers otherwise.
 func newParty(t *testing.T, k kind, name, key string, ttl time.Duration, f flavour, proxies []*faultproxy.Proxy) *party {
 	t.Helper()
-	p := &party{name: name, queued: make(chan struct{})}
+	clients := partyClients(t, k, f, proxies)
+	var n any
+	if k.notifier != nil {
+		n = k.notifier(t, clients)
+	}
+	return partyOn(t, k, name, key, ttl, clients, n)
+}
+
+// partyClients makes one client per node of kind k, through proxies when
+// given.
+func partyClients(t *testing.T, k kind, f flavour, proxies []*faultproxy.Proxy) []*redis.Client {
+	t.Helper()
 	clients := make([]*redis.Client, k.nodes)
 	for i := range clients {
 		addr := servers[i].Addr()
@@ -127,13 +138,33 @@ func newParty(t *testing.T, k kind, name, key string, ttl time.Duration, f flavo
 		t.Cleanup(func() { _ = c.Close() })
 		clients[i] = c
 	}
+	return clients
+}
+
+// partyOn makes a party whose lock uses clients and, for queued kinds, the
+// Notifier n: parties made on the same ones share a process.
+func partyOn(t *testing.T, k kind, name, key string, ttl time.Duration, clients []*redis.Client, n any) *party {
+	t.Helper()
+	p := &party{name: name, queued: make(chan struct{})}
 	hook := func(_ context.Context, point string) {
 		if point == k.queuedHook {
 			p.queueOnce.Do(func() { close(p.queued) })
 		}
 	}
-	p.lock = k.make(t, env{clients: clients, key: key, ttl: ttl, hook: hook})
+	p.lock = k.make(t, env{clients: clients, key: key, ttl: ttl, hook: hook, notifier: n})
 	return p
+}
+
+// sharedParties returns a maker of parties with TTL ttl that share one
+// process's clients (go-redis defaults) and Notifier.
+func sharedParties(t *testing.T, k kind, key string, ttl time.Duration) func(name string) *party {
+	t.Helper()
+	clients := partyClients(t, k, user, nil)
+	var n any
+	if k.notifier != nil {
+		n = k.notifier(t, clients)
+	}
+	return func(name string) *party { return partyOn(t, k, name, key, ttl, clients, n) }
 }
 
 // proxiesFor starts one fault proxy per node of kind k.

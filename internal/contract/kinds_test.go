@@ -26,10 +26,11 @@ type locker interface {
 // clients (one per node, each through the party's proxy when it is under
 // test), the key, the TTL and the hook to wire into WithHook.
 type env struct {
-	clients []*redis.Client
-	key     string
-	ttl     time.Duration
-	hook    func(ctx context.Context, point string)
+	clients  []*redis.Client
+	key      string
+	ttl      time.Duration
+	hook     func(ctx context.Context, point string)
+	notifier any // the party's process's Notifier, for queued kinds
 }
 
 // kind is one lock package, or one way of using it.
@@ -48,6 +49,9 @@ type kind struct {
 	// TTL (fencing's token counter must never go back).
 	persistent []string
 	make       func(t *testing.T, e env) locker
+	// notifier makes a process's Notifier on its clients (queued kinds);
+	// it is closed when the test ends.
+	notifier func(t *testing.T, clients []*redis.Client) any
 	// pending, while set, skips the kind: its fixes are not in yet.
 	pending bool
 }
@@ -71,26 +75,29 @@ var kinds = []kind{
 	},
 	{
 		name: "correct+notifier", nodes: 1, queued: true, queuedHook: correct.HookQueued,
-		make: func(t *testing.T, e env) locker {
-			n, err := correct.NewNotifier(t.Context(), e.clients[0])
+		notifier: func(t *testing.T, cs []*redis.Client) any {
+			n, err := correct.NewNotifier(t.Context(), cs[0])
 			if err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = n.Close() })
-			return correct.New(e.clients[0], e.key, correct.WithTTL(e.ttl), correct.WithHook(e.hook), correct.WithNotifier(n))
+			return n
+		},
+		make: func(t *testing.T, e env) locker {
+			return correct.New(e.clients[0], e.key, correct.WithTTL(e.ttl), correct.WithHook(e.hook), correct.WithNotifier(e.notifier.(*correct.Notifier)))
 		},
 	},
 	{
-		name: "redlock", nodes: 3, pending: true,
+		name: "redlock", nodes: 3,
 		make: func(_ *testing.T, e env) locker {
 			return redlock.New(redlockClients(e.clients), e.key, redlock.WithTTL(e.ttl), redlock.WithHook(e.hook), redlock.WithRetry(fastRetry))
 		},
 	},
 	{
-		name: "redlock+notifier", nodes: 3, queued: true, queuedHook: redlock.HookQueued, pending: true,
-		make: func(t *testing.T, e env) locker {
-			ncs := make([]redlock.NotifyClient, len(e.clients))
-			for i, c := range e.clients {
+		name: "redlock+notifier", nodes: 3, queued: true, queuedHook: redlock.HookQueued,
+		notifier: func(t *testing.T, cs []*redis.Client) any {
+			ncs := make([]redlock.NotifyClient, len(cs))
+			for i, c := range cs {
 				ncs[i] = c
 			}
 			n, err := redlock.NewNotifier(t.Context(), ncs)
@@ -98,7 +105,10 @@ var kinds = []kind{
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = n.Close() })
-			return redlock.New(redlockClients(e.clients), e.key, redlock.WithTTL(e.ttl), redlock.WithHook(e.hook), redlock.WithNotifier(n))
+			return n
+		},
+		make: func(t *testing.T, e env) locker {
+			return redlock.New(redlockClients(e.clients), e.key, redlock.WithTTL(e.ttl), redlock.WithHook(e.hook), redlock.WithNotifier(e.notifier.(*redlock.Notifier)))
 		},
 	},
 	{

@@ -8,7 +8,7 @@ import (
 )
 
 // lockPackages are the packages whose Lua scripts the contract covers.
-var lockPackages = []string{"correct", "fencing", "reentrant", "watchdog"} // redlock: pending
+var lockPackages = []string{"correct", "fencing", "reentrant", "redlock", "watchdog"}
 
 // TestScriptsSayWhatASecondRunDoes reads every lock package's Lua scripts
 // and checks that each opens with a header naming its KEYS, ARGV and

@@ -153,12 +153,13 @@ var kinds = []kind{
 	},
 	{
 		name: "redlock",
-		// On each node: SET NX PX (TryLock); acquire.lua (a waiting Lock)
-		// GET, SET, ZADD, ZPOPMIN, ZREM, PUBLISH on the node's wait queue
-		// "{<key>}:q"; release.lua GET, DEL, ZREM, ZPOPMIN, SET, PUBLISH
-		// (to waiters' channels redlock:w:<id>); extend.lua GET, PEXPIRE.
-		acl: []string{keysLock, keysQueue, "resetchannels", "&redlock:w:*", "-@all",
-			"+set", "+evalsha", "+eval", "+get", "+del", "+pexpire", "+zadd", "+zpopmin", "+zrem", "+publish"},
+		// On each node: SET NX PX GET (TryLock); acquire.lua (a waiting
+		// Lock) GET, SET, ZADD, ZRANK, PTTL, PEXPIRE, ZPOPMIN, ZREM, PUBLISH
+		// on the node's wait queue "{<key>}:q"; release.lua GET (the key,
+		// and a receipt), DEL, ZREM, ZPOPMIN, SET, PUBLISH (to waiters'
+		// channels redlock:w:<id>); extend.lua GET, PEXPIRE.
+		acl: []string{keysLock, keysQueue, keysReceipt, "resetchannels", "&redlock:w:*", "-@all", configGet,
+			"+set", "+evalsha", "+eval", "+get", "+del", "+pexpire", "+pttl", "+zadd", "+zrank", "+zpopmin", "+zrem", "+publish"},
 		nodes: 3, cluster: false, exclusive: true,
 		make: func(cs []redis.UniversalClient, key string) locker {
 			clients := make([]redlock.Client, len(cs))

@@ -298,11 +298,17 @@ type link struct {
 	clientOnce, serverOnce sync.Once
 
 	// Guarded by p.mu:
-	pending    []bool          // for each command sent whose reply has not come back: lose it?
+	pending    []sent          // the commands sent whose replies have not come back, oldest first
 	passthru   bool            // replies no longer pair with commands (Pub/Sub, or not RESP)
 	clientGone bool            // the client side is closed: replies are read and dropped
 	stalled    *Rule           // set while a Stall rule freezes the link
 	seen       map[string]bool // names of the commands the client has sent
+}
+
+// sent is a command delivered to the server whose reply is due.
+type sent struct {
+	drop bool  // lose the reply
+	hold *Rule // the rule that held the command, if any: its answer counts
 }
 
 // item is a unit of bytes on its way: a whole command (client to server)
@@ -436,7 +442,7 @@ func (l *link) writeCommands(q <-chan item) {
 		}
 		l.p.mu.Lock()
 		if it.command {
-			l.pending = append(l.pending, it.drop)
+			l.pending = append(l.pending, sent{drop: it.drop, hold: it.hold})
 		}
 		if it.subs {
 			l.passthru = true
@@ -511,7 +517,10 @@ func (l *link) readReplies(q chan<- item) {
 			if kind == answer {
 				p.mu.Lock()
 				if len(l.pending) > 0 {
-					drop = l.pending[0]
+					drop = l.pending[0].drop
+					if r := l.pending[0].hold; r != nil {
+						r.answered++
+					}
 					l.pending = l.pending[1:]
 					p.broadcastLocked()
 				}

@@ -72,6 +72,14 @@ type Rule struct {
 	released bool
 	removed  bool
 	caught   []string // "NAME key" of each command acted on
+	answered int      // held commands the server has since run and answered
+}
+
+// Answered waits until the server has run and answered at least n of the
+// commands the rule held (after [Rule.Release]), or ctx ends. A test that
+// releases a late command uses it to know the command has landed.
+func (r *Rule) Answered(ctx context.Context, n int) error {
+	return r.p.await(ctx, func() bool { return r.answered >= n || r.p.closed })
 }
 
 // Caught returns the commands the rule has acted on, as "NAME key" (the

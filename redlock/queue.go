@@ -1,0 +1,477 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/locklab/locklab/internal/keyslot"
+	"github.com/locklab/locklab/internal/token"
+)
+
+// Waiting.
+//
+// How a Lock waits for a held lock decides its latency, its fairness and
+// the load it puts on the nodes; it never decides safety, which rests on
+// the quorum and the validity rule above alone. There are two strategies.
+//
+// Polling, the default: an attempt, then a random 50-250ms sleep
+// ([WithRetry]), up to 32 attempts ([WithTries]), as redsync does. Each
+// failed attempt costs a SET on every node, and a release on those it
+// took; between a release and the next attempt the lock sits free; and
+// nobody is in line,
+// so the client that just released usually takes the lock straight back
+// and under steady contention some waiters wait many times longer than
+// others.
+//
+// Hand-off, with a [Notifier] ([WithNotifier]): the waiters queue on every
+// node, ranked the same way everywhere, and each node hands itself to the
+// best of them. Per node there is the lock key and its queue (key "{k}:q"
+// for lock "k"), a sorted set of waiters' tokens scored by the time each
+// waiter first wanted the lock, ties broken by token, so that every node
+// ranks the same waiters in the same order.
+//
+//   - Lock makes the usual SET round while the lock looks free (so an
+//     uncontended Lock and Unlock cost one parallel round each, as when
+//     polling). When that misses a majority, or when the last Lock or
+//     Unlock of this Mutex showed others waiting, the waiter runs a round
+//     of acquire.lua on every node: take the node if it is free and nobody
+//     better waits there, else join its queue. Then it sleeps.
+//   - Unlock runs release.lua on every node: check the owner; pop the best
+//     waiter; PUBLISH to its Notifier and, if it listens, SET the key to
+//     its token with its TTL; leave a receipt. Each node does this on its
+//     own, and since all rank alike,
+//     all normally hand over to the same waiter, which holds the lock as
+//     soon as a majority of them have: one hop after the release, with no
+//     idle gap and no race between waiters.
+//
+// Steady contention costs, per acquisition and per node, one round of
+// acquire.lua (EVALSHA, GET, ZADD, PTTL, ZRANK) and one of release.lua
+// (EVALSHA, GET, ZPOPMIN, PUBLISH, SET, SET): 11 commands per node in 2
+// round trips, however many wait. Every script is safe to run twice:
+// ZADD NX adds a waiter once, a release answers a second run from its
+// receipt and never pops a second waiter.
+//
+// Safety. A node's key changes hands only through an owner-checked script
+// run by the client that holds it (release.lua, or acquire.lua giving up a
+// node it holds), or by expiry, exactly as in plain Redlock, so the
+// argument under "Validity" still holds with one change: a waiter does not
+// know when a node handed itself over. It therefore counts the lease from
+// the start of its last round, which precedes every hand-off it counts,
+// and Until is that moment + ttl − drift: it errs early, never late. For
+// this to be true, a waiter's token changes at every round (it ends in a
+// generation number), each round retires the previous token on every node,
+// and only nodes that hold the current token count, as the round's replies
+// and the hand-off messages for that generation report; a message about an
+// older token, however late it arrives, is never counted. The rounds every
+// ttl/4 (below) keep that start recent, so a lock handed over after a long
+// wait still has at least about three quarters of its TTL; if none is left
+// (the waiter was paused), one more round resets the TTL on the nodes it
+// keeps before Lock returns.
+//
+// Fairness. In the common case the order is first come, first served on
+// every node, and Jain's fairness index is 1. Exceptions: the rank uses
+// each client's wall clock, so clients whose clocks differ by d are served
+// as if they had arrived up to d apart; the first SET round may take a
+// lock that is free while others still queue (after a dead holder's keys
+// expired); a polling Mutex on the same key gets it only while nobody is
+// queued; and waiters caught in a split (below) may be served in another
+// order among themselves.
+//
+// Failure modes, and what bounds each:
+//
+//   - The lost wake-up: the SET round is refused, and before the waiter
+//     queues the holder releases with nobody queued, so no message will
+//     come. The waiter's first round finds the nodes free and takes them
+//     ([HookRefused] marks the window).
+//   - A dead waiter: nobody is subscribed to its channel, so PUBLISH
+//     reports no receiver, and the same script moves on to the next
+//     waiter. A dead waiter's token is dropped from a queue when met; a
+//     queue expires one TTL after the last round of any waiter on it (a
+//     round never shortens the queue's TTL).
+//   - A waiter gone from a live process (it gave up while its join was on
+//     the wire, so the join landed after it left), or a token a waiter
+//     retired: PUBLISH reaches its Notifier, which finds nobody counting
+//     that token and releases the node on the spot: one hop, not a TTL.
+//   - A frozen waiter (SIGSTOP, a long GC pause) keeps its subscription,
+//     so it is handed the lock and keeps it, unused, until it resumes or
+//     the TTL runs out.
+//   - A dead holder: nobody releases. Its keys expire after the TTL, and a
+//     waiter that holds no node runs a round every ttl/4, which hands each
+//     free node to the best live waiter (perhaps itself). Bound: ttl plus
+//     ttl/4 plus a round.
+//   - A lost message, or a node whose subscription was down at the
+//     waiter's turn (it looked dead there and was skipped): the waiter's
+//     rounds find the node already handed over, or queue again there in
+//     its old place (the score does not change). A waiter near the head
+//     runs one every ttl/4; one with r waiters ahead every
+//     ttl/4 × min(1 + r/8, 8), so that a crowd does not keep the nodes
+//     too busy to hand over; a Notifier whose subscription died (it pings
+//     it, and subscribes again) has every waiter run one at once.
+//   - A split: nodes handed to different waiters, because a waiter's round
+//     had not reached some node yet when the holder released it, or a round
+//     failed there, or the first SET rounds of several clients each took a
+//     few nodes. Nobody may hold a majority, and nobody would release.
+//     A waiter that holds some nodes but not a majority runs a round after
+//     2ms, then 4ms, doubling up to the per-node timeout. In that round it
+//     queues again on every node where it is missing, and gives each node
+//     it holds to the best live waiter queued there if that waiter ranks
+//     before it (acquire.lua), keeping it otherwise. No deadlock: let W be
+//     the best live waiter. W is queued on every node it does not hold
+//     once its next round has run (2ms away if it holds some node, at most
+//     ttl/4 if none), and from then on each node ends up with W: a holder
+//     with a majority releases to the best waiter queued, W; a waiter
+//     holding a minority gives its nodes to W at its next round; a free
+//     node goes to W at anyone's round; a dead client's key expires. So W
+//     gets a majority within a few split rounds (ttl/4 if it held nothing
+//     and missed a queue; a TTL more for a dead holder's keys), then the
+//     next best, and so on. In these rounds nodes only move to waiters
+//     that rank better, so they cannot ping-pong.
+//   - A node down or frozen (a minority): rounds and releases wait for it
+//     at most the per-node timeout ([WithNodeTimeout]) and go on with the
+//     others; hand-offs keep working on the majority. With a majority down,
+//     Lock leaves the queues and returns [ErrQuorumUnreachable]; with a
+//     majority only slow (no answer in time), the round is tried again
+//     after a growing, jittered pause while Lock's context lives.
+//   - A waiter that gives up (its ctx ends, or its Notifier is closed)
+//     leaves every queue; a node handed to it at that moment is passed to
+//     the next waiter in the same script.
+//   - A late release, after the lease expired and another client took the
+//     lock: the owner check fails on every node, and release.lua changes
+//     neither the key nor the queue.
+//   - A round that timed out on a node may or may not have retired the
+//     waiter's previous token there. Unlock (or giving up) also releases
+//     such tokens, up to 8 per node, and a hand-off to one is passed on by
+//     the Notifier; a round still on its way when its generation is given
+//     up undoes itself when its reply comes back.
+//
+// Hand-off needs Pub/Sub on every node: independent masters, as Redlock
+// requires anyway.
+//
+
+// Goroutines.
+//
+// Each round (acquire, extend, release, a waiter's round in the queues)
+// starts one goroutine per node and waits for them only up to the per-node
+// timeout. With a client that honours context deadlines (go-redis
+// Options.ContextTimeoutEnabled) every goroutine ends by then, as its call
+// is cancelled. With one that does not, a call to a frozen node stays
+// blocked after the method returned, and its goroutine exits when the call
+// returns: at that client's ReadTimeout or WriteTimeout, when the node
+// answers, or when the client is closed. No goroutine outlives the closing
+// of the clients passed to [New]. A [Notifier] runs one goroutine per node
+// from [NewNotifier] until [Notifier.Close].
+
+// maxRetired bounds how many retired tokens a waiter remembers per node
+// for the final cleanup (see waiter.retired).
+const maxRetired = 8
+
+// queueKey returns the wait queue's key for the lock key: in the same
+// Redis Cluster slot, as the scripts touch both (see internal/keyslot).
+func queueKey(key string) string { return keyslot.Base(key) + ":q" }
+
+// A waiter is one Lock call waiting in the queues.
+//
+// Its token changes at every round: "<id>.<generation>". Each round
+// retires the previous token on every node (acquire.lua) and counts only
+// the nodes that hold the new one, as the round's replies and the hand-off
+// messages for that generation report. So every node counted was set to
+// the current token after the round started (since), and a late message
+// about an earlier generation can never be counted.
+type waiter struct {
+	m     *Mutex
+	reg   *registration
+	id    string // "<notifier id>.<ttl ms>.<random>": the token without its generation
+	score string // when Lock was called, in µs since the Unix epoch: the waiter's place in every queue
+	ttl   string // the TTL in milliseconds, for the scripts
+	gen   int
+	cur   *attempt // the current generation's claim on the nodes
+
+	held  []bool    // held[i]: node i holds the current token
+	since time.Time // sent before the current round: every node in held was set after it
+	split time.Duration
+	ahead int           // how many waiters were ahead in the queues at the last round
+	pause time.Duration // the wait before retrying a round that only timed out
+
+	// retired[i] are tokens retired by rounds that failed on node i: the
+	// node may still hold or queue them. Unlock, or leaving the queues,
+	// cleans them up; at most maxRetired per node are remembered (an older
+	// one left behind holds its node for at most a TTL).
+	retired [][]string
+}
+
+func (w *waiter) token() string { return w.id + "." + strconv.Itoa(w.gen) }
+
+// heldCount returns how many nodes hold the current token.
+func (w *waiter) heldCount() int {
+	n := 0
+	for _, h := range w.held {
+		if h {
+			n++
+		}
+	}
+	return n
+}
+
+// partial reports whether the waiter holds some nodes, but not a majority.
+func (w *waiter) partial() bool {
+	n := w.heldCount()
+	return n > 0 && n < w.m.quorum()
+}
+
+// lockQueued is Lock with a Notifier. While the lock looks free it makes
+// one SET round, as without a Notifier; when that misses a majority, or
+// the last Lock or Unlock showed other clients waiting, it waits in the
+// queues.
+func (m *Mutex) lockQueued(ctx context.Context) error {
+	if err := ctxErr(ctx); err != nil {
+		return errors.Join(ErrNotObtained, err)
+	}
+	n := m.opts.notifier
+	ttl := strconv.FormatInt(m.opts.ttl.Milliseconds(), 10)
+	w := &waiter{
+		m:       m,
+		id:      n.id + "." + ttl + "." + token.New(),
+		score:   strconv.FormatInt(time.Now().UnixMicro(), 10),
+		ttl:     ttl,
+		held:    make([]bool, len(m.clients)),
+		split:   firstSplitCheck,
+		retired: make([][]string, len(m.clients)),
+	}
+	reg, err := n.register(w.id)
+	if err != nil {
+		return errors.Join(ErrNotObtained, err)
+	}
+	w.reg = reg
+	held := false
+	defer func() {
+		if held {
+			reg.hold() // messages for it are old news until Unlock unregisters it
+		} else {
+			n.unregister(w.id)
+		}
+	}()
+
+	old := "" // the token to retire in the first round in the queues
+	if !m.contended.Load() {
+		a := m.newAttempt(w.token(), false)
+		out, res, err := m.setRound(ctx, a)
+		switch {
+		case out == acquired:
+			held = true
+			return nil
+		case out == failed:
+			m.cleanUp(ctx, a, res)
+			return err
+		case m.unreachable(res) && !res.onlyTimeouts():
+			m.cleanUp(ctx, a, res)
+			return m.quorumErr("lock", res)
+		}
+		if res.ok > 0 || len(res.failed) > 0 {
+			old = a.tok // some nodes hold it, or may: the first round retires it
+		}
+		a.giveUp() // a SET of it that lands late is released when its reply comes
+		m.contended.Store(true)
+		m.hook(ctx, HookRefused)
+	}
+	err = w.wait(ctx, old)
+	held = err == nil
+	return err
+}
+
+// wait joins the queues with a first round and waits until a majority of
+// nodes hold the waiter's token: handed over by holders' Unlocks (as
+// messages report) or taken in the waiter's own rounds. A waiter that holds
+// no node runs a round every ttl/4: it refreshes its place in every queue
+// and takes the lock from a holder that died, once its keys expire. A
+// waiter that holds some nodes, but not a majority, runs one after
+// firstSplitCheck, doubling up to the per-node timeout: the rest of a
+// release arrives within that, so a partial hold that lasts is a split,
+// which its rounds resolve (see acquire.lua and the package doc).
+func (w *waiter) wait(ctx context.Context, old string) error {
+	m := w.m
+	if err := w.round(ctx, old); err != nil {
+		return err
+	}
+	if ok, err := w.tryHold(ctx); ok || err != nil {
+		return err
+	}
+	m.hook(ctx, HookQueued)
+
+	check := time.NewTimer(w.nextCheck())
+	defer check.Stop()
+	for {
+		select {
+		case <-w.reg.signal:
+			wasPartial := w.partial()
+			w.reg.take(w.held)
+			if ok, err := w.tryHold(ctx); ok || err != nil {
+				return err
+			}
+			if !wasPartial && w.partial() {
+				check.Reset(w.nextCheck())
+			}
+		case <-check.C:
+			if err := w.round(ctx, w.token()); err != nil {
+				return err
+			}
+			if ok, err := w.tryHold(ctx); ok || err != nil {
+				return err
+			}
+			check.Reset(w.nextCheck())
+		case <-w.reg.recheck:
+			if err := w.round(ctx, w.token()); err != nil {
+				return err
+			}
+			if ok, err := w.tryHold(ctx); ok || err != nil {
+				return err
+			}
+			if !check.Stop() {
+				select {
+				case <-check.C:
+				default:
+				}
+			}
+			check.Reset(w.nextCheck())
+		case <-ctx.Done():
+			return w.abandon(ctx, errors.Join(ErrNotObtained, ctx.Err()))
+		case <-m.opts.notifier.done:
+			return w.abandon(ctx, errors.Join(ErrNotObtained, errNotifierClosed))
+		}
+	}
+}
+
+// nextCheck returns when the waiter should next run a round itself.
+func (w *waiter) nextCheck() time.Duration {
+	if w.partial() {
+		d := w.split
+		w.split = min(2*w.split, max(w.m.opts.nodeTimeout, firstSplitCheck))
+		return d
+	}
+	w.split = firstSplitCheck
+	// A waiter near the head looks every ttl/4: it is next, and a lost
+	// message or a dead holder is its to find. One far back looks less
+	// often, up to every 2 TTLs: a crowd of a thousand waiters each
+	// looking every ttl/4 would keep the nodes too busy to hand over.
+	// (Its place is kept by its score; a resubscribed Notifier has every
+	// waiter look at once.)
+	every := max(w.m.opts.ttl/checkFraction, time.Millisecond)
+	return every * time.Duration(min(1+w.ahead/lookRank, lookMaxFactor))
+}
+
+// round runs acquire.lua on every node with a new token, retiring old (""
+// for none), and records which nodes hold the new token. When the round
+// fails (ctx ended, quorum unreachable) it leaves the queues and returns
+// the error.
+func (w *waiter) round(ctx context.Context, old string) error {
+	m := w.m
+	for {
+		err, again := w.roundOnce(ctx, old)
+		if !again {
+			w.pause = 0
+			return err
+		}
+		// Only timeouts: busy nodes. Try again after a growing, jittered
+		// pause (a crowd retrying at once would keep them busy), while ctx
+		// lives.
+		old = w.token()
+		w.pause = min(max(2*w.pause, m.opts.nodeTimeout), max(m.opts.ttl/checkFraction, m.opts.nodeTimeout))
+		t := time.NewTimer(w.pause/2 + rand.N(w.pause/2+1))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return w.abandon(ctx, errors.Join(ErrNotObtained, ctx.Err()))
+		case <-t.C:
+		}
+	}
+}
+
+// roundOnce is one round. It reports again when the round could not reach
+// a majority only because nodes did not answer in time.
+func (w *waiter) roundOnce(ctx context.Context, old string) (err error, again bool) {
+	m := w.m
+	if w.cur != nil {
+		w.cur.giveUp() // retired by this round; a call of it that lands late is undone
+	}
+	w.gen++
+	w.reg.setGen(w.gen)
+	tok := w.token()
+	w.cur = m.newAttempt(tok, true)
+	start := time.Now() // before any node can set tok
+	args := []any{tok, w.score, w.ttl, old}
+	res := m.fanOut(ctx, 0, func(ctx context.Context, _ int, c Client) (int64, error) {
+		return acquireScript.Run(ctx, c, m.keys, args...).Int64()
+	}, w.cur.landed)
+	w.since = start
+	w.ahead = -1
+	for i, rp := range res.replies {
+		w.held[i] = rp.err == nil && rp.code > 0
+		if rp.err == nil && !rp.pending && rp.code <= 0 && (w.ahead < 0 || int(-rp.code) < w.ahead) {
+			w.ahead = int(-rp.code)
+		}
+		if rp.err != nil && old != "" && len(w.retired[i]) < maxRetired {
+			w.retired[i] = append(w.retired[i], old)
+		}
+	}
+	w.ahead = max(w.ahead, 0)
+	w.reg.take(w.held) // hand-offs that came before the replies
+	switch err := ctxErr(ctx); {
+	case err != nil:
+		return w.abandon(ctx, errors.Join(ErrNotObtained, err)), false
+	case m.unreachable(res) && res.onlyTimeouts():
+		return nil, true
+	case m.unreachable(res):
+		return w.abandon(ctx, m.quorumErr("lock", res)), false
+	}
+	return nil, false
+}
+
+// tryHold takes the lock if a majority of nodes hold the current token
+// with validity left, counted from the start of the round that sent it.
+// When no validity is left (the waiter was paused, or waited long between
+// rounds), it runs one more round, which resets the TTL on the nodes it
+// keeps, and tries once more; after that it goes on waiting.
+func (w *waiter) tryHold(ctx context.Context) (bool, error) {
+	m := w.m
+	ttl := m.opts.ttl
+	for refreshed := false; w.heldCount() >= m.quorum(); refreshed = true {
+		m.hook(ctx, HookAcquiredQuorum)
+		if validity(ttl, time.Since(w.since)) > 0 {
+			cleanup := make([]nodeCleanup, len(w.held))
+			for i, h := range w.held {
+				cleanup[i] = nodeCleanup{dequeue: !h, retired: w.retired[i]}
+			}
+			m.hold(w.cur, w.since.Add(ttl-drift(ttl)), slices.Clone(w.held), cleanup)
+			return true, nil
+		}
+		if refreshed {
+			break
+		}
+		if err := w.round(ctx, w.token()); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+// abandon leaves every queue and passes on any node that holds the
+// waiter's token (it may have been handed over as the waiter gave up),
+// then returns cause. It runs detached from ctx's cancellation, as Unlock
+// does.
+func (w *waiter) abandon(ctx context.Context, cause error) error {
+	var now []bool
+	if w.cur != nil {
+		now = w.cur.giveUp() // a round of it still in flight undoes itself when it ends
+	}
+	cleanup := make([]nodeCleanup, len(w.held))
+	for i := range cleanup {
+		cleanup[i] = nodeCleanup{dequeue: true, retired: w.retired[i]}
+	}
+	if res := w.m.release(ctx, w.token(), cleanup, now, 0); w.m.unreachable(res) {
+		return errors.Join(cause, w.m.quorumErr("leave queues", res))
+	}
+	return cause
+}

@@ -1,0 +1,355 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/internal/keyslot"
+	"github.com/locklab/locklab/internal/retry"
+)
+
+// This file is Redlock's rule: a round on every node, a majority, and the
+// validity left. The calls themselves are in nodes.go.
+//
+// The algorithm.
+//
+// The algorithm is the one on the Redis distributed locks page,
+// https://redis.io/docs/latest/develop/use/patterns/distributed-locks/,
+// with the SETs sent in parallel as the page recommends:
+//
+//  1. Read the monotonic clock: t0.
+//  2. Send SET key token NX PX ttl GET to all N nodes at once, with a fresh
+//     random 128-bit token for this attempt. Wait until a majority, N/2+1,
+//     has answered OK, or else for every reply, but for each node at most
+//     the per-node timeout ([WithNodeTimeout]); a node that has not answered
+//     by then counts as failed. GET returns what the key held: nothing (we
+//     set it), our own token (this SET was sent twice, its first reply
+//     lost), or another's (the node is taken).
+//  3. If a majority answered OK, compute the validity (below). The lock is
+//     held if it is positive, until t0 + ttl − drift ([Mutex.Until]).
+//  4. Otherwise delete the token where it may be: the nodes that took it
+//     and those whose answer is unknown (an error: a reply may have been
+//     lost after the SET was done). Then try again after a random delay
+//     ([WithRetry]), with a new token: a late command of this attempt can
+//     then never act on what the next one takes. If so many nodes failed
+//     that no majority was possible, give up at once with
+//     [ErrQuorumUnreachable], unless they only did not answer in time
+//     (busy, not down): then try again while Lock's context lives.
+//
+// Release ([Mutex.Unlock]) and extension ([Mutex.Extend]) run an
+// owner-checked script on every node in parallel; an extension counts only
+// if a majority was extended with validity left, recomputed as in step 3.
+//
+// Lock does not wait for the slowest nodes once a majority holds its
+// token: with 5 nodes, the 4th and 5th replies would add their latency to
+// every acquisition and buy no safety (step 3 needs a majority only). The
+// SETs still in flight finish in the background, each bounded by the
+// per-node timeout. Unlock releases at once the nodes whose SET has ended,
+// and leaves a node whose SET is still on its way to that SET: it releases
+// the node when its reply comes back (see attempt), so a late SET never
+// leaves a key behind. Unlock of a lock taken that way likewise returns
+// once a majority has released (the lock is free from then on).
+// [Mutex.Settle] waits for whatever is still in flight: for tests and labs
+// that read the nodes, or before closing the clients.
+//
+// Validity.
+//
+//	validity = ttl − elapsed − drift
+//	drift    = ttl × 1% + 2ms
+//
+// elapsed is measured on Go's monotonic clock from just before the first
+// SET was sent until the majority's last reply was in (after
+// [HookAcquiredQuorum] returns, so a pause there counts). drift follows redlock-rb and redsync:
+// 1% for clocks that count time at slightly different rates, 1ms for the
+// millisecond precision of Redis expiry, and 1ms of minimum drift. With the
+// default 8s ttl, drift is 82ms, and a round that took 3ms leaves 7.915s.
+//
+// Why this is safe, under the assumptions below: every key of the majority
+// was written after t0, so each node keeps it until at least t0 + ttl by
+// that node's clock. If the node's clock and ours count elapsed time within
+// 1% of each other, none of those keys expires before t0 + ttl − drift by
+// our clock. Any two majorities of N nodes share a node, and SET NX fails on
+// a node that still has our key, so while our majority stands no other
+// client can gather one. Hence no one else holds the lock before Until.
+//
+// Assumptions, and what it does not guarantee.
+//
+// The argument holds only if:
+//
+//   - clocks drift boundedly: the nodes and the client count elapsed time at
+//     rates within 1% of each other, and no clock jumps. Redis expires keys
+//     by the wall clock, not a monotonic one, so a node whose clock is
+//     stepped forward drops our key early, and another client can then win
+//     a majority that includes that node;
+//   - the holder finishes its protected work before [Mutex.Until]. A process
+//     pause after Lock returned (a GC pause, SIGSTOP, a page fault), or a
+//     write that sits in the network, can let the holder act after its lock
+//     has expired and another client has taken it. Nothing on the client side
+//     can rule this out; the protected resource has to reject stale writers,
+//     for example with the fencing tokens of package fencing;
+//   - a node that crashes comes back with the key (AOF with appendfsync
+//     always) or stays down for longer than the TTL (delayed restart). A node
+//     that restarts at once without its data lets a second client win a
+//     majority that includes it;
+//   - the nodes are independent masters, not replicas of one another.
+//
+// The debate.
+//
+// Martin Kleppmann (https://martin.kleppmann.com/2016/02/08/how-to-do-distributed-locking.html)
+// argues that Redlock's safety rests on bounded network delay, bounded
+// pauses and bounded clock error, which real systems violate, so a paused
+// client or a jumping clock gives two holders. For correctness he wants a
+// consensus-based lock service and fencing tokens checked by the storage on
+// every write, which Redlock cannot issue since it has no monotonic counter.
+//
+// Salvatore Sanfilippo (antirez, http://antirez.com/news/101) replies that
+// every lock with auto-release has the paused-holder problem, and that
+// Redlock's elapsed-time check catches any delay during acquisition, needing
+// only clocks that count time at about the same rate, not synchronized ones.
+// He argues that a store able to order fencing tokens could be the lock
+// itself, and that Redlock's unique random token already allows a
+// check-and-set on the resource.
+//
+
+// drift is the allowance for clock drift between this process and the
+// nodes over a lease of ttl: 1% of ttl (clocks that count elapsed time at
+// rates up to 1% apart) plus 2ms (1ms for the millisecond precision of
+// Redis expiry, 1ms of minimum drift), as redlock-rb and redsync compute it.
+func drift(ttl time.Duration) time.Duration {
+	return ttl/100 + 2*time.Millisecond
+}
+
+// validity is how long a lock stays valid after a round that took elapsed,
+// counted from the round's start: ttl − elapsed − drift(ttl). The lock is
+// held only if it is positive.
+func validity(ttl, elapsed time.Duration) time.Duration {
+	return ttl - elapsed - drift(ttl)
+}
+
+func (m *Mutex) quorum() int { return len(m.clients)/2 + 1 }
+
+// unreachable reports whether so many nodes failed that the rest cannot
+// form a majority.
+func (m *Mutex) unreachable(res result) bool {
+	return len(m.clients)-len(res.failed) < m.quorum()
+}
+
+func (m *Mutex) quorumErr(op string, res result) error {
+	head := fmt.Errorf("redlock: %s %q: %d of %d nodes failed, quorum %d: %w",
+		op, m.key, len(res.failed), len(m.clients), m.quorum(), ErrQuorumUnreachable)
+	return errors.Join(append([]error{head}, res.failed...)...)
+}
+
+// outcome classifies one acquisition attempt.
+type outcome int
+
+const (
+	acquired  outcome = iota // a majority, with validity left
+	contended                // no majority free: others hold the key
+	tooLate                  // a majority, but no validity left
+	failed                   // ctx ended, or quorum unreachable
+)
+
+// An attempt is one token's claim on the nodes: a SET round, or one
+// generation of a waiter's rounds. Its calls may still be running on slow
+// nodes when it is given up (released, failed, retired): a SET that lands
+// then would leave our key on that node for a TTL, and a round that lands
+// would leave our token in the queue. So each node's call and the giving
+// up meet once: whichever comes second releases that node (see landed and
+// giveUp), and a node whose call ended is released at once by the caller.
+type attempt struct {
+	m     *Mutex
+	tok   string
+	queue bool           // a waiter's round (acquire.lua), not a SET round
+	state []atomic.Int32 // per node: callRunning, callEnded or releaseOnEnd
+}
+
+// The states of one node's call in an attempt.
+const (
+	callRunning  = iota // the call has not ended, and the attempt lives
+	callEnded           // the call ended first: the caller releases the node
+	releaseOnEnd        // the attempt was given up first: the call releases it
+)
+
+func (m *Mutex) newAttempt(tok string, queue bool) *attempt {
+	return &attempt{m: m, tok: tok, queue: queue, state: make([]atomic.Int32, len(m.clients))}
+}
+
+// landed is fanOut's done callback: node i's call has ended. If the
+// attempt was given up meanwhile, the node is released here, unless the
+// call was a SET that found someone else's key (it changed nothing).
+func (a *attempt) landed(i int, code int64, err error) {
+	if a.state[i].CompareAndSwap(callRunning, callEnded) {
+		return
+	}
+	if !a.queue && err == nil && code == 0 {
+		return
+	}
+	ctx, cancel := retry.Detach(context.Background())
+	defer cancel()
+	_ = releaseScript.Run(ctx, a.m.clients[i], a.m.releaseKeys(a.tok), a.tok, receiptMS, "1").Err()
+}
+
+// giveUp ends the attempt. It returns, per node, whether the caller must
+// release that node now (its call has ended); a node whose call is still
+// running is released by the call when it ends.
+func (a *attempt) giveUp() (now []bool) {
+	now = make([]bool, len(a.state))
+	for i := range a.state {
+		now[i] = !a.state[i].CompareAndSwap(callRunning, releaseOnEnd)
+	}
+	return now
+}
+
+// setRound sends SET key tok NX PX ttl GET to every node and, if a majority
+// took tok with validity left, records a as held. It releases nothing. It
+// returns once a majority said OK; owns then marks only the nodes that had
+// answered. GET makes the SET safe to send twice: a node whose first reply
+// was lost, and that go-redis asked again, answers with our own token.
+func (m *Mutex) setRound(ctx context.Context, a *attempt) (outcome, result, error) {
+	if err := ctxErr(ctx); err != nil {
+		return failed, result{}, errors.Join(ErrNotObtained, err)
+	}
+	ttl := m.opts.ttl
+	start := time.Now() // monotonic; before the first SET is sent
+	res := m.fanOut(ctx, m.quorum(), func(ctx context.Context, _ int, c Client) (int64, error) {
+		prev, err := c.SetArgs(ctx, m.key, a.tok, redis.SetArgs{Mode: "NX", TTL: ttl, Get: true}).Result()
+		switch {
+		case errors.Is(err, redis.Nil), err == nil && prev == a.tok:
+			return 1, nil // ours: set now, or by the first run of this SET
+		case err == nil:
+			return 0, nil // the key holds another token: someone holds this node
+		}
+		return 0, err
+	}, a.landed)
+	if res.ok >= m.quorum() {
+		m.hook(ctx, HookAcquiredQuorum)
+		if validity(ttl, time.Since(start)) > 0 {
+			owns := make([]bool, len(res.replies))
+			for i, r := range res.replies {
+				owns[i] = r.err == nil && r.code > 0
+			}
+			m.hold(a, start.Add(ttl-drift(ttl)), owns, nil)
+			return acquired, res, nil
+		}
+	}
+	elapsed := time.Since(start)
+	switch err := ctxErr(ctx); {
+	case err != nil:
+		return failed, res, errors.Join(ErrNotObtained, err)
+	case res.ok >= m.quorum():
+		return tooLate, res, fmt.Errorf("%w: %q: a majority answered after %v, leaving no validity of the %v ttl",
+			ErrNotObtained, m.key, elapsed.Round(time.Microsecond), ttl)
+	}
+	return contended, res, fmt.Errorf("%w: %q: set on %d of %d nodes, quorum %d",
+		ErrNotObtained, m.key, res.ok, len(m.clients), m.quorum())
+}
+
+// try is one attempt with a fresh token: a SET round and, unless it
+// acquired, the release of its token everywhere. For a quorum that was
+// unreachable only because nodes did not answer in time it reports
+// contended, so that Lock tries again; for nodes that failed otherwise,
+// failed with the error.
+func (m *Mutex) try(ctx context.Context, tok string) (outcome, error) {
+	a := m.newAttempt(tok, false)
+	out, res, err := m.setRound(ctx, a)
+	if out == acquired {
+		return out, nil
+	}
+	m.cleanUp(ctx, a, res)
+	if out == contended && m.unreachable(res) {
+		if res.onlyTimeouts() {
+			return contended, m.quorumErr("lock", res)
+		}
+		return failed, m.quorumErr("lock", res)
+	}
+	return out, err
+}
+
+// cleanUp gives up a SET round that did not acquire and releases its token
+// where it may be: on the nodes that took it, and on those whose answer is
+// unknown (an error: the SET may have landed without a reply). A node that
+// answered "someone else holds it" (SET ... GET returned another token)
+// has nothing of ours; a node whose SET is still running releases itself
+// when it ends. The release is skipped when no node needs it.
+func (m *Mutex) cleanUp(ctx context.Context, a *attempt, res result) {
+	now := a.giveUp()
+	need := false
+	for i, rp := range res.replies {
+		now[i] = now[i] && (rp.err != nil || rp.code > 0)
+		need = need || now[i]
+	}
+	if need {
+		m.release(ctx, a.tok, nil, now, 0)
+	}
+}
+
+// nodeCleanup is what a release must also do on one node for a lock
+// obtained in the queues.
+type nodeCleanup struct {
+	dequeue bool     // our token may still be in this node's queue
+	retired []string // tokens retired in rounds that failed on this node
+}
+
+// release fires HookBeforeRelease and runs the release script for tok on
+// every node where now[i] (every node if now is nil), with ctx's values
+// but not its cancellation; the other nodes release themselves when their
+// call ends (see attempt) and answer as pending. With cleanup, node i also
+// leaves the queue if cleanup[i].dequeue, and releases the tokens in
+// cleanup[i].retired. It returns once enough nodes (if enough > 0) have
+// released, as fanOut does. It records in the contended hint whether a
+// node was handed to a waiter.
+func (m *Mutex) release(ctx context.Context, tok string, cleanup []nodeCleanup, now []bool, enough int) result {
+	m.hook(ctx, HookBeforeRelease)
+	plain := []any{tok, receiptMS} // read concurrently, never written
+	keys := m.releaseKeys(tok)
+	res := m.fanOut(context.WithoutCancel(ctx), enough, func(ctx context.Context, i int, c Client) (int64, error) {
+		if now != nil && !now[i] {
+			return 0, errLater
+		}
+		args := plain
+		if cleanup != nil && (cleanup[i].dequeue || len(cleanup[i].retired) > 0) {
+			args = []any{tok, receiptMS, "0"}
+			if cleanup[i].dequeue {
+				args[2] = "1"
+			}
+			for _, r := range cleanup[i].retired {
+				args = append(args, r)
+			}
+		}
+		return releaseScript.Run(ctx, c, keys, args...).Int64()
+	}, nil)
+	if res.ok > 0 {
+		m.contended.Store(res.count(2) > 0)
+	}
+	return res
+}
+
+// releaseKeys are release.lua's keys for tok.
+func (m *Mutex) releaseKeys(tok string) []string {
+	return []string{m.key, m.keys[1], keyslot.Receipt(keyslot.Base(m.key), tok)}
+}
+
+// receiptMS is how long a release's receipt lives, for release.lua.
+var receiptMS = strconv.FormatInt(retry.ReceiptTTL.Milliseconds(), 10)
+
+// extendRound runs the owner-checked PEXPIRE on every node and returns the
+// result and how long the round took.
+func (m *Mutex) extendRound(ctx context.Context, tok string, ttl time.Duration) (result, time.Duration) {
+	ms := strconv.FormatInt(ttl.Milliseconds(), 10)
+	start := time.Now()
+	res := m.fanOut(ctx, 0, func(ctx context.Context, _ int, c Client) (int64, error) {
+		return extendScript.Run(ctx, c, []string{m.key}, tok, ms).Int64()
+	}, nil)
+	return res, time.Since(start)
+}
+
+// ctxErr is retry.CtxErr: ctx's error, or DeadlineExceeded once its
+// deadline has passed even if ctx has not noticed yet.
+func ctxErr(ctx context.Context) error { return retry.CtxErr(ctx) }
