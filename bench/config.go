@@ -14,27 +14,29 @@ import (
 const (
 	scUncontended = "uncontended" // 1 client, a fresh key per acquire+release pair
 	scContended   = "contended"   // N clients on one key
-	scKeys        = "keys"        // N clients over K keys, a random key per acquisition
+	scKeys        = "keys"        // many clients over many keys, a random key per acquisition
 	scRTT         = "rtt"         // uncontended and contended through a latency proxy
 )
 
 var allScenarios = []string{scUncontended, scContended, scKeys, scRTT}
 
-// Defaults of the full suite (make bench). With the nine safe locks it runs
-// 9 impls x 18 cells x 3 rounds = 486 runs of 800ms: about 7 minutes on two
-// cores including per-run setup (the plan is printed at start).
+// Defaults of the full suite (make bench). With the fourteen safe locks and
+// floors it runs 14 impls x 14 cells x 3 rounds = 588 runs of 800ms: about
+// 9 minutes on two cores including per-run setup (the plan is printed at
+// start).
 const (
 	defaultDuration = 800 * time.Millisecond
 	defaultRounds   = 3
-	defaultKeys     = 8
+	defaultKeys     = 1024
 	defaultRTT      = time.Millisecond
 	defaultTTL      = 8 * time.Second // redsync's default expiry
 	defaultMaxOps   = 2_000_000       // per run, on top of the duration
 )
 
 var (
-	defaultClients = []int{1, 2, 8, 32}
-	defaultHolds   = []time.Duration{0, time.Millisecond}
+	defaultClients     = []int{1, 2, 8, 32}
+	defaultKeysClients = []int{64}
+	defaultHolds       = []time.Duration{0, time.Millisecond}
 )
 
 // The -quick preset (make bench-quick): every scenario, 8 clients, both
@@ -52,6 +54,7 @@ type config struct {
 	scenarios []string
 	impls     []string // as given; resolved by resolveImpls
 	clients   []int
+	keysCl    []int // clients of the keys scenario
 	holds     []time.Duration
 	duration  time.Duration
 	rounds    int
@@ -82,7 +85,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		out       = fs.String("out", "", "results `dir` (default bench/results/<UTC timestamp>/, and bench/results/latest points at it)")
 		scenarios = fs.String("scenarios", strings.Join(allScenarios, ","), "scenarios to run: uncontended, contended, keys, rtt")
 		impls     = fs.String("impls", "", "implementations to run, comma-separated; globs allowed (naive-*); default every safe one")
-		clients   = fs.String("clients", joinInts(defaultClients), "contending clients `list` (contended, keys; rtt uses the largest up to 8)")
+		clients   = fs.String("clients", joinInts(defaultClients), "contending clients `list` (contended; rtt uses the largest up to 8)")
+		keysCl    = fs.String("keys-clients", joinInts(defaultKeysClients), "clients `list` of the keys scenario (many keys, little contention)")
 		holds     = fs.String("hold", "0,1ms", "hold `list`: time each holder keeps the lock")
 		duration  = fs.Duration("duration", defaultDuration, "length of each run")
 		rounds    = fs.Int("rounds", defaultRounds, "rounds; each rotates the order of the implementations")
@@ -123,6 +127,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		}
 	}
 	if c.clients, err = parseInts("-clients", *clients); err != nil {
+		return nil, err
+	}
+	if c.keysCl, err = parseInts("-keys-clients", *keysCl); err != nil {
 		return nil, err
 	}
 	if c.holds, err = parseDurations("-hold", *holds); err != nil {
@@ -169,6 +176,11 @@ func (c *config) validate() error {
 	for _, n := range c.clients {
 		if n < 1 || n > 1024 {
 			return fmt.Errorf("-clients: %d is out of range 1..1024", n)
+		}
+	}
+	for _, n := range c.keysCl {
+		if n < 2 || n > 1024 {
+			return fmt.Errorf("-keys-clients: %d is out of range 2..1024", n)
 		}
 	}
 	for _, h := range c.holds {

@@ -17,7 +17,7 @@ const redislockRetry = time.Millisecond
 // bsm/redislock with RetryStrategy LinearBackoff(1ms) and the common TTL.
 // Obtain retries until its own deadline, one TTL after the call.
 func init() {
-	register(&impl{name: "redislock", nodes: 1, connect: connectRedislock, gaveUp: redislockGaveUp})
+	register(&impl{name: "redislock", nodes: 1, kind: kindPeer, connect: connectRedislock, gaveUp: redislockGaveUp})
 }
 
 func connectRedislock(e env) (contender, error) {

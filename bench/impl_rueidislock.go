@@ -16,7 +16,7 @@ import (
 // defaults. Waiters sleep until a client-side-caching invalidation arrives;
 // WithContext never gives up while its context lives.
 func init() {
-	register(&impl{name: "rueidislock", nodes: 1, connect: connectRueidislock, gaveUp: func(error) bool { return false }})
+	register(&impl{name: "rueidislock", nodes: 1, kind: kindPeer, connect: connectRueidislock, gaveUp: func(error) bool { return false }})
 }
 
 func connectRueidislock(e env) (contender, error) {

@@ -114,9 +114,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	defer led.close()
 
 	runID := randomID()
+	mach.RedisBenchmark = newRedisBench(benchConcurrency(cs))
+	rbKey := keyRoot + runID + ":redis-benchmark"
 	prog := newProgress(stderr, len(plan), cfg.duration+perRunOverhead)
 	var runs []*runResult
 	for i, s := range plan {
+		if i == 0 || plan[i-1].round != s.round {
+			// redis-benchmark in the same state of the machine as the
+			// round's runs.
+			mach.RedisBenchmark.measure(ctx, srv.addrs[0], rbKey)
+			if err := srv.admin[0].Del(ctx, rbKey).Err(); err != nil {
+				return fmt.Errorf("delete %s: %w", rbKey, err)
+			}
+		}
 		prog.begin(s, cfg.rounds)
 		addrs := srv.addrs
 		if s.cell.rtt > 0 {
@@ -164,6 +174,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return fmt.Errorf("mutual exclusion violated by a lock that claims to be safe: %s", strings.Join(bad, ", "))
 	}
 	return nil
+}
+
+// benchConcurrency returns the client counts of the cells that talk to the
+// servers directly, for redis-benchmark.
+func benchConcurrency(cs []cell) []int {
+	var out []int
+	for _, c := range cs {
+		if c.rtt == 0 {
+			out = append(out, c.clients)
+		}
+	}
+	return out
 }
 
 func implNames(impls []*impl) []string {
