@@ -68,6 +68,10 @@ type config struct {
 	plots     bool
 	check     string // "async" or "sync": how the ledger's updates are sent
 	cpuprof   string // write a CPU profile of the bench process here
+	// The fault scoreboard (-scenarios faults).
+	faults    []string // schedule ids
+	faultRuns int
+	seed      uint64
 }
 
 // parseFlags parses args (without the program name). Explicit flags win
@@ -83,7 +87,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	}
 	var (
 		out       = fs.String("out", "", "results `dir` (default bench/results/<UTC timestamp>/, and bench/results/latest points at it)")
-		scenarios = fs.String("scenarios", strings.Join(allScenarios, ","), "scenarios to run: uncontended, contended, keys, rtt")
+		scenarios = fs.String("scenarios", strings.Join(allScenarios, ","), "scenarios to run: uncontended, contended, keys, rtt; faults for the fault scoreboard (make faults)")
 		impls     = fs.String("impls", "", "implementations to run, comma-separated; globs allowed (naive-*); default every safe one")
 		clients   = fs.String("clients", joinInts(defaultClients), "contending clients `list` (contended; rtt uses the largest up to 8)")
 		keysCl    = fs.String("keys-clients", joinInts(defaultKeysClients), "clients `list` of the keys scenario (many keys, little contention)")
@@ -100,6 +104,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		plots     = fs.Bool("plots", true, "draw the PNG and SVG plots")
 		cpuprof   = fs.String("cpuprofile", "", "write a CPU profile of the bench process (the clients, not the servers) to `file`")
 		check     = fs.String("check", "async", "violation counter: async (ordered, no added round trip) or sync (each update waits for its reply inside the critical section)")
+		faults    = fs.String("faults", strings.Join(scheduleIDs(), ","), "fault scoreboard: the fault schedules to run")
+		faultRuns = fs.Int("fault-runs", defaultFaultRuns, "fault scoreboard: seeded runs of every lock under every schedule")
+		seed      = fs.Uint64("seed", 1, "fault scoreboard: the seed of the runs")
 	)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -111,14 +118,23 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
 	c := &config{out: *out, duration: *duration, rounds: *rounds, keys: *keys, rtt: *rtt,
-		rate: *rate, quick: *quick, ttl: *ttl, maxOps: *maxOps, plots: *plots, check: *check, cpuprof: *cpuprof}
+		rate: *rate, quick: *quick, ttl: *ttl, maxOps: *maxOps, plots: *plots, check: *check, cpuprof: *cpuprof,
+		faultRuns: *faultRuns, seed: *seed}
 	var err error
 	if c.scenarios, err = parseNames("-scenarios", *scenarios); err != nil {
 		return nil, err
 	}
 	for _, s := range c.scenarios {
-		if !slices.Contains(allScenarios, s) {
-			return nil, fmt.Errorf("-scenarios: unknown scenario %q; known: %s", s, strings.Join(allScenarios, ", "))
+		if !slices.Contains(allScenarios, s) && s != scFaults {
+			return nil, fmt.Errorf("-scenarios: unknown scenario %q; known: %s, %s", s, strings.Join(allScenarios, ", "), scFaults)
+		}
+	}
+	if c.faults, err = parseNames("-faults", *faults); err != nil {
+		return nil, err
+	}
+	for _, f := range c.faults {
+		if scheduleByID(f) == nil {
+			return nil, fmt.Errorf("-faults: unknown fault schedule %q; known: %s", f, strings.Join(scheduleIDs(), ", "))
 		}
 	}
 	if strings.TrimSpace(*impls) != "" {
@@ -172,6 +188,8 @@ func (c *config) validate() error {
 		return fmt.Errorf("-max-ops must be >= 1, got %d", c.maxOps)
 	case c.check != "async" && c.check != "sync":
 		return fmt.Errorf("-check must be async or sync, got %q", c.check)
+	case c.faultRuns < 1 || c.faultRuns > 1000:
+		return fmt.Errorf("-fault-runs must be 1..1000, got %d", c.faultRuns)
 	}
 	for _, n := range c.clients {
 		if n < 1 || n > 1024 {

@@ -45,13 +45,24 @@ type env struct {
 	addrs []string
 	// ttl is the lease of every lock (redsync's default, 8s, unless -ttl).
 	ttl time.Duration
+	// users, set by the fault scoreboard, makes the clients as users run
+	// them (library defaults, Sentinel); nil: the rig's options.
+	users *userClients
+	// hook, when set, is given to the locks that take one (package naive's
+	// hook points), for the fault scoreboard's staged interleavings.
+	hook func(ctx context.Context, point string)
 }
 
 // client returns a go-redis client for addrs[i] with the rig's options
-// (2s timeouts, no retries, context deadlines honoured) and a hook that
-// counts commands into sent.
+// (2s timeouts, no retries, context deadlines honoured), or as users run
+// them when e.users is set, and a hook that counts commands into sent.
 func (e env) client(i int, sent *atomic.Int64) *redis.Client {
-	c := redis.NewClient(rig.ClientOptions(e.addrs[i]))
+	var c *redis.Client
+	if e.users != nil {
+		c = e.users.client(i, e.addrs[i])
+	} else {
+		c = redis.NewClient(rig.ClientOptions(e.addrs[i]))
+	}
 	if sent != nil {
 		c.AddHook(countHook{sent})
 	}

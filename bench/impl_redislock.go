@@ -63,3 +63,10 @@ func (l *redislockLocker) Unlock(ctx context.Context) error {
 func redislockGaveUp(err error) bool {
 	return errors.Is(err, redislock.ErrNotObtained) || errors.Is(err, context.DeadlineExceeded)
 }
+
+func (l *redislockLocker) token() string {
+	if l.held == nil {
+		return ""
+	}
+	return l.held.Token()
+}

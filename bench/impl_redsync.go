@@ -66,3 +66,5 @@ func redsyncGaveUp(err error) bool {
 	var nodeTaken *redsync.ErrNodeTaken
 	return errors.Is(err, redsync.ErrFailed) || errors.As(err, &taken) || errors.As(err, &nodeTaken)
 }
+
+func (l *redsyncLocker) token() string { return l.m.Value() }

@@ -1,0 +1,464 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/locklab/locklab/internal/history"
+)
+
+// cellResult is one lock under one schedule over all its runs.
+type cellResult struct {
+	impl   *impl
+	sch    *schedule
+	notRun string // why the schedule did not run; "" if it did
+
+	runs         int // judged runs
+	inconclusive int // runs that could not be judged
+	whyNot       string
+	unsafe       int
+	stuck        int
+	overlaps     int
+	lost         int
+	stale        int
+	told         int
+	toldBefore   int
+	maxStall     time.Duration
+
+	// The lowest-numbered run of each kind, with its timeline.
+	first map[string]firstRun
+}
+
+type firstRun struct {
+	index    int // 0-based
+	seed     uint64
+	timeline string
+}
+
+// Timeline kinds kept per cell.
+const (
+	tlUnsafe  = "unsafe"
+	tlStuck   = "stuck"
+	tlExample = "example"
+)
+
+func (c *cellResult) add(r *faultRun) {
+	if r.failed != "" {
+		c.inconclusive++
+		if c.whyNot == "" {
+			c.whyNot = r.failed
+		}
+		return
+	}
+	c.runs++
+	v := r.v
+	if v.unsafe {
+		c.unsafe++
+	}
+	if v.stuck {
+		c.stuck++
+	}
+	if v.overlap {
+		c.overlaps++
+	}
+	c.lost += v.lostUpdates
+	c.stale += v.staleAccepted
+	if v.told {
+		c.told++
+	}
+	if v.toldBeforeOverlap {
+		c.toldBefore++
+	}
+	c.maxStall = max(c.maxStall, v.maxStall)
+	keep := func(kind string) {
+		if c.first == nil {
+			c.first = map[string]firstRun{}
+		}
+		if f, ok := c.first[kind]; ok && f.index < r.ev.index {
+			return
+		}
+		c.first[kind] = firstRun{index: r.ev.index, seed: r.ev.seed, timeline: r.timeline()}
+	}
+	keep(tlExample)
+	if v.unsafe {
+		keep(tlUnsafe)
+	}
+	if v.stuck {
+		keep(tlStuck)
+	}
+}
+
+// timeline renders the run's history with what was found.
+func (r *faultRun) timeline() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s under %d. %s (run %d, seed %d, lease %v)\n%s\n\n", r.im.name, r.ev.sch.n, r.ev.sch.title,
+		r.ev.index+1, r.ev.seed, r.ev.sch.ttl, r.ev.sch.what)
+	b.WriteString(history.Render(r.hist.Events(), r.v.findings))
+	fmt.Fprintf(&b, "\nresource counter at the end: %d\n", r.final)
+	switch {
+	case r.v.unsafe:
+		b.WriteString("verdict: UNSAFE\n")
+	case r.v.stuck:
+		b.WriteString("verdict: STUCK (safe, not live)\n")
+	case r.v.overlap:
+		b.WriteString("verdict: safe: the critical sections overlapped, but the fenced store refused every out-of-order write\n")
+	default:
+		b.WriteString("verdict: safe\n")
+	}
+	return b.String()
+}
+
+// faultRow is one line of faults.json.
+type faultRow struct {
+	Impl                string  `json:"impl"`
+	Kind                string  `json:"kind"` // ours, peer, naive
+	Fault               string  `json:"fault"`
+	FaultNumber         int     `json:"fault_number"`
+	Title               string  `json:"title"`
+	Runs                int     `json:"runs"`         // judged runs
+	Inconclusive        int     `json:"inconclusive"` // runs that could not be judged
+	InconclusiveWhy     string  `json:"inconclusive_why,omitempty"`
+	UnsafeRuns          int     `json:"unsafe_runs"`
+	StuckRuns           int     `json:"stuck_runs"`
+	Violations          int     `json:"violations"` // runs with overlapping critical sections
+	LostUpdates         int     `json:"lost_updates"`
+	StaleWritesAccepted int     `json:"stale_writes_accepted"`
+	ToldRuns            int     `json:"told_runs"`           // runs in which a holder's lock said it was lost
+	ToldBeforeOverlap   *int    `json:"told_before_overlap"` // overlapping runs in which the holder was told before the overlap began; null: the lock has no loss signal
+	MaxStallMs          float64 `json:"max_stall_ms"`
+	Modeled             bool    `json:"modeled"`
+	NotRun              string  `json:"not_run,omitempty"`
+	Claim               string  `json:"claim"` // survives, named, unstated
+	ClaimSource         string  `json:"claim_source,omitempty"`
+	Timeline            string  `json:"timeline,omitempty"` // the first unsafe (else stuck) run's timeline
+	TTLms               int64   `json:"ttl_ms"`
+}
+
+// hasLossSignal reports whether impl's adapter says when the lock is lost.
+func hasLossSignal(name string) bool {
+	switch name {
+	case "watchdog", "correct+keep", "rueidislock":
+		return true
+	}
+	return false
+}
+
+func (c *cellResult) row() faultRow {
+	cl := claimOf(c.impl.name, c.sch.id)
+	r := faultRow{Impl: c.impl.name, Kind: string(c.impl.kind), Fault: c.sch.id, FaultNumber: c.sch.n, Title: c.sch.title,
+		Runs: c.runs, Inconclusive: c.inconclusive, InconclusiveWhy: c.whyNot,
+		UnsafeRuns: c.unsafe, StuckRuns: c.stuck, Violations: c.overlaps, LostUpdates: c.lost,
+		StaleWritesAccepted: c.stale, ToldRuns: c.told, MaxStallMs: float64(c.maxStall.Microseconds()) / 1000,
+		Modeled: c.sch.modeled, NotRun: c.notRun, Claim: cl.verdict, ClaimSource: cl.source, TTLms: c.sch.ttl.Milliseconds()}
+	if hasLossSignal(c.impl.name) {
+		n := c.toldBefore
+		r.ToldBeforeOverlap = &n
+	}
+	if kind := c.linked(); kind != "" {
+		r.Timeline = c.timelinePath(kind)
+	}
+	return r
+}
+
+// linked returns the kind of run whose timeline a cell links to: its first
+// unsafe run, else its first stuck run; "" for neither.
+func (c *cellResult) linked() string {
+	for _, k := range []string{tlUnsafe, tlStuck} {
+		if _, ok := c.first[k]; ok {
+			return k
+		}
+	}
+	return ""
+}
+
+func (c *cellResult) timelinePath(kind string) string {
+	f := c.first[kind]
+	return fmt.Sprintf("timelines/%d-%s/%s_%s_run%d.txt", c.sch.n, c.sch.id, fileSafe(c.impl.name), kind, f.index+1)
+}
+
+func fileSafe(s string) string {
+	return strings.NewReplacer("+", "-plus-", "/", "-", "*", "x").Replace(s)
+}
+
+// text is the matrix cell: "0/20", "7/20 runs unsafe", "3/20 runs stuck".
+func (c *cellResult) text() string {
+	if c.notRun != "" {
+		return "not run"
+	}
+	if c.runs == 0 {
+		return fmt.Sprintf("inconclusive (%d)", c.inconclusive)
+	}
+	var s string
+	switch {
+	case c.unsafe > 0 && c.stuck > 0:
+		s = fmt.Sprintf("%d/%d runs unsafe, %d stuck", c.unsafe, c.runs, c.stuck)
+	case c.unsafe > 0:
+		s = fmt.Sprintf("%d/%d runs unsafe", c.unsafe, c.runs)
+	case c.stuck > 0:
+		s = fmt.Sprintf("%d/%d runs stuck", c.stuck, c.runs)
+	default:
+		s = fmt.Sprintf("0/%d", c.runs)
+	}
+	if c.inconclusive > 0 {
+		s += fmt.Sprintf(" (+%d inconclusive)", c.inconclusive)
+	}
+	return s
+}
+
+// faultReport is everything faults.md and faults.json are made from.
+type faultReport struct {
+	mach  machine
+	setup *faultSetup
+	cells []*cellResult
+	took  time.Duration
+}
+
+func (fr *faultReport) cell(impl, sch string) *cellResult {
+	for _, c := range fr.cells {
+		if c.impl.name == impl && c.sch.id == sch {
+			return c
+		}
+	}
+	return nil
+}
+
+// write writes faults.json, faults.md, the timelines and the heatmap into
+// dir, and returns the matrix for stdout.
+func (fr *faultReport) write(dir string, plots bool) (string, error) {
+	var rows []faultRow
+	for _, c := range fr.cells {
+		rows = append(rows, c.row())
+		for kind, f := range c.first {
+			p := filepath.Join(dir, c.timelinePath(kind))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return "", err
+			}
+			if err := os.WriteFile(p, []byte(f.timeline), 0o644); err != nil {
+				return "", err
+			}
+		}
+	}
+	if err := writeJSON(filepath.Join(dir, "faults.json"), rows); err != nil {
+		return "", err
+	}
+	matrix := fr.matrix()
+	var md bytes.Buffer
+	fmt.Fprintf(&md, "# locklab fault scoreboard, %s\n\n", fr.mach.Start.Format(time.RFC3339))
+	fmt.Fprintf(&md, "Command: `%s`\n\n", fr.mach.Command)
+	fmt.Fprintf(&md, "Every lock under the same faults, %d seeded runs each (seed %d), judged on the effect on a protected resource; %s in all. "+
+		"Machine: %d × %s, %s, redis-server %s.\n\n", fr.setup.runs, fr.setup.seed, fr.took.Round(time.Second),
+		fr.mach.CPUs, fr.mach.CPUModel, fr.mach.GoVersion, fr.mach.RedisVersion)
+	if plots {
+		md.WriteString("![heatmap](faults_heatmap.svg)\n\n")
+	}
+	md.WriteString("## Matrix\n\n")
+	md.WriteString(matrix)
+	md.WriteString(faultLegend)
+	fr.docsSection(&md)
+	fr.detailSection(&md)
+	fr.scheduleSection(&md)
+	md.WriteString(faultMethod)
+	if err := os.WriteFile(filepath.Join(dir, "faults.md"), md.Bytes(), 0o644); err != nil {
+		return "", err
+	}
+	if plots {
+		if err := fr.heatmap(dir); err != nil {
+			return "", err
+		}
+	}
+	return matrix, nil
+}
+
+// matrix renders locks down, faults across.
+func (fr *faultReport) matrix() string {
+	var b bytes.Buffer
+	b.WriteString("| lock |")
+	for _, s := range fr.setup.schedules {
+		t := fmt.Sprintf("%d. %s", s.n, s.title)
+		if s.modeled {
+			t += " (modeled)"
+		}
+		b.WriteString(" " + t + " |")
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(fr.setup.schedules)) + "\n")
+	for _, im := range fr.setup.impls {
+		fmt.Fprintf(&b, "| %s |", im.name)
+		for _, s := range fr.setup.schedules {
+			c := fr.cell(im.name, s.id)
+			t := c.text()
+			if kind := c.linked(); kind != "" {
+				t = fmt.Sprintf("[%s](%s)", t, c.timelinePath(kind))
+			}
+			if cl := claimOf(im.name, s.id); im.kind == kindOurs && c.unsafe > 0 {
+				switch cl.verdict {
+				case claimSurvives:
+					t += " **promised safe**"
+				case claimNamed:
+					t += " (named)"
+				default:
+					t += " *(not in doc)*"
+				}
+			}
+			b.WriteString(" " + t + " |")
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+const faultLegend = `A cell is the number of runs, of those judged, in which the lock was
+**unsafe** (two clients inside the critical section at once, for a lock
+without fencing tokens; a lost update; or a stale write the fenced store
+accepted) or **stuck** (someone waited longer than the schedule's bound while
+nobody held the lock). Each unsafe or stuck cell links to the timeline of
+its first such run; every cell's first run is in ` + "`timelines/`" + ` too. For our
+locks, an unsafe cell says whether the lock's doc.go **promises** to survive
+that fault, **names** it as a fault it does not survive, or does not say
+*(not in doc)*: see "Against the docs" below.
+
+`
+
+// docsSection lists where our locks' measured cells and their doc.go
+// disagree.
+func (fr *faultReport) docsSection(b *bytes.Buffer) {
+	b.WriteString("## Against the docs\n\n")
+	var broken, unnamed []string
+	for _, c := range fr.cells {
+		if c.impl.kind != kindOurs || c.notRun != "" {
+			continue
+		}
+		cl := claimOf(c.impl.name, c.sch.id)
+		bad := c.unsafe > 0 || (c.stuck > 0 && c.sch.id == "kill")
+		switch {
+		case bad && cl.verdict == claimSurvives:
+			broken = append(broken, fmt.Sprintf("- **%s** under %d. %s: %s; its doc.go promises it (%s).", c.impl.name, c.sch.n, c.sch.title, c.text(), cl.source))
+		case c.unsafe > 0 && cl.verdict == claimUnstated:
+			unnamed = append(unnamed, fmt.Sprintf("- %s under %d. %s: %s; its doc.go does not name this fault.", c.impl.name, c.sch.n, c.sch.title, c.text()))
+		}
+	}
+	if len(broken) == 0 && len(unnamed) == 0 {
+		b.WriteString("Every unsafe cell of our locks is a fault its doc.go names, and every fault a doc.go promises to survive measured 0 unsafe runs.\n\n")
+		return
+	}
+	if len(broken) > 0 {
+		b.WriteString("Promises broken (a bug in the lock, or in its doc):\n\n" + strings.Join(broken, "\n") + "\n\n")
+	}
+	if len(unnamed) > 0 {
+		b.WriteString("Unsafe where the doc is silent (the doc.go should name the fault):\n\n" + strings.Join(unnamed, "\n") + "\n\n")
+	}
+}
+
+// brokenPromises lists our locks' cells that are unsafe (or stuck, for the
+// holder killed) where their doc.go promises to survive.
+func (fr *faultReport) brokenPromises() []string {
+	var out []string
+	for _, c := range fr.cells {
+		if c.impl.kind != kindOurs || c.notRun != "" {
+			continue
+		}
+		if (c.unsafe > 0 || (c.stuck > 0 && c.sch.id == "kill")) && claimOf(c.impl.name, c.sch.id).verdict == claimSurvives {
+			out = append(out, fmt.Sprintf("%s under %s: %s", c.impl.name, c.sch.id, c.text()))
+		}
+	}
+	return out
+}
+
+// detailSection gives the figures behind every cell.
+func (fr *faultReport) detailSection(b *bytes.Buffer) {
+	b.WriteString("## Figures\n\n")
+	b.WriteString("Per lock and fault: runs judged (inconclusive), unsafe, stuck, runs with overlapping critical sections, lost updates, stale writes accepted by the fenced store, " +
+		"runs in which the holder's lock said it was lost (and of the overlapping runs, how many before the overlap began; – for a lock with no loss signal), the longest stall.\n\n")
+	b.WriteString("| lock | fault | runs | unsafe | stuck | overlaps | lost updates | stale writes accepted | told (before overlap) | longest stall |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, im := range fr.setup.impls {
+		for _, s := range fr.setup.schedules {
+			c := fr.cell(im.name, s.id)
+			if c.notRun != "" {
+				continue
+			}
+			runs := fmt.Sprint(c.runs)
+			if c.inconclusive > 0 {
+				runs += fmt.Sprintf(" (%d)", c.inconclusive)
+			}
+			told := fmt.Sprint(c.told)
+			if hasLossSignal(im.name) {
+				told += fmt.Sprintf(" (%d)", c.toldBefore)
+			} else {
+				told = "–"
+			}
+			fmt.Fprintf(b, "| %s | %d. %s | %s | %d | %d | %d | %d | %d | %s | %s |\n", im.name, s.n, s.id, runs,
+				c.unsafe, c.stuck, c.overlaps, c.lost, c.stale, told, fmtUs(float64(c.maxStall.Microseconds())))
+		}
+	}
+	b.WriteString("\n")
+	var notes []string
+	for _, c := range fr.cells {
+		if c.inconclusive > 0 {
+			notes = append(notes, fmt.Sprintf("- %s under %s: %d inconclusive, first: %s", c.impl.name, c.sch.id, c.inconclusive, c.whyNot))
+		}
+	}
+	if len(notes) > 0 {
+		b.WriteString("Inconclusive runs (not counted either way):\n\n" + strings.Join(notes, "\n") + "\n\n")
+	}
+}
+
+func (fr *faultReport) scheduleSection(b *bytes.Buffer) {
+	b.WriteString("## The schedules\n\n")
+	for _, s := range fr.setup.schedules {
+		label := "real"
+		if s.modeled {
+			label = "modeled"
+		}
+		fmt.Fprintf(b, "%d. **%s** (%s; lease %v): %s", s.n, s.title, label, s.ttl, s.what)
+		if why := fr.setup.skip(s); why != "" {
+			fmt.Fprintf(b, " *Not run here: %s.*", why)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+}
+
+const faultMethod = `## Method
+
+- **One run** is one lock under one schedule. A takes the lock, enters the
+  critical section and reads the protected resource, a counter; the fault
+  hits; B wants the lock, and C just after; each of them, once it holds the
+  lock, reads the counter, writes it back plus one, holds the lock 150 ms
+  more and releases it. A's work lasts until the fault is over: B has
+  written, or the 1.5 s window passed with nobody getting in. Then A writes
+  its counter back plus one, exits and unlocks. Every client is a careful
+  user: before it writes it checks its lock's loss signal (watchdog's Done,
+  Keep's lease, rueidislock's context) and its lease by its own clock
+  (Until, where the lock has one), and abandons the work without writing
+  when either says the lock is gone; a client told its lock is lost while
+  it works stops at once.
+- **One event** is one seeded instance of a schedule for every lock at
+  once, each lock with its own key, resource and clients: the same fault at
+  the same moment for all.
+- **Clients as users run them**: go-redis and rueidis on their libraries'
+  default options (go-redis retries a failed command up to 3 times), their
+  timeouts scaled down with the short leases (300 ms; users run 3 s with
+  leases of 10-30 s). The peers on their defaults except as the speed bench
+  sets them (redislock retries every 1 ms; rueidislock with KeyMajority 1).
+  Each client is its own connection pool; the holder that is paused or
+  killed is a child process.
+- **The resource** is a counter on a server of its own, which no fault
+  touches. Locks that give fencing tokens write through a fenced store, the
+  rule of fencing.Store (a write is applied only with a token larger than
+  any applied before) as a script on that server, so its writes cross the
+  same network as everything else; the others write plainly.
+- **Judged on the effect**: overlapping critical sections (from the
+  clients' own records, on one clock shared by all processes), lost updates
+  (writes accepted minus the counter's rise), stale writes the fenced store
+  accepted, the longest stall (someone waiting while nobody held the lock),
+  and whether the holder was told before another got in. For a lock with
+  fencing tokens an overlap is harmless unless a write got through out of
+  order, so it is unsafe only on a lost update or a stale write accepted.
+- A run that cannot be judged (A did not get the lock at the start, a
+  server did not come back) is inconclusive and counted neither way.
+`
