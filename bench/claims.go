@@ -92,7 +92,6 @@ func init() {
 	// wherever a correct single-server lock is.
 	addClaims(map[string]claim{
 		"lost-reply": {claimMistake, "SETNX's reply lost, go-redis re-sends it: refused, so no EXPIRE ever follows and the key never expires"},
-		"late":       {claimMistake, "a SETNX delivered after the client gave up: a key without a TTL"},
 	}, "naive-setnx-expire")
 	addClaims(map[string]claim{
 		"kill": {claimMistake, "B and C both see the dead holder's key gone (GET) and both SET it"},

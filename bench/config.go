@@ -69,9 +69,10 @@ type config struct {
 	check     string // "async" or "sync": how the ledger's updates are sent
 	cpuprof   string // write a CPU profile of the bench process here
 	// The fault scoreboard (-scenarios faults).
-	faults    []string // schedule ids
-	faultRuns int
-	seed      uint64
+	faults       []string // schedule ids
+	faultRuns    int
+	seed         uint64
+	allTimelines bool
 }
 
 // parseFlags parses args (without the program name). Explicit flags win
@@ -107,6 +108,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		faults    = fs.String("faults", strings.Join(scheduleIDs(), ","), "fault scoreboard: the fault schedules to run")
 		faultRuns = fs.Int("fault-runs", defaultFaultRuns, "fault scoreboard: seeded runs of every lock under every schedule")
 		seed      = fs.Uint64("seed", 1, "fault scoreboard: the seed of the runs")
+		timelines = fs.String("fault-timelines", "first", "fault scoreboard: timelines to write: first (each cell's first run, first unsafe and first stuck run) or all")
 	)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -119,7 +121,10 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 
 	c := &config{out: *out, duration: *duration, rounds: *rounds, keys: *keys, rtt: *rtt,
 		rate: *rate, quick: *quick, ttl: *ttl, maxOps: *maxOps, plots: *plots, check: *check, cpuprof: *cpuprof,
-		faultRuns: *faultRuns, seed: *seed}
+		faultRuns: *faultRuns, seed: *seed, allTimelines: *timelines == "all"}
+	if *timelines != "first" && *timelines != "all" {
+		return nil, fmt.Errorf("-fault-timelines must be first or all, got %q", *timelines)
+	}
 	var err error
 	if c.scenarios, err = parseNames("-scenarios", *scenarios); err != nil {
 		return nil, err

@@ -73,9 +73,6 @@ type schedule struct {
 	// proxied: every client reaches the servers through its own fault
 	// proxies.
 	proxied bool
-	// needs is a capability the schedule needs that this build lacks
-	// ("" if none): the schedule is reported as not run, with this reason.
-	needs string
 	// run performs one event.
 	run func(ev *event) error
 }
@@ -90,13 +87,13 @@ func init() {
 			what:       "A, a child process, is frozen with SIGSTOP inside its critical section until its lease has run out and B has written (or for the window); then SIGCONT, and A finishes its work.",
 			run:        runPause},
 		{id: "lost-reply", n: 2, title: "lost reply, library retry", ttl: time.Second, parallel: 2, proxied: true,
-			stuckAfter: 4 * time.Second, needs: proxyCommandFaults,
-			what: "the proxy delivers one lock command to the server and drops its reply (closes the client's connection), each of the lock's commands in turn; the libraries retry on their default options.",
-			run:  runLostReply},
+			stuckAfter: 4 * time.Second,
+			what:       "A, B and C take the lock one after the other; the proxy delivers one of the lock's commands to the server and loses its reply (closes the client's connection): each of the lock's commands in turn, run by run (found by watching a fault-free run), on every server of the lock. The libraries retry on their default options.",
+			run:        runLostReply},
 		{id: "late", n: 3, title: "command delivered late", ttl: time.Second, parallel: 2, proxied: true,
-			stuckAfter: 4 * time.Second, needs: proxyCommandFaults,
-			what: "the proxy holds one lock command (each of the lock's commands in turn, every retry of it too) until the client has given up, then delivers it while the next holder holds the lock.",
-			run:  runLate},
+			stuckAfter: 4 * time.Second,
+			what:       "A, B and C take the lock one after the other; the proxy holds one of the lock's commands in the network, each in turn as in schedule 2, with go-redis's retries of it (4 copies), until the client has given up, and delivers them while another client holds the lock.",
+			run:        runLate},
 		{id: "failover", n: 4, title: "failover before replication", ttl: 15 * time.Second, parallel: 3, control: true,
 			stuckAfter: 10 * time.Second,
 			what:       "replication to the replica is held back in the network; A takes the lock on the primary; the primary is killed (SIGKILL); three sentinels promote the replica, which never saw the lock; B and C ask the new primary (through Sentinel). 5-node locks have one of their five nodes behind this Sentinel group.",
@@ -178,6 +175,14 @@ type faultSetup struct {
 	impls     []*impl
 	srv       *servers // lock servers 0-4 and the resource server 5
 	external  bool
+	// allTimelines keeps every run's timeline, not only each cell's first
+	// run and its first unsafe and stuck ones.
+	allTimelines bool
+
+	// Every lock's commands, for schedules 2 and 3 (faults_cmd.go).
+	opsOnce sync.Once
+	ops     map[string][]faultOp
+	opsErr  error
 }
 
 // Server roles in the scoreboard's servers.
@@ -220,11 +225,15 @@ type faultRun struct {
 	a      holder
 	child  *remoteActor // A, when in a child process
 	b, c   *actor
-	aNet   []*faultproxy.Proxy // A's proxies (lock servers, then the resource), when proxied
-	failed string              // why the run could not be judged; "" if it could
+	aNet   []*faultproxy.Proxy            // A's proxies (lock servers, then the resource), when proxied
+	nets   map[string][]*faultproxy.Proxy // every client's proxies, by name, when proxied
+	failed string                         // why the run could not be judged; "" if it could
 
 	final int64
 	v     verdict
+
+	mu        sync.Mutex
+	delivered time.Time // schedule 3: when the held copies were delivered
 }
 
 // fault records a fault on the run's timeline.
@@ -284,7 +293,7 @@ func (ev *event) prepare() error {
 	for _, r := range ev.runs {
 		wg.Go(func() {
 			if err := r.prepare(resAddr); err != nil {
-				r.failed = "setup: " + shortErr(err)
+				r.failed = "setup: " + longErr(err)
 			}
 		})
 	}
@@ -322,11 +331,13 @@ func (r *faultRun) prepare(resAddr string) error {
 	}
 	record := r.hist.Add
 	barrier := newPairBarrier(50 * time.Millisecond)
+	r.nets = map[string][]*faultproxy.Proxy{}
 	for _, name := range []string{"B", "C"} {
-		na, nr, _, err := network()
+		na, nr, ps, err := network()
 		if err != nil {
 			return err
 		}
+		r.nets[name] = ps
 		a, err := newActor(spec(name, na, nr), ev.clock, record, barrier.hook)
 		if err != nil {
 			return err
@@ -342,7 +353,7 @@ func (r *faultRun) prepare(resAddr string) error {
 	if err != nil {
 		return err
 	}
-	r.aNet = ps
+	r.nets["A"], r.aNet = ps, ps
 	if ev.sch.child {
 		ra, err := startChild(spec("A", na, nr), record)
 		if err != nil {
@@ -385,7 +396,7 @@ func (ev *event) beginA() map[*faultRun]chan error {
 	var mu sync.Mutex
 	ev.each(func(r *faultRun) {
 		if err := r.a.begin(ev.ctx, 5*time.Second); err != nil {
-			r.failed = "A did not get the lock at the start: " + shortErr(err)
+			r.failed = "A did not get the lock at the start: " + longErr(err)
 			return
 		}
 		ch := make(chan error, 1)
@@ -535,7 +546,7 @@ func runFaults(ctx context.Context, fs *faultSetup, progress io.Writer) ([]*cell
 	for _, sch := range fs.schedules {
 		cells := map[string]*cellResult{}
 		for _, im := range fs.impls {
-			c := &cellResult{impl: im, sch: sch}
+			c := &cellResult{impl: im, sch: sch, all: fs.allTimelines}
 			cells[im.name] = c
 			out = append(out, c)
 		}
@@ -547,6 +558,12 @@ func runFaults(ctx context.Context, fs *faultSetup, progress io.Writer) ([]*cell
 			continue
 		}
 		start := time.Now()
+		if (sch.id == "lost-reply" || sch.id == "late") && fs.ops == nil {
+			if _, err := fs.lockOps(ctx); err != nil {
+				return nil, err
+			}
+			fmt.Fprintf(progress, "faults: found the commands of %d locks in %s\n", len(fs.impls), time.Since(start).Round(100*time.Millisecond))
+		}
 		var mu sync.Mutex
 		var firstErr error
 		sem := make(chan struct{}, max(sch.parallel, 1))
@@ -585,21 +602,11 @@ func runFaults(ctx context.Context, fs *faultSetup, progress io.Writer) ([]*cell
 
 // skip says why a schedule cannot run here, or "".
 func (fs *faultSetup) skip(sch *schedule) string {
-	if sch.needs != "" && !capabilities[sch.needs] {
-		return "needs " + sch.needs + ", not in this build"
-	}
 	if sch.control && (fs.external || !rig.HasControl()) {
 		return "needs control of the server processes (rig servers, not -addrs)"
 	}
 	return ""
 }
-
-// capabilities lists optional capabilities present in this build.
-var capabilities = map[string]bool{}
-
-// proxyCommandFaults names the per-command faults of internal/faultproxy
-// (DropReply, Hold) that schedules 2 and 3 need.
-const proxyCommandFaults = "per-command faults in internal/faultproxy (DropReply, Hold)"
 
 // event runs one event of sch and returns its runs, judged.
 func (fs *faultSetup) event(ctx context.Context, sch *schedule, i int) ([]*faultRun, error) {
@@ -624,7 +631,7 @@ func (fs *faultSetup) event(ctx context.Context, sch *schedule, i int) ([]*fault
 	if err != nil {
 		for _, r := range ev.runs {
 			if r.failed == "" {
-				r.failed = shortErr(err)
+				r.failed = longErr(err)
 			}
 		}
 		return ev.runs, err

@@ -102,7 +102,19 @@ func (a *actor) warm(ctx context.Context, key string) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	l := a.con.locker(key)
-	if err := l.Lock(ctx); err != nil {
+	// The first Lock opens the connections, which on a loaded machine can
+	// take longer than a short lease's per-node timeout (redlock's is 5%
+	// of it): try a few times.
+	var err error
+	for range 40 {
+		lctx, lcancel := context.WithTimeout(ctx, 3*time.Second)
+		err = l.Lock(lctx)
+		lcancel()
+		if err == nil || !sleepCtx(ctx, 50*time.Millisecond) {
+			break
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("warm-up Lock: %w", err)
 	}
 	if err := l.Unlock(ctx); err != nil {
@@ -133,8 +145,10 @@ func (a *actor) lock(ctx context.Context, bound time.Duration) bool {
 		}
 		failed++
 		last = err
-		if failed == 1 {
+		if failed <= 3 {
 			a.event(history.Event{Kind: history.Acquire, Text: shortErr(err) + " (retrying)"})
+		} else if failed == 4 {
+			a.note("(more failed Lock calls not shown)")
 		}
 		if ctx.Err() != nil {
 			a.event(history.Event{Kind: history.Acquire, Text: fmt.Sprintf("gave up after %v and %d Lock calls: %s", bound, failed, shortErr(last))})
@@ -380,6 +394,15 @@ func shortErr(err error) string {
 	s, _, _ := strings.Cut(err.Error(), "\n")
 	if len(s) > 90 {
 		s = s[:87] + "..."
+	}
+	return s
+}
+
+// longErr keeps an error's first line, up to 400 bytes, for the reports.
+func longErr(err error) string {
+	s, _, _ := strings.Cut(err.Error(), "\n")
+	if len(s) > 400 {
+		s = s[:397] + "..."
 	}
 	return s
 }

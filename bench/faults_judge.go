@@ -23,6 +23,9 @@ type verdict struct {
 	// StaleAccepted: writes the resource accepted although a write with a
 	// newer fencing token had been accepted before (fenced locks only).
 	staleAccepted int
+	// Refused: writes the fenced store refused (a token not newer than
+	// one it had applied).
+	refused int
 	// Told: a holder's lock said it was lost (watchdog Done, a cancelled
 	// lock context); toldBeforeOverlap: before the overlap began.
 	told, toldBeforeOverlap bool
@@ -62,6 +65,9 @@ func judge(events []history.Event, final int64, fenced bool, stuckAfter time.Dur
 	for _, e := range ev {
 		if e.Kind == history.Write && e.OK {
 			accepted++
+		}
+		if e.Kind == history.Write && !e.OK && e.Fence > 0 {
+			v.refused++
 		}
 		if e.Kind == history.Note && strings.HasPrefix(e.Text, toldPrefix) {
 			if !v.told || !v.toldBeforeOverlap {

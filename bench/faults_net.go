@@ -1,11 +1,12 @@
 package main
 
 import (
-	"net"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
+
+	"github.com/locklab/locklab/internal/rig"
 )
 
 // userClients makes the fault scoreboard's clients as users run them:
@@ -35,22 +36,19 @@ func (u *userClients) client(i int, addr string) *redis.Client {
 			DialTimeout: u.Timeout, ReadTimeout: u.Timeout, WriteTimeout: u.Timeout,
 		})
 	}
-	return redis.NewClient(&redis.Options{
-		Addr:        addr,
-		DialTimeout: u.Timeout, ReadTimeout: u.Timeout, WriteTimeout: u.Timeout,
-	})
+	o := rig.UserOptions(addr)
+	o.DialTimeout, o.ReadTimeout, o.WriteTimeout = u.Timeout, u.Timeout, u.Timeout
+	return redis.NewClient(o)
 }
 
-// rueidis returns rueidis's client options for server 0 at addr.
+// rueidis returns rueidis's client options for server 0 at addr: its
+// defaults, timeouts included (with its 300 ms connection timeout, as
+// go-redis gets, rueidislock's Lock was seen to wait 10 s on a free key).
 func (u *userClients) rueidis(addr string) rueidis.ClientOption {
-	opt := rueidis.ClientOption{
-		InitAddress:      []string{addr},
-		Dialer:           net.Dialer{Timeout: u.Timeout},
-		ConnWriteTimeout: u.Timeout,
-	}
+	opt := rueidis.ClientOption{InitAddress: []string{addr}}
 	if u.Sentinel != nil {
 		opt.InitAddress = u.Sentinel.Addrs
-		opt.Sentinel = rueidis.SentinelOption{MasterSet: u.Sentinel.Master, Dialer: net.Dialer{Timeout: u.Timeout}}
+		opt.Sentinel = rueidis.SentinelOption{MasterSet: u.Sentinel.Master}
 	}
 	return opt
 }

@@ -25,12 +25,15 @@ type cellResult struct {
 	overlaps     int
 	lost         int
 	stale        int
+	refused      int
+	fenced       bool // the lock gives fencing tokens
 	told         int
 	toldBefore   int
 	maxStall     time.Duration
 
 	// The lowest-numbered run of each kind, with its timeline.
 	first map[string]firstRun
+	all   bool // keep every run's timeline (-fault-timelines all)
 }
 
 type firstRun struct {
@@ -55,6 +58,7 @@ func (c *cellResult) add(r *faultRun) {
 		return
 	}
 	c.runs++
+	c.fenced = c.fenced || r.fenced()
 	v := r.v
 	if v.unsafe {
 		c.unsafe++
@@ -67,6 +71,7 @@ func (c *cellResult) add(r *faultRun) {
 	}
 	c.lost += v.lostUpdates
 	c.stale += v.staleAccepted
+	c.refused += v.refused
 	if v.told {
 		c.told++
 	}
@@ -84,6 +89,9 @@ func (c *cellResult) add(r *faultRun) {
 		c.first[kind] = firstRun{index: r.ev.index, seed: r.ev.seed, timeline: r.timeline()}
 	}
 	keep(tlExample)
+	if c.all {
+		c.first[fmt.Sprintf("run%d", r.ev.index+1)] = firstRun{index: r.ev.index, seed: r.ev.seed, timeline: r.timeline()}
+	}
 	if v.unsafe {
 		keep(tlUnsafe)
 	}
@@ -127,6 +135,7 @@ type faultRow struct {
 	Violations          int     `json:"violations"` // runs with overlapping critical sections
 	LostUpdates         int     `json:"lost_updates"`
 	StaleWritesAccepted int     `json:"stale_writes_accepted"`
+	WritesRefused       int     `json:"writes_refused"`      // writes the fenced store refused`
 	ToldRuns            int     `json:"told_runs"`           // runs in which a holder's lock said it was lost
 	ToldBeforeOverlap   *int    `json:"told_before_overlap"` // overlapping runs in which the holder was told before the overlap began; null: the lock has no loss signal
 	MaxStallMs          float64 `json:"max_stall_ms"`
@@ -152,7 +161,7 @@ func (c *cellResult) row() faultRow {
 	r := faultRow{Impl: c.impl.name, Kind: string(c.impl.kind), Fault: c.sch.id, FaultNumber: c.sch.n, Title: c.sch.title,
 		Runs: c.runs, Inconclusive: c.inconclusive, InconclusiveWhy: c.whyNot,
 		UnsafeRuns: c.unsafe, StuckRuns: c.stuck, Violations: c.overlaps, LostUpdates: c.lost,
-		StaleWritesAccepted: c.stale, ToldRuns: c.told, MaxStallMs: float64(c.maxStall.Microseconds()) / 1000,
+		StaleWritesAccepted: c.stale, WritesRefused: c.refused, ToldRuns: c.told, MaxStallMs: float64(c.maxStall.Microseconds()) / 1000,
 		Modeled: c.sch.modeled, NotRun: c.notRun, Claim: cl.verdict, ClaimSource: cl.source, TTLms: c.sch.ttl.Milliseconds()}
 	if hasLossSignal(c.impl.name) {
 		n := c.toldBefore
@@ -177,6 +186,9 @@ func (c *cellResult) linked() string {
 
 func (c *cellResult) timelinePath(kind string) string {
 	f := c.first[kind]
+	if strings.HasPrefix(kind, "run") {
+		return fmt.Sprintf("timelines/%d-%s/all/%s_%s.txt", c.sch.n, c.sch.id, fileSafe(c.impl.name), kind)
+	}
 	return fmt.Sprintf("timelines/%d-%s/%s_%s_run%d.txt", c.sch.n, c.sch.id, fileSafe(c.impl.name), kind, f.index+1)
 }
 
@@ -261,6 +273,7 @@ func (fr *faultReport) write(dir string, plots bool) (string, error) {
 	fr.docsSection(&md)
 	fr.detailSection(&md)
 	fr.scheduleSection(&md)
+	fr.opsSection(&md)
 	md.WriteString(faultMethod)
 	if err := os.WriteFile(filepath.Join(dir, "faults.md"), md.Bytes(), 0o644); err != nil {
 		return "", err
@@ -371,10 +384,10 @@ func (fr *faultReport) brokenPromises() []string {
 // detailSection gives the figures behind every cell.
 func (fr *faultReport) detailSection(b *bytes.Buffer) {
 	b.WriteString("## Figures\n\n")
-	b.WriteString("Per lock and fault: runs judged (inconclusive), unsafe, stuck, runs with overlapping critical sections, lost updates, stale writes accepted by the fenced store, " +
+	b.WriteString("Per lock and fault: runs judged (inconclusive), unsafe, stuck, runs with overlapping critical sections, lost updates, stale writes accepted by the fenced store, writes it refused, " +
 		"runs in which the holder's lock said it was lost (and of the overlapping runs, how many before the overlap began; – for a lock with no loss signal), the longest stall.\n\n")
-	b.WriteString("| lock | fault | runs | unsafe | stuck | overlaps | lost updates | stale writes accepted | told (before overlap) | longest stall |\n")
-	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| lock | fault | runs | unsafe | stuck | overlaps | lost updates | stale writes accepted | writes refused | told (before overlap) | longest stall |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, im := range fr.setup.impls {
 		for _, s := range fr.setup.schedules {
 			c := fr.cell(im.name, s.id)
@@ -391,8 +404,12 @@ func (fr *faultReport) detailSection(b *bytes.Buffer) {
 			} else {
 				told = "–"
 			}
-			fmt.Fprintf(b, "| %s | %d. %s | %s | %d | %d | %d | %d | %d | %s | %s |\n", im.name, s.n, s.id, runs,
-				c.unsafe, c.stuck, c.overlaps, c.lost, c.stale, told, fmtUs(float64(c.maxStall.Microseconds())))
+			refused := "–"
+			if c.refused > 0 || c.fenced {
+				refused = fmt.Sprint(c.refused)
+			}
+			fmt.Fprintf(b, "| %s | %d. %s | %s | %d | %d | %d | %d | %d | %s | %s | %s |\n", im.name, s.n, s.id, runs,
+				c.unsafe, c.stuck, c.overlaps, c.lost, c.stale, refused, told, fmtUs(float64(c.maxStall.Microseconds())))
 		}
 	}
 	b.WriteString("\n")
@@ -405,6 +422,23 @@ func (fr *faultReport) detailSection(b *bytes.Buffer) {
 	if len(notes) > 0 {
 		b.WriteString("Inconclusive runs (not counted either way):\n\n" + strings.Join(notes, "\n") + "\n\n")
 	}
+}
+
+// opsSection lists the commands schedules 2 and 3 faulted in turn.
+func (fr *faultReport) opsSection(b *bytes.Buffer) {
+	if len(fr.setup.ops) == 0 {
+		return
+	}
+	b.WriteString("## The commands of schedules 2 and 3\n\n")
+	b.WriteString("Found in fault-free runs (MONITOR on server 0, then per-client counts); run i faults pair i mod K, at its (i div K)+1-th occurrence from that client.\n\n")
+	for _, im := range fr.setup.impls {
+		var parts []string
+		for _, o := range fr.setup.ops[im.name] {
+			parts = append(parts, o.op.short()+" ("+o.client+")")
+		}
+		fmt.Fprintf(b, "- %s: %s\n", im.name, strings.Join(parts, ", "))
+	}
+	b.WriteString("\n")
 }
 
 func (fr *faultReport) scheduleSection(b *bytes.Buffer) {

@@ -225,7 +225,7 @@ func runSpeed(ctx context.Context, cfg *config, mach *machine, srv *servers, cs 
 // runScoreboard runs the fault scoreboard and writes its files; it
 // returns our locks' broken promises.
 func runScoreboard(ctx context.Context, cfg *config, mach machine, srv *servers, impls []*impl, dir string, stdout, stderr io.Writer) ([]string, error) {
-	fs := &faultSetup{runs: cfg.faultRuns, seed: cfg.seed, impls: impls, srv: srv, external: srv.external}
+	fs := &faultSetup{runs: cfg.faultRuns, seed: cfg.seed, impls: impls, srv: srv, external: srv.external, allTimelines: cfg.allTimelines}
 	for _, sch := range schedules {
 		if slices.Contains(cfg.faults, sch.id) {
 			fs.schedules = append(fs.schedules, sch)
