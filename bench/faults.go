@@ -46,7 +46,8 @@ const (
 	holdB = 150 * time.Millisecond
 	// window is how long A's fault lasts at most once B and C want the
 	// lock, when no B gets in: long enough for any poller (redsync retries
-	// every 50-250ms) to get a lock that is free.
+	// every 50-250ms) to get a lock that is free. A schedule may set a
+	// longer one.
 	window = 1500 * time.Millisecond
 	// eventTimeout bounds one event.
 	eventTimeout = 90 * time.Second
@@ -68,6 +69,8 @@ type schedule struct {
 	control bool
 	// stuckAfter is the longest stall that still counts as live.
 	stuckAfter time.Duration
+	// window, if set, replaces the default window (see window).
+	window time.Duration
 	// child: A runs in a child process.
 	child bool
 	// proxied: every client reaches the servers through its own fault
@@ -83,9 +86,9 @@ var schedules []*schedule
 func init() {
 	schedules = []*schedule{
 		{id: "pause", n: 1, title: "holder paused past its lease", ttl: time.Second, parallel: 2, child: true,
-			stuckAfter: 4 * time.Second,
-			what:       "A, a child process, is frozen with SIGSTOP inside its critical section until its lease has run out and B has written (or for the window); then SIGCONT, and A finishes its work.",
-			run:        runPause},
+			stuckAfter: 4 * time.Second, window: time.Second + window,
+			what: "A, a child process, is frozen with SIGSTOP inside its critical section until its lease has run out and B has written (or for the window); then SIGCONT, and A finishes its work.",
+			run:  runPause},
 		{id: "lost-reply", n: 2, title: "lost reply, library retry", ttl: time.Second, parallel: 2, proxied: true,
 			stuckAfter: 4 * time.Second,
 			what:       "A, B and C take the lock one after the other; the proxy delivers one of the lock's commands to the server and loses its reply (closes the client's connection): each of the lock's commands in turn, run by run (found by watching a fault-free run), on every server of the lock. The libraries retry on their default options.",
@@ -95,9 +98,9 @@ func init() {
 			what:       "A, B and C take the lock one after the other; the proxy holds one of the lock's commands in the network, each in turn as in schedule 2, with go-redis's retries of it (4 copies), until the client has given up, and delivers them while another client holds the lock.",
 			run:        runLate},
 		{id: "failover", n: 4, title: "failover before replication", ttl: 15 * time.Second, parallel: 3, control: true,
-			stuckAfter: 10 * time.Second,
-			what:       "replication to the replica is held back in the network; A takes the lock on the primary; the primary is killed (SIGKILL); three sentinels promote the replica, which never saw the lock; B and C ask the new primary (through Sentinel). 5-node locks have one of their five nodes behind this Sentinel group.",
-			run:        runFailover},
+			stuckAfter: 10 * time.Second, window: 4 * time.Second,
+			what: "replication to the replica is held back in the network; A takes the lock on the primary; the primary is killed (SIGKILL); three sentinels promote the replica, which never saw the lock; B and C ask the new primary (through Sentinel). 5-node locks have one of their five nodes behind this Sentinel group.",
+			run:  runFailover},
 		{id: "restart", n: 5, title: "nodes restart empty", ttl: 5 * time.Second, parallel: 1, control: true,
 			stuckAfter: 4 * time.Second,
 			what:       "after A took the lock, server 0 (every single-server lock's) restarts at once without its data (no persistence), and in odd runs one more of the five, chosen by the seed.",
@@ -119,6 +122,14 @@ func init() {
 			what:       "A, a child process, is killed with SIGKILL inside its critical section; B and C want the lock. Liveness: how long until the next holder gets in (stuck: more than 3 s, three leases).",
 			run:        runKill},
 	}
+}
+
+// faultWindow is the schedule's window (see window).
+func (s *schedule) faultWindow() time.Duration {
+	if s.window > 0 {
+		return s.window
+	}
+	return window
 }
 
 // scheduleIDs returns every schedule's id, in order.
@@ -228,6 +239,9 @@ type faultRun struct {
 	aNet   []*faultproxy.Proxy            // A's proxies (lock servers, then the resource), when proxied
 	nets   map[string][]*faultproxy.Proxy // every client's proxies, by name, when proxied
 	failed string                         // why the run could not be judged; "" if it could
+	// declined says why the lock refused to run on the servers it was
+	// given (they evict keys): a safe outcome, judged as such.
+	declined string
 
 	final int64
 	v     verdict
@@ -250,7 +264,7 @@ func (ev *event) faultAll(format string, args ...any) {
 func (ev *event) live() []*faultRun {
 	var out []*faultRun
 	for _, r := range ev.runs {
-		if r.failed == "" {
+		if r.failed == "" && r.declined == "" {
 			out = append(out, r)
 		}
 	}
@@ -293,12 +307,16 @@ func (ev *event) prepare() error {
 	for _, r := range ev.runs {
 		wg.Go(func() {
 			if err := r.prepare(resAddr); err != nil {
-				r.failed = "setup: " + longErr(err)
+				if refusesServer(err) {
+					r.declined = longErr(err)
+				} else {
+					r.failed = "setup: " + longErr(err)
+				}
 			}
 		})
 	}
 	wg.Wait()
-	if len(ev.live()) == 0 {
+	if len(ev.live()) == 0 && ev.runs[0].declined == "" {
 		return fmt.Errorf("%s run %d: no lock could be set up: %s", ev.sch.id, ev.index+1, ev.runs[0].failed)
 	}
 	return nil
@@ -396,7 +414,11 @@ func (ev *event) beginA() map[*faultRun]chan error {
 	var mu sync.Mutex
 	ev.each(func(r *faultRun) {
 		if err := r.a.begin(ev.ctx, 5*time.Second); err != nil {
-			r.failed = "A did not get the lock at the start: " + longErr(err)
+			if r.refused() {
+				r.declined = "A's Lock refused the server"
+			} else {
+				r.failed = "A did not get the lock at the start: " + longErr(err)
+			}
 			return
 		}
 		ch := make(chan error, 1)
@@ -426,7 +448,7 @@ func (r *faultRun) contend(bound time.Duration, finished chan error, whenBWrote 
 	})
 	select {
 	case <-wrote:
-	case <-time.After(window):
+	case <-time.After(r.ev.sch.faultWindow()):
 	case <-r.ev.ctx.Done():
 	}
 	if whenBWrote != nil {
@@ -450,7 +472,7 @@ func (ev *event) standard(inject func() error) error {
 		return err
 	}
 	ev.each(func(r *faultRun) {
-		r.contend(window+ev.sch.ttl+2*time.Second, finished[r], r.a.release)
+		r.contend(ev.sch.faultWindow()+ev.sch.ttl+2*time.Second, finished[r], r.a.release)
 	})
 	return nil
 }
@@ -459,7 +481,7 @@ func (ev *event) standard(inject func() error) error {
 func (ev *event) judgeAll() {
 	res := ev.setup.srv.admin[faultResource]
 	for _, r := range ev.runs {
-		if r.failed != "" {
+		if r.failed != "" || r.declined != "" {
 			continue
 		}
 		v, err := res.HGet(context.Background(), r.res, "v").Int64()
@@ -473,6 +495,17 @@ func (ev *event) judgeAll() {
 		r.final = v
 		r.v = judge(r.hist.Events(), v, r.fenced(), ev.sch.stuckAfter)
 	}
+}
+
+// refused reports whether a client's lock refused the server (recorded
+// on the timeline as "refused: ...").
+func (r *faultRun) refused() bool {
+	for _, e := range r.hist.Events() {
+		if e.Kind == history.Acquire && strings.HasPrefix(e.Text, "refused: ") {
+			return true
+		}
+	}
+	return false
 }
 
 // fenced reports whether the run's lock gives fencing tokens, so its
@@ -667,7 +700,7 @@ func runPause(ev *event) error {
 			return
 		}
 		r.fault("SIGSTOP A (frozen in its critical section)")
-		r.contend(window+ev.sch.ttl+2*time.Second, finished[r], func() {
+		r.contend(ev.sch.faultWindow()+ev.sch.ttl+2*time.Second, finished[r], func() {
 			r.fault("SIGCONT A (resumes)")
 			_ = r.child.thaw()
 			r.a.release()
@@ -707,7 +740,7 @@ func runLatency(ev *event) error {
 		}
 		r.fault("A's connections: +%v each way (its lease is %v)", lat, ev.sch.ttl)
 		r.a.release() // A writes now: the write lands lat later
-		r.contend(window+ev.sch.ttl+2*time.Second, nil, nil)
+		r.contend(ev.sch.faultWindow()+ev.sch.ttl+2*time.Second, nil, nil)
 		select {
 		case <-finished[r]:
 		case <-ev.ctx.Done():

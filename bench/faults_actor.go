@@ -13,6 +13,7 @@ import (
 
 	"github.com/locklab/locklab/fencing"
 	"github.com/locklab/locklab/internal/history"
+	"github.com/locklab/locklab/internal/preflight"
 	"github.com/locklab/locklab/internal/rig"
 )
 
@@ -110,7 +111,7 @@ func (a *actor) warm(ctx context.Context, key string) error {
 		lctx, lcancel := context.WithTimeout(ctx, 3*time.Second)
 		err = l.Lock(lctx)
 		lcancel()
-		if err == nil || !sleepCtx(ctx, 50*time.Millisecond) {
+		if err == nil || refusesServer(err) || !sleepCtx(ctx, 50*time.Millisecond) {
 			break
 		}
 	}
@@ -142,6 +143,10 @@ func (a *actor) lock(ctx context.Context, bound time.Duration) bool {
 			}
 			a.watch()
 			return true
+		}
+		if refusesServer(err) {
+			a.event(history.Event{Kind: history.Acquire, Text: "refused: " + shortErr(err)})
+			return false
 		}
 		failed++
 		last = err
@@ -405,4 +410,11 @@ func longErr(err error) string {
 		s = s[:397] + "..."
 	}
 	return s
+}
+
+// refusesServer reports whether err is a lock refusing the server it was
+// given (it evicts keys: internal/preflight), which no retry changes. It
+// also reads the error of a child process, which arrives as text.
+func refusesServer(err error) bool {
+	return err != nil && (errors.Is(err, preflight.ErrEviction) || strings.Contains(err.Error(), preflight.ErrEviction.Error()))
 }

@@ -27,6 +27,8 @@ type cellResult struct {
 	stale        int
 	refused      int
 	fenced       bool // the lock gives fencing tokens
+	declined     int  // runs in which the lock refused the servers (they evict): safe
+	whyDeclined  string
 	told         int
 	toldBefore   int
 	maxStall     time.Duration
@@ -50,6 +52,14 @@ const (
 )
 
 func (c *cellResult) add(r *faultRun) {
+	if r.declined != "" {
+		c.runs++
+		c.declined++
+		if c.whyDeclined == "" {
+			c.whyDeclined = r.declined
+		}
+		return
+	}
 	if r.failed != "" {
 		c.inconclusive++
 		if c.whyNot == "" {
@@ -135,7 +145,9 @@ type faultRow struct {
 	Violations          int     `json:"violations"` // runs with overlapping critical sections
 	LostUpdates         int     `json:"lost_updates"`
 	StaleWritesAccepted int     `json:"stale_writes_accepted"`
-	WritesRefused       int     `json:"writes_refused"`      // writes the fenced store refused`
+	WritesRefused       int     `json:"writes_refused"` // writes the fenced store refused
+	RefusedToRun        int     `json:"refused_to_run"` // runs in which the lock refused the servers (they evict keys): counted safe
+	RefusedToRunWhy     string  `json:"refused_to_run_why,omitempty"`
 	ToldRuns            int     `json:"told_runs"`           // runs in which a holder's lock said it was lost
 	ToldBeforeOverlap   *int    `json:"told_before_overlap"` // overlapping runs in which the holder was told before the overlap began; null: the lock has no loss signal
 	MaxStallMs          float64 `json:"max_stall_ms"`
@@ -161,7 +173,7 @@ func (c *cellResult) row() faultRow {
 	r := faultRow{Impl: c.impl.name, Kind: string(c.impl.kind), Fault: c.sch.id, FaultNumber: c.sch.n, Title: c.sch.title,
 		Runs: c.runs, Inconclusive: c.inconclusive, InconclusiveWhy: c.whyNot,
 		UnsafeRuns: c.unsafe, StuckRuns: c.stuck, Violations: c.overlaps, LostUpdates: c.lost,
-		StaleWritesAccepted: c.stale, WritesRefused: c.refused, ToldRuns: c.told, MaxStallMs: float64(c.maxStall.Microseconds()) / 1000,
+		StaleWritesAccepted: c.stale, WritesRefused: c.refused, RefusedToRun: c.declined, RefusedToRunWhy: c.whyDeclined, ToldRuns: c.told, MaxStallMs: float64(c.maxStall.Microseconds()) / 1000,
 		Modeled: c.sch.modeled, NotRun: c.notRun, Claim: cl.verdict, ClaimSource: cl.source, TTLms: c.sch.ttl.Milliseconds()}
 	if hasLossSignal(c.impl.name) {
 		n := c.toldBefore
@@ -214,6 +226,9 @@ func (c *cellResult) text() string {
 		s = fmt.Sprintf("%d/%d runs stuck", c.stuck, c.runs)
 	default:
 		s = fmt.Sprintf("0/%d", c.runs)
+	}
+	if c.declined > 0 {
+		s += fmt.Sprintf(" (%d refused to run)", c.declined)
 	}
 	if c.inconclusive > 0 {
 		s += fmt.Sprintf(" (+%d inconclusive)", c.inconclusive)
@@ -422,6 +437,15 @@ func (fr *faultReport) detailSection(b *bytes.Buffer) {
 	if len(notes) > 0 {
 		b.WriteString("Inconclusive runs (not counted either way):\n\n" + strings.Join(notes, "\n") + "\n\n")
 	}
+	var refusals []string
+	for _, c := range fr.cells {
+		if c.declined > 0 {
+			refusals = append(refusals, fmt.Sprintf("- %s under %s: refused to run in %d runs (counted safe): %s", c.impl.name, c.sch.id, c.declined, c.whyDeclined))
+		}
+	}
+	if len(refusals) > 0 {
+		b.WriteString("Locks that refused the servers they were given:\n\n" + strings.Join(refusals, "\n") + "\n\n")
+	}
 }
 
 // opsSection lists the commands schedules 2 and 3 faulted in turn.
@@ -464,7 +488,8 @@ const faultMethod = `## Method
   hits; B wants the lock, and C just after; each of them, once it holds the
   lock, reads the counter, writes it back plus one, holds the lock 150 ms
   more and releases it. A's work lasts until the fault is over: B has
-  written, or the 1.5 s window passed with nobody getting in. Then A writes
+  written, or a window passed with nobody getting in (1.5 s after B began to
+  wait; 2.5 s for the paused holder, 4 s after a failover). Then A writes
   its counter back plus one, exits and unlocks. Every client is a careful
   user: before it writes it checks its lock's loss signal (watchdog's Done,
   Keep's lease, rueidislock's context) and its lease by its own clock

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locklab/locklab/internal/preflight"
 	"github.com/locklab/locklab/internal/rig"
 )
 
@@ -81,12 +82,16 @@ func runEviction(ev *event) error {
 			return fmt.Errorf("server %d: %w", i, err)
 		}
 	}
+	// The locks remember a server's configuration for a while
+	// (internal/preflight); each event is a deployment of its own.
+	preflight.Forget()
 	defer func() {
 		bg, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		for _, c := range admins {
 			_ = configSet(bg, c, "maxmemory", "0", "maxmemory-policy", "noeviction", "notify-keyspace-events", "")
 		}
+		preflight.Forget()
 	}()
 	if err := ev.start(); err != nil {
 		return err
