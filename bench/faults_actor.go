@@ -118,9 +118,9 @@ func (a *actor) warm(ctx context.Context, key string) error {
 	if err != nil {
 		return fmt.Errorf("warm-up Lock: %w", err)
 	}
-	if err := l.Unlock(ctx); err != nil {
-		return fmt.Errorf("warm-up Unlock: %w", err)
-	}
+	// A release that fails leaves the warm-up key to expire: nothing else
+	// uses it.
+	_ = l.Unlock(ctx)
 	return a.res.Ping(ctx).Err()
 }
 

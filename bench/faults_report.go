@@ -286,6 +286,7 @@ func (fr *faultReport) write(dir string, plots bool) (string, error) {
 	md.WriteString(matrix)
 	md.WriteString(faultLegend)
 	fr.docsSection(&md)
+	fr.controlSection(&md)
 	fr.detailSection(&md)
 	fr.scheduleSection(&md)
 	fr.opsSection(&md)
@@ -379,6 +380,39 @@ func (fr *faultReport) docsSection(b *bytes.Buffer) {
 	if len(unnamed) > 0 {
 		b.WriteString("Unsafe where the doc is silent (the doc.go should name the fault):\n\n" + strings.Join(unnamed, "\n") + "\n\n")
 	}
+}
+
+// controlSection says whether each naive lock was caught where its one
+// mistake should show: a scoreboard that passes them there is blind.
+func (fr *faultReport) controlSection(b *bytes.Buffer) {
+	var lines []string
+	for _, c := range fr.cells {
+		cl := claimOf(c.impl.name, c.sch.id)
+		if cl.verdict != claimMistake || c.notRun != "" {
+			continue
+		}
+		verdict := "caught"
+		if c.unsafe == 0 && c.stuck == 0 {
+			verdict = "**NOT CAUGHT: the scoreboard is blind here**"
+		}
+		lines = append(lines, fmt.Sprintf("- %s under %d. %s: %s, %s (%s).", c.impl.name, c.sch.n, c.sch.title, c.text(), verdict, cl.source))
+	}
+	if len(lines) == 0 {
+		return
+	}
+	b.WriteString("## The control rows\n\n")
+	b.WriteString("Each naive lock makes one mistake; where it should show, the scoreboard must see it:\n\n" + strings.Join(lines, "\n") + "\n\n")
+}
+
+// blind lists the naive locks' cells where their mistake did not show.
+func (fr *faultReport) blind() []string {
+	var out []string
+	for _, c := range fr.cells {
+		if claimOf(c.impl.name, c.sch.id).verdict == claimMistake && c.notRun == "" && c.runs > 0 && c.unsafe == 0 && c.stuck == 0 {
+			out = append(out, c.impl.name+" under "+c.sch.id)
+		}
+	}
+	return out
 }
 
 // brokenPromises lists our locks' cells that are unsafe (or stuck, for the

@@ -80,6 +80,7 @@ func TestFaultsEndToEnd(t *testing.T) {
 		"| fencing | 0/1 | 0/1 |",
 		"[1/1 runs unsafe](" + got["correct/pause"].Timeline + ") (named)",
 		"## Against the docs",
+		"- naive-getset under 9. holder killed: 1/1 runs unsafe, caught",
 	} {
 		if !bytes.Contains(md, []byte(want)) {
 			t.Errorf("faults.md lacks %q:\n%s", want, md)

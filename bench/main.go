@@ -244,6 +244,9 @@ func runScoreboard(ctx context.Context, cfg *config, mach machine, srv *servers,
 		return nil, err
 	}
 	fmt.Fprint(stdout, matrix)
+	if b := fr.blind(); len(b) > 0 {
+		fmt.Fprintf(stderr, "faults: warning: a naive lock's mistake did not show: %s (see faults.md, The control rows)\n", strings.Join(b, ", "))
+	}
 	if b := fr.brokenPromises(); len(b) > 0 {
 		return []string{"a lock of ours is unsafe under a fault its doc.go promises to survive: " + strings.Join(b, ", ")}, nil
 	}
