@@ -150,7 +150,8 @@ type row struct {
 	Violations   int64   `json:"violations"` // total over rounds
 	Errors       int64   `json:"errors"`     // total over rounds
 	LastError    string  `json:"last_error,omitempty"`
-	LeftoverKeys int     `json:"leftover_keys"` // total over rounds
+	LeftoverKeys int     `json:"leftover_keys"` // total over rounds: keys without a TTL left after the runs
+	ExpiringKeys int     `json:"expiring_keys"` // total over rounds: keys with a TTL left after the runs (they expire by themselves)
 
 	HandoffP50Us   float64 `json:"handoff_p50_us"`
 	HandoffP99Us   float64 `json:"handoff_p99_us"`
@@ -283,6 +284,7 @@ func buildRow(im *impl, c cell, rs []*runResult, dur time.Duration) row {
 			rw.LastError = r.lastErr
 		}
 		rw.LeftoverKeys += r.leftover
+		rw.ExpiringKeys += r.expiring
 		rw.HandoffSamples += r.handoff.TotalCount()
 		rw.Acquisitions += r.ops
 		if r.spec.rate > 0 {

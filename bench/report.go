@@ -473,7 +473,11 @@ func (res *results) tables() string {
 				fmt.Fprintf(&b, "- %s N=%d hold %s: %d errors, last: %s\n", r.Impl, r.Clients, fmtHoldUs(r.HoldUs), r.Errors, r.LastError)
 			}
 			if r.LeftoverKeys > 0 {
-				fmt.Fprintf(&b, "- %s N=%d hold %s: %d keys left behind after its runs (removed)\n", r.Impl, r.Clients, fmtHoldUs(r.HoldUs), r.LeftoverKeys)
+				fmt.Fprintf(&b, "- %s N=%d hold %s: %d keys without a TTL left behind after its runs (removed)\n", r.Impl, r.Clients, fmtHoldUs(r.HoldUs), r.LeftoverKeys)
+			}
+			if r.ExpiringKeys > 0 {
+				fmt.Fprintf(&b, "- %s N=%d hold %s: %d keys with a TTL still there after its runs, %.2f per acquisition (they would expire; removed)\n",
+					r.Impl, r.Clients, fmtHoldUs(r.HoldUs), r.ExpiringKeys, float64(r.ExpiringKeys)/float64(max(r.Acquisitions, 1)))
 			}
 		}
 		b.WriteString("\n")
