@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -29,8 +30,13 @@ func (fr *faultReport) heatmap(dir string) error {
 		pad    = 0.1 * vg.Inch
 	)
 	cols, rows := len(fr.setup.schedules), len(fr.setup.impls)
-	w := labelW + vg.Length(cols)*cellW + 2*pad
-	h := headH + vg.Length(rows)*cellH + 2*pad
+	w := max(labelW+vg.Length(cols)*cellW+2*pad, 7*vg.Inch)
+	h := headH + vg.Length(rows+2)*cellH + 2*pad
+	foot := []string{"unsafe runs of the runs judged; stuck: a waiter past the bound while nobody held the lock;",
+		"refused to run: the lock refused a server that evicts keys"}
+	if slices.ContainsFunc(fr.setup.schedules, func(s *schedule) bool { return s.modeled }) {
+		foot[1] += "; * modeled"
+	}
 	draw1 := func(dc draw.Canvas) {
 		dc.FillPolygon(color.White, rect(0, 0, w, h))
 		sty := func(size vg.Length, x text.XAlignment) draw.TextStyle {
@@ -55,6 +61,9 @@ func (fr *faultReport) heatmap(dir string) error {
 				dc.FillPolygon(cellColor(c), rect(x+1, y+1, x+cellW-1, y+cellH-1))
 				dc.FillText(sty(7, draw.XCenter), vg.Point{X: x + cellW/2, Y: y + cellH/2}, heatLabel(c))
 			}
+		}
+		for i, f := range foot {
+			dc.FillText(sty(7, draw.XLeft), vg.Point{X: pad, Y: pad + vg.Length(2-i)*cellH*0.6}, f)
 		}
 	}
 	png := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(144))
@@ -93,6 +102,8 @@ func heatLabel(c *cellResult) string {
 		return fmt.Sprintf("%d/%d", c.unsafe, c.runs)
 	case c.stuck > 0:
 		return fmt.Sprintf("%d/%d stuck", c.stuck, c.runs)
+	case c.declined == c.runs:
+		return "refused to run"
 	}
 	return fmt.Sprintf("0/%d", c.runs)
 }
