@@ -147,8 +147,10 @@ func scheduleIDs() []string {
 func resolveFaultImpls(list []string) ([]*impl, error) {
 	if len(list) == 0 {
 		var names []string
-		for n := range registry {
-			names = append(names, n)
+		for n, im := range registry {
+			if im.noFaults == "" {
+				names = append(names, n)
+			}
 		}
 		list = sortedImpls(names)
 	}

@@ -122,6 +122,10 @@ type impl struct {
 	// kind says whose the lock is, for the report: ours (the default),
 	// a peer, the floor, or naive (set by register when naive is).
 	kind implKind
+	// noFaults, when set, says why the fault scoreboard cannot run this
+	// lock (its faults are Redis servers', proxies on Redis addresses): it
+	// is left out of the default -scenarios faults set.
+	noFaults string
 	// connect makes one contending client.
 	connect func(e env) (contender, error)
 	// keepsKeys marks a lock that leaves keys behind by design (fencing's
