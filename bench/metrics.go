@@ -68,7 +68,17 @@ type roundFigures struct {
 	FIFOFloorUs float64 `json:"fifo_floor_us"`
 }
 
+// figures returns a run's figures, computed once (a run is not changed
+// after execute returns it).
 func figures(r *runResult) roundFigures {
+	if r.fig == nil {
+		f := computeFigures(r)
+		r.fig = &f
+	}
+	return *r.fig
+}
+
+func computeFigures(r *runResult) roundFigures {
 	f := roundFigures{
 		Round:       r.spec.round,
 		OpsPerSec:   r.opsPerSec(),

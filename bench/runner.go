@@ -75,6 +75,8 @@ type runResult struct {
 	clientCmds int64            // commands handed to go-redis; -1 when not measurable
 	leftover   int              // keys without a TTL still present after the run (deleted)
 	expiring   int              // keys with a TTL still present after the run (deleted)
+	fig        *roundFigures    // figures(r), once computed
+
 	// Open loop only.
 	offered   float64
 	due       int64 // arrivals scheduled before the end
