@@ -6,7 +6,7 @@ LABDIR     = $(wildcard labs/$(LAB)-*)
 BENCHARGS ?=
 STACK     ?= redlock
 
-.PHONY: test deps vet lint lab red exercise bench bench-quick strays up down test-docker help
+.PHONY: test deps vet lint lab red exercise bench bench-quick faults strays up down test-docker help
 
 test: deps vet
 	$(GO) test -race ./...
@@ -66,6 +66,12 @@ bench: deps
 bench-quick: deps
 	@if [ -d bench ]; then $(GO) run ./bench -quick $(BENCHARGS); else echo "bench-quick: not built yet"; fi
 
+# faults runs the fault scoreboard: every lock under the same nine fault
+# schedules, 20 seeded runs each; writes faults.md, faults.json and a heatmap
+# to bench/results/latest/.
+faults: deps
+	$(GO) run ./bench -scenarios faults $(BENCHARGS)
+
 # up/down start and stop a Docker Compose stack: STACK=redlock (5 independent
 # nodes on 127.0.0.1:7101-7105) or STACK=sentinel (primary, replica, 3 sentinels).
 up:
@@ -79,5 +85,5 @@ test-docker:
 	$(GO) test -race -tags docker ./internal/rig/
 
 help:
-	@echo "make test | lab LAB=NN | red LAB=NN | exercise LAB=NN | bench | bench-quick | lint | deps | up/down [STACK=redlock|sentinel] | test-docker"
+	@echo "make test | lab LAB=NN | red LAB=NN | exercise LAB=NN | bench | bench-quick | faults | lint | deps | up/down [STACK=redlock|sentinel] | test-docker"
 	@echo "LOCKLAB_LONG=1 also runs the slow variants (lab 07's real Sentinel failover)."

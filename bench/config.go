@@ -14,27 +14,29 @@ import (
 const (
 	scUncontended = "uncontended" // 1 client, a fresh key per acquire+release pair
 	scContended   = "contended"   // N clients on one key
-	scKeys        = "keys"        // N clients over K keys, a random key per acquisition
+	scKeys        = "keys"        // many clients over many keys, a random key per acquisition
 	scRTT         = "rtt"         // uncontended and contended through a latency proxy
 )
 
 var allScenarios = []string{scUncontended, scContended, scKeys, scRTT}
 
-// Defaults of the full suite (make bench). With the nine safe locks it runs
-// 9 impls x 18 cells x 3 rounds = 486 runs of 800ms: about 7 minutes on two
-// cores including per-run setup (the plan is printed at start).
+// Defaults of the full suite (make bench). With the fourteen safe locks and
+// floors it runs 14 impls x 14 cells x 3 rounds = 588 runs of 800ms: about
+// 9 minutes on two cores including per-run setup (the plan is printed at
+// start).
 const (
 	defaultDuration = 800 * time.Millisecond
 	defaultRounds   = 3
-	defaultKeys     = 8
+	defaultKeys     = 1024
 	defaultRTT      = time.Millisecond
 	defaultTTL      = 8 * time.Second // redsync's default expiry
 	defaultMaxOps   = 2_000_000       // per run, on top of the duration
 )
 
 var (
-	defaultClients = []int{1, 2, 8, 32}
-	defaultHolds   = []time.Duration{0, time.Millisecond}
+	defaultClients     = []int{1, 2, 8, 32}
+	defaultKeysClients = []int{64}
+	defaultHolds       = []time.Duration{0, time.Millisecond}
 )
 
 // The -quick preset (make bench-quick): every scenario, 8 clients, both
@@ -52,6 +54,7 @@ type config struct {
 	scenarios []string
 	impls     []string // as given; resolved by resolveImpls
 	clients   []int
+	keysCl    []int // clients of the keys scenario
 	holds     []time.Duration
 	duration  time.Duration
 	rounds    int
@@ -65,6 +68,11 @@ type config struct {
 	plots     bool
 	check     string // "async" or "sync": how the ledger's updates are sent
 	cpuprof   string // write a CPU profile of the bench process here
+	// The fault scoreboard (-scenarios faults).
+	faults       []string // schedule ids
+	faultRuns    int
+	seed         uint64
+	allTimelines bool
 }
 
 // parseFlags parses args (without the program name). Explicit flags win
@@ -80,9 +88,10 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	}
 	var (
 		out       = fs.String("out", "", "results `dir` (default bench/results/<UTC timestamp>/, and bench/results/latest points at it)")
-		scenarios = fs.String("scenarios", strings.Join(allScenarios, ","), "scenarios to run: uncontended, contended, keys, rtt")
+		scenarios = fs.String("scenarios", strings.Join(allScenarios, ","), "scenarios to run: uncontended, contended, keys, rtt; faults for the fault scoreboard (make faults)")
 		impls     = fs.String("impls", "", "implementations to run, comma-separated; globs allowed (naive-*); default every safe one")
-		clients   = fs.String("clients", joinInts(defaultClients), "contending clients `list` (contended, keys; rtt uses the largest up to 8)")
+		clients   = fs.String("clients", joinInts(defaultClients), "contending clients `list` (contended; rtt uses the largest up to 8)")
+		keysCl    = fs.String("keys-clients", joinInts(defaultKeysClients), "clients `list` of the keys scenario (many keys, little contention)")
 		holds     = fs.String("hold", "0,1ms", "hold `list`: time each holder keeps the lock")
 		duration  = fs.Duration("duration", defaultDuration, "length of each run")
 		rounds    = fs.Int("rounds", defaultRounds, "rounds; each rotates the order of the implementations")
@@ -96,6 +105,10 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		plots     = fs.Bool("plots", true, "draw the PNG and SVG plots")
 		cpuprof   = fs.String("cpuprofile", "", "write a CPU profile of the bench process (the clients, not the servers) to `file`")
 		check     = fs.String("check", "async", "violation counter: async (ordered, no added round trip) or sync (each update waits for its reply inside the critical section)")
+		faults    = fs.String("faults", strings.Join(scheduleIDs(), ","), "fault scoreboard: the fault schedules to run")
+		faultRuns = fs.Int("fault-runs", defaultFaultRuns, "fault scoreboard: seeded runs of every lock under every schedule")
+		seed      = fs.Uint64("seed", 1, "fault scoreboard: the seed of the runs")
+		timelines = fs.String("fault-timelines", "first", "fault scoreboard: timelines to write: first (each cell's first run, first unsafe and first stuck run) or all")
 	)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -107,14 +120,26 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
 	c := &config{out: *out, duration: *duration, rounds: *rounds, keys: *keys, rtt: *rtt,
-		rate: *rate, quick: *quick, ttl: *ttl, maxOps: *maxOps, plots: *plots, check: *check, cpuprof: *cpuprof}
+		rate: *rate, quick: *quick, ttl: *ttl, maxOps: *maxOps, plots: *plots, check: *check, cpuprof: *cpuprof,
+		faultRuns: *faultRuns, seed: *seed, allTimelines: *timelines == "all"}
+	if *timelines != "first" && *timelines != "all" {
+		return nil, fmt.Errorf("-fault-timelines must be first or all, got %q", *timelines)
+	}
 	var err error
 	if c.scenarios, err = parseNames("-scenarios", *scenarios); err != nil {
 		return nil, err
 	}
 	for _, s := range c.scenarios {
-		if !slices.Contains(allScenarios, s) {
-			return nil, fmt.Errorf("-scenarios: unknown scenario %q; known: %s", s, strings.Join(allScenarios, ", "))
+		if !slices.Contains(allScenarios, s) && s != scFaults {
+			return nil, fmt.Errorf("-scenarios: unknown scenario %q; known: %s, %s", s, strings.Join(allScenarios, ", "), scFaults)
+		}
+	}
+	if c.faults, err = parseNames("-faults", *faults); err != nil {
+		return nil, err
+	}
+	for _, f := range c.faults {
+		if scheduleByID(f) == nil {
+			return nil, fmt.Errorf("-faults: unknown fault schedule %q; known: %s", f, strings.Join(scheduleIDs(), ", "))
 		}
 	}
 	if strings.TrimSpace(*impls) != "" {
@@ -123,6 +148,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		}
 	}
 	if c.clients, err = parseInts("-clients", *clients); err != nil {
+		return nil, err
+	}
+	if c.keysCl, err = parseInts("-keys-clients", *keysCl); err != nil {
 		return nil, err
 	}
 	if c.holds, err = parseDurations("-hold", *holds); err != nil {
@@ -165,10 +193,17 @@ func (c *config) validate() error {
 		return fmt.Errorf("-max-ops must be >= 1, got %d", c.maxOps)
 	case c.check != "async" && c.check != "sync":
 		return fmt.Errorf("-check must be async or sync, got %q", c.check)
+	case c.faultRuns < 1 || c.faultRuns > 1000:
+		return fmt.Errorf("-fault-runs must be 1..1000, got %d", c.faultRuns)
 	}
 	for _, n := range c.clients {
 		if n < 1 || n > 1024 {
 			return fmt.Errorf("-clients: %d is out of range 1..1024", n)
+		}
+	}
+	for _, n := range c.keysCl {
+		if n < 2 || n > 1024 {
+			return fmt.Errorf("-keys-clients: %d is out of range 2..1024", n)
 		}
 	}
 	for _, h := range c.holds {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"io"
@@ -17,7 +18,7 @@ func TestEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	var stdout, stderr bytes.Buffer
 	err := run(t.Context(), []string{
-		"-scenarios", "contended", "-impls", "correct,redsync-1", "-clients", "2",
+		"-scenarios", "contended", "-impls", "correct,redsync-1,raw", "-clients", "2",
 		"-hold", "0", "-duration", "300ms", "-rounds", "1", "-out", dir,
 		"-addrs", strings.Join(addrs, ","),
 	}, &stdout, &stderr)
@@ -28,8 +29,8 @@ func TestEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rows := checkSchema(t, b, 2)
-	for i, want := range []string{"correct", "redsync-1"} {
+	rows := checkSchema(t, b, 3)
+	for i, want := range []string{"correct", "redsync-1", "raw"} {
 		r := rows[i]
 		if r["impl"] != want || r["scenario"] != scContended || r["clients"] != 2.0 {
 			t.Errorf("row %d = %v %v N=%v; want %s contended N=2", i, r["impl"], r["scenario"], r["clients"], want)
@@ -40,6 +41,10 @@ func TestEndToEnd(t *testing.T) {
 	}
 	if rows[0]["ops_ratio"] == nil || rows[0]["ratio_to"] != "redsync-1" {
 		t.Errorf("correct's row has ratio %v to %v; want a ratio to redsync-1", rows[0]["ops_ratio"], rows[0]["ratio_to"])
+	}
+	if rows[0]["ops_floor_ratio"] == nil || rows[0]["floor_to"] != "raw" || rows[0]["fifo_floor_us"].(float64) <= 0 {
+		t.Errorf("correct's row has floor ratio %v to %v, FIFO floor %v; want a ratio to raw and a FIFO floor",
+			rows[0]["ops_floor_ratio"], rows[0]["floor_to"], rows[0]["fifo_floor_us"])
 	}
 	for _, f := range []string{
 		"report.md", "machine.json",
@@ -52,10 +57,24 @@ func TestEndToEnd(t *testing.T) {
 		}
 	}
 	report, _ := os.ReadFile(filepath.Join(dir, "report.md"))
-	for _, want := range []string{"GOMAXPROCS", "redis-server 7", "github.com/go-redsync/redsync/v4", "| correct | 2 |"} {
+	for _, want := range []string{"GOMAXPROCS", "redis-server 7", "github.com/go-redsync/redsync/v4", "| correct | 2 |",
+		"| × redsync | × floor |", "| FIFO floor | p99 × floor |", "redis-benchmark -c 2 SET"} {
 		if !bytes.Contains(report, []byte(want)) {
 			t.Errorf("report.md lacks %q", want)
 		}
+	}
+	// The summary comes first, before the machine and the tables.
+	sum, mach := bytes.Index(report, []byte("## Summary")), bytes.Index(report, []byte("## Machine"))
+	if sum < 0 || mach < sum || !bytes.Contains(report[sum:mach], []byte("| contended, 2 clients, hold 0 | wait p99 ↓ |")) {
+		t.Errorf("report.md does not open with the summary:\n%s", report)
+	}
+	var m machine
+	mb, _ := os.ReadFile(filepath.Join(dir, "machine.json"))
+	if err := json.Unmarshal(mb, &m); err != nil || m.RedisBenchmark == nil {
+		t.Fatalf("machine.json: %v, %s", err, mb)
+	}
+	if r, ok := m.RedisBenchmark.rate(2); m.RedisBenchmark.Binary != "" && (!ok || r.PerSec <= 0) {
+		t.Errorf("machine.json has no redis-benchmark rate at 2 clients: %s", mb)
 	}
 	hgrm, _ := os.ReadFile(filepath.Join(dir, "hgrm/contended_c2_h0_correct.hgrm"))
 	if !bytes.Contains(hgrm, []byte("1/(1-Percentile)")) || !bytes.Contains(hgrm, []byte("#[Mean")) {
@@ -64,7 +83,7 @@ func TestEndToEnd(t *testing.T) {
 	if !strings.Contains(stdout.String(), "report:  "+filepath.Join(dir, "report.md")) {
 		t.Errorf("stdout does not name the report:\n%s", stdout.String())
 	}
-	if !strings.Contains(stderr.String(), "[1/2] contended c=2 hold=0") {
+	if !strings.Contains(stderr.String(), "[1/3] contended c=2 hold=0") {
 		t.Errorf("stderr lacks the plain progress line:\n%s", stderr.String())
 	}
 }

@@ -45,13 +45,24 @@ type env struct {
 	addrs []string
 	// ttl is the lease of every lock (redsync's default, 8s, unless -ttl).
 	ttl time.Duration
+	// users, set by the fault scoreboard, makes the clients as users run
+	// them (library defaults, Sentinel); nil: the rig's options.
+	users *userClients
+	// hook, when set, is given to the locks that take one (package naive's
+	// hook points), for the fault scoreboard's staged interleavings.
+	hook func(ctx context.Context, point string)
 }
 
 // client returns a go-redis client for addrs[i] with the rig's options
-// (2s timeouts, no retries, context deadlines honoured) and a hook that
-// counts commands into sent.
+// (2s timeouts, no retries, context deadlines honoured), or as users run
+// them when e.users is set, and a hook that counts commands into sent.
 func (e env) client(i int, sent *atomic.Int64) *redis.Client {
-	c := redis.NewClient(rig.ClientOptions(e.addrs[i]))
+	var c *redis.Client
+	if e.users != nil {
+		c = e.users.client(i, e.addrs[i])
+	} else {
+		c = redis.NewClient(rig.ClientOptions(e.addrs[i]))
+	}
 	if sent != nil {
 		c.AddHook(countHook{sent})
 	}
@@ -108,6 +119,13 @@ type impl struct {
 	// naive marks a deliberately unsafe lock: it runs only when named in
 	// -impls and is expected to show violations under contention.
 	naive bool
+	// kind says whose the lock is, for the report: ours (the default),
+	// a peer, the floor, or naive (set by register when naive is).
+	kind implKind
+	// noFaults, when set, says why the fault scoreboard cannot run this
+	// lock (its faults are Redis servers', proxies on Redis addresses): it
+	// is left out of the default -scenarios faults set.
+	noFaults string
 	// connect makes one contending client.
 	connect func(e env) (contender, error)
 	// keepsKeys marks a lock that leaves keys behind by design (fencing's
@@ -120,6 +138,16 @@ type impl struct {
 	gaveUp func(err error) bool
 }
 
+// implKind sorts the implementations into the report's groups.
+type implKind string
+
+const (
+	kindOurs  implKind = "ours"  // locklab's own locks
+	kindPeer  implKind = "peer"  // other projects' locks
+	kindFloor implKind = "floor" // raw commands, no library: what the machine allows
+	kindNaive implKind = "naive" // deliberately broken
+)
+
 // baseline returns the peer whose same-round figures this impl's ratios are
 // computed against: redsync-5 for 5-node locks, redsync-1 otherwise.
 func (im *impl) baseline() string {
@@ -127,6 +155,15 @@ func (im *impl) baseline() string {
 		return "redsync-5"
 	}
 	return "redsync-1"
+}
+
+// floor returns the raw floor for this impl's node count: raw-5 for 5-node
+// locks, raw otherwise.
+func (im *impl) floor() string {
+	if im.nodes > 1 {
+		return "raw-5"
+	}
+	return "raw"
 }
 
 var registry = map[string]*impl{}
@@ -139,6 +176,12 @@ func register(im *impl) {
 	if im.nodes != 1 && im.nodes != 5 {
 		panic("bench: implementation " + im.name + " wants an unsupported node count")
 	}
+	switch {
+	case im.naive:
+		im.kind = kindNaive
+	case im.kind == "":
+		im.kind = kindOurs
+	}
 	registry[im.name] = im
 }
 
@@ -148,8 +191,8 @@ var plannedImpls = []string{"correct", "watchdog", "reentrant", "fencing", "redl
 
 // implOrder is the display order: ours first, then the peers.
 var implOrder = []string{
-	"correct", "watchdog", "reentrant", "fencing", "redlock-5",
-	"redsync-1", "redsync-5", "redislock", "rueidislock",
+	"correct", "correct-poll", "correct+keep", "watchdog", "reentrant", "fencing", "redlock-5", "redlock-5-poll",
+	"redsync-1", "redsync-5", "redislock", "rueidislock", "raw", "raw-5",
 }
 
 // sortedImpls returns registered names in display order (naive last).

@@ -88,3 +88,13 @@ func (l *keptLocker) Unlock(ctx context.Context) error {
 	}
 	return errors.Join(err, l.m.Unlock(ctx))
 }
+
+// lost is closed when the lease ends: lost, or stopped by Unlock.
+func (l *keptLocker) lost() <-chan struct{} {
+	if l.lease == nil {
+		return nil
+	}
+	return l.lease.Done()
+}
+
+func (l *keptLocker) token() string { return l.m.Token() }

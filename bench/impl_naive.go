@@ -31,9 +31,15 @@ func connectNaive(mk func(naive.Client, string, ...naive.Option) locker) func(en
 		sent := new(atomic.Int64)
 		c := e.client(0, sent)
 		return contender{
-			locker: func(key string) locker { return mk(c, key, naive.WithTTL(e.ttl)) },
-			close:  c.Close,
-			sent:   sent,
+			locker: func(key string) locker {
+				opts := []naive.Option{naive.WithTTL(e.ttl)}
+				if e.hook != nil {
+					opts = append(opts, naive.WithHook(e.hook))
+				}
+				return mk(c, key, opts...)
+			},
+			close: c.Close,
+			sent:  sent,
 		}, nil
 	}
 }

@@ -17,7 +17,7 @@ const redislockRetry = time.Millisecond
 // bsm/redislock with RetryStrategy LinearBackoff(1ms) and the common TTL.
 // Obtain retries until its own deadline, one TTL after the call.
 func init() {
-	register(&impl{name: "redislock", nodes: 1, connect: connectRedislock, gaveUp: redislockGaveUp})
+	register(&impl{name: "redislock", nodes: 1, kind: kindPeer, connect: connectRedislock, gaveUp: redislockGaveUp})
 }
 
 func connectRedislock(e env) (contender, error) {
@@ -62,4 +62,11 @@ func (l *redislockLocker) Unlock(ctx context.Context) error {
 // context never has a deadline, so DeadlineExceeded is redislock giving up.
 func redislockGaveUp(err error) bool {
 	return errors.Is(err, redislock.ErrNotObtained) || errors.Is(err, context.DeadlineExceeded)
+}
+
+func (l *redislockLocker) token() string {
+	if l.held == nil {
+		return ""
+	}
+	return l.held.Token()
 }

@@ -16,8 +16,8 @@ import (
 // quorum 3), through its go-redis v9 pool adapter. Only the expiry is set,
 // to the bench's common TTL (8s, its own default, unless -ttl).
 func init() {
-	register(&impl{name: "redsync-1", nodes: 1, connect: connectRedsync(1), gaveUp: redsyncGaveUp})
-	register(&impl{name: "redsync-5", nodes: 5, connect: connectRedsync(5), gaveUp: redsyncGaveUp})
+	register(&impl{name: "redsync-1", nodes: 1, kind: kindPeer, connect: connectRedsync(1), gaveUp: redsyncGaveUp})
+	register(&impl{name: "redsync-5", nodes: 5, kind: kindPeer, connect: connectRedsync(5), gaveUp: redsyncGaveUp})
 }
 
 func connectRedsync(n int) func(env) (contender, error) {
@@ -66,3 +66,5 @@ func redsyncGaveUp(err error) bool {
 	var nodeTaken *redsync.ErrNodeTaken
 	return errors.Is(err, redsync.ErrFailed) || errors.As(err, &taken) || errors.As(err, &nodeTaken)
 }
+
+func (l *redsyncLocker) token() string { return l.m.Value() }

@@ -16,16 +16,20 @@ import (
 // defaults. Waiters sleep until a client-side-caching invalidation arrives;
 // WithContext never gives up while its context lives.
 func init() {
-	register(&impl{name: "rueidislock", nodes: 1, connect: connectRueidislock, gaveUp: func(error) bool { return false }})
+	register(&impl{name: "rueidislock", nodes: 1, kind: kindPeer, connect: connectRueidislock, gaveUp: func(error) bool { return false }})
 }
 
 func connectRueidislock(e env) (contender, error) {
+	opt := rueidis.ClientOption{
+		InitAddress:  []string{e.addrs[0]},
+		DisableRetry: true,
+		Dialer:       net.Dialer{Timeout: 2 * time.Second},
+	}
+	if e.users != nil {
+		opt = e.users.rueidis(e.addrs[0])
+	}
 	lk, err := rueidislock.NewLocker(rueidislock.LockerOption{
-		ClientOption: rueidis.ClientOption{
-			InitAddress:  []string{e.addrs[0]},
-			DisableRetry: true,
-			Dialer:       net.Dialer{Timeout: 2 * time.Second},
-		},
+		ClientOption:   opt,
 		KeyPrefix:      rueidisPrefix,
 		KeyValidity:    e.ttl,
 		KeyMajority:    1,
@@ -47,6 +51,7 @@ const rueidisPrefix = keyRoot + "rueidislock"
 type rueidisLocker struct {
 	lk     rueidislock.Locker
 	key    string
+	held   context.Context    // the lock's context: cancelled when the lock is lost or released
 	cancel context.CancelFunc // releases the lock
 	done   context.CancelFunc // ends the hold context (see holdPast)
 }
@@ -55,16 +60,26 @@ type rueidisLocker struct {
 // given, so holdPast keeps the run's end from releasing it mid-hold.
 func (l *rueidisLocker) Lock(ctx context.Context) error {
 	var cancel context.CancelFunc
+	var held context.Context
 	done, err := holdPast(ctx, func(hold context.Context) error {
 		var err error
-		_, cancel, err = l.lk.WithContext(hold, l.key)
+		held, cancel, err = l.lk.WithContext(hold, l.key)
 		return err
 	}, func() { cancel() })
 	if err != nil {
 		return err
 	}
-	l.cancel, l.done = cancel, done
+	l.cancel, l.done, l.held = cancel, done, held
 	return nil
+}
+
+// lost is closed when rueidislock cancels the lock's context: the lock
+// was lost, or released.
+func (l *rueidisLocker) lost() <-chan struct{} {
+	if l.held == nil {
+		return nil
+	}
+	return l.held.Done()
 }
 
 // Unlock cancels the lock's context; rueidislock then deletes its key, and

@@ -52,3 +52,6 @@ func (l *watchdogLocker) Unlock(ctx context.Context) error {
 	}
 	return err
 }
+
+// lost is closed when the hold ends for any reason, Unlock included.
+func (l *watchdogLocker) lost() <-chan struct{} { return l.m.Done() }

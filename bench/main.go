@@ -33,6 +33,9 @@ import (
 )
 
 func main() {
+	if spec := os.Getenv(faultChildEnv); spec != "" {
+		os.Exit(faultChildMain(spec)) // a fault scoreboard client process
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -64,21 +67,33 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			err = errors.Join(err, f.Close())
 		}()
 	}
-	impls, err := resolveImpls(cfg.impls)
-	if err != nil {
-		return err
-	}
+	wantFaults := slices.Contains(cfg.scenarios, scFaults)
 	cs := cells(cfg)
-	if len(cs) == 0 {
+	if len(cs) == 0 && !wantFaults {
 		return errors.New("nothing to run: no cell for these -scenarios and -clients")
 	}
-	plan := steps(cfg.rounds, cs, impls)
+	var impls, faultImpls []*impl
 	nodes := 1
-	for _, im := range impls {
-		nodes = max(nodes, im.nodes)
+	if len(cs) > 0 {
+		if impls, err = resolveImpls(cfg.impls); err != nil {
+			return err
+		}
+		for _, im := range impls {
+			nodes = max(nodes, im.nodes)
+		}
+	}
+	if wantFaults {
+		if faultImpls, err = resolveFaultImpls(cfg.impls); err != nil {
+			return err
+		}
+		nodes = max(nodes, faultServers)
 	}
 	if len(cfg.addrs) > 0 && len(cfg.addrs) < nodes {
-		return fmt.Errorf("-addrs lists %d servers; the selected locks need %d", len(cfg.addrs), nodes)
+		why := "the selected locks need"
+		if wantFaults {
+			why = "the fault scoreboard needs (5 lock servers and the resource's)"
+		}
+		return fmt.Errorf("-addrs lists %d servers; %s %d", len(cfg.addrs), why, nodes)
 	}
 
 	dir, latest, err := resultsDir(cfg.out)
@@ -91,10 +106,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		}
 	}()
 	mach := describeMachine(args)
-	fmt.Fprintf(stderr, "bench: %d impls (%s) × %d cells × %d rounds = %d runs of %s; planned about %s plus server start\n",
-		len(impls), strings.Join(implNames(impls), ","), len(cs), cfg.rounds, len(plan), cfg.duration,
-		estimate(plan, cfg.duration).Round(time.Second))
-
 	srv, err := startServers(ctx, cfg.addrs, nodes)
 	if err != nil {
 		return err
@@ -107,41 +118,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		prov, _ := rig.ProviderName()
 		mach.Servers = fmt.Sprintf("%d servers from the rig, provider %s, no persistence", len(srv.addrs), prov)
 	}
-	led, err := dialLedger(srv.addrs[0], cfg.check == "sync")
-	if err != nil {
-		return err
-	}
-	defer led.close()
 
-	runID := randomID()
-	prog := newProgress(stderr, len(plan), cfg.duration+perRunOverhead)
-	var runs []*runResult
-	for i, s := range plan {
-		prog.begin(s, cfg.rounds)
-		addrs := srv.addrs
-		if s.cell.rtt > 0 {
-			if addrs, err = srv.proxied(s.cell.rtt); err != nil {
-				return err
-			}
-		}
-		spec := runSpec{
-			impl: s.impl, cell: s.cell, round: s.round, duration: cfg.duration,
-			maxOps: cfg.maxOps, rate: cfg.rate, ttl: cfg.ttl, addrs: addrs,
-			tag: fmt.Sprintf("%s%s:%d", keyRoot, runID, i),
-		}
-		r, err := execute(ctx, srv, led, spec)
+	var bad []string
+	if len(cs) > 0 {
+		b, err := runSpeed(ctx, cfg, &mach, srv, cs, impls, dir, stdout, stderr)
 		if err != nil {
-			return fmt.Errorf("%s, %s, round %d: %w", s.impl.name, s.cell, s.round+1, err)
+			return err
 		}
-		runs = append(runs, r)
-		prog.end()
+		bad = append(bad, b...)
 	}
-	prog.finish()
-
-	res := newResults(cfg, mach, cs, impls, runs)
-	tables, err := res.write(dir)
-	if err != nil {
-		return err
+	if wantFaults {
+		b, err := runScoreboard(ctx, cfg, mach, srv, faultImpls, dir, stdout, stderr)
+		if err != nil {
+			return err
+		}
+		bad = append(bad, b...)
 	}
 	if err := writeJSON(filepath.Join(dir, "machine.json"), mach); err != nil {
 		return err
@@ -151,8 +142,73 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			return err
 		}
 	}
+	fmt.Fprintf(stdout, "results: %s\n", dir)
+	if len(cs) > 0 {
+		fmt.Fprintf(stdout, "report:  %s\n", filepath.Join(dir, "report.md"))
+	}
+	if wantFaults {
+		fmt.Fprintf(stdout, "faults:  %s\n", filepath.Join(dir, "faults.md"))
+	}
+	if len(bad) > 0 {
+		return errors.New(strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// runSpeed runs the speed scenarios and writes their files; it returns
+// the safe locks that showed violations.
+func runSpeed(ctx context.Context, cfg *config, mach *machine, srv *servers, cs []cell, impls []*impl, dir string, stdout, stderr io.Writer) ([]string, error) {
+	plan := steps(cfg.rounds, cs, impls)
+	fmt.Fprintf(stderr, "bench: %d impls (%s) × %d cells × %d rounds = %d runs of %s; planned about %s plus server start\n",
+		len(impls), strings.Join(implNames(impls), ","), len(cs), cfg.rounds, len(plan), cfg.duration,
+		estimate(plan, cfg.duration).Round(time.Second))
+	led, err := dialLedger(srv.addrs[0], cfg.check == "sync")
+	if err != nil {
+		return nil, err
+	}
+	defer led.close()
+
+	runID := randomID()
+	mach.RedisBenchmark = newRedisBench(benchConcurrency(cs))
+	rbKey := keyRoot + runID + ":redis-benchmark"
+	prog := newProgress(stderr, len(plan), cfg.duration+perRunOverhead)
+	var runs []*runResult
+	for i, s := range plan {
+		if i == 0 || plan[i-1].round != s.round {
+			// redis-benchmark in the same state of the machine as the
+			// round's runs.
+			mach.RedisBenchmark.measure(ctx, srv.addrs[0], rbKey)
+			if err := srv.admin[0].Del(ctx, rbKey).Err(); err != nil {
+				return nil, fmt.Errorf("delete %s: %w", rbKey, err)
+			}
+		}
+		prog.begin(s, cfg.rounds)
+		addrs := srv.addrs
+		if s.cell.rtt > 0 {
+			if addrs, err = srv.proxied(s.cell.rtt); err != nil {
+				return nil, err
+			}
+		}
+		spec := runSpec{
+			impl: s.impl, cell: s.cell, round: s.round, duration: cfg.duration,
+			maxOps: cfg.maxOps, rate: cfg.rate, ttl: cfg.ttl, addrs: addrs,
+			tag: fmt.Sprintf("%s%s:%d", keyRoot, runID, i),
+		}
+		r, err := execute(ctx, srv, led, spec)
+		if err != nil {
+			return nil, fmt.Errorf("%s, %s, round %d: %w", s.impl.name, s.cell, s.round+1, err)
+		}
+		runs = append(runs, r)
+		prog.end()
+	}
+	prog.finish()
+
+	res := newResults(cfg, *mach, cs, impls, runs)
+	tables, err := res.write(dir)
+	if err != nil {
+		return nil, err
+	}
 	fmt.Fprint(stdout, tables)
-	fmt.Fprintf(stdout, "results: %s\nreport:  %s\n", dir, filepath.Join(dir, "report.md"))
 
 	var bad []string
 	for _, r := range res.rows {
@@ -161,9 +217,52 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		}
 	}
 	if len(bad) > 0 {
-		return fmt.Errorf("mutual exclusion violated by a lock that claims to be safe: %s", strings.Join(bad, ", "))
+		return []string{"mutual exclusion violated by a lock that claims to be safe: " + strings.Join(bad, ", ")}, nil
 	}
-	return nil
+	return nil, nil
+}
+
+// runScoreboard runs the fault scoreboard and writes its files; it
+// returns our locks' broken promises.
+func runScoreboard(ctx context.Context, cfg *config, mach machine, srv *servers, impls []*impl, dir string, stdout, stderr io.Writer) ([]string, error) {
+	fs := &faultSetup{runs: cfg.faultRuns, seed: cfg.seed, impls: impls, srv: srv, external: srv.external, allTimelines: cfg.allTimelines}
+	for _, sch := range schedules {
+		if slices.Contains(cfg.faults, sch.id) {
+			fs.schedules = append(fs.schedules, sch)
+		}
+	}
+	fmt.Fprintf(stderr, "faults: %d locks (%s) × %d schedules × %d runs\n", len(impls),
+		strings.Join(implNames(impls), ","), len(fs.schedules), fs.runs)
+	start := time.Now()
+	cells, err := runFaults(ctx, fs, stderr)
+	if err != nil {
+		return nil, err
+	}
+	fr := &faultReport{mach: mach, setup: fs, cells: cells, took: time.Since(start)}
+	matrix, err := fr.write(dir, cfg.plots)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprint(stdout, matrix)
+	if b := fr.blind(); len(b) > 0 {
+		fmt.Fprintf(stderr, "faults: warning: a naive lock's mistake did not show: %s (see faults.md, The control rows)\n", strings.Join(b, ", "))
+	}
+	if b := fr.brokenPromises(); len(b) > 0 {
+		return []string{"a lock of ours is unsafe under a fault its doc.go promises to survive: " + strings.Join(b, ", ")}, nil
+	}
+	return nil, nil
+}
+
+// benchConcurrency returns the client counts of the cells that talk to the
+// servers directly, for redis-benchmark.
+func benchConcurrency(cs []cell) []int {
+	var out []int
+	for _, c := range cs {
+		if c.rtt == 0 {
+			out = append(out, c.clients)
+		}
+	}
+	return out
 }
 
 func implNames(impls []*impl) []string {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"testing"
 	"time"
 
@@ -12,6 +13,9 @@ import (
 var addrs []string
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(faultChildEnv); spec != "" {
+		os.Exit(faultChildMain(spec)) // a fault scoreboard client process
+	}
 	rig.Main(m, 5, func(nodes []*rig.Node) {
 		for _, n := range nodes {
 			addrs = append(addrs, n.Addr())

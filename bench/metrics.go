@@ -60,9 +60,25 @@ type roundFigures struct {
 	ClientMin   int64   `json:"per_client_min"`
 	ClientMax   int64   `json:"per_client_max"`
 	ElapsedSecs float64 `json:"elapsed_s"`
+	HeldP50Us   float64 `json:"held_p50_us"`
+	HandoffP50  float64 `json:"handoff_p50_us"`
+	// FIFOFloorUs is the wait p99 of a perfect FIFO queue with this run's
+	// own hold and hand-off: (N-1) x (held p50 + handoff p50); 0 when not
+	// a contended run or no hand-off was seen.
+	FIFOFloorUs float64 `json:"fifo_floor_us"`
 }
 
+// figures returns a run's figures, computed once (a run is not changed
+// after execute returns it).
 func figures(r *runResult) roundFigures {
+	if r.fig == nil {
+		f := computeFigures(r)
+		r.fig = &f
+	}
+	return *r.fig
+}
+
+func computeFigures(r *runResult) roundFigures {
 	f := roundFigures{
 		Round:       r.spec.round,
 		OpsPerSec:   r.opsPerSec(),
@@ -86,8 +102,24 @@ func figures(r *runResult) roundFigures {
 	if len(r.perClient) > 0 {
 		f.ClientMin, f.ClientMax = slices.Min(r.perClient), slices.Max(r.perClient)
 	}
+	if r.held != nil && r.held.TotalCount() > 0 {
+		f.HeldP50Us = float64(r.held.ValueAtQuantile(50))
+	}
+	if r.handoff != nil && r.handoff.TotalCount() > 0 {
+		f.HandoffP50 = float64(r.handoff.ValueAtQuantile(50))
+		if c := r.spec.cell; c.hasFIFOFloor() {
+			f.FIFOFloorUs = float64(c.clients-1) * (f.HeldP50Us + f.HandoffP50)
+		}
+	}
 	return f
 }
+
+// fifoFloor is the wait p99 a perfect FIFO queue would have in a contended
+// run: each of the N-1 waiters ahead holds for the hold and hands over,
+// so the last in line waits (N-1) x (held + hand-off). It is computed from
+// the run's own held p50 and handoff p50, so a lock is measured against
+// its own hand-off cost: how much its queue adds beyond waiting its turn.
+func (c cell) hasFIFOFloor() bool { return c.keys == 1 && c.clients >= 2 }
 
 // row is one line of summary.json: one (impl, scenario, clients, hold),
 // medians over rounds unless a field says otherwise.
@@ -128,7 +160,8 @@ type row struct {
 	Violations   int64   `json:"violations"` // total over rounds
 	Errors       int64   `json:"errors"`     // total over rounds
 	LastError    string  `json:"last_error,omitempty"`
-	LeftoverKeys int     `json:"leftover_keys"` // total over rounds
+	LeftoverKeys int     `json:"leftover_keys"` // total over rounds: keys without a TTL left after the runs
+	ExpiringKeys int     `json:"expiring_keys"` // total over rounds: keys with a TTL left after the runs (they expire by themselves)
 
 	HandoffP50Us   float64 `json:"handoff_p50_us"`
 	HandoffP99Us   float64 `json:"handoff_p99_us"`
@@ -147,6 +180,14 @@ type row struct {
 	WaitP99Ratio  *float64 `json:"wait_p99_ratio"`
 	WaitP999Ratio *float64 `json:"wait_p999_ratio"`
 	WaitMaxRatio  *float64 `json:"wait_max_ratio"`
+
+	// The floor: raw (raw-5 for 5-node locks), the bare commands with no
+	// library, in the same round; and for contended runs the FIFO floor.
+	FloorTo            string   `json:"floor_to,omitempty"`
+	OpsFloorRatio      *float64 `json:"ops_floor_ratio"`       // median over rounds of (ops / floor_to's ops)
+	FIFOFloorUs        float64  `json:"fifo_floor_us"`         // median over rounds; 0 when not contended
+	WaitP99FloorRatio  *float64 `json:"wait_p99_floor_ratio"`  // median over rounds of (wait p99 / FIFO floor)
+	WaitP99FloorRounds int      `json:"wait_p99_floor_rounds"` // rounds with a FIFO floor (a hand-off seen)
 
 	OfferedPerSec *float64 `json:"offered_per_sec,omitempty"` // open loop
 	Saturated     *bool    `json:"saturated,omitempty"`       // open loop: arrivals fell behind
@@ -188,6 +229,13 @@ func aggregate(results []*runResult, cs []cell, impls []*impl, dur time.Duration
 					setRatios(&rw, rs, brs)
 				}
 			}
+			if f := im.floor(); f != im.name {
+				if frs := byKey[groupKey{f, c}]; len(frs) > 0 {
+					rw.FloorTo = f
+					rw.OpsFloorRatio = roundRatio(rs, frs, func(f roundFigures) float64 { return f.OpsPerSec })
+				}
+			}
+			setFIFOFloor(&rw)
 			rows = append(rows, rw)
 		}
 	}
@@ -246,6 +294,7 @@ func buildRow(im *impl, c cell, rs []*runResult, dur time.Duration) row {
 			rw.LastError = r.lastErr
 		}
 		rw.LeftoverKeys += r.leftover
+		rw.ExpiringKeys += r.expiring
 		rw.HandoffSamples += r.handoff.TotalCount()
 		rw.Acquisitions += r.ops
 		if r.spec.rate > 0 {
@@ -275,23 +324,48 @@ func buildRow(im *impl, c cell, rs []*runResult, dur time.Duration) row {
 	return rw
 }
 
+// perRound maps each run's round to one of its figures.
+func perRound(results []*runResult, get func(roundFigures) float64) map[int]float64 {
+	m := map[int]float64{}
+	for _, r := range results {
+		m[r.spec.round] = get(figures(r))
+	}
+	return m
+}
+
+// roundRatio is the median over rounds of rs's figure over base's in the
+// same round, or nil when no round has both.
+func roundRatio(rs, base []*runResult, get func(roundFigures) float64) *float64 {
+	v, ok := ratioMedian(perRound(rs, get), perRound(base, get))
+	if !ok {
+		return nil
+	}
+	return &v
+}
+
+// setFIFOFloor fills the FIFO floor of a contended row from its rounds.
+func setFIFOFloor(rw *row) {
+	var floors, ratios []float64
+	for _, f := range rw.PerRound {
+		if f.FIFOFloorUs <= 0 {
+			continue
+		}
+		floors = append(floors, f.FIFOFloorUs)
+		ratios = append(ratios, f.WaitP99Us/f.FIFOFloorUs)
+	}
+	if len(floors) == 0 {
+		return
+	}
+	rw.FIFOFloorUs = median(floors)
+	v := median(ratios)
+	rw.WaitP99FloorRatio = &v
+	rw.WaitP99FloorRounds = len(floors)
+}
+
 // setRatios fills the ratio fields: each round's value over the baseline's
 // in the same round, then the median of those ratios.
 func setRatios(rw *row, rs, base []*runResult) {
-	per := func(results []*runResult, get func(roundFigures) float64) map[int]float64 {
-		m := map[int]float64{}
-		for _, r := range results {
-			m[r.spec.round] = get(figures(r))
-		}
-		return m
-	}
-	ratio := func(get func(roundFigures) float64) *float64 {
-		v, ok := ratioMedian(per(rs, get), per(base, get))
-		if !ok {
-			return nil
-		}
-		return &v
-	}
+	ratio := func(get func(roundFigures) float64) *float64 { return roundRatio(rs, base, get) }
 	rw.RatioTo = base[0].spec.impl.name
 	rw.OpsRatio = ratio(func(f roundFigures) float64 { return f.OpsPerSec })
 	rw.WaitP50Ratio = ratio(func(f roundFigures) float64 { return f.WaitP50Us })

@@ -50,7 +50,7 @@ func fmtHold(d time.Duration) string {
 // cells expands the configuration into the cells to run, in a fixed order.
 //   - uncontended: one client, hold 0, a fresh key per pair.
 //   - contended: every -clients value x every -hold, one key.
-//   - keys: every -clients value >= 2 x every -hold, over -keys keys.
+//   - keys: every -keys-clients value x every -hold, over -keys keys.
 //   - rtt: rtt-uncontended (as uncontended) and rtt-contended with
 //     rttClients clients (the largest -clients value up to 8) x every
 //     -hold, through the latency proxy. With a round trip of milliseconds
@@ -70,10 +70,7 @@ func cells(c *config) []cell {
 				}
 			}
 		case scKeys:
-			for _, n := range c.clients {
-				if n < 2 {
-					continue
-				}
+			for _, n := range c.keysCl {
 				for _, h := range c.holds {
 					out = append(out, cell{scenario: scKeys, clients: n, hold: h, keys: c.keys})
 				}

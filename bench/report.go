@@ -28,6 +28,9 @@ type machine struct {
 	RedisVersion string      `json:"redis_version"`
 	Servers      string      `json:"servers"`
 	Modules      [][2]string `json:"modules"`
+	// RedisBenchmark is redis-benchmark's SET rate on the first server at
+	// each concurrency of the run, measured in the same run.
+	RedisBenchmark *redisBench `json:"redis_benchmark,omitempty"`
 }
 
 // interestingModules are listed with their versions in the report.
@@ -138,8 +141,14 @@ func (res *results) write(dir string) (string, error) {
 	}
 	tables := res.tables()
 	var md bytes.Buffer
+	fmt.Fprintf(&md, "# locklab bench, %s\n\n", res.mach.Start.Format(time.RFC3339))
+	fmt.Fprintf(&md, "Command: `%s`\n\n", res.mach.Command)
+	md.WriteString(res.summary())
 	res.header(&md)
 	md.WriteString(tables)
+	for _, sec := range reportSections {
+		sec(res, &md)
+	}
 	res.plotSection(&md, plots)
 	if err := os.WriteFile(filepath.Join(dir, "report.md"), md.Bytes(), 0o644); err != nil {
 		return "", err
@@ -262,16 +271,30 @@ func (res *results) rowsOf(scenario string, hold time.Duration) []row {
 	return out
 }
 
+// reportSections are extra sections of report.md, after the tables: an
+// impl_*.go file that has more to say about its locks (a claims table, say)
+// appends one from its init.
+var reportSections []func(res *results, b *bytes.Buffer)
+
 func (res *results) header(b *bytes.Buffer) {
 	m, c := res.mach, res.cfg
-	fmt.Fprintf(b, "# locklab bench, %s\n\n", m.Start.Format(time.RFC3339))
-	fmt.Fprintf(b, "Command: `%s`\n\n", m.Command)
 	fmt.Fprintf(b, "## Machine and versions\n\n")
 	fmt.Fprintf(b, "| | |\n|---|---|\n")
 	fmt.Fprintf(b, "| CPU | %d × %s |\n| GOMAXPROCS | %d |\n| Go | %s %s |\n", m.CPUs, m.CPUModel, m.GOMAXPROCS, m.GoVersion, m.OSArch)
 	fmt.Fprintf(b, "| Redis | redis-server %s (%s) |\n", m.RedisVersion, m.Servers)
 	for _, mod := range m.Modules {
 		fmt.Fprintf(b, "| %s | %s |\n", mod[0], mod[1])
+	}
+	if m.RedisBenchmark != nil {
+		rb := m.RedisBenchmark
+		for _, r := range rb.Rates {
+			if len(r.PerRound) > 0 {
+				fmt.Fprintf(b, "| redis-benchmark -c %d SET | %.0f/s (p50 %.3f ms; %d requests, %d rounds) |\n", r.Clients, r.PerSec, r.P50Ms, r.Requests, len(r.PerRound))
+			}
+		}
+		if rb.Error != "" {
+			fmt.Fprintf(b, "| redis-benchmark | not measured: %s |\n", rb.Error)
+		}
 	}
 	mode := "closed loop"
 	if c.rate > 0 {
@@ -304,6 +327,18 @@ const methodText = `## Method
   Tables show the **median over rounds** (ops/s range min–max). Ratios (×) are
   to redsync-1 (redsync-5 for 5-node locks) **in the same round**, then the
   median of those ratios.
+- **The floor.** raw runs in every round like any lock: go-redis SET key
+  token NX PX ttl, then one EVALSHA of a compare-and-delete script, with a
+  fresh crypto/rand token and no library around them (refused, it sends the
+  SET again after 1 ms); raw-5 sends the same to five servers in parallel and
+  holds on a majority. **× floor** is a lock's ops/s over raw's (raw-5's for
+  5-node locks) in the same round. In contended tables the **FIFO floor** is
+  the wait p99 of a perfect queue with the run's own hold and hand-off,
+  (N−1) × (held p50 + handoff p50), and **p99 × floor** the wait p99 over it,
+  per round, then the median. redis-benchmark's SET rate on the first server,
+  at each concurrency of the run, is measured before each round's runs (in
+  the machine table and machine.json): a lock needs two commands, so its
+  pairs/s are at most half of it.
 - **Redis cmds/acq** is the delta of INFO commandstats over every server,
   commands run inside Lua scripts included (an EVALSHA of a release script is
   EVALSHA + GET + DEL), divided by acquisitions. Admin commands are excluded
@@ -329,60 +364,149 @@ const methodText = `## Method
 
 `
 
+// column is one column of the scenario tables.
+type column struct {
+	head string
+	left bool // text, left-aligned
+	val  func(r row) string
+}
+
+// tableColumns returns the columns of one scenario's table. Contended
+// scenarios also get the FIFO floor and each wait p99 against it.
+func tableColumns(contended bool) []column {
+	cols := []column{
+		{head: "impl", left: true, val: func(r row) string { return r.Impl }},
+		{head: "N", val: func(r row) string { return fmt.Sprint(r.Clients) }},
+		{head: "hold (held p50)", val: func(r row) string { return fmtHoldUs(r.HoldUs) + " (" + fmtUs(r.HeldP50Us) + ")" }},
+		{head: "ops/s", val: fmtOps},
+		{head: "range", val: func(r row) string { return fmt.Sprintf("%.0f–%.0f", r.OpsPerSecMin, r.OpsPerSecMax) }},
+		{head: "× redsync", val: func(r row) string { return fmtRatio(r.OpsRatio) }},
+		{head: "× floor", val: func(r row) string { return fmtRatio(r.OpsFloorRatio) }},
+		{head: "wait p50", val: func(r row) string { return fmtUs(r.WaitP50Us) }},
+		{head: "p99", val: func(r row) string { return fmtUs(r.WaitP99Us) }},
+		{head: "p99 × redsync", val: func(r row) string { return fmtRatio(r.WaitP99Ratio) }},
+	}
+	if contended {
+		cols = append(cols,
+			column{head: "FIFO floor", val: fmtFIFOFloor},
+			column{head: "p99 × floor", val: func(r row) string { return fmtRatio(r.WaitP99FloorRatio) }})
+	}
+	return append(cols,
+		column{head: "p99.9", val: func(r row) string { return fmtUs(r.WaitP999Us) }},
+		column{head: "p99.9 × redsync", val: func(r row) string { return fmtRatio(r.WaitP999Ratio) }},
+		column{head: "max (worst)", val: func(r row) string { return fmtUs(r.WaitMaxUs) + " (" + fmtUs(r.WaitMaxWorstUs) + ")" }},
+		column{head: "cut off (longest)", val: func(r row) string { return fmt.Sprintf("%d (%s)", r.CutOff, fmtUs(r.CutOffMaxUs)) }},
+		column{head: "Jain", val: func(r row) string { return fmt.Sprintf("%.3f", r.Jain) }},
+		column{head: "client min/max", val: func(r row) string { return fmt.Sprintf("%.0f/%.0f", r.PerClientMin, r.PerClientMax) }},
+		column{head: "Redis cmds/acq", val: func(r row) string { return fmt.Sprintf("%.2f", r.RedisCmdsPerOp) }},
+		column{head: "client cmds/acq", val: func(r row) string { return fmtOptional(r.ClientCmdsPerOp) }},
+		column{head: "gave up", val: func(r row) string { return fmt.Sprint(r.GaveUp) }},
+		column{head: "violations", val: func(r row) string { return fmt.Sprint(r.Violations) }},
+		column{head: "handoff p50 / p99", val: func(r row) string {
+			if r.HandoffSamples == 0 {
+				return "–"
+			}
+			return fmtUs(r.HandoffP50Us) + " / " + fmtUs(r.HandoffP99Us)
+		}},
+		column{head: "errors", val: func(r row) string { return fmt.Sprint(r.Errors) }},
+	)
+}
+
+func fmtOps(r row) string {
+	ops := fmt.Sprintf("%.0f", r.OpsPerSec)
+	if r.Saturated != nil && *r.Saturated {
+		ops += " (saturated)"
+	}
+	return ops
+}
+
+func fmtFIFOFloor(r row) string {
+	if r.FIFOFloorUs <= 0 {
+		return "–"
+	}
+	return fmtUs(r.FIFOFloorUs)
+}
+
+// isContendedScenario reports whether a row scenario is one key shared by
+// every client, where the FIFO floor applies.
+func isContendedScenario(sc string) bool { return sc == scContended || sc == rowRTTContended }
+
+// scenarios returns the row scenarios in cell order.
+func (res *results) scenarios() []string {
+	var out []string
+	for _, c := range res.cells {
+		if !slices.Contains(out, c.scenario) {
+			out = append(out, c.scenario)
+		}
+	}
+	return out
+}
+
+// scenarioRows returns the rows of one scenario, by clients then hold.
+func (res *results) scenarioRows(sc string) []row {
+	var rows []row
+	for _, r := range res.rows {
+		if r.Scenario == sc {
+			rows = append(rows, r)
+		}
+	}
+	sort.SliceStable(rows, func(i, j int) bool {
+		if rows[i].Clients != rows[j].Clients {
+			return rows[i].Clients < rows[j].Clients
+		}
+		return rows[i].HoldUs < rows[j].HoldUs
+	})
+	return rows
+}
+
 // tables renders one table per scenario.
 func (res *results) tables() string {
 	var b bytes.Buffer
-	var scenarios []string
-	for _, c := range res.cells {
-		if !slices.Contains(scenarios, c.scenario) {
-			scenarios = append(scenarios, c.scenario)
-		}
-	}
-	for _, sc := range scenarios {
-		var rows []row
-		for _, r := range res.rows {
-			if r.Scenario == sc {
-				rows = append(rows, r)
-			}
-		}
-		sort.SliceStable(rows, func(i, j int) bool {
-			if rows[i].Clients != rows[j].Clients {
-				return rows[i].Clients < rows[j].Clients
-			}
-			return rows[i].HoldUs < rows[j].HoldUs
-		})
+	for _, sc := range res.scenarios() {
+		rows := res.scenarioRows(sc)
+		cols := tableColumns(isContendedScenario(sc))
 		fmt.Fprintf(&b, "## %s\n\n", sc)
-		b.WriteString("| impl | N | hold (held p50) | ops/s | range | × ops | wait p50 | p99 | × p99 | p99.9 | × p99.9 | max (worst) | cut off (longest) | Jain | client min/max | Redis cmds/acq | client cmds/acq | gave up | violations | handoff p50 / p99 | errors |\n")
-		b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-		for _, r := range rows {
-			hand := "–"
-			if r.HandoffSamples > 0 {
-				hand = fmtUs(r.HandoffP50Us) + " / " + fmtUs(r.HandoffP99Us)
-			}
-			ops := fmt.Sprintf("%.0f", r.OpsPerSec)
-			if r.Saturated != nil && *r.Saturated {
-				ops += " (saturated)"
-			}
-			fmt.Fprintf(&b, "| %s | %d | %s (%s) | %s | %.0f–%.0f | %s | %s | %s | %s | %s | %s | %s (%s) | %d (%s) | %.3f | %.0f/%.0f | %.2f | %s | %d | %d | %s | %d |\n",
-				r.Impl, r.Clients, fmtHoldUs(r.HoldUs), fmtUs(r.HeldP50Us), ops,
-				r.OpsPerSecMin, r.OpsPerSecMax, fmtRatio(r.OpsRatio),
-				fmtUs(r.WaitP50Us), fmtUs(r.WaitP99Us), fmtRatio(r.WaitP99Ratio),
-				fmtUs(r.WaitP999Us), fmtRatio(r.WaitP999Ratio),
-				fmtUs(r.WaitMaxUs), fmtUs(r.WaitMaxWorstUs), r.CutOff, fmtUs(r.CutOffMaxUs), r.Jain, r.PerClientMin, r.PerClientMax,
-				r.RedisCmdsPerOp, fmtOptional(r.ClientCmdsPerOp), r.GaveUp, r.Violations, hand, r.Errors)
-		}
+		writeTable(&b, cols, rows)
 		b.WriteString("\n")
 		for _, r := range rows {
 			if r.LastError != "" {
 				fmt.Fprintf(&b, "- %s N=%d hold %s: %d errors, last: %s\n", r.Impl, r.Clients, fmtHoldUs(r.HoldUs), r.Errors, r.LastError)
 			}
 			if r.LeftoverKeys > 0 {
-				fmt.Fprintf(&b, "- %s N=%d hold %s: %d keys left behind after its runs (removed)\n", r.Impl, r.Clients, fmtHoldUs(r.HoldUs), r.LeftoverKeys)
+				fmt.Fprintf(&b, "- %s N=%d hold %s: %d keys without a TTL left behind after its runs (removed)\n", r.Impl, r.Clients, fmtHoldUs(r.HoldUs), r.LeftoverKeys)
+			}
+			if r.ExpiringKeys > 0 {
+				fmt.Fprintf(&b, "- %s N=%d hold %s: %d keys with a TTL still there after its runs, %.2f per acquisition (they would expire; removed)\n",
+					r.Impl, r.Clients, fmtHoldUs(r.HoldUs), r.ExpiringKeys, float64(r.ExpiringKeys)/float64(max(r.Acquisitions, 1)))
 			}
 		}
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// writeTable writes a markdown table of rows.
+func writeTable(b *bytes.Buffer, cols []column, rows []row) {
+	b.WriteString("|")
+	for _, c := range cols {
+		b.WriteString(" " + c.head + " |")
+	}
+	b.WriteString("\n|")
+	for _, c := range cols {
+		if c.left {
+			b.WriteString("---|")
+		} else {
+			b.WriteString("---:|")
+		}
+	}
+	b.WriteString("\n")
+	for _, r := range rows {
+		b.WriteString("|")
+		for _, c := range cols {
+			b.WriteString(" " + c.val(r) + " |")
+		}
+		b.WriteString("\n")
+	}
 }
 
 func (res *results) plotSection(b *bytes.Buffer, plots map[string][]string) {

@@ -73,7 +73,10 @@ type runResult struct {
 	violations int64
 	cmds       measure.Commands // server commands (admin and ledger excluded), all servers
 	clientCmds int64            // commands handed to go-redis; -1 when not measurable
-	leftover   int              // lock keys still present after the run (deleted)
+	leftover   int              // keys without a TTL still present after the run (deleted)
+	expiring   int              // keys with a TTL still present after the run (deleted)
+	fig        *roundFigures    // figures(r), once computed
+
 	// Open loop only.
 	offered   float64
 	due       int64 // arrivals scheduled before the end
@@ -303,13 +306,13 @@ func execute(ctx context.Context, srv *servers, led *ledger, spec runSpec) (*run
 	if err := srv.admin[0].Del(ctx, occ...).Err(); err != nil {
 		return nil, fmt.Errorf("delete ledger keys: %w", err)
 	}
-	left, err := srv.sweep(ctx, "*"+spec.tag+"*")
+	left, expiring, err := srv.sweepTTL(ctx, "*"+spec.tag+"*")
 	if err != nil {
 		return nil, err
 	}
 	cleaned = true
 	if !spec.impl.keepsKeys {
-		res.leftover = left
+		res.leftover, res.expiring = left-expiring, expiring
 	}
 	return res, nil
 }

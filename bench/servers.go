@@ -116,20 +116,37 @@ func (s *servers) version(ctx context.Context) string {
 // sweep deletes every key matching pattern on every server, with SCAN, and
 // returns how many there were.
 func (s *servers) sweep(ctx context.Context, pattern string) (int, error) {
-	n := 0
+	n, _, err := s.sweepTTL(ctx, pattern)
+	return n, err
+}
+
+// sweepTTL is sweep, also counting the keys that had a TTL (they would
+// have expired by themselves, such as release receipts and wait queues).
+func (s *servers) sweepTTL(ctx context.Context, pattern string) (n, expiring int, err error) {
 	for i, c := range s.admin {
 		var cursor uint64
 		for iter := 0; ; iter++ {
 			if iter > 1_000_000 {
-				return n, errors.New("sweep: SCAN did not finish")
+				return n, expiring, errors.New("sweep: SCAN did not finish")
 			}
 			keys, next, err := c.Scan(ctx, cursor, pattern, 1000).Result()
 			if err != nil {
-				return n, fmt.Errorf("SCAN on %s: %w", s.addrs[i], err)
+				return n, expiring, fmt.Errorf("SCAN on %s: %w", s.addrs[i], err)
 			}
 			if len(keys) > 0 {
-				if err := c.Del(ctx, keys...).Err(); err != nil {
-					return n, fmt.Errorf("DEL on %s: %w", s.addrs[i], err)
+				p := c.Pipeline()
+				ttls := make([]*redis.DurationCmd, len(keys))
+				for j, k := range keys {
+					ttls[j] = p.PTTL(ctx, k)
+				}
+				p.Del(ctx, keys...)
+				if _, err := p.Exec(ctx); err != nil {
+					return n, expiring, fmt.Errorf("PTTL+DEL on %s: %w", s.addrs[i], err)
+				}
+				for _, t := range ttls {
+					if t.Val() > 0 {
+						expiring++
+					}
 				}
 				n += len(keys)
 			}
@@ -138,7 +155,7 @@ func (s *servers) sweep(ctx context.Context, pattern string) (int, error) {
 			}
 		}
 	}
-	return n, nil
+	return n, expiring, nil
 }
 
 // close closes proxies, admin clients and rig servers.

@@ -1,0 +1,314 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/locklab/locklab/internal/faultproxy"
+	"github.com/locklab/locklab/internal/history"
+)
+
+// Schedules 2 (lost reply) and 3 (late delivery) fault one command of a
+// lock at a time: each of the lock's commands in turn, as each client
+// sends it. Which commands a lock sends is found once per scoreboard, lock
+// by lock, in two fault-free runs of the same script: the first watches
+// server 0 (MONITOR) for the distinct commands, in the order they first
+// appear (a script counts by its SHA-1, so EVALSHA and its EVAL fallback
+// are one); the second counts, through each client's own proxies, which
+// clients send each of them. Run i then faults pair i mod K (a command and
+// a client that sends it), at its (i div K)-th occurrence from that
+// client, on every server of the lock.
+
+// lockOp is one command of a lock's protocol.
+type lockOp struct {
+	name string // upper case
+	sha  string // for EVAL/EVALSHA: the script's SHA-1
+}
+
+func (o lockOp) String() string {
+	if o.sha != "" {
+		return "the script " + o.sha[:8] + " (EVALSHA)"
+	}
+	return o.name
+}
+
+// short names the op in a list: SET, EVALSHA 3f2a1b0c.
+func (o lockOp) short() string {
+	if o.sha != "" {
+		return "EVALSHA " + o.sha[:8]
+	}
+	return o.name
+}
+
+func (o lockOp) match() faultproxy.Match {
+	if o.sha != "" {
+		return faultproxy.Match{Script: o.sha} // EVALSHA, and EVAL after NOSCRIPT
+	}
+	return faultproxy.Match{Command: o.name}
+}
+
+// faultOp is a command of a lock as one client sends it.
+type faultOp struct {
+	op     lockOp
+	client string
+}
+
+// lateCopies is how many copies of a command schedule 3 holds: the
+// command and go-redis's 3 retries of it, so the client gives up.
+const lateCopies = 4
+
+// runCommandFault runs one event of schedule 2 (late false) or 3.
+func runCommandFault(ev *event, late bool) error {
+	ops, err := ev.setup.lockOps(ev.ctx)
+	if err != nil {
+		return err
+	}
+	if err := ev.start(); err != nil {
+		return err
+	}
+	ev.each(func(r *faultRun) {
+		list := ops[r.im.name]
+		if len(list) == 0 {
+			r.failed = "no command of this lock was seen in the fault-free run"
+			return
+		}
+		fo := list[ev.index%len(list)]
+		op := fo.op
+		pass := ev.index / len(list)
+		nth := ordinal(pass + 1)
+		net := r.nets[fo.client]
+		net = net[:len(net)-1] // the lock servers, not the resource
+		var rules []*faultproxy.Rule
+		for _, p := range net {
+			if late {
+				rules = append(rules, p.Hold(op.match(), lateCopies).After(pass))
+			} else {
+				rules = append(rules, p.DropReply(op.match(), 1).After(pass))
+			}
+		}
+		what := fmt.Sprintf("%s from %s, its %s time", op, fo.client, nth)
+		if late {
+			r.fault("armed: hold %s in the network, with the retries (%d copies), until the client gave up and another client holds the lock", what, lateCopies)
+		} else {
+			r.fault("armed: lose the reply to %s (the server runs it; the client's connection closes)", what)
+		}
+		var wg sync.WaitGroup
+		wctx, stop := context.WithCancel(ev.ctx)
+		for i, rule := range rules {
+			wg.Go(func() { r.watchRule(wctx, rule, fo.client, i, len(rules), late) })
+		}
+		var more func() bool
+		if late {
+			// The clients keep taking turns until the held copies have
+			// been delivered (and a moment after), so that they land on
+			// a lock someone holds.
+			more = func() bool { return r.holding(rules) }
+		}
+		r.cycleAll(4*ev.sch.ttl+2*time.Second, more)
+		stop()
+		wg.Wait()
+		for _, rule := range rules {
+			rule.Remove() // releases anything still held
+		}
+		fired := false
+		for _, rule := range rules {
+			fired = fired || rule.Hits() > 0
+		}
+		if !fired {
+			r.fault("(%s never came: the lock sent it fewer times in this run)", what)
+		}
+	})
+	return nil
+}
+
+// watchRule records when a rule acts; for a Hold rule it delivers the
+// held copies once the client has given up (its retries were held too,
+// and its read timeout passed) and another client holds the lock, or
+// after the window.
+func (r *faultRun) watchRule(ctx context.Context, rule *faultproxy.Rule, client string, server, servers int, late bool) {
+	if rule.Wait(ctx, 1) != nil {
+		return // the run ended without the command
+	}
+	held := r.ev.clock.Now()
+	on := ""
+	if servers > 1 {
+		on = fmt.Sprintf(" on server %d", server)
+	}
+	if !late {
+		r.fault("reply lost%s (the server ran the command)", on)
+		return
+	}
+	r.fault("command held in the network%s", on)
+	wctx, cancel := context.WithTimeout(ctx, time.Duration(lateCopies)*(userTimeout+600*time.Millisecond))
+	_ = rule.Wait(wctx, lateCopies)
+	cancel()
+	// The client gives up after its last copy's read timeout: its lock
+	// call fails.
+	deadline := time.Now().Add(userTimeout + 300*time.Millisecond)
+	for time.Now().Before(deadline) && !r.failedSince(client, held) {
+		if !sleepCtx(ctx, 5*time.Millisecond) {
+			return
+		}
+	}
+	deadline = time.Now().Add(window)
+	for time.Now().Before(deadline) && !r.someoneInside() {
+		if !sleepCtx(ctx, 5*time.Millisecond) {
+			return
+		}
+	}
+	r.fault("%d held cop%s delivered now%s, after the client gave up", rule.Hits(), map[bool]string{true: "y", false: "ies"}[rule.Hits() == 1], on)
+	rule.Release()
+	r.mu.Lock()
+	r.delivered = time.Now()
+	r.mu.Unlock()
+}
+
+// holding reports whether a Hold rule of the run has held a command that
+// was not delivered 300 ms ago yet.
+func (r *faultRun) holding(rules []*faultproxy.Rule) bool {
+	fired := false
+	for _, rule := range rules {
+		fired = fired || rule.Hits() > 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return fired && (r.delivered.IsZero() || time.Since(r.delivered) < 300*time.Millisecond)
+}
+
+// failedSince reports whether client's Lock or Unlock failed after at.
+func (r *faultRun) failedSince(client string, at time.Duration) bool {
+	for _, e := range r.hist.Events() {
+		if e.Client == client && e.At >= at && !e.OK && (e.Kind == history.Acquire || e.Kind == history.Release) {
+			return true
+		}
+	}
+	return false
+}
+
+// someoneInside reports whether a client is in the critical section now.
+func (r *faultRun) someoneInside() bool {
+	inside := map[string]bool{}
+	for _, e := range r.hist.Events() {
+		switch e.Kind {
+		case history.Enter:
+			inside[e.Client] = true
+		case history.Exit:
+			delete(inside, e.Client)
+		}
+	}
+	return len(inside) > 0
+}
+
+// cycleAll is the script of schedules 2 and 3 and of the discovery run:
+// A, B and C each take the lock, read, write, hold it 150 ms and release
+// it, B starting 20 ms after A and C 20 ms after B; each goes again
+// while more (if not nil) says so, for at most bound in all.
+func (r *faultRun) cycleAll(bound time.Duration, more func() bool) {
+	var wg sync.WaitGroup
+	end := time.Now().Add(bound)
+	for i, a := range []*actor{r.a.(*actor), r.b, r.c} {
+		wg.Go(func() {
+			if !sleepCtx(r.ev.ctx, time.Duration(i)*20*time.Millisecond) {
+				return
+			}
+			for {
+				a.cycle(r.ev.ctx, bound, holdB, nil)
+				if more == nil || !more() || time.Now().After(end) || r.ev.ctx.Err() != nil {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func ordinal(n int) string {
+	switch n {
+	case 1:
+		return "1st"
+	case 2:
+		return "2nd"
+	case 3:
+		return "3rd"
+	}
+	return strconv.Itoa(n) + "th"
+}
+
+// lockOps finds every lock's commands, once.
+func (fs *faultSetup) lockOps(ctx context.Context) (map[string][]faultOp, error) {
+	fs.opsOnce.Do(func() {
+		fs.ops = map[string][]faultOp{}
+		for _, im := range fs.impls {
+			ops, err := fs.discover(ctx, im)
+			if err != nil {
+				fs.opsErr = fmt.Errorf("finding %s's commands: %w", im.name, err)
+				return
+			}
+			fs.ops[im.name] = ops
+		}
+	})
+	return fs.ops, fs.opsErr
+}
+
+// discover runs the script of schedules 2 and 3 twice for im, without
+// faults: once watching server 0 for the commands, once counting who
+// sends each.
+func (fs *faultSetup) discover(ctx context.Context, im *impl) ([]faultOp, error) {
+	var ops []lockOp
+	if err := fs.discoveryRun(ctx, im, false, func(ev *event) error {
+		mon, err := startMonitor(ctx, fs.srv.addrs[0])
+		if err != nil {
+			return err
+		}
+		ev.each(func(r *faultRun) { r.cycleAll(4*ev.sch.ttl+2*time.Second, nil) })
+		ops = mon.stop()
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	var out []faultOp
+	err := fs.discoveryRun(ctx, im, true, func(ev *event) error {
+		r := ev.runs[0]
+		counts := map[faultOp]*faultproxy.Rule{}
+		for _, name := range []string{"A", "B", "C"} {
+			for _, op := range ops {
+				counts[faultOp{op, name}] = r.nets[name][0].Count(op.match())
+			}
+		}
+		ev.each(func(r *faultRun) { r.cycleAll(4*ev.sch.ttl+2*time.Second, nil) })
+		for _, op := range ops {
+			for _, name := range []string{"A", "B", "C"} {
+				if counts[faultOp{op, name}].Hits() > 0 {
+					out = append(out, faultOp{op, name})
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// discoveryRun makes a one-lock event, direct or through per-client
+// proxies, and runs fn in it.
+func (fs *faultSetup) discoveryRun(ctx context.Context, im *impl, proxied bool, fn func(ev *event) error) error {
+	sch := *scheduleByID("lost-reply")
+	sch.proxied = proxied
+	ev := &event{ctx: ctx, setup: fs, sch: &sch, tag: fmt.Sprintf("%sfaults:%s:discover", keyRoot, randomID()),
+		lockAddrs: fs.srv.addrs[:faultLockServers], users: &userClients{Timeout: userTimeout}}
+	defer ev.close()
+	ev.runs = []*faultRun{{ev: ev, im: im, key: ev.tag + ":" + im.name + ":lock", res: ev.tag + ":" + im.name + ":res"}}
+	if err := ev.start(); err != nil {
+		return err
+	}
+	if err := fn(ev); err != nil {
+		return err
+	}
+	if r := ev.runs[0]; r.failed != "" {
+		return errors.New(r.failed)
+	}
+	return nil
+}

@@ -1,0 +1,403 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/fencing"
+	"github.com/locklab/locklab/internal/faultproxy"
+	"github.com/locklab/locklab/internal/history"
+)
+
+// event is one seeded instance of a schedule, for every lock at once.
+type event struct {
+	ctx   context.Context
+	setup *faultSetup
+	sch   *schedule
+	index int // 0-based run number
+	seed  uint64
+	rng   *rand.Rand
+	tag   string
+	clock history.Clock
+	runs  []*faultRun
+
+	// lockAddrs are the lock servers this event's clients use (by default
+	// the scoreboard's five).
+	lockAddrs []string
+	users     *userClients
+
+	mu      sync.Mutex
+	proxies []*faultproxy.Proxy
+	cleanup []func()
+}
+
+// run is one lock in one event.
+type faultRun struct {
+	ev   *event
+	im   *impl
+	hist *history.History
+	key  string
+	res  string
+
+	a      holder
+	child  *remoteActor // A, when in a child process
+	b, c   *actor
+	aNet   []*faultproxy.Proxy            // A's proxies (lock servers, then the resource), when proxied
+	nets   map[string][]*faultproxy.Proxy // every client's proxies, by name, when proxied
+	failed string                         // why the run could not be judged; "" if it could
+	// declined says why the lock refused to run on the servers it was
+	// given (they evict keys): a safe outcome, judged as such.
+	declined string
+
+	final int64
+	v     verdict
+
+	mu        sync.Mutex
+	delivered time.Time // schedule 3: when the held copies were delivered
+}
+
+// fault records a fault on the run's timeline.
+func (r *faultRun) fault(format string, args ...any) { r.hist.Faultf(format, args...) }
+
+// faultAll records a fault on every run's timeline.
+func (ev *event) faultAll(format string, args ...any) {
+	for _, r := range ev.runs {
+		r.fault(format, args...)
+	}
+}
+
+// live returns the runs still going (A got its lock).
+func (ev *event) live() []*faultRun {
+	var out []*faultRun
+	for _, r := range ev.runs {
+		if r.failed == "" && r.declined == "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// each runs fn for every live run at once and waits.
+func (ev *event) each(fn func(r *faultRun)) {
+	var wg sync.WaitGroup
+	for _, r := range ev.live() {
+		wg.Go(func() { fn(r) })
+	}
+	wg.Wait()
+}
+
+// proxy starts a fault proxy to target, closed with the event.
+func (ev *event) proxy(target string) (*faultproxy.Proxy, error) {
+	p, err := faultproxy.New(target)
+	if err != nil {
+		return nil, err
+	}
+	ev.mu.Lock()
+	ev.proxies = append(ev.proxies, p)
+	ev.mu.Unlock()
+	return p, nil
+}
+
+// onClose adds a cleanup to the event's end (last added runs first).
+func (ev *event) onClose(fn func()) {
+	ev.mu.Lock()
+	ev.cleanup = append(ev.cleanup, fn)
+	ev.mu.Unlock()
+}
+
+// prepare makes every run's actors and warms them up. A runs in a child
+// process when the schedule says so.
+func (ev *event) prepare() error {
+	resAddr := ev.setup.srv.addrs[faultResource]
+	var wg sync.WaitGroup
+	for _, r := range ev.runs {
+		wg.Go(func() {
+			if err := r.prepare(resAddr); err != nil {
+				if refusesServer(err) {
+					r.declined = longErr(err)
+				} else {
+					r.failed = "setup: " + longErr(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(ev.live()) == 0 && ev.runs[0].declined == "" {
+		return fmt.Errorf("%s run %d: no lock could be set up: %s", ev.sch.id, ev.index+1, ev.runs[0].failed)
+	}
+	return nil
+}
+
+func (r *faultRun) prepare(resAddr string) error {
+	ev := r.ev
+	addrs := ev.lockAddrs[:r.im.nodes]
+	spec := func(name string, netAddrs []string, res string) actorSpec {
+		return actorSpec{Name: name, Impl: r.im.name, Key: r.key, Res: r.res, ResAddr: res, Addrs: netAddrs,
+			TTL: ev.sch.ttl, Users: ev.users, ClockBase: ev.clock.Base()}
+	}
+	// Each client has its own network: its own proxies when the schedule
+	// puts faults on connections.
+	network := func() ([]string, string, []*faultproxy.Proxy, error) {
+		if !ev.sch.proxied {
+			return addrs, resAddr, nil, nil
+		}
+		var out []string
+		var ps []*faultproxy.Proxy
+		for _, a := range append(slices.Clone(addrs), resAddr) {
+			p, err := ev.proxy(a)
+			if err != nil {
+				return nil, "", nil, err
+			}
+			ps = append(ps, p)
+			out = append(out, p.Addr())
+		}
+		return out[:len(addrs)], out[len(addrs)], ps, nil
+	}
+	record := r.hist.Add
+	barrier := newPairBarrier(50 * time.Millisecond)
+	r.nets = map[string][]*faultproxy.Proxy{}
+	for _, name := range []string{"B", "C"} {
+		na, nr, ps, err := network()
+		if err != nil {
+			return err
+		}
+		r.nets[name] = ps
+		a, err := newActor(spec(name, na, nr), ev.clock, record, barrier.hook)
+		if err != nil {
+			return err
+		}
+		if name == "B" {
+			r.b = a
+		} else {
+			r.c = a
+		}
+		ev.onClose(a.close)
+	}
+	na, nr, ps, err := network()
+	if err != nil {
+		return err
+	}
+	r.nets["A"], r.aNet = ps, ps
+	if ev.sch.child {
+		ra, err := startChild(spec("A", na, nr), record)
+		if err != nil {
+			return err
+		}
+		r.a, r.child = ra, ra
+	} else {
+		a, err := newActor(spec("A", na, nr), ev.clock, record, nil)
+		if err != nil {
+			return err
+		}
+		r.a = a
+	}
+	ev.onClose(r.a.close)
+	ctx, cancel := context.WithTimeout(ev.ctx, 20*time.Second)
+	defer cancel()
+	// Each client warms up on a key of its own: the warm-up opens
+	// connections and loads scripts, and measures nothing.
+	warm := r.key + ":warm:"
+	for _, w := range []func() error{
+		func() error { return r.a.warm(ctx, warm+"A") },
+		func() error { return r.b.warm(ctx, warm+"B") },
+		func() error { return r.c.warm(ctx, warm+"C") },
+	} {
+		if err := w(); err != nil {
+			if r.child != nil {
+				return fmt.Errorf("%w (client process: %s)", err, strings.TrimSpace(r.child.stderr.String()))
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// beginA has every run's A take its lock, enter and read, and then start
+// its work, which lasts until release (or until its lock says it is
+// lost). A run whose A did not get the lock cannot be judged.
+func (ev *event) beginA() map[*faultRun]chan error {
+	finished := map[*faultRun]chan error{}
+	var mu sync.Mutex
+	ev.each(func(r *faultRun) {
+		if err := r.a.begin(ev.ctx, 5*time.Second); err != nil {
+			if r.refused() {
+				r.declined = "A's Lock refused the server"
+			} else {
+				r.failed = "A did not get the lock at the start: " + longErr(err)
+			}
+			return
+		}
+		ch := make(chan error, 1)
+		go func() { ch <- r.a.finish(ev.ctx) }()
+		mu.Lock()
+		finished[r] = ch
+		mu.Unlock()
+	})
+	return finished
+}
+
+// contend runs B's and C's turns: B wants the lock at once, C just after.
+// Once one of them has written (or B gave up, or the window passed) it
+// calls whenBWrote; then it waits for both to finish, and for A's work.
+func (r *faultRun) contend(bound time.Duration, finished chan error, whenBWrote func()) {
+	wrote := make(chan struct{})
+	var once sync.Once
+	signal := func() { once.Do(func() { close(wrote) }) }
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		r.b.cycle(r.ev.ctx, bound, holdB, signal)
+		signal()
+	})
+	wg.Go(func() {
+		sleepCtx(r.ev.ctx, 20*time.Millisecond)
+		r.c.cycle(r.ev.ctx, bound, holdB, signal)
+	})
+	select {
+	case <-wrote:
+	case <-time.After(r.ev.sch.faultWindow()):
+	case <-r.ev.ctx.Done():
+	}
+	if whenBWrote != nil {
+		whenBWrote()
+	}
+	wg.Wait()
+	if finished != nil {
+		select {
+		case <-finished:
+		case <-r.ev.ctx.Done():
+		}
+	}
+}
+
+// standard is the script of the server-side faults: every A begins, the
+// fault is injected once for all, then each run's B and C want the lock,
+// and A finishes its work once B has written or the window passed.
+func (ev *event) standard(inject func() error) error {
+	finished := ev.beginA()
+	if err := inject(); err != nil {
+		return err
+	}
+	ev.each(func(r *faultRun) {
+		r.contend(ev.sch.faultWindow()+ev.sch.ttl+2*time.Second, finished[r], r.a.release)
+	})
+	return nil
+}
+
+// finish reads every run's resource and judges it.
+func (ev *event) judgeAll() {
+	res := ev.setup.srv.admin[faultResource]
+	for _, r := range ev.runs {
+		if r.failed != "" || r.declined != "" {
+			continue
+		}
+		v, err := res.HGet(context.Background(), r.res, "v").Int64()
+		if errors.Is(err, redis.Nil) {
+			v, err = 0, nil
+		}
+		if err != nil {
+			r.failed = "reading the resource: " + shortErr(err)
+			continue
+		}
+		r.final = v
+		r.v = judge(r.hist.Events(), v, r.fenced(), ev.sch.stuckAfter)
+	}
+}
+
+// refused reports whether a client's lock refused the server (recorded
+// on the timeline as "refused: ...").
+func (r *faultRun) refused() bool {
+	for _, e := range r.hist.Events() {
+		if e.Kind == history.Acquire && strings.HasPrefix(e.Text, "refused: ") {
+			return true
+		}
+	}
+	return false
+}
+
+// fenced reports whether the run's lock gives fencing tokens, so its
+// clients write through the fenced store.
+func (r *faultRun) fenced() bool {
+	_, ok := r.b.l.(interface{ Token() fencing.Token })
+	return ok
+}
+
+// close ends the event: clients, children, proxies, cleanups, keys.
+func (ev *event) close() {
+	ev.mu.Lock()
+	cl := slices.Clone(ev.cleanup)
+	ps := slices.Clone(ev.proxies)
+	ev.mu.Unlock()
+	var wg sync.WaitGroup
+	for i := len(cl) - 1; i >= 0; i-- {
+		wg.Go(cl[i])
+	}
+	wg.Wait()
+	for _, p := range ps {
+		_ = p.Close()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, _ = ev.setup.srv.sweep(ctx, "*"+ev.tag+"*")
+}
+
+// pairBarrier is a hook for B's and C's locks: at package naive's
+// "after-get-empty" point (naive.GetThenSet saw the key free and is about
+// to SET it), the first client waits up to d for the other to get there
+// too, as two clients polling a freed key at the same moment do. Other
+// locks never call it with that point.
+type pairBarrier struct {
+	d    time.Duration
+	mu   sync.Mutex
+	wait chan struct{}
+}
+
+func newPairBarrier(d time.Duration) *pairBarrier { return &pairBarrier{d: d} }
+
+func (p *pairBarrier) hook(ctx context.Context, point string) {
+	if point != "after-get-empty" {
+		return
+	}
+	p.mu.Lock()
+	if p.wait != nil {
+		close(p.wait) // the second one: both go on
+		p.wait = nil
+		p.mu.Unlock()
+		return
+	}
+	ch := make(chan struct{})
+	p.wait = ch
+	p.mu.Unlock()
+	select {
+	case <-ch:
+	case <-time.After(p.d):
+		p.mu.Lock()
+		if p.wait == ch {
+			p.wait = nil
+		}
+		p.mu.Unlock()
+	case <-ctx.Done():
+	}
+}
+
+// newHist gives the runs their histories; called by the schedules once
+// the event's clock is set (in prepare).
+func (ev *event) histories() {
+	for _, r := range ev.runs {
+		r.hist = history.New(ev.clock)
+	}
+}
+
+// startEvent is the common start of every schedule: histories, actors.
+func (ev *event) start() error {
+	ev.clock = history.NewClock()
+	ev.histories()
+	return ev.prepare()
+}

@@ -1,0 +1,125 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/internal/history"
+)
+
+// ev builds a history event at ms milliseconds.
+func ev(ms int, client string, kind history.Kind, ok bool, text string, fence uint64) history.Event {
+	return history.Event{At: time.Duration(ms) * time.Millisecond, Client: client, Kind: kind, OK: ok, Text: text, Fence: fence}
+}
+
+func TestJudge(t *testing.T) {
+	W, A, E, X, Wr, N := history.Want, history.Acquire, history.Enter, history.Exit, history.Write, history.Note
+	// A holds, is paused; B gets in and writes 1; A resumes and writes 1
+	// too (both read 0).
+	paused := []history.Event{
+		ev(0, "A", W, false, "", 0), ev(1, "A", A, true, "", 1), ev(2, "A", E, false, "", 0),
+		ev(10, "B", W, false, "", 0), ev(1000, "B", A, true, "", 2), ev(1001, "B", E, false, "", 0),
+		ev(1002, "B", Wr, true, "1", 0), ev(1100, "B", X, false, "", 0),
+		ev(1200, "A", Wr, true, "1", 0), ev(1201, "A", X, false, "", 0),
+	}
+	// The same with fencing: A's late write is refused.
+	fenced := append([]history.Event{}, paused...)
+	fenced[6] = ev(1002, "B", Wr, true, "1", 2)
+	fenced[8] = ev(1200, "A", Wr, false, "1 (refused: stale token)", 1)
+	// A store that accepted A's older token after B's newer one.
+	stale := append([]history.Event{}, fenced...)
+	stale[6] = ev(1002, "B", Wr, true, "1", 3)
+	stale[8] = ev(1200, "A", Wr, true, "2", 2)
+	// A is killed inside; B gets in 1.5 s later.
+	killed := []history.Event{
+		ev(0, "A", W, false, "", 0), ev(1, "A", A, true, "", 0), ev(2, "A", E, false, "", 0),
+		ev(5, "A", X, false, "(killed)", 0),
+		ev(6, "B", W, false, "", 0), ev(1506, "B", A, true, "", 0), ev(1507, "B", E, false, "", 0),
+		ev(1508, "B", Wr, true, "1", 0), ev(1600, "B", X, false, "", 0),
+	}
+	// A's watchdog tells it the lock is lost before B gets in, but A is
+	// still inside: told before the overlap.
+	told := []history.Event{
+		ev(0, "A", W, false, "", 0), ev(1, "A", A, true, "", 0), ev(2, "A", E, false, "", 0),
+		ev(10, "B", W, false, "", 0), ev(900, "A", N, false, "told: the lock is lost", 0),
+		ev(1000, "B", A, true, "", 0), ev(1001, "B", E, false, "", 0), ev(1002, "B", Wr, true, "1", 0),
+		ev(1003, "A", X, false, "", 0), ev(1100, "B", X, false, "", 0),
+	}
+	// B waits for a lock nobody holds and gives up: stuck until it gave up.
+	gaveUp := []history.Event{
+		ev(0, "B", W, false, "", 0), ev(5000, "B", A, false, "gave up after 5s and 12 Lock calls: ...", 0),
+	}
+	tests := []struct {
+		name     string
+		events   []history.Event
+		final    int64
+		fenced   bool
+		unsafe   bool
+		overlap  bool
+		lost     int
+		told     bool
+		before   bool
+		stall    time.Duration
+		stuck    bool
+		findings int
+	}{
+		{name: "paused holder, plain writes", events: paused, final: 1, unsafe: true, overlap: true, lost: 1, stall: time.Millisecond, findings: 2},
+		{name: "paused holder, fenced store", events: fenced, final: 1, fenced: true, overlap: true, stall: time.Millisecond, findings: 1},
+		{name: "fenced store accepted a stale write", events: stale, final: 2, fenced: true, unsafe: true, overlap: true, stall: time.Millisecond, findings: 2},
+		{name: "killed holder", events: killed, final: 1, stall: 1500 * time.Millisecond, stuck: true, findings: 1},
+		{name: "told before overlap", events: told, final: 1, unsafe: true, overlap: true, told: true, before: true, stall: time.Millisecond, findings: 1},
+		{name: "gave up", events: gaveUp, stall: 5 * time.Second, stuck: true, findings: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			v := judge(tt.events, tt.final, tt.fenced, time.Second)
+			if v.unsafe != tt.unsafe || v.overlap != tt.overlap || v.lostUpdates != tt.lost || v.told != tt.told ||
+				v.toldBeforeOverlap != tt.before || v.maxStall != tt.stall || v.stuck != tt.stuck || len(v.findings) != tt.findings {
+				t.Errorf("judge = unsafe %v overlap %v lost %d told %v/%v stall %v stuck %v findings %d %v;\n"+
+					"want unsafe %v overlap %v lost %d told %v/%v stall %v stuck %v findings %d",
+					v.unsafe, v.overlap, v.lostUpdates, v.told, v.toldBeforeOverlap, v.maxStall, v.stuck, len(v.findings), v.findings,
+					tt.unsafe, tt.overlap, tt.lost, tt.told, tt.before, tt.stall, tt.stuck, tt.findings)
+			}
+		})
+	}
+}
+
+// TestCellText checks the matrix's wording.
+func TestCellText(t *testing.T) {
+	for _, tt := range []struct {
+		c    cellResult
+		want string
+	}{
+		{cellResult{runs: 20}, "0/20"},
+		{cellResult{runs: 20, unsafe: 7}, "7/20 runs unsafe"},
+		{cellResult{runs: 20, stuck: 3}, "3/20 runs stuck"},
+		{cellResult{runs: 18, unsafe: 2, stuck: 1, inconclusive: 2}, "2/18 runs unsafe, 1 stuck (+2 inconclusive)"},
+		{cellResult{notRun: "why"}, "not run"},
+	} {
+		if got := tt.c.text(); got != tt.want {
+			t.Errorf("text(%+v) = %q; want %q", tt.c, got, tt.want)
+		}
+	}
+}
+
+func TestParseMonitorLine(t *testing.T) {
+	for _, tt := range []struct {
+		line string
+		want lockOp
+		ok   bool
+	}{
+		{`+1700000000.123456 [0 127.0.0.1:51234] "set" "k" "tok" "NX" "PX" "1000"` + "\r\n", lockOp{name: "SET"}, true},
+		{`+1700000000.123456 [0 127.0.0.1:51234] "evalsha" "3F2A0000000000000000000000000000000000AB" "2" "k" "q"`, lockOp{name: "EVALSHA", sha: "3f2a0000000000000000000000000000000000ab"}, true},
+		{`+1700000000.123456 [0 127.0.0.1:51234] "eval" "return \"x\"" "0"`, lockOp{name: "EVALSHA", sha: "3240a8ed5091523eff28d83e75106d8927b621f4"}, true},
+		{`+1700000000.123456 [0 lua] "get" "k"`, lockOp{}, false},
+		{`+1700000000.123456 [0 127.0.0.1:51234] "ping"`, lockOp{}, false},
+		{`+1700000000.123456 [0 127.0.0.1:51234] "subscribe" "ch"`, lockOp{}, false},
+		{`+1700000000.123456 [0 127.0.0.1:51234] "info" "commandstats"`, lockOp{}, false},
+		{`garbage`, lockOp{}, false},
+	} {
+		got, ok := parseMonitorLine(tt.line)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("parseMonitorLine(%q) = %+v, %v; want %+v, %v", tt.line, got, ok, tt.want, tt.ok)
+		}
+	}
+}

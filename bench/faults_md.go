@@ -1,0 +1,330 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// faultReport is everything faults.md and faults.json are made from.
+type faultReport struct {
+	mach  machine
+	setup *faultSetup
+	cells []*cellResult
+	took  time.Duration
+}
+
+func (fr *faultReport) cell(impl, sch string) *cellResult {
+	for _, c := range fr.cells {
+		if c.impl.name == impl && c.sch.id == sch {
+			return c
+		}
+	}
+	return nil
+}
+
+// write writes faults.json, faults.md, the timelines and the heatmap into
+// dir, and returns the matrix for stdout.
+func (fr *faultReport) write(dir string, plots bool) (string, error) {
+	var rows []faultRow
+	for _, c := range fr.cells {
+		rows = append(rows, c.row())
+		for kind, f := range c.first {
+			p := filepath.Join(dir, c.timelinePath(kind))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return "", err
+			}
+			if err := os.WriteFile(p, []byte(f.timeline), 0o644); err != nil {
+				return "", err
+			}
+		}
+	}
+	if err := writeJSON(filepath.Join(dir, "faults.json"), rows); err != nil {
+		return "", err
+	}
+	matrix := fr.matrix()
+	var md bytes.Buffer
+	fmt.Fprintf(&md, "# locklab fault scoreboard, %s\n\n", fr.mach.Start.Format(time.RFC3339))
+	fmt.Fprintf(&md, "Command: `%s`\n\n", fr.mach.Command)
+	fmt.Fprintf(&md, "Every lock under the same faults, %d seeded runs each (seed %d), judged on the effect on a protected resource; %s in all. "+
+		"Machine: %d × %s, %s, redis-server %s.\n\n", fr.setup.runs, fr.setup.seed, fr.took.Round(time.Second),
+		fr.mach.CPUs, fr.mach.CPUModel, fr.mach.GoVersion, fr.mach.RedisVersion)
+	if plots {
+		md.WriteString("![heatmap](faults_heatmap.svg)\n\n")
+	}
+	md.WriteString("## Matrix\n\n")
+	md.WriteString(matrix)
+	md.WriteString(faultLegend)
+	fr.docsSection(&md)
+	fr.controlSection(&md)
+	fr.detailSection(&md)
+	fr.scheduleSection(&md)
+	fr.opsSection(&md)
+	md.WriteString(faultMethod)
+	if err := os.WriteFile(filepath.Join(dir, "faults.md"), md.Bytes(), 0o644); err != nil {
+		return "", err
+	}
+	if plots {
+		if err := fr.heatmap(dir); err != nil {
+			return "", err
+		}
+	}
+	return matrix, nil
+}
+
+// matrix renders locks down, faults across.
+func (fr *faultReport) matrix() string {
+	var b bytes.Buffer
+	b.WriteString("| lock |")
+	for _, s := range fr.setup.schedules {
+		t := fmt.Sprintf("%d. %s", s.n, s.title)
+		if s.modeled {
+			t += " (modeled)"
+		}
+		b.WriteString(" " + t + " |")
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(fr.setup.schedules)) + "\n")
+	for _, im := range fr.setup.impls {
+		fmt.Fprintf(&b, "| %s |", im.name)
+		for _, s := range fr.setup.schedules {
+			c := fr.cell(im.name, s.id)
+			t := c.text()
+			if kind := c.linked(); kind != "" {
+				t = fmt.Sprintf("[%s](%s)", t, c.timelinePath(kind))
+			}
+			if cl := claimOf(im.name, s.id); im.kind == kindOurs && c.unsafe > 0 {
+				switch cl.verdict {
+				case claimSurvives:
+					t += " **promised safe**"
+				case claimNamed:
+					t += " (named)"
+				default:
+					t += " *(not in doc)*"
+				}
+			}
+			b.WriteString(" " + t + " |")
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+const faultLegend = `A cell is the number of runs, of those judged, in which the lock was
+**unsafe** (two clients inside the critical section at once, for a lock
+without fencing tokens; a lost update; or a stale write the fenced store
+accepted) or **stuck** (someone waited longer than the schedule's bound while
+nobody held the lock). Each unsafe or stuck cell links to the timeline of
+its first such run; every cell's first run is in ` + "`timelines/`" + ` too. For our
+locks, an unsafe cell says whether the lock's doc.go **promises** to survive
+that fault, **names** it as a fault it does not survive, or does not say
+*(not in doc)*: see "Against the docs" below.
+
+`
+
+// docsSection lists where our locks' measured cells and their doc.go
+// disagree.
+func (fr *faultReport) docsSection(b *bytes.Buffer) {
+	b.WriteString("## Against the docs\n\n")
+	var broken, unnamed []string
+	for _, c := range fr.cells {
+		if c.impl.kind != kindOurs || c.notRun != "" {
+			continue
+		}
+		cl := claimOf(c.impl.name, c.sch.id)
+		bad := c.unsafe > 0 || (c.stuck > 0 && c.sch.id == "kill")
+		switch {
+		case bad && cl.verdict == claimSurvives:
+			broken = append(broken, fmt.Sprintf("- **%s** under %d. %s: %s; its doc.go promises it (%s).", c.impl.name, c.sch.n, c.sch.title, c.text(), cl.source))
+		case c.unsafe > 0 && cl.verdict == claimUnstated:
+			unnamed = append(unnamed, fmt.Sprintf("- %s under %d. %s: %s; its doc.go does not name this fault.", c.impl.name, c.sch.n, c.sch.title, c.text()))
+		}
+	}
+	if len(broken) == 0 && len(unnamed) == 0 {
+		b.WriteString("Every unsafe cell of our locks is a fault its doc.go names, and every fault a doc.go promises to survive measured 0 unsafe runs.\n\n")
+		return
+	}
+	if len(broken) > 0 {
+		b.WriteString("Promises broken (a bug in the lock, or in its doc):\n\n" + strings.Join(broken, "\n") + "\n\n")
+	}
+	if len(unnamed) > 0 {
+		b.WriteString("Unsafe where the doc is silent (the doc.go should name the fault):\n\n" + strings.Join(unnamed, "\n") + "\n\n")
+	}
+}
+
+// controlSection says whether each naive lock was caught where its one
+// mistake should show: a scoreboard that passes them there is blind.
+func (fr *faultReport) controlSection(b *bytes.Buffer) {
+	var lines []string
+	for _, c := range fr.cells {
+		cl := claimOf(c.impl.name, c.sch.id)
+		if cl.verdict != claimMistake || c.notRun != "" {
+			continue
+		}
+		verdict := "caught"
+		if c.unsafe == 0 && c.stuck == 0 {
+			verdict = "**NOT CAUGHT: the scoreboard is blind here**"
+		}
+		lines = append(lines, fmt.Sprintf("- %s under %d. %s: %s, %s (%s).", c.impl.name, c.sch.n, c.sch.title, c.text(), verdict, cl.source))
+	}
+	if len(lines) == 0 {
+		return
+	}
+	b.WriteString("## The control rows\n\n")
+	b.WriteString("Each naive lock makes one mistake; where it should show, the scoreboard must see it:\n\n" + strings.Join(lines, "\n") + "\n\n")
+}
+
+// blind lists the naive locks' cells where their mistake did not show.
+func (fr *faultReport) blind() []string {
+	var out []string
+	for _, c := range fr.cells {
+		if claimOf(c.impl.name, c.sch.id).verdict == claimMistake && c.notRun == "" && c.runs > 0 && c.unsafe == 0 && c.stuck == 0 {
+			out = append(out, c.impl.name+" under "+c.sch.id)
+		}
+	}
+	return out
+}
+
+// brokenPromises lists our locks' cells that are unsafe (or stuck, for the
+// holder killed) where their doc.go promises to survive.
+func (fr *faultReport) brokenPromises() []string {
+	var out []string
+	for _, c := range fr.cells {
+		if c.impl.kind != kindOurs || c.notRun != "" {
+			continue
+		}
+		if (c.unsafe > 0 || (c.stuck > 0 && c.sch.id == "kill")) && claimOf(c.impl.name, c.sch.id).verdict == claimSurvives {
+			out = append(out, fmt.Sprintf("%s under %s: %s", c.impl.name, c.sch.id, c.text()))
+		}
+	}
+	return out
+}
+
+// detailSection gives the figures behind every cell.
+func (fr *faultReport) detailSection(b *bytes.Buffer) {
+	b.WriteString("## Figures\n\n")
+	b.WriteString("Per lock and fault: runs judged (inconclusive), unsafe, stuck, runs with overlapping critical sections, lost updates, stale writes accepted by the fenced store, writes it refused, " +
+		"runs in which the holder's lock said it was lost (and of the overlapping runs, how many before the overlap began; – for a lock with no loss signal), the longest stall.\n\n")
+	b.WriteString("| lock | fault | runs | unsafe | stuck | overlaps | lost updates | stale writes accepted | writes refused | told (before overlap) | longest stall |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, im := range fr.setup.impls {
+		for _, s := range fr.setup.schedules {
+			c := fr.cell(im.name, s.id)
+			if c.notRun != "" {
+				continue
+			}
+			runs := fmt.Sprint(c.runs)
+			if c.inconclusive > 0 {
+				runs += fmt.Sprintf(" (%d)", c.inconclusive)
+			}
+			told := fmt.Sprint(c.told)
+			if hasLossSignal(im.name) {
+				told += fmt.Sprintf(" (%d)", c.toldBefore)
+			} else {
+				told = "–"
+			}
+			refused := "–"
+			if c.refused > 0 || c.fenced {
+				refused = fmt.Sprint(c.refused)
+			}
+			fmt.Fprintf(b, "| %s | %d. %s | %s | %d | %d | %d | %d | %d | %s | %s | %s |\n", im.name, s.n, s.id, runs,
+				c.unsafe, c.stuck, c.overlaps, c.lost, c.stale, refused, told, fmtUs(float64(c.maxStall.Microseconds())))
+		}
+	}
+	b.WriteString("\n")
+	var notes []string
+	for _, c := range fr.cells {
+		if c.inconclusive > 0 {
+			notes = append(notes, fmt.Sprintf("- %s under %s: %d inconclusive, first: %s", c.impl.name, c.sch.id, c.inconclusive, c.whyNot))
+		}
+	}
+	if len(notes) > 0 {
+		b.WriteString("Inconclusive runs (not counted either way):\n\n" + strings.Join(notes, "\n") + "\n\n")
+	}
+	var refusals []string
+	for _, c := range fr.cells {
+		if c.declined > 0 {
+			refusals = append(refusals, fmt.Sprintf("- %s under %s: refused to run in %d runs (counted safe): %s", c.impl.name, c.sch.id, c.declined, c.whyDeclined))
+		}
+	}
+	if len(refusals) > 0 {
+		b.WriteString("Locks that refused the servers they were given:\n\n" + strings.Join(refusals, "\n") + "\n\n")
+	}
+}
+
+// opsSection lists the commands schedules 2 and 3 faulted in turn.
+func (fr *faultReport) opsSection(b *bytes.Buffer) {
+	if len(fr.setup.ops) == 0 {
+		return
+	}
+	b.WriteString("## The commands of schedules 2 and 3\n\n")
+	b.WriteString("Found in fault-free runs (MONITOR on server 0, then per-client counts); run i faults pair i mod K, at its (i div K)+1-th occurrence from that client.\n\n")
+	for _, im := range fr.setup.impls {
+		var parts []string
+		for _, o := range fr.setup.ops[im.name] {
+			parts = append(parts, o.op.short()+" ("+o.client+")")
+		}
+		fmt.Fprintf(b, "- %s: %s\n", im.name, strings.Join(parts, ", "))
+	}
+	b.WriteString("\n")
+}
+
+func (fr *faultReport) scheduleSection(b *bytes.Buffer) {
+	b.WriteString("## The schedules\n\n")
+	for _, s := range fr.setup.schedules {
+		label := "real"
+		if s.modeled {
+			label = "modeled"
+		}
+		fmt.Fprintf(b, "%d. **%s** (%s; lease %v): %s", s.n, s.title, label, s.ttl, s.what)
+		if why := fr.setup.skip(s); why != "" {
+			fmt.Fprintf(b, " *Not run here: %s.*", why)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+}
+
+const faultMethod = `## Method
+
+- **One run** is one lock under one schedule. A takes the lock, enters the
+  critical section and reads the protected resource, a counter; the fault
+  hits; B wants the lock, and C just after; each of them, once it holds the
+  lock, reads the counter, writes it back plus one, holds the lock 150 ms
+  more and releases it. A's work lasts until the fault is over: B has
+  written, or a window passed with nobody getting in (1.5 s after B began to
+  wait; 2.5 s for the paused holder, 4 s after a failover). Then A writes
+  its counter back plus one, exits and unlocks. Every client is a careful
+  user: before it writes it checks its lock's loss signal (watchdog's Done,
+  Keep's lease, rueidislock's context) and its lease by its own clock
+  (Until, where the lock has one), and abandons the work without writing
+  when either says the lock is gone; a client told its lock is lost while
+  it works stops at once.
+- **One event** is one seeded instance of a schedule for every lock at
+  once, each lock with its own key, resource and clients: the same fault at
+  the same moment for all.
+- **Clients as users run them**: go-redis and rueidis on their libraries'
+  default options (go-redis retries a failed command up to 3 times), their
+  timeouts scaled down with the short leases (300 ms; users run 3 s with
+  leases of 10-30 s). The peers on their defaults except as the speed bench
+  sets them (redislock retries every 1 ms; rueidislock with KeyMajority 1).
+  Each client is its own connection pool; the holder that is paused or
+  killed is a child process.
+- **The resource** is a counter on a server of its own, which no fault
+  touches. Locks that give fencing tokens write through a fenced store, the
+  rule of fencing.Store (a write is applied only with a token larger than
+  any applied before) as a script on that server, so its writes cross the
+  same network as everything else; the others write plainly.
+- **Judged on the effect**: overlapping critical sections (from the
+  clients' own records, on one clock shared by all processes), lost updates
+  (writes accepted minus the counter's rise), stale writes the fenced store
+  accepted, the longest stall (someone waiting while nobody held the lock),
+  and whether the holder was told before another got in. For a lock with
+  fencing tokens an overlap is harmless unless a write got through out of
+  order, so it is unsafe only on a lost update or a stale write accepted.
+- A run that cannot be judged (A did not get the lock at the start, a
+  server did not come back) is inconclusive and counted neither way.
+`

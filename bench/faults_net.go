@@ -1,0 +1,54 @@
+package main
+
+import (
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+
+	"github.com/locklab/locklab/internal/rig"
+)
+
+// userClients makes the fault scoreboard's clients as users run them:
+// go-redis and rueidis on their libraries' default options (go-redis
+// retries a command up to 3 times on a network error, rueidis retries
+// what it deems idempotent), with one change, the timeouts, scaled down
+// with the scoreboard's short leases (users run 3 s read timeouts with
+// leases of 10-30 s; here the leases are 1-15 s). Server 0 may be a
+// Sentinel group's primary, reached the way users reach it: through the
+// sentinels.
+type userClients struct {
+	Timeout  time.Duration `json:"timeout"`
+	Sentinel *sentinelSpec `json:"sentinel,omitempty"` // server 0 is this group's primary
+}
+
+// sentinelSpec names a Sentinel group.
+type sentinelSpec struct {
+	Master string   `json:"master"`
+	Addrs  []string `json:"addrs"`
+}
+
+// client returns a go-redis client for server i at addr.
+func (u *userClients) client(i int, addr string) *redis.Client {
+	if i == 0 && u.Sentinel != nil {
+		return redis.NewFailoverClient(&redis.FailoverOptions{
+			MasterName: u.Sentinel.Master, SentinelAddrs: u.Sentinel.Addrs,
+			DialTimeout: u.Timeout, ReadTimeout: u.Timeout, WriteTimeout: u.Timeout,
+		})
+	}
+	o := rig.UserOptions(addr)
+	o.DialTimeout, o.ReadTimeout, o.WriteTimeout = u.Timeout, u.Timeout, u.Timeout
+	return redis.NewClient(o)
+}
+
+// rueidis returns rueidis's client options for server 0 at addr: its
+// defaults, timeouts included (with its 300 ms connection timeout, as
+// go-redis gets, rueidislock's Lock was seen to wait 10 s on a free key).
+func (u *userClients) rueidis(addr string) rueidis.ClientOption {
+	opt := rueidis.ClientOption{InitAddress: []string{addr}}
+	if u.Sentinel != nil {
+		opt.InitAddress = u.Sentinel.Addrs
+		opt.Sentinel = rueidis.SentinelOption{MasterSet: u.Sentinel.Master}
+	}
+	return opt
+}

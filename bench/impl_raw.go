@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/internal/token"
+)
+
+// raw is the floor every lock is measured against: the bare go-redis
+// commands a lock on one key needs, with no library around them. Acquire
+// is SET key token NX PX ttl with a fresh 128-bit token; release is one
+// EVALSHA of a compare-and-delete script (EVAL on NOSCRIPT). Nothing else:
+// no options, no observer, no hooks, no queue. Refused, it sends the SET
+// again after rawRetry, so it can run in the contended cells too, where
+// its figures are what bare polling reaches.
+//
+// raw-5 is the same on five servers: the SETs sent in parallel, the lock
+// held when a majority answered OK (after every reply is in), and the
+// release sent to all five in parallel. It is the floor of the 5-node
+// locks; it checks no validity and keeps no order.
+//
+// Neither is a lock to use: the floor tells how far each lock is from what
+// the machine allows for its round trips.
+func init() {
+	gaveUp := func(error) bool { return false }
+	register(&impl{name: "raw", nodes: 1, kind: kindFloor, connect: connectRaw(1), gaveUp: gaveUp})
+	register(&impl{name: "raw-5", nodes: 5, kind: kindFloor, connect: connectRaw(5), gaveUp: gaveUp})
+}
+
+// rawRetry is how long raw waits before sending a refused SET again: the
+// 1ms linear retry redislock runs with in the bench.
+const rawRetry = time.Millisecond
+
+// rawRelease deletes the key only if it still holds our token.
+var rawRelease = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`)
+
+func connectRaw(n int) func(e env) (contender, error) {
+	return func(e env) (contender, error) {
+		if len(e.addrs) < n {
+			return contender{}, fmt.Errorf("raw-%d needs %d servers, have %d", n, n, len(e.addrs))
+		}
+		sent := new(atomic.Int64)
+		cs := e.clients(n, sent)
+		return contender{
+			locker: func(key string) locker { return &rawLocker{cs: cs, key: key, ttl: e.ttl} },
+			close:  func() error { return closeAll(cs) },
+			sent:   sent,
+		}, nil
+	}
+}
+
+type rawLocker struct {
+	cs  []*redis.Client
+	key string
+	ttl time.Duration
+	tok string
+}
+
+func (l *rawLocker) Lock(ctx context.Context) error {
+	for {
+		tok := token.New()
+		ok, err := l.set(ctx, tok)
+		if err != nil {
+			return err
+		}
+		if ok {
+			l.tok = tok
+			return nil
+		}
+		t := time.NewTimer(rawRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// set sends the SET to every server and reports whether a majority took
+// it; a minority is released before it returns.
+func (l *rawLocker) set(ctx context.Context, tok string) (bool, error) {
+	if len(l.cs) == 1 {
+		err := l.cs[0].SetArgs(ctx, l.key, tok, redis.SetArgs{Mode: "NX", TTL: l.ttl}).Err()
+		if errors.Is(err, redis.Nil) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	oks := l.each(func(c *redis.Client) error {
+		return c.SetArgs(ctx, l.key, tok, redis.SetArgs{Mode: "NX", TTL: l.ttl}).Err()
+	})
+	if oks > len(l.cs)/2 {
+		return true, nil
+	}
+	l.release(context.WithoutCancel(ctx), tok)
+	return false, ctx.Err()
+}
+
+// each runs fn on every client in parallel and counts the nil errors.
+func (l *rawLocker) each(fn func(c *redis.Client) error) int {
+	var wg sync.WaitGroup
+	var oks atomic.Int64
+	for _, c := range l.cs {
+		wg.Go(func() {
+			if fn(c) == nil {
+				oks.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	return int(oks.Load())
+}
+
+func (l *rawLocker) release(ctx context.Context, tok string) int {
+	if len(l.cs) == 1 {
+		n, err := rawRelease.Run(ctx, l.cs[0], []string{l.key}, tok).Int()
+		if err != nil || n == 0 {
+			return 0
+		}
+		return 1
+	}
+	return l.each(func(c *redis.Client) error {
+		n, err := rawRelease.Run(ctx, c, []string{l.key}, tok).Int()
+		if err == nil && n == 0 {
+			return redis.Nil
+		}
+		return err
+	})
+}
+
+func (l *rawLocker) Unlock(ctx context.Context) error {
+	tok := l.tok
+	l.tok = ""
+	if tok == "" {
+		return errors.New("raw: not held")
+	}
+	if l.release(ctx, tok) <= len(l.cs)/2 {
+		return errors.New("raw: lock not held at release")
+	}
+	return nil
+}

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// The summary opens report.md: for an engineer choosing a lock, one line
+// per cell and figure, saying who leads and how each of our locks stands
+// against the best peer and against the floor. Every figure in it is one
+// of the tables' (the same row, the same formatting), except the ratio to
+// the best peer, which is a same-round ratio like the tables' ratios to
+// redsync and is kept in summary.json's per-round figures.
+
+// figure is one figure the summary compares.
+type figure struct {
+	name   string                     // as the summary names it
+	higher bool                       // higher is better
+	med    func(row) float64          // the table's median
+	show   func(row) string           // the table's formatting of it
+	round  func(roundFigures) float64 // per round, for same-round ratios
+	floor  func(row) *float64         // the table's ratio to the floor
+}
+
+var (
+	figOps = figure{name: "acq/s", higher: true,
+		med: func(r row) float64 { return r.OpsPerSec }, show: fmtOps,
+		round: func(f roundFigures) float64 { return f.OpsPerSec },
+		floor: func(r row) *float64 { return r.OpsFloorRatio }}
+	figP99 = figure{name: "wait p99",
+		med: func(r row) float64 { return r.WaitP99Us }, show: func(r row) string { return fmtUs(r.WaitP99Us) },
+		round: func(f roundFigures) float64 { return f.WaitP99Us },
+		floor: func(r row) *float64 { return r.WaitP99FloorRatio }}
+)
+
+// figures returns what the summary compares in a cell: throughput
+// everywhere (pairs/s for fresh keys), and the wait p99 where clients
+// queue for one key.
+func (c cell) figures() []figure {
+	ops := figOps
+	if c.keys == 0 {
+		ops.name = "pairs/s"
+	}
+	if c.keys == 1 && c.clients >= 2 {
+		return []figure{figP99, ops}
+	}
+	return []figure{ops}
+}
+
+// summaryGroup is one table of the summary: the locks on one number of
+// servers.
+type summaryGroup struct {
+	title string
+	nodes int
+	floor string
+}
+
+var summaryGroups = []summaryGroup{
+	{"One server", 1, "raw"},
+	{"Five servers", 5, "raw-5"},
+}
+
+// summaryLine is one line of a summary table, kept as values so a test can
+// check them against the tables.
+type summaryLine struct {
+	cell     cell
+	fig      figure
+	leader   string // impl
+	bestPeer string // impl, "" if no peer ran
+	floor    string // impl, "" if the floor did not run
+	ours     []summaryOurs
+}
+
+type summaryOurs struct {
+	impl      string
+	present   bool
+	peerRatio *float64 // same-round median of ours / best peer's
+	floor     *float64 // the table's ratio to the floor
+}
+
+// summaryLines builds the lines of one group.
+func (res *results) summaryLines(g summaryGroup) (ours []string, lines []summaryLine) {
+	for _, im := range res.impls {
+		if im.nodes == g.nodes && im.kind == kindOurs {
+			ours = append(ours, im.name)
+		}
+	}
+	if len(ours) == 0 {
+		return nil, nil
+	}
+	for _, c := range res.cells {
+		rows := map[string]row{}
+		for _, im := range res.impls {
+			if im.nodes != g.nodes {
+				continue
+			}
+			if r, ok := res.rowOf(im.name, c); ok {
+				rows[im.name] = r
+			}
+		}
+		for _, fig := range c.figures() {
+			ln := summaryLine{cell: c, fig: fig}
+			if _, ok := rows[g.floor]; ok {
+				ln.floor = g.floor
+			}
+			for _, im := range res.impls {
+				r, ok := rows[im.name]
+				if !ok || (im.kind != kindOurs && im.kind != kindPeer) {
+					continue
+				}
+				if ln.leader == "" || fig.better(r, rows[ln.leader]) {
+					ln.leader = im.name
+				}
+				if im.kind == kindPeer && (ln.bestPeer == "" || fig.better(r, rows[ln.bestPeer])) {
+					ln.bestPeer = im.name
+				}
+			}
+			if ln.leader == "" {
+				continue
+			}
+			for _, name := range ours {
+				o := summaryOurs{impl: name}
+				if r, ok := rows[name]; ok {
+					o.present = true
+					o.floor = fig.floor(r)
+					if ln.bestPeer != "" {
+						o.peerRatio = roundRatio(res.runsOf(name, c), res.runsOf(ln.bestPeer, c), fig.round)
+					}
+				}
+				ln.ours = append(ln.ours, o)
+			}
+			lines = append(lines, ln)
+		}
+	}
+	return ours, lines
+}
+
+// better reports whether a's figure beats b's.
+func (f figure) better(a, b row) bool {
+	if f.higher {
+		return f.med(a) > f.med(b)
+	}
+	return f.med(a) < f.med(b)
+}
+
+// summary renders the opening summary.
+func (res *results) summary() string {
+	var b bytes.Buffer
+	b.WriteString("## Summary\n\n")
+	b.WriteString("Per cell, the **leader** has the best figure among the locks on the same number of servers (ours and the peers); " +
+		"each of our locks shows **× best peer · × floor**: its figure over the best peer's and over the floor's, " +
+		"each a median over rounds of same-round ratios. The floor of acq/s and pairs/s is `raw` (`raw-5` on five servers): " +
+		"the bare go-redis SET NX PX and EVALSHA compare-and-delete, no library. The floor of a contended wait p99 is the FIFO floor, " +
+		"(N−1) × (the lock's own held p50 + handoff p50): a perfect queue with that lock's hand-off. " +
+		"Higher is better for acq/s and pairs/s (↑), lower for wait p99 (↓). Every figure is in the tables below.\n\n")
+	if ln := res.mach.RedisBenchmark.line(); ln != "" {
+		b.WriteString(ln + "\n\n")
+	}
+	for _, g := range summaryGroups {
+		ours, lines := res.summaryLines(g)
+		if len(lines) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "### %s\n\n", g.title)
+		b.WriteString("| cell | figure | leader | best peer | floor |")
+		for _, o := range ours {
+			b.WriteString(" " + o + " |")
+		}
+		b.WriteString("\n|---|---|---|---|---|" + strings.Repeat("---:|", len(ours)) + "\n")
+		for _, ln := range lines {
+			arrow := "↓"
+			if ln.fig.higher {
+				arrow = "↑"
+			}
+			fmt.Fprintf(&b, "| %s | %s %s | %s | %s | %s |", summaryLabel(ln.cell), ln.fig.name, arrow,
+				res.named(ln.leader, ln.cell, ln.fig), res.named(ln.bestPeer, ln.cell, ln.fig), res.floorText(ln))
+			for _, o := range ln.ours {
+				b.WriteString(" " + o.text() + " |")
+			}
+			b.WriteString("\n")
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// named prints an impl with its figure, as the table shows it.
+func (res *results) named(impl string, c cell, f figure) string {
+	if impl == "" {
+		return "–"
+	}
+	r, _ := res.rowOf(impl, c)
+	return impl + " " + f.show(r)
+}
+
+func (res *results) floorText(ln summaryLine) string {
+	if ln.fig.name == figP99.name {
+		return "FIFO, each lock's own"
+	}
+	return res.named(ln.floor, ln.cell, ln.fig)
+}
+
+func (o summaryOurs) text() string {
+	if !o.present {
+		return "–"
+	}
+	return fmtRatio(o.peerRatio) + " · " + fmtRatio(o.floor)
+}
+
+// summaryLabel names a cell for a reader: "contended, 32 clients, hold 1ms".
+func summaryLabel(c cell) string {
+	parts := []string{c.scenario}
+	if c.keys > 1 {
+		parts = append(parts, fmt.Sprintf("%d clients over %d keys", c.clients, c.keys))
+	} else if c.clients > 1 {
+		parts = append(parts, fmt.Sprintf("%d clients", c.clients))
+	}
+	if c.keys > 0 {
+		parts = append(parts, "hold "+fmtHold(c.hold))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// rowOf returns impl's row in cell c.
+func (res *results) rowOf(impl string, c cell) (row, bool) {
+	i := slices.IndexFunc(res.rows, func(r row) bool {
+		return r.Impl == impl && r.Scenario == c.scenario && r.Clients == c.clients &&
+			r.HoldUs == float64(c.hold.Microseconds())
+	})
+	if i < 0 {
+		return row{}, false
+	}
+	return res.rows[i], true
+}
+
+// runsOf returns impl's runs in cell c.
+func (res *results) runsOf(impl string, c cell) []*runResult {
+	var out []*runResult
+	for _, r := range res.runs {
+		if r.spec.impl.name == impl && r.spec.cell == c {
+			out = append(out, r)
+		}
+	}
+	return out
+}

@@ -1,0 +1,270 @@
+package main
+
+import (
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// syntheticResults makes results from made-up runs: every impl in every
+// cell for rounds rounds, with figures drawn from rng, so the summary and
+// the tables are rendered from the same data as in a real run.
+func syntheticResults(t *testing.T, names []string, cs []cell, rounds int, rng *rand.Rand) *results {
+	t.Helper()
+	var impls []*impl
+	for _, n := range names {
+		im, ok := registry[n]
+		if !ok {
+			t.Fatalf("no impl %q", n)
+		}
+		impls = append(impls, im)
+	}
+	var runs []*runResult
+	for round := range rounds {
+		for _, c := range cs {
+			for _, im := range impls {
+				r := &runResult{
+					spec: runSpec{impl: im, cell: c, round: round},
+					ops:  int64(500 + rng.IntN(20000)), elapsed: time.Second,
+					wait: newHist(), release: newHist(), handoff: newHist(), held: newHist(),
+					perClient: make([]int64, c.clients),
+				}
+				for range 200 {
+					record(r.wait, time.Duration(50+rng.IntN(200_000))*time.Microsecond)
+					record(r.release, time.Duration(50+rng.IntN(200))*time.Microsecond)
+					record(r.held, c.hold+time.Duration(rng.IntN(100))*time.Microsecond)
+					if c.keys == 1 && c.clients > 1 {
+						record(r.handoff, time.Duration(100+rng.IntN(300))*time.Microsecond)
+					}
+				}
+				for i := range r.perClient {
+					r.perClient[i] = r.ops / int64(c.clients)
+				}
+				runs = append(runs, r)
+			}
+		}
+	}
+	cfg := &config{duration: time.Second, rounds: rounds, maxOps: defaultMaxOps, ttl: defaultTTL, keys: 1024, rtt: time.Millisecond, check: "async"}
+	mach := machine{Start: time.Unix(0, 0).UTC(), Command: "go run ./bench (synthetic)"}
+	return newResults(cfg, mach, cs, impls, runs)
+}
+
+// TestSummaryMatchesTables renders the summary and the tables of made-up
+// runs and checks every summary figure against the tables: the leader and
+// the best peer are the best in their table column, each figure is printed
+// as the table prints it, each "× floor" is the table's, and each "× best
+// peer" is the same-round median recomputed from summary.json's rounds.
+func TestSummaryMatchesTables(t *testing.T) {
+	names := []string{"correct", "correct-poll", "redsync-1", "redislock", "rueidislock", "raw", "redlock-5", "redsync-5", "raw-5"}
+	cs := []cell{
+		{scenario: scUncontended, clients: 1},
+		{scenario: scContended, clients: 8, hold: time.Millisecond, keys: 1},
+		{scenario: scContended, clients: 32, keys: 1},
+		{scenario: scKeys, clients: 64, keys: 1024},
+	}
+	for seed := range uint64(4) {
+		res := syntheticResults(t, names, cs, 3, rand.New(rand.NewPCG(seed, 7)))
+		checkSummary(t, res, res.summary(), res.tables())
+	}
+}
+
+func checkSummary(t *testing.T, res *results, summary, tables string) {
+	t.Helper()
+	tabs := parseTables(t, tables)
+	lines := 0
+	var group []string // the current summary table's header
+	for _, ln := range strings.Split(summary, "\n") {
+		if strings.HasPrefix(ln, "| cell |") {
+			group = splitRow(ln)
+			continue
+		}
+		if group == nil || !strings.HasPrefix(ln, "| ") || strings.HasPrefix(ln, "|---") {
+			if !strings.HasPrefix(ln, "|") {
+				group = nil
+			}
+			continue
+		}
+		cells := splitRow(ln)
+		lines++
+		label, fig := cells[0], strings.Fields(cells[1])
+		figName := strings.Join(fig[:len(fig)-1], " ")
+		sc, n, hold := parseLabel(t, label)
+		col := "ops/s"
+		floorCol := "× floor"
+		if figName == "wait p99" {
+			col, floorCol = "p99", "p99 × floor"
+		}
+		rows := tabs[sc]
+		get := func(impl string) map[string]string {
+			for _, r := range rows {
+				if r["impl"] == impl && r["N"] == strconv.Itoa(n) && strings.HasPrefix(r["hold (held p50)"], hold+" ") {
+					return r
+				}
+			}
+			t.Fatalf("summary line %q: no table row for %s N=%d hold %s", ln, impl, n, hold)
+			return nil
+		}
+		// The leader and best peer: named with their table figure, and
+		// the best in that column among their kinds on this many servers.
+		nodes := registry[group[5]].nodes
+		for i, kinds := range [][]implKind{{kindOurs, kindPeer}, {kindPeer}} {
+			name, val, _ := strings.Cut(cells[2+i], " ")
+			if got := get(name)[col]; got != val {
+				t.Errorf("%q: %s is shown with %s; its table says %s", ln, name, val, got)
+			}
+			best := parseFigure(t, val)
+			for _, r := range rows {
+				im := registry[r["impl"]]
+				if r["N"] != strconv.Itoa(n) || !strings.HasPrefix(r["hold (held p50)"], hold+" ") || im.nodes != nodes {
+					continue
+				}
+				if kinds[0] != im.kind && (len(kinds) < 2 || kinds[1] != im.kind) {
+					continue
+				}
+				v := parseFigure(t, r[col])
+				if figName == "wait p99" && v < best || figName != "wait p99" && v > best {
+					t.Errorf("%q: %s is shown as the best, but %s has %s", ln, name, r["impl"], r[col])
+				}
+			}
+		}
+		if figName != "wait p99" {
+			name, val, _ := strings.Cut(cells[4], " ")
+			if got := get(name)[col]; got != val {
+				t.Errorf("%q: floor %s is shown with %s; its table says %s", ln, name, val, got)
+			}
+		}
+		peer, _, _ := strings.Cut(cells[3], " ")
+		for i, ours := range group[5:] {
+			v := cells[5+i]
+			if v == "–" {
+				continue
+			}
+			peerRatio, floorRatio, ok := strings.Cut(v, " · ")
+			if !ok {
+				t.Fatalf("%q: cell %q is not 'x · y'", ln, v)
+			}
+			r := get(ours)
+			if r[floorCol] != floorRatio {
+				t.Errorf("%q: %s × floor %s; the table's %s is %s", ln, ours, floorRatio, floorCol, r[floorCol])
+			}
+			c := cell{scenario: sc, clients: n}
+			for _, cc := range res.cells {
+				if cc.scenario == sc && cc.clients == n && fmtHold(cc.hold) == hold {
+					c = cc
+				}
+			}
+			want := sameRoundFromRows(t, res, ours, peer, c, figName)
+			if peerRatio != want {
+				t.Errorf("%q: %s × best peer %s; from summary.json's rounds it is %s", ln, ours, peerRatio, want)
+			}
+		}
+	}
+	if lines == 0 {
+		t.Fatalf("no summary lines in:\n%s", summary)
+	}
+}
+
+// sameRoundFromRows recomputes a same-round ratio from the rows' per-round
+// figures (what summary.json holds).
+func sameRoundFromRows(t *testing.T, res *results, a, b string, c cell, fig string) string {
+	t.Helper()
+	ra, ok1 := res.rowOf(a, c)
+	rb, ok2 := res.rowOf(b, c)
+	if !ok1 || !ok2 {
+		t.Fatalf("rows of %s and %s in %v missing", a, b, c)
+	}
+	pick := func(r row) map[int]float64 {
+		m := map[int]float64{}
+		for _, f := range r.PerRound {
+			if fig == "wait p99" {
+				m[f.Round] = f.WaitP99Us
+			} else {
+				m[f.Round] = f.OpsPerSec
+			}
+		}
+		return m
+	}
+	v, ok := ratioMedian(pick(ra), pick(rb))
+	if !ok {
+		return "–"
+	}
+	return fmtRatio(&v)
+}
+
+// parseTables reads the scenario tables into rows of header → cell.
+func parseTables(t *testing.T, md string) map[string][]map[string]string {
+	t.Helper()
+	out := map[string][]map[string]string{}
+	var sc string
+	var head []string
+	for _, ln := range strings.Split(md, "\n") {
+		switch {
+		case strings.HasPrefix(ln, "## "):
+			sc, head = strings.TrimPrefix(ln, "## "), nil
+		case strings.HasPrefix(ln, "| impl |"):
+			head = splitRow(ln)
+		case strings.HasPrefix(ln, "|---"):
+		case strings.HasPrefix(ln, "| ") && head != nil:
+			cells := splitRow(ln)
+			if len(cells) != len(head) {
+				t.Fatalf("table row has %d cells, header %d: %q", len(cells), len(head), ln)
+			}
+			r := map[string]string{}
+			for i, h := range head {
+				r[h] = cells[i]
+			}
+			out[sc] = append(out[sc], r)
+		}
+	}
+	return out
+}
+
+func splitRow(ln string) []string {
+	parts := strings.Split(strings.Trim(strings.TrimSpace(ln), "|"), "|")
+	for i := range parts {
+		parts[i] = strings.TrimSpace(parts[i])
+	}
+	return parts
+}
+
+// parseLabel reverses summaryLabel.
+func parseLabel(t *testing.T, label string) (sc string, n int, hold string) {
+	t.Helper()
+	parts := strings.Split(label, ", ")
+	sc, n, hold = parts[0], 1, "0"
+	for _, p := range parts[1:] {
+		switch {
+		case strings.HasPrefix(p, "hold "):
+			hold = strings.TrimPrefix(p, "hold ")
+		case strings.Contains(p, " clients"):
+			v, err := strconv.Atoi(strings.Fields(p)[0])
+			if err != nil {
+				t.Fatalf("label %q: %v", label, err)
+			}
+			n = v
+		}
+	}
+	return sc, n, hold
+}
+
+// parseFigure reads "13359", "13359 (saturated)", "13.3 ms", "950 µs" or
+// "1.20 s" as a number (µs for durations).
+func parseFigure(t *testing.T, s string) float64 {
+	t.Helper()
+	f := strings.Fields(s)
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		t.Fatalf("figure %q: %v", s, err)
+	}
+	if len(f) > 1 {
+		switch f[1] {
+		case "ms":
+			v *= 1e3
+		case "s":
+			v *= 1e6
+		}
+	}
+	return v
+}
