@@ -37,53 +37,70 @@ func claimOf(impl, schedule string) claim {
 }
 
 func init() {
+	// Each doc.go has a "Faults" section in the scoreboard's words; the
+	// quotes below are taken from it (TestClaimsQuoteTheDocs keeps them
+	// honest).
 	correct := map[string]claim{
-		"pause":      {claimNamed, `correct/doc.go: "a holder that runs past the TTL (a GC or SIGSTOP pause"`},
-		"lost-reply": {claimSurvives, `correct/doc.go: "every command here gives the same answer the second time"`},
-		"late":       {claimSurvives, `correct/doc.go: "only its holder can delete or extend the key"; "every command here gives the same answer the second time"`},
-		"failover":   {claimNamed, `correct/doc.go: "failover or a restart without persistence, which can forget the key"`},
-		"restart":    {claimNamed, `correct/doc.go: "failover or a restart without persistence, which can forget the key"`},
-		"eviction":   {claimSurvives, `correct/doc.go: "Lock refuses such a server unless told otherwise"`},
-		"clock":      {claimNamed, `correct/doc.go: "a server clock stepped forward ends the lock early"`},
-		"kill":       {claimSurvives, `correct/queue.go: "A dead holder: nobody releases. The key expires after its TTL"`},
+		"pause":      {claimNamed, `correct/doc.go: "It does not survive, by design: a holder paused past its TTL"`},
+		"lost-reply": {claimSurvives, `correct/doc.go: "It survives a lost reply sent again"`},
+		"late":       {claimSurvives, `correct/doc.go: "a command delivered late"`},
+		"failover":   {claimNamed, `correct/doc.go: "a failover before the key replicates or a restart without data (either forgets the key"`},
+		"restart":    {claimNamed, `correct/doc.go: "a failover before the key replicates or a restart without data (either forgets the key"`},
+		"latency":    {claimNamed, `correct/doc.go: "or a write delayed in the network past the TTL"`},
+		"eviction":   {claimSurvives, `correct/doc.go: "and eviction (Lock refuses a server that evicts)"`},
+		"clock":      {claimNamed, `correct/doc.go: "and a clock jump on the server (it ends the lock early)"`},
+		"kill":       {claimSurvives, `correct/doc.go: "a killed holder (its key expires after the TTL)"`},
 	}
 	addClaims(correct, "correct", "correct-poll")
 	keep := map[string]claim{}
 	for k, v := range correct {
 		keep[k] = v
 	}
-	keep["pause"] = claim{claimNamed, `watchdog/doc.go: "if this whole process stops (SIGSTOP, a long GC pause, a VM migration) for longer than the ttl"`}
+	keep["pause"] = claim{claimNamed, `watchdog/doc.go: "It does not survive: a holder paused past its TTL"`}
 	addClaims(keep, "correct+keep")
 	addClaims(map[string]claim{
-		"pause":      {claimNamed, `redlock/doc.go: "A process pause after Lock returned ... can let the holder act after its lock has expired"`},
-		"lost-reply": {claimSurvives, `redlock/doc.go: "delete the token from every node, including those that did not answer OK (a reply may have been lost after the SET was done)"`},
-		"late":       {claimSurvives, `redlock/doc.go: "A late release ... the owner check fails on every node"`},
-		"failover":   {claimSurvives, `redlock/doc.go: "survives the crash or partition of a minority of them"`},
-		"restart":    {claimNamed, `redlock/doc.go: "A node that restarts at once without its data lets a second client win a majority that includes it"`},
-		"latency":    {claimNamed, `redlock/doc.go: "or a write that sits in the network"`},
-		"clock":      {claimNamed, `redlock/doc.go: "a node whose clock is stepped forward drops our key early"`},
-		"kill":       {claimSurvives, `redlock/doc.go: "A dead holder ... Bound: ttl plus ttl/4 plus a round"`},
+		"pause":      {claimNamed, `redlock/doc.go: "It does not survive a holder paused past its validity"`},
+		"lost-reply": {claimSurvives, `redlock/doc.go: "It survives a lost reply sent again"`},
+		"late":       {claimSurvives, `redlock/doc.go: "a command delivered late"`},
+		"failover":   {claimSurvives, `redlock/doc.go: "the failover or loss of a minority of nodes"`},
+		"restart":    {claimNamed, `redlock/doc.go: "nodes restarted without data, or clock jumps, on enough nodes to make a majority without the holder"`},
+		"latency":    {claimNamed, `redlock/doc.go: "a write delayed in the network past it"`},
+		"eviction":   {claimSurvives, `redlock/doc.go: "and eviction (Lock refuses nodes that evict)"`},
+		"clock":      {claimSurvives, `redlock/doc.go: "a clock jump on one node"`},
+		"kill":       {claimSurvives, `redlock/doc.go: "a killed holder (its keys expire after the TTL)"`},
 	}, "redlock-5", "redlock-5-poll")
 	addClaims(map[string]claim{
-		"pause":      {claimNamed, `watchdog/doc.go: "if this whole process stops (SIGSTOP, a long GC pause, a VM migration) for longer than the ttl"`},
-		"lost-reply": {claimSurvives, `watchdog/doc.go: "Neither script can touch another holder's key"`},
-		"late":       {claimSurvives, `watchdog/doc.go: "Neither script can touch another holder's key"`},
-		"kill":       {claimSurvives, `README: "a short lease that dies with the process"`},
+		"pause":      {claimNamed, `watchdog/doc.go: "It does not survive: a holder paused past its TTL"`},
+		"lost-reply": {claimSurvives, `watchdog/doc.go: "It survives a lost reply sent again"`},
+		"late":       {claimSurvives, `watchdog/doc.go: "and a command delivered late"`},
+		"failover":   {claimNamed, `watchdog/doc.go: "a failover before the key replicates or a restart without data (either forgets the key)"`},
+		"restart":    {claimNamed, `watchdog/doc.go: "a failover before the key replicates or a restart without data (either forgets the key)"`},
+		"latency":    {claimNamed, `watchdog/doc.go: "a write delayed in the network past the TTL (the holder is told when its deadline passes, but a write already sent still lands)"`},
+		"eviction":   {claimSurvives, `watchdog/doc.go: "and eviction (Lock refuses a server that evicts)"`},
+		"clock":      {claimNamed, `watchdog/doc.go: "and a clock jump on the server"`},
+		"kill":       {claimSurvives, `watchdog/doc.go: "a killed holder (its short lease dies with the process)"`},
 	}, "watchdog")
 	addClaims(map[string]claim{
-		"lost-reply": {claimSurvives, `reentrant/doc.go: "No other owner can take, release or extend it meanwhile"`},
-		"late":       {claimSurvives, `reentrant/doc.go: "No other owner can take, release or extend it meanwhile"`},
-		"kill":       {claimSurvives, `reentrant/doc.go: "A hold lasts at most the TTL after the last Lock, Unlock or Extend of its owner"`},
+		"pause":      {claimNamed, `reentrant/doc.go: "It does not survive, as no lease lock does: a holder paused past its TTL"`},
+		"lost-reply": {claimSurvives, `reentrant/doc.go: "It survives a lost reply sent again"`},
+		"late":       {claimSurvives, `reentrant/doc.go: "a command delivered late (a Lock that gave up cancels its call by id)"`},
+		"failover":   {claimNamed, `reentrant/doc.go: "a failover before the key replicates, a restart without data"`},
+		"restart":    {claimNamed, `reentrant/doc.go: "a failover before the key replicates, a restart without data"`},
+		"latency":    {claimNamed, `reentrant/doc.go: "a write delayed in the network past the TTL"`},
+		"eviction":   {claimSurvives, `reentrant/doc.go: "and eviction (Lock refuses a server that evicts)"`},
+		"clock":      {claimNamed, `reentrant/doc.go: "and a clock jump on the server"`},
+		"kill":       {claimSurvives, `reentrant/doc.go: "a killed holder (a hold lasts at most the TTL after its owner's last call)"`},
 	}, "reentrant")
 	addClaims(map[string]claim{
-		"pause":      {claimSurvives, `fencing/doc.go: "a holder paused past its lease cannot overwrite what a newer holder wrote"`},
-		"lost-reply": {claimSurvives, `fencing/doc.go: "When a reply is lost ... TryLock then releases the lock it may have taken"`},
-		"late":       {claimSurvives, `fencing/doc.go: "however late its write arrives, a write with token t is applied only if no write with a token of t or more was applied"`},
-		"failover":   {claimNamed, `fencing/doc.go: "The limit: where tokens come from ... the promoted replica's counter is behind"`},
-		"restart":    {claimNamed, `fencing/doc.go: "A restart without persistence resets the counter the same way"`},
-		"latency":    {claimSurvives, `fencing/doc.go: "a write packet stuck in the network"; "The store's guarantee needs no timing at all"`},
-		"clock":      {claimSurvives, `fencing/doc.go: "The store's guarantee needs no timing at all"`},
-		"kill":       {claimSurvives, `fencing/doc.go: the lease runs out (Timing)`},
+		"pause":      {claimSurvives, `fencing/doc.go: "it survives a holder paused past its TTL"`},
+		"lost-reply": {claimSurvives, `fencing/doc.go: "a lost reply sent again (the acquire run twice returns the same token)"`},
+		"late":       {claimSurvives, `fencing/doc.go: "a command delivered late"`},
+		"failover":   {claimNamed, `fencing/doc.go: "It does not survive a failover before the counter replicates or a restart without data, when more than one token is lost"`},
+		"restart":    {claimNamed, `fencing/doc.go: "It does not survive a failover before the counter replicates or a restart without data, when more than one token is lost"`},
+		"latency":    {claimSurvives, `fencing/doc.go: "a write delayed in the network past the TTL and a clock jump on the server (the store refuses the late write, whatever the timing)"`},
+		"eviction":   {claimSurvives, `fencing/doc.go: "and eviction (Lock refuses a server that evicts"`},
+		"clock":      {claimSurvives, `fencing/doc.go: "a write delayed in the network past the TTL and a clock jump on the server (the store refuses the late write, whatever the timing)"`},
+		"kill":       {claimSurvives, `fencing/doc.go: "a killed holder"`},
 	}, "fencing")
 
 	// The naive locks: where each one's mistake should show (the

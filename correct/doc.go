@@ -23,12 +23,18 @@
 // clock, while Redis expires keys by its wall clock: a server clock stepped
 // forward ends the lock early (package redlock allows for drift).
 //
-// What it does not protect against, by design: a holder that runs past the
-// TTL (a GC or SIGSTOP pause, a stalled VM: the late holder finds out only
-// at its next Unlock or Extend, [ErrNotHeld], after the damage; fencing
-// tokens, package fencing, let the resource refuse it), and failover or a
-// restart without persistence, which can forget the key (package redlock,
-// lab 07).
+// # Faults
+//
+// What the fault scoreboard (make faults) measures it against, in the
+// scoreboard's words. It survives a lost reply sent again, a command
+// delivered late, a killed holder (its key expires after the TTL), and
+// eviction (Lock refuses a server that evicts). It does not survive, by
+// design: a holder paused past its TTL or a write delayed in the network
+// past the TTL (the late holder finds out only at its next Unlock or
+// Extend, [ErrNotHeld], after the damage; fencing tokens, package fencing,
+// let the resource refuse it), a failover before the key replicates or a
+// restart without data (either forgets the key; package redlock, lab 07),
+// and a clock jump on the server (it ends the lock early).
 //
 // # The environment
 //

@@ -18,61 +18,27 @@
 //
 // # The lock
 //
-// [Mutex.TryLock] runs one Lua script (acquire.lua). Redis runs a script
-// with nothing interleaved, so the three steps are one: if the lock key
-// exists, it returns 0 and writes nothing; otherwise it INCRs the key's
-// counter, SETs the lock to a fresh random owner value with NX PX ttl, and
-// returns the new counter value, the token. A failed attempt therefore
-// consumes no token. (The version in many write-ups, INCR then SET NX as two
-// commands, burns a token on every refused attempt and can leave a token
-// issued for a lock that was never taken.) The owner value, 128 random bits,
-// is what [Mutex.Unlock] and [Mutex.Extend] check in their own scripts, so a
-// holder never deletes or extends a lock it lost; the token is returned
-// apart, by [Mutex.Token]. An extension keeps the token.
-//
-// When a reply is lost (a network error, or the context ending while the
-// request was in flight) the script may have run. TryLock then releases the
-// lock it may have taken, and the token it may have consumed is skipped.
-// Tokens are strictly increasing, not gap-free.
-//
-// # Keys
+// [Mutex.TryLock] runs one Lua script: if the lock is free it INCRs the
+// key's counter and SETs the lock with a fresh random owner value, so a
+// refused attempt consumes no token (mutex.go explains the details); the
+// owner value is what Unlock and Extend check, and the token is returned
+// apart, by [Mutex.Token].
 //
 // Besides the lock key, each lock has a counter key holding the last token
-// issued. The acquire script touches both, so in Redis Cluster they must be
-// in one hash slot. The counter's name is derived from the lock key:
+// issued, never deleted (token.go names it); [Store] applies the fencing
+// rule in one conditional UPDATE (store.go).
 //
-//   - a key with a {hash tag}, such as "{orders}:lock", gets the counter
-//     "{orders}:lock:fence", which keeps the tag;
-//   - a key with no tag and no '}', such as "orders", gets "{orders}:fence",
-//     whose tag is the whole key, which is what Cluster hashes a key without
-//     a tag by;
-//   - a key with a '}' but no tag (such as "a}b"), which cannot be a tag,
-//     gets "{a%7Db#<n>}:fence", with the first n that puts it in the key's
-//     slot.
+// # Faults
 //
-// The lock key itself is used as given. The counter is never deleted, not on
-// Unlock and not when the lease runs out: tokens must keep growing across
-// holders. The cost is one small key per lock name left in Redis for good
-// (Redisson's RFencedLock has the same: its issue #6510 reports 25 million of
-// them), so lock names should come from a bounded set, not from request ids.
-// Deleting a counter restarts its tokens at 1, which a store that has seen
-// larger ones rejects (safe, but the resource is stuck until the counter
-// passes the old maximum).
-//
-// # The store
-//
-// [Store] keeps each resource as a row (id, data, last_token) in SQLite
-// through the pure-Go driver modernc.org/sqlite, and writes with one atomic
-// statement, the fencing rule:
-//
-//	UPDATE resources SET data=?, last_token=? WHERE id=? AND last_token < ?
-//
-// in its upsert form, so that the first write to a row obeys the rule too
-// (an absent row has seen no token). Zero rows changed means the token is
-// stale: [Store.Write] returns [ErrStaleToken] and the row is unchanged. Equal
-// tokens are refused as well, so each token writes a row at most once. The
-// database file is in WAL mode with a busy timeout, so several processes can
-// share it and the rule still holds between them.
+// What the fault scoreboard (make faults) measures it against. With its
+// Store in front of the resource it survives a holder paused past its TTL,
+// a write delayed in the network past the TTL and a clock jump on the
+// server (the store refuses the late write, whatever the timing), a lost
+// reply sent again (the acquire run twice returns the same token), a
+// command delivered late, a killed holder, and eviction (Lock refuses a
+// server that evicts: an evicted counter would make tokens go back). It
+// does not survive a failover before the counter replicates or a restart
+// without data, when more than one token is lost (the limit below).
 //
 // # Timing
 //

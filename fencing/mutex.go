@@ -1,5 +1,25 @@
 package fencing
 
+// The lock, in detail.
+//
+// [Mutex.TryLock] runs one Lua script (acquire.lua). Redis runs a script
+// with nothing interleaved, so the three steps are one: if the lock key
+// exists, it returns 0 and writes nothing; otherwise it INCRs the key's
+// counter, SETs the lock to a fresh random owner value with NX PX ttl, and
+// returns the new counter value, the token. A failed attempt therefore
+// consumes no token. (The version in many write-ups, INCR then SET NX as two
+// commands, burns a token on every refused attempt and can leave a token
+// issued for a lock that was never taken.) The owner value, 128 random bits,
+// is what [Mutex.Unlock] and [Mutex.Extend] check in their own scripts, so a
+// holder never deletes or extends a lock it lost; the token is returned
+// apart, by [Mutex.Token]. An extension keeps the token.
+//
+// When a reply is lost (a network error, or the context ending while the
+// request was in flight) the script may have run. TryLock then releases the
+// lock it may have taken, and the token it may have consumed is skipped.
+// Tokens are strictly increasing, not gap-free.
+//
+
 import (
 	"context"
 	"errors"

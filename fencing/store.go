@@ -1,5 +1,21 @@
 package fencing
 
+// The store.
+//
+// [Store] keeps each resource as a row (id, data, last_token) in SQLite
+// through the pure-Go driver modernc.org/sqlite, and writes with one atomic
+// statement, the fencing rule:
+//
+//	UPDATE resources SET data=?, last_token=? WHERE id=? AND last_token < ?
+//
+// in its upsert form, so that the first write to a row obeys the rule too
+// (an absent row has seen no token). Zero rows changed means the token is
+// stale: [Store.Write] returns [ErrStaleToken] and the row is unchanged. Equal
+// tokens are refused as well, so each token writes a row at most once. The
+// database file is in WAL mode with a busy timeout, so several processes can
+// share it and the rule still holds between them.
+//
+
 import (
 	"context"
 	"database/sql"

@@ -1,5 +1,30 @@
 package fencing
 
+// Keys.
+//
+// Besides the lock key, each lock has a counter key holding the last token
+// issued. The acquire script touches both, so in Redis Cluster they must be
+// in one hash slot. The counter's name is derived from the lock key:
+//
+//   - a key with a {hash tag}, such as "{orders}:lock", gets the counter
+//     "{orders}:lock:fence", which keeps the tag;
+//   - a key with no tag and no '}', such as "orders", gets "{orders}:fence",
+//     whose tag is the whole key, which is what Cluster hashes a key without
+//     a tag by;
+//   - a key with a '}' but no tag (such as "a}b"), which cannot be a tag,
+//     gets "{a%7Db#<n>}:fence", with the first n that puts it in the key's
+//     slot.
+//
+// The lock key itself is used as given. The counter is never deleted, not on
+// Unlock and not when the lease runs out: tokens must keep growing across
+// holders. The cost is one small key per lock name left in Redis for good
+// (Redisson's RFencedLock has the same: its issue #6510 reports 25 million of
+// them), so lock names should come from a bounded set, not from request ids.
+// Deleting a counter restarts its tokens at 1, which a store that has seen
+// larger ones rejects (safe, but the resource is stuck until the counter
+// passes the old maximum).
+//
+
 import (
 	"fmt"
 	"strconv"

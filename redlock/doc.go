@@ -33,6 +33,19 @@
 // and Salvatore Sanfilippo (http://antirez.com/news/101) argue over whether
 // that is enough; rounds.go sums up both sides.
 //
+// # Faults
+//
+// What the fault scoreboard (make faults) measures it against. It survives
+// a lost reply sent again, a command delivered late (SET ... GET knows its
+// own token, every script gives the same answer run twice, and a late SET
+// of a given-up attempt releases itself), the failover or loss of a
+// minority of nodes, a clock jump on one node, a killed holder (its keys
+// expire after the TTL), and eviction (Lock refuses nodes that evict). It
+// does not survive a holder paused past its validity, a write delayed in
+// the network past it (fencing tokens make the resource refuse it), nodes
+// restarted without data, or clock jumps, on enough nodes to make a
+// majority without the holder.
+//
 // # Waiting, and the user's world
 //
 // Lock polls by default (a random 50-250ms between attempts, up to 32, as

@@ -4,26 +4,11 @@
 // No other owner can take, release or extend it meanwhile.
 //
 // It exists to teach what reentrancy costs and what it needs: an owner
-// identity. Redisson keys its reentrant RLock by "<client uuid>:<thread
+// identity (owner.go says why Go's own sync.Mutex refuses reentrancy). Redisson keys its reentrant RLock by "<client uuid>:<thread
 // id>"; Go has no thread ids, so here the owner is explicit. A lock that is
 // re-entered after it silently expired starts a new hold with count 1, and
 // the outer holder's Unlock then fails with [ErrNotHeld]: the count in
 // Redis, not the call stack, is the truth.
-//
-// # Why sync.Mutex is not reentrant
-//
-// Go's own mutex refuses reentrancy on purpose. Go's authors (Russ Cox on
-// golang-nuts, 2010) argue that a mutex protects invariants: Lock says "I
-// need the invariants to hold, and may break them for a while", Unlock
-// says "I have restored them". A recursive lock lets a function that
-// expects the invariants to hold be called while its caller has them
-// broken, and hides the bug instead of deadlocking on it; the fix is to
-// split the code into a locking entry point and an unexported function
-// that assumes the lock is held. Go also has no goroutine ids, by design
-// (the FAQ "Why is there no goroutine ID?"): goroutines are anonymous
-// workers, and work moves freely between them, so "the goroutine that
-// holds the lock" means nothing. A sync.Mutex "is not associated with a
-// particular goroutine", and one goroutine may unlock what another locked.
 //
 // # When reentrancy is still wanted
 //
@@ -50,10 +35,11 @@
 //
 // The key is a hash with one field, owner id → count (Redisson's layout).
 // acquire.lua increments the owner's count when the key is missing or the
-// owner's field exists, and sets the TTL on every acquire, so a re-entry
-// renews the lease; otherwise it changes nothing. release.lua refuses an
-// owner that has no field, decrements otherwise, renews the TTL while the
-// count is above 0, and deletes the key at 0. extend.lua renews the TTL
+// owner's field exists, and lengthens the TTL (never shortens it: an inner
+// Lock with a shorter TTL must not cut an outer hold); otherwise it changes
+// nothing. release.lua refuses an owner that has no field, decrements
+// otherwise, lengthens the TTL while the count is above 0, and deletes the
+// key at 0. extend.lua renews the TTL
 // only for the owner, which makes a [Mutex] a watchdog.Extender: pass it
 // to watchdog.Keep, with the context carrying the owner, to renew it while
 // the outermost holder works.
@@ -64,6 +50,19 @@
 // its owner. Nested calls renew it, but a long step with no lock call in
 // between does not: keep the TTL longer than the longest such step, or
 // renew the lock with package watchdog.
+//
+// # Faults
+//
+// What the fault scoreboard (make faults) measures it against. It survives
+// a lost reply sent again (every call has an id and leaves a receipt, so a
+// Lock or Unlock sent twice counts once), a command delivered late (a Lock
+// that gave up cancels its call by id), a killed holder (a hold lasts at
+// most the TTL after its owner's last call), and eviction (Lock refuses a
+// server that evicts). It does not survive, as no lease lock does: a
+// holder paused past its TTL, a write delayed in the network past the TTL,
+// a failover before the key replicates, a restart without data, and a
+// clock jump on the server (see package correct, and package fencing for
+// the cure to the first two).
 //
 // # Metrics
 //

@@ -1,5 +1,21 @@
 package reentrant
 
+// Why sync.Mutex is not reentrant.
+//
+// Go's own mutex refuses reentrancy on purpose. Go's authors (Russ Cox on
+// golang-nuts, 2010) argue that a mutex protects invariants: Lock says "I
+// need the invariants to hold, and may break them for a while", Unlock
+// says "I have restored them". A recursive lock lets a function that
+// expects the invariants to hold be called while its caller has them
+// broken, and hides the bug instead of deadlocking on it; the fix is to
+// split the code into a locking entry point and an unexported function
+// that assumes the lock is held. Go also has no goroutine ids, by design
+// (the FAQ "Why is there no goroutine ID?"): goroutines are anonymous
+// workers, and work moves freely between them, so "the goroutine that
+// holds the lock" means nothing. A sync.Mutex "is not associated with a
+// particular goroutine", and one goroutine may unlock what another locked.
+//
+
 import (
 	"context"
 

@@ -13,12 +13,11 @@
 //
 // # The protocol
 //
-// Lock is SET key token NX PX ttl with a fresh 128-bit token. While held, a
-// refresher goroutine runs extend.lua, which sets PEXPIRE only if the key
-// still holds the token, every interval (default ttl/3). Unlock stops the
-// refresher, waits for it to exit, and then runs release.lua, which
-// deletes the key only if it still holds the token. Neither script can
-// touch another holder's key.
+// Lock is SET key token NX PX ttl GET with a fresh 128-bit token. While
+// held, a refresher goroutine runs extend.lua, which sets PEXPIRE only if
+// the key still holds the token, every interval (default ttl/3). Unlock
+// stops the refresher, waits for it to exit, and then runs release.lua,
+// which deletes the key only if it still holds the token.
 //
 // # Timing
 //
@@ -39,11 +38,21 @@
 // the deadline are retried every interval/4. A renewal answered 0 means the
 // key expired or was taken over; the lock is lost at once.
 //
-// The watchdog cannot make the lock safe against everything: if this whole
-// process stops (SIGSTOP, a long GC pause, a VM migration) for longer than
-// the ttl, the key expires and another client may take it while the holder
-// is frozen mid-write, and the holder's context is only cancelled when it
-// runs again. Use fencing tokens where that matters.
+// # Faults
+//
+// What the fault scoreboard (make faults) measures it against. It survives
+// a lost reply sent again and a command delivered late (neither script can
+// touch another holder's key, and each gives the same answer run twice), a
+// killed holder (its short lease dies with the process), and eviction
+// (Lock refuses a server that evicts). It does not survive: a holder
+// paused past its TTL (if this whole process stops, SIGSTOP, a long GC
+// pause, a VM migration, for longer than the ttl, the key expires and
+// another client may take it while the holder is frozen mid-write; the
+// holder's context is cancelled only when it runs again), a write delayed
+// in the network past the TTL (the holder is told when its deadline
+// passes, but a write already sent still lands), a failover before the key
+// replicates or a restart without data (either forgets the key), and a
+// clock jump on the server. Use fencing tokens where those matter.
 //
 // # Signals
 //
@@ -53,28 +62,6 @@
 // wraps the last transport error when renewals kept failing), [ErrMaxHold]
 // (the [WithMaxHold] cap), or the Lock context's own cause. When the Lock
 // context ends, or the cap is reached, the refresher releases the lock
-// (best effort, bounded by 5s) so that it does not keep others out for a
+// (best effort, bounded by 2s) so that it does not keep others out for a
 // ttl.
-//
-// # Goroutines
-//
-// Each hold runs one refresher goroutine, from the acquire until the hold
-// ends; Unlock and [Lease.Stop] wait for it to exit. After loss it exits as
-// soon as any in-flight renewal returns, which the deadline bounds; after
-// its Lock context ends it exits once the release returns. Two timers
-// (time.AfterFunc) watch the deadline and the cap; they run only for an
-// instant when they fire.
-//
-// # Reuse
-//
-// The renewal engine works for any lock with an owner-checked extend:
-// [Keep] takes an [Extender] and returns a [Lease] with the same schedule
-// and signals. A reentrant.Mutex is such an Extender; see the Keep example.
-// So is correct's Mutex, which with a Notifier also waits without polling
-// (its waiters queue, and Unlock hands the lock to the oldest), where this
-// package's Mutex retries with backoff: correct with a Notifier, kept by
-// Keep, is a renewed lock that is fair under contention (the bench's
-// correct+keep; see the Keep hand-off example). As correct's Mutex reports
-// its validity (Until), Keep starts its lease from there, with no round
-// trip of its own.
 package watchdog

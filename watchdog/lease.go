@@ -1,5 +1,27 @@
 package watchdog
 
+// Goroutines.
+//
+// Each hold runs one refresher goroutine, from the acquire until the hold
+// ends; Unlock and [Lease.Stop] wait for it to exit. After loss it exits as
+// soon as any in-flight renewal returns, which the deadline bounds; after
+// its Lock context ends it exits once the release returns. Two timers
+// (time.AfterFunc) watch the deadline and the cap; they run only for an
+// instant when they fire.
+//
+// Reuse.
+//
+// The renewal engine works for any lock with an owner-checked extend:
+// [Keep] takes an [Extender] and returns a [Lease] with the same schedule
+// and signals. A reentrant.Mutex is such an Extender; see the Keep example.
+// So is correct's Mutex, which with a Notifier also waits without polling
+// (its waiters queue, and Unlock hands the lock to the oldest), where this
+// package's Mutex retries with backoff: correct with a Notifier, kept by
+// Keep, is a renewed lock that is fair under contention (the bench's
+// correct+keep; see the Keep hand-off example). As correct's Mutex reports
+// its validity (Until), Keep starts its lease from there, with no round
+// trip of its own.
+
 import (
 	"context"
 	"errors"
