@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -112,6 +111,38 @@ func (c *Client) TryLock() (bool, error) {
 
 // Unlock runs the lock's Unlock in the client.
 func (c *Client) Unlock() error { return c.Go("unlock", "").Err() }
+
+// Release runs the lock's Unlock in the client and reports whether it
+// released the lock. "Not held" ([NotHeld]) is an answer, shown on the
+// client's lane, not a failure: a client whose lease ran out learns it
+// here. Any other error fails the test.
+func (c *Client) Release() bool {
+	c.s.t.Helper()
+	err := c.Unlock()
+	if err != nil && !NotHeld(err) {
+		c.s.Must(err)
+	}
+	return err == nil
+}
+
+// ReleaseAfterFault runs the lock's Unlock in a client whose servers may be
+// dead, cut off or promoted: every failure is an answer, shown on the
+// client's lane. Only a client that died fails the test.
+func (c *Client) ReleaseAfterFault() {
+	c.s.t.Helper()
+	if err := c.Unlock(); IsGone(err) {
+		c.s.Must(err)
+	}
+}
+
+// MustDo runs op with arg (see [Client.Do]) and returns its result; an
+// error fails the test.
+func (c *Client) MustDo(op, arg string) string {
+	c.s.t.Helper()
+	out, err := c.Do(op, arg)
+	c.s.Must(err)
+	return out
+}
 
 // Enter records that the client entered the critical section.
 func (c *Client) Enter() { c.s.Must(c.Go("enter", "").Err()) }
@@ -302,9 +333,6 @@ func (c *Client) read(r io.Reader) {
 		c.finish(id, "", fmt.Errorf("client %s %s: %w", c.name, why, errClientGone))
 	}
 }
-
-// errClientGone is the error of calls cut off by the client's death.
-var errClientGone = errors.New("client gone")
 
 func (c *Client) finish(id int, out string, err error) {
 	c.mu.Lock()

@@ -127,6 +127,7 @@ var builtinOps = map[string]bool{
 // enter, exit, write, note) or one registered with [RegisterOp]. "lock"
 // takes an optional duration: the longest the client waits.
 func (l *Local) Do(ctx context.Context, op, arg string) (string, error) {
+	ctx = countCommands(ctx)
 	switch op {
 	case "lock":
 		if arg != "" { // "lock" with a duration: wait at most that long

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locklab/locklab/correct"
 	"github.com/locklab/locklab/labs"
 	lab06 "github.com/locklab/locklab/labs/06-reentrancy"
 	"github.com/locklab/locklab/reentrant"
@@ -38,10 +37,7 @@ const (
 )
 
 var (
-	// plain is correct.Mutex: a sound lock, and not reentrant.
-	plain = labs.Register("lab06-correct", func(e *labs.Env) labs.Locker {
-		return correct.New(e.Redis(0), e.Key, correct.WithTTL(e.TTL), correct.WithHook(e.Hook))
-	})
+	// labs.Correct, correct.Mutex, is a sound lock, and not reentrant.
 	// counted is reentrant.Mutex: a count per owner in a Redis hash.
 	counted = labs.Register("lab06-reentrant", func(e *labs.Env) labs.Locker {
 		return newCallPath(reentrant.New(e.Redis(0), e.Key, reentrant.WithTTL(e.TTL), reentrant.WithHook(e.Hook)))
@@ -49,7 +45,7 @@ var (
 	exercise = labs.Register("lab06-exercise", func(e *labs.Env) labs.Locker {
 		return newCallPath(lab06.NewExercise(e.Redis(0), e.Key, e.TTL))
 	})
-	_ = labs.RegisterError(lab06.ErrNotHeld, "not held")
+	_ = labs.RegisterError(lab06.ErrNotHeld, labs.LabelNotHeld)
 )
 
 // callPath is one client's lock in this lab, for the locks that take
@@ -109,7 +105,7 @@ var processOrder = labs.RegisterOp("processOrder", func(ctx context.Context, l *
 		l.Write("ship order 1001", true)
 	}
 	l.Exit()
-	if uerr := l.Unlock(ctx); uerr != nil && !notHeld(uerr) {
+	if uerr := l.Unlock(ctx); uerr != nil && !labs.NotHeld(uerr) {
 		return "", uerr
 	}
 	return "", err
@@ -142,7 +138,7 @@ func recursiveCall(s *labs.Scene, impl *labs.Impl) {
 	if _, parked := a.WaitParkedOr(call, hookInReserveStock); parked {
 		before := show(s)
 		tryOrder(s, b)
-		unlock(s, b) // another owner's Unlock: refused, and nothing changes
+		b.Release() // another owner's Unlock: refused, and nothing changes
 		if after := read(s); unchanged(before, after) {
 			s.Note("%s: %v: unchanged, not even the TTL", s.Key, after)
 		} else {
@@ -168,13 +164,13 @@ func recursiveCall(s *labs.Scene, impl *labs.Impl) {
 	a.Note("one Unlock too many")
 	if err := a.Unlock(); err == nil {
 		s.Violation("A's extra Unlock succeeded: a lock released more often than taken")
-	} else if !notHeld(err) {
+	} else if !labs.NotHeld(err) {
 		s.Must(err)
 	}
 }
 
 func TestLab06_BrokenNestedLockDeadlocks(t *testing.T) {
-	labs.Broken(t, title, recursiveCall, plain)
+	labs.Broken(t, title, recursiveCall, labs.Correct)
 }
 
 func TestLab06_FixedReentrantCounts(t *testing.T) {
@@ -197,21 +193,7 @@ func tryOrder(s *labs.Scene, c *labs.Client) {
 	c.Enter()
 	c.Write("ship order 1001")
 	c.Exit()
-	unlock(s, c)
-}
-
-// unlock runs c's Unlock; "not held" is a fine answer (it is on the
-// timeline), any other error fails the test.
-func unlock(s *labs.Scene, c *labs.Client) {
-	s.T().Helper()
-	if err := c.Unlock(); err != nil && !notHeld(err) {
-		s.Must(err)
-	}
-}
-
-// notHeld reports whether err is an unlock's "not held".
-func notHeld(err error) bool {
-	return errors.Is(err, correct.ErrNotHeld) || errors.Is(err, reentrant.ErrNotHeld) || errors.Is(err, lab06.ErrNotHeld)
+	c.Release()
 }
 
 // keyState is what Redis holds for the lock: the holders and their

@@ -1,7 +1,6 @@
 package lab07_test
 
 import (
-	"context"
 	"fmt"
 	"syscall"
 	"testing"
@@ -52,17 +51,6 @@ var (
 	_ = labs.RegisterError(syscall.ECONNREFUSED, "connection refused")
 )
 
-// validFor has a client say, in its lane, how long its lock is still
-// valid by its own clock (the lock's Until), for the locks that know.
-var validFor = labs.RegisterOp("valid-for", func(_ context.Context, l *labs.Local, _ string) (string, error) {
-	u, ok := l.Locker.(interface{ Until() time.Time })
-	if !ok || u.Until().IsZero() {
-		return "", nil
-	}
-	l.Note("lock valid for another %d ms", time.Until(u.Until()).Milliseconds())
-	return "", nil
-})
-
 // byHand is the incident with the failover done by hand, as Sentinel would
 // do it: quick, and the default.
 func byHand(s *labs.Scene, impl *labs.Impl) { incident(s, impl, false) }
@@ -85,16 +73,16 @@ func incident(s *labs.Scene, impl *labs.Impl, withSentinel bool) {
 	// The replicas fall behind: a write reaches the primary and goes no
 	// further. (On a healthy network that window is a millisecond or so;
 	// a primary that dies in it loses the write just the same.)
-	c.holdBack(0, 1)
+	c.HoldBack(0, 1)
 
 	// A, a refund worker, takes the lock on the primary and starts work.
-	a := s.Client("A", impl, labs.Addrs(c.primary.Addr()))
+	a := s.Client("A", impl, labs.Addrs(c.Primary.Addr()))
 	held := lock(s, a)
 	c.show(c.all()...)
 	if held {
 		a.Enter()
-		do(s, a, validFor)
-	} else if c.has(c.primary) {
+		a.MustDo(labs.ValidFor, "")
+	} else if c.has(c.Primary) {
 		s.Violation("A was refused the lock, but its key stays on the primary: nobody else can take it for %v", s.TTL)
 	}
 
@@ -105,7 +93,7 @@ func incident(s *labs.Scene, impl *labs.Impl, withSentinel bool) {
 	} else {
 		primary, replica = c.failoverByHand()
 	}
-	c.show(member{"new primary", primary}, member{"replica", replica})
+	c.show(labs.Member{Name: "new primary", Node: primary}, labs.Member{Name: "replica", Node: replica})
 
 	// B, another worker, is asked to refund order 1001 too, and asks the
 	// new primary for the lock.
@@ -113,7 +101,7 @@ func incident(s *labs.Scene, impl *labs.Impl, withSentinel bool) {
 	s.Must(b.Lock())
 	b.Enter()
 	if held {
-		do(s, a, validFor) // A still holds the lock, by its own clock
+		a.MustDo(labs.ValidFor, "") // A still holds the lock, by its own clock
 	}
 	b.Write("refund order 1001")
 	b.Exit()
@@ -123,7 +111,7 @@ func incident(s *labs.Scene, impl *labs.Impl, withSentinel bool) {
 	if held {
 		a.Write("refund order 1001")
 		a.Exit()
-		unlockAfterCrash(s, a) // its primary is gone
+		a.ReleaseAfterFault() // its primary is gone
 	}
 }
 
@@ -134,36 +122,36 @@ func incident(s *labs.Scene, impl *labs.Impl, withSentinel bool) {
 func ackingReplicaDies(s *labs.Scene, impl *labs.Impl) {
 	s.TTL = lease
 	c := newCluster(s)
-	c.holdBack(0)
+	c.HoldBack(0)
 
-	a := s.Client("A", impl, labs.Addrs(c.primary.Addr()))
+	a := s.Client("A", impl, labs.Addrs(c.Primary.Addr()))
 	s.Must(a.Lock()) // WAIT 1: replica 2's ack is enough
 	c.show(c.all()...)
 	a.Enter()
-	do(s, a, validFor)
+	a.MustDo(labs.ValidFor, "")
 
 	// One rack holds the primary and replica 2, and it loses power.
-	c.kill("primary", c.primary)
-	c.kill("replica 2", c.replica[1])
-	s.Must(c.replica[0].Promote(s.Ctx))
+	s.KillNode("primary", c.Primary)
+	s.KillNode("replica 2", c.Replicas[1])
+	s.Must(c.Replicas[0].Promote(s.Ctx))
 	s.Fault("REPLICAOF NO ONE on replica 1: the new primary (the only replica left)")
-	s.Must(c.replica[1].Restart(s.Ctx, false))
-	s.Must(c.replica[1].ReplicaOf(s.Ctx, c.replica[0].Addr()))
-	inSync(s, c.replica[0], 1)
+	s.Must(c.Replicas[1].Restart(s.Ctx, false))
+	s.Must(c.Replicas[1].ReplicaOf(s.Ctx, c.Replicas[0].Addr()))
+	s.InSync(c.Replicas[0], 1)
 	s.Fault("replica 2 back, empty; it follows the new primary (in sync)")
-	c.show(member{"new primary", c.replica[0]}, member{"replica 2", c.replica[1]})
+	c.show(labs.Member{Name: "new primary", Node: c.Replicas[0]}, labs.Member{Name: "replica 2", Node: c.Replicas[1]})
 
-	b := s.Client("B", impl, labs.Addrs(c.replica[0].Addr()))
+	b := s.Client("B", impl, labs.Addrs(c.Replicas[0].Addr()))
 	s.Must(b.Lock()) // WAIT 1: replica 2 acknowledges B's SET too
 	b.Enter()
-	do(s, a, validFor)
+	a.MustDo(labs.ValidFor, "")
 	b.Write("refund order 1001")
 	b.Exit()
 	s.Must(b.Unlock())
 
 	a.Write("refund order 1001")
 	a.Exit()
-	unlockAfterCrash(s, a)
+	a.ReleaseAfterFault()
 }
 
 // lock runs Lock in c and reports whether it got the lock. A refusal is on
@@ -174,20 +162,6 @@ func lock(s *labs.Scene, c *labs.Client) bool {
 		s.Must(err)
 	}
 	return err == nil
-}
-
-// do runs op in c and fails the test on an error.
-func do(s *labs.Scene, c *labs.Client, op string) {
-	_, err := c.Do(op, "")
-	s.Must(err)
-}
-
-// unlockAfterCrash unlocks a lock whose server died: the failure is on the
-// timeline, and only a client that died fails the test.
-func unlockAfterCrash(s *labs.Scene, c *labs.Client) {
-	if err := c.Unlock(); labs.IsGone(err) {
-		s.Must(err)
-	}
 }
 
 func TestLab07_BrokenFailoverLosesTheLock(t *testing.T) {

@@ -1,7 +1,6 @@
 package lab08_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -36,48 +35,18 @@ const (
 	order = "ship order 1001"
 )
 
+// redlockImpl is package redlock on the scene's five nodes (labs.Redlock:
+// a per-node timeout of half the TTL, so that a busy test machine never
+// makes a live node look dead; killed and cut-off nodes fail at once
+// anyway).
+var redlockImpl = labs.Redlock
+
 var (
-	// redlockImpl is package redlock on the scene's five nodes. The
-	// per-node timeout is half the TTL, far more generous than the default
-	// 5%, so that a busy test machine never makes a live node look dead;
-	// killed and cut-off nodes fail at once anyway.
-	redlockImpl = labs.Register("lab08-redlock", func(e *labs.Env) labs.Locker {
-		clients := make([]redlock.Client, len(e.Addrs))
-		for i, c := range e.RedisAll() {
-			clients[i] = c
-		}
-		return labs.SettledRedlock{Mutex: redlock.New(clients, e.Key, redlock.WithTTL(e.TTL), redlock.WithNodeTimeout(e.TTL/2), redlock.WithHook(e.Hook))}
-	})
 	exercise = labs.Register("lab08-exercise", func(e *labs.Env) labs.Locker {
 		return lab08.NewExercise(e.RedisAll(), e.Key, e.TTL, e.Hook)
 	})
-	_ = labs.RegisterError(lab08.ErrNotHeld, "not held")
+	_ = labs.RegisterError(lab08.ErrNotHeld, labs.LabelNotHeld)
 )
-
-// validFor has a client say, in its lane, how long its lock is still
-// valid by its own clock (redlock's Until: ttl − elapsed − drift).
-var validFor = labs.RegisterOp("valid-for", func(_ context.Context, l *labs.Local, _ string) (string, error) {
-	u, ok := l.Locker.(interface{ Until() time.Time })
-	if !ok || u.Until().IsZero() {
-		return "", nil
-	}
-	l.Note("lock valid for another %d ms", time.Until(u.Until()).Milliseconds())
-	return "", nil
-})
-
-// connect has a client open its connection to every node, so that its
-// first lock does not also pay for dialing five servers. A freshly started
-// child process on a loaded machine can take longer to dial than a short
-// lock's per-node timeout; warm connections are what a long-running
-// service has anyway. It records nothing on the timeline.
-var connect = labs.RegisterOp("connect", func(ctx context.Context, l *labs.Local, _ string) (string, error) {
-	for _, c := range l.Env.RedisAll() {
-		if err := c.Ping(ctx).Err(); err != nil {
-			return "", err
-		}
-	}
-	return "", nil
-})
 
 // twoNodesDie: A holds the lock on all five nodes; two of them die; B
 // asks for the lock while A works, and again once A is done.
@@ -90,10 +59,10 @@ func twoNodesDie(s *labs.Scene, impl *labs.Impl) {
 	s.Must(a.Lock())
 	s.ShowNodes(nodes)
 	a.Enter()
-	do(s, a, validFor)
+	a.MustDo(labs.ValidFor, "")
 
-	kill(s, nodes, 0)
-	kill(s, nodes, 1)
+	killNode(s, nodes, 0)
+	killNode(s, nodes, 1)
 	s.ShowNodes(nodes)
 	got := tryLock(s, b) // 3 live nodes, all A's: no majority for B
 	if got {
@@ -139,11 +108,11 @@ func crashedNode(policy restartPolicy) labs.Scenario {
 		s.Must(a.Lock()) // nodes 0, 1 and 2: 3 of 5
 		s.ShowNodes(nodes)
 		a.Enter()
-		do(s, a, validFor)
+		a.MustDo(labs.ValidFor, "")
 
 		survivors := nodes[:2]
-		before := values(s, survivors)
-		kill(s, nodes, 2)
+		before := s.ValuesOn(survivors)
+		killNode(s, nodes, 2)
 		switch policy {
 		case restartEmpty:
 			s.Must(nodes[2].Restart(s.Ctx, false))
@@ -159,7 +128,7 @@ func crashedNode(policy restartPolicy) labs.Scenario {
 		if got {
 			s.ShowNodes(nodes)
 			b.Enter()
-			do(s, a, validFor) // A still holds the lock, by its own clock
+			a.MustDo(labs.ValidFor, "") // A still holds the lock, by its own clock
 			b.Write(order)
 			b.Exit()
 			s.Must(b.Unlock())
@@ -167,7 +136,7 @@ func crashedNode(policy restartPolicy) labs.Scenario {
 
 		a.Write(order)
 		a.Exit()
-		unlock(s, a) // with node 2 down, A reaches only nodes 0 and 1: no majority to confirm it
+		a.ReleaseAfterFault() // with node 2 down, A reaches only nodes 0 and 1: no majority to confirm it
 		if policy == restartDelayed {
 			// The rule is "down for at least the longest TTL": then every
 			// lock the node took part in has ended. Here that moment is
@@ -196,13 +165,13 @@ func pausedHolder(s *labs.Scene, impl *labs.Impl) {
 	s.RequireControl() // kills, restarts or cuts off servers
 	nodes := s.Nodes(5)
 	a := s.Process("A", impl) // a real process, so it can really freeze
-	b := s.Client("B", impl, withTTL(lease))
-	do(s, a, connect)
+	b := s.Client("B", impl, labs.TTL(lease))
+	a.MustDo(labs.Connect, "")
 
 	s.Must(a.Lock())
 	s.ShowNodes(nodes)
 	a.Enter()
-	do(s, a, validFor) // A checks its lock before the work: plenty left
+	a.MustDo(labs.ValidFor, "") // A checks its lock before the work: plenty left
 
 	a.Freeze()
 	s.WaitGone(nodes...)
@@ -214,7 +183,7 @@ func pausedHolder(s *labs.Scene, impl *labs.Impl) {
 	a.Thaw()
 	a.Write(order) // the write A was about to make when it froze
 	a.Exit()
-	unlock(s, a) // not held: the timeline says so
+	a.ReleaseAfterFault() // not held: the timeline says so
 }
 
 // clockJump: A, cut off from nodes 3 and 4, takes the lock on nodes 0, 1
@@ -236,7 +205,7 @@ func clockJump(s *labs.Scene, impl *labs.Impl) {
 	s.Must(a.Lock()) // nodes 0, 1 and 2: 3 of 5
 	s.ShowNodes(nodes)
 	a.Enter()
-	do(s, a, validFor)
+	a.MustDo(labs.ValidFor, "")
 
 	c := nodes[2].Client()
 	s.Must(c.PExpire(s.Ctx, s.Key, time.Millisecond).Err())
@@ -248,7 +217,7 @@ func clockJump(s *labs.Scene, impl *labs.Impl) {
 	if got {
 		s.ShowNodes(nodes)
 		b.Enter()
-		do(s, a, validFor)
+		a.MustDo(labs.ValidFor, "")
 		b.Write(order)
 		b.Exit()
 		s.Must(b.Unlock())
@@ -271,14 +240,14 @@ func pauseInsideLock(s *labs.Scene, impl *labs.Impl) {
 	s.RequireControl() // kills, restarts or cuts off servers
 	nodes := s.Nodes(5)
 	a := s.Process("A", impl)
-	b := s.Client("B", impl, withTTL(lease))
-	do(s, a, connect)
+	b := s.Client("B", impl, labs.TTL(lease))
+	a.MustDo(labs.Connect, "")
 
 	a.ParkAt(redlock.HookAcquiredQuorum)
 	try := a.Go("trylock", "")
 	a.WaitParked(redlock.HookAcquiredQuorum)
 	n := 0
-	for _, v := range values(s, nodes) {
+	for _, v := range s.ValuesOn(nodes) {
 		if v != "-" {
 			n++
 		}
@@ -303,18 +272,10 @@ func pauseInsideLock(s *labs.Scene, impl *labs.Impl) {
 		a.Enter()
 		a.Write(order)
 		a.Exit()
-		unlock(s, a)
+		a.ReleaseAfterFault()
 	}
 	b.Exit()
 	s.Must(b.Unlock())
-}
-
-// withTTL gives one client a TTL other than the scene's. Where A's lock is
-// short so that it expires quickly under a frozen A, B gets a long one:
-// its critical section must not outlast its own lock, however loaded the
-// machine.
-func withTTL(ttl time.Duration) labs.ClientOption {
-	return func(e *labs.Env) { e.TTL = ttl }
 }
 
 // work is a holder's whole critical section: enter, ship, exit, unlock.
@@ -333,19 +294,6 @@ func tryLock(s *labs.Scene, c *labs.Client) bool {
 		s.Must(err)
 	}
 	return ok
-}
-
-// unlock runs Unlock in c; a failure is on the timeline.
-func unlock(s *labs.Scene, c *labs.Client) {
-	if err := c.Unlock(); labs.IsGone(err) {
-		s.Must(err)
-	}
-}
-
-// do runs op in c and fails the test on an error.
-func do(s *labs.Scene, c *labs.Client, op string) {
-	_, err := c.Do(op, "")
-	s.Must(err)
 }
 
 // Part 1: what Redlock is for.

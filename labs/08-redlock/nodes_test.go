@@ -1,6 +1,8 @@
 package lab08_test
 
 import (
+	"fmt"
+
 	"github.com/locklab/locklab/internal/rig"
 	"github.com/locklab/locklab/labs"
 )
@@ -23,18 +25,7 @@ func waitChanged(s *labs.Scene, nodes []*rig.Node, before []string) {
 	})
 }
 
-// values returns the lock key's value on each of nodes (see valueOn).
-func values(s *labs.Scene, nodes []*rig.Node) []string {
-	out := make([]string, len(nodes))
-	for i, n := range nodes {
-		out[i] = s.ValueOn(n, s.Key)
-	}
-	return out
-}
-
-// kill crashes node i with SIGKILL: it loses everything not on disk.
-func kill(s *labs.Scene, nodes []*rig.Node, i int) {
-	pid := nodes[i].Pid()
-	s.Must(nodes[i].Kill())
-	s.Fault("kill -9 node %d (pid %d)", i, pid)
+// killNode crashes node i with SIGKILL: it loses everything not on disk.
+func killNode(s *labs.Scene, nodes []*rig.Node, i int) {
+	s.KillNode(fmt.Sprintf("node %d", i), nodes[i])
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/locklab/locklab/internal/rig"
 	"github.com/locklab/locklab/labs"
 	lab09 "github.com/locklab/locklab/labs/09-fencing"
-	"github.com/locklab/locklab/redlock"
 )
 
 func TestMain(m *testing.M) { labs.Main(m) }
@@ -132,12 +131,7 @@ func fencingLock(e *labs.Env) fencedLock {
 // too (labs.SettledRedlock), so the nodes the lab shows are the same in
 // every run.
 func redlockWithTokens(e *labs.Env) fencedLock {
-	clients := make([]redlock.Client, len(e.Addrs))
-	for i, c := range e.RedisAll() {
-		clients[i] = c
-	}
-	lock := redlock.New(clients, e.Key, redlock.WithTTL(e.TTL), redlock.WithNodeTimeout(e.TTL/2), redlock.WithHook(e.Hook))
-	return lab09.NewRedlock(labs.SettledRedlock{Mutex: lock}, e.Redis(0), counterOf(e.Key))
+	return lab09.NewRedlock(labs.NewRedlock(e), e.Redis(0), counterOf(e.Key))
 }
 
 var (
@@ -208,29 +202,6 @@ var (
 		}
 		return fmt.Sprintf("%d %s", last, data), nil
 	})
-	// validFor has a client say, in its lane, how long its lock is still
-	// valid by its own clock.
-	validFor = labs.RegisterOp("valid-for", func(_ context.Context, l *labs.Local, _ string) (string, error) {
-		w, err := workerOf(l)
-		if err != nil {
-			return "", err
-		}
-		if u := w.Until(); !u.IsZero() {
-			l.Note("lock valid for another %d ms", time.Until(u).Milliseconds())
-		}
-		return "", nil
-	})
-	// connect has a client open its connection to every node, so that its
-	// first lock does not also pay for dialing them (see lab 08). It
-	// records nothing.
-	connect = labs.RegisterOp("connect", func(ctx context.Context, l *labs.Local, _ string) (string, error) {
-		for _, c := range l.Env.RedisAll() {
-			if err := c.Ping(ctx).Err(); err != nil {
-				return "", err
-			}
-		}
-		return "", nil
-	})
 )
 
 func workerOf(l *labs.Local) (*worker, error) {
@@ -255,11 +226,11 @@ func pausedWriter(s *labs.Scene, impl *labs.Impl) {
 	setCounter(s, s.Node(), firstToken-1)
 	s.TTL = shortLease
 	a := s.Process("A", impl) // a real process, so its pause is a real SIGSTOP
-	b := s.Client("B", impl, withTTL(lease))
+	b := s.Client("B", impl, labs.TTL(lease))
 
 	s.Must(a.Lock())
 	expectToken(s, "A", firstToken)
-	do(s, a, validFor) // A checks its lock before writing: plenty left
+	a.MustDo(labs.ValidFor, "") // A checks its lock before writing: plenty left
 
 	a.Freeze() // a stop-the-world GC pause, between the check and the write
 	s.WaitExpired(s.Key)
@@ -268,8 +239,8 @@ func pausedWriter(s *labs.Scene, impl *labs.Impl) {
 	writeAsHolder(s, b, dataB)
 
 	a.Thaw()
-	write(s, a, dataA) // the write A was about to make when it froze
-	unlock(s, a)       // not held: A finds out only now
+	write(s, a, dataA)    // the write A was about to make when it froze
+	a.ReleaseAfterFault() // not held: A finds out only now
 	s.Must(b.Unlock())
 	showRow(s, b)
 	checkTokensIncrease(s)
@@ -342,11 +313,6 @@ func expectToken(s *labs.Scene, name string, want uint64) {
 	}
 }
 
-// withTTL gives one client a lease other than the scene's.
-func withTTL(ttl time.Duration) labs.ClientOption {
-	return func(e *labs.Env) { e.TTL = ttl }
-}
-
 // write has c write data to order 1001's row and reports whether the
 // store accepted it. The verdict is on c's lane.
 func write(s *labs.Scene, c *labs.Client, data string) bool {
@@ -393,20 +359,5 @@ func checkTokensIncrease(s *labs.Scene) {
 		if e.Fence > top.Fence {
 			top = e
 		}
-	}
-}
-
-// do runs op in c and fails the test on an error.
-func do(s *labs.Scene, c *labs.Client, op string) {
-	s.T().Helper()
-	_, err := c.Do(op, "")
-	s.Must(err)
-}
-
-// unlock runs Unlock in c; a failure (not held, a dead server) is on the
-// timeline. Only a client that died fails the test.
-func unlock(s *labs.Scene, c *labs.Client) {
-	if err := c.Unlock(); labs.IsGone(err) {
-		s.Must(err)
 	}
 }

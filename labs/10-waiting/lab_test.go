@@ -20,7 +20,7 @@ import (
 func TestMain(m *testing.M) { labs.Main(m) }
 
 var (
-	_ = labs.RegisterError(lab10.ErrNotHeld, "not held")
+	_ = labs.RegisterError(lab10.ErrNotHeld, labs.LabelNotHeld)
 	_ = labs.RegisterError(lab10.ErrNotObtained, "not obtained")
 	_ = labs.RegisterError(correct.ErrNotObtained, "not obtained")
 )
@@ -30,12 +30,10 @@ var (
 	// poll: try SET NX every 5ms.
 	poll = labs.Register("lab10-poll", func(e *labs.Env) labs.Locker {
 		fixed := func(int) time.Duration { return 5 * time.Millisecond }
-		return correct.New(e.Redis(0), e.Key, correct.WithTTL(e.TTL), correct.WithRetry(fixed), correct.WithHook(e.Hook))
+		return labs.NewCorrect(e, correct.WithRetry(fixed))
 	})
 	// backoff: correct's default, jittered exponential backoff 2-64ms.
-	backoff = labs.Register("lab10-backoff", func(e *labs.Env) labs.Locker {
-		return correct.New(e.Redis(0), e.Key, correct.WithTTL(e.TTL), correct.WithHook(e.Hook))
-	})
+	backoff = labs.Correct
 	// wakeAll: sleep until the holder's release message, then race.
 	wakeAll = labs.Register("lab10-wake-all", func(e *labs.Env) labs.Locker {
 		return lab10.NewWakeAll(e.Redis(0), e.Key, e.TTL, e.Hook)
@@ -52,7 +50,7 @@ var (
 			panic(err) // the scene's server is up; a failure here is a broken rig
 		}
 		e.Defer(func() { _ = n.Close() })
-		return correct.New(e.Redis(0), e.Key, correct.WithTTL(e.TTL), correct.WithNotifier(n), correct.WithHook(e.Hook))
+		return labs.NewCorrect(e, correct.WithNotifier(n))
 	})
 	// blindHandOff: hand-off that ignores whether anyone got the message.
 	blindHandOff = labs.Register("lab10-blind-hand-off", func(e *labs.Env) labs.Locker {

@@ -11,7 +11,6 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/locklab/locklab/correct"
 	"github.com/locklab/locklab/labs"
 	lab11 "github.com/locklab/locklab/labs/11-operations"
 	"github.com/locklab/locklab/naive"
@@ -69,12 +68,8 @@ const (
 var (
 	// Part 1: the lock of lab 01, taken with SETNX then EXPIRE (broken),
 	// and with one SET NX PX (fixed).
-	setnxThenExpire = labs.Register("lab11-setnx-then-expire", func(e *labs.Env) labs.Locker {
-		return naive.NewSetNXThenExpire(e.Redis(0), e.Key, naive.WithTTL(e.TTL), naive.WithHook(e.Hook))
-	})
-	setNXPX = labs.Register("lab11-correct", func(e *labs.Env) labs.Locker {
-		return correct.New(e.Redis(0), e.Key, correct.WithTTL(e.TTL), correct.WithHook(e.Hook))
-	})
+	setnxThenExpire = labs.SetNXThenExpire
+	setNXPX         = labs.Correct
 
 	// Part 2: the order service's workers. The lock is correct.Mutex every
 	// time; what differs is its key: one for every order (broken), one per
@@ -219,7 +214,7 @@ func orderRush(s *labs.Scene, impl *labs.Impl) {
 	n := workers * ordersPerWorker
 	first, second := orders[0][0], orders[0][1]
 	s.Note("%d workers, %d orders each (%s-%d), no order shared; order %s's lock is %s, order %s's %s: %s for %d orders",
-		workers, ordersPerWorker, first, firstOrder+n-1, first, desks[0].keyFor(first), second, desks[0].keyFor(second), plural(len(keys), "key"), n)
+		workers, ordersPerWorker, first, firstOrder+n-1, first, desks[0].keyFor(first), second, desks[0].keyFor(second), labs.Plural(len(keys), "key"), n)
 	start := time.Now()
 	var g errgroup.Group
 	for i, d := range desks {
@@ -239,7 +234,7 @@ func orderRush(s *labs.Scene, impl *labs.Impl) {
 		ms(quantile(st.waits, 50)), ms(p99), ms(time.Duration(st.waits.Max())*time.Microsecond), ms(quantile(st.holds, 99)))
 	if p99 > alertP99 {
 		s.Violation("ALERT: lock wait p99 %s is over the %s threshold, although every hold is short and no two workers share an order: they queue for %s",
-			ms(p99), ms(alertP99), plural(len(keys), "lock"))
+			ms(p99), ms(alertP99), labs.Plural(len(keys), "lock"))
 		return
 	}
 	s.Note("lock wait p99 %s is under the %s threshold: no alert", ms(p99), ms(alertP99))
@@ -288,11 +283,4 @@ func TestLab11_FixedLockPerOrder(t *testing.T) {
 
 func TestLab11_Exercise(t *testing.T) {
 	labs.Exercise(t, titleWait, orderRush, exercise)
-}
-
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
 }
