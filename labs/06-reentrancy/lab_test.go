@@ -137,6 +137,9 @@ func recursiveCall(s *labs.Scene, impl *labs.Impl) {
 	call := a.Go(processOrder, "")
 	if _, parked := a.WaitParkedOr(call, hookInReserveStock); parked {
 		before := show(s)
+		if before.pttl == -1 {
+			s.Violation("%s has no TTL (PTTL -1): if A's process dies while it holds the lock, nobody ever gets it again", s.Key)
+		}
 		tryOrder(s, b)
 		b.Release() // another owner's Unlock: refused, and nothing changes
 		if after := read(s); unchanged(before, after) {
@@ -151,12 +154,14 @@ func recursiveCall(s *labs.Scene, impl *labs.Impl) {
 			a.Continue()
 		}
 	}
-	if _, err := call.Result(); err != nil {
-		if !errors.Is(err, context.DeadlineExceeded) {
-			s.Must(err)
-		}
+	switch _, err := call.Result(); {
+	case labs.NotHeld(err):
+		s.Violation("reserveStock's Unlock found %s no longer held by processOrder, which still held it: another client released it or took it meanwhile", s.Key)
+	case errors.Is(err, context.DeadlineExceeded):
 		s.Violation("processOrder deadlocked on itself: reserveStock waited %v for %s, which its own caller held, and the lock is not reentrant",
 			reserveWait, s.Key)
+	case err != nil:
+		s.Must(err)
 	}
 	show(s)
 
@@ -210,14 +215,21 @@ func (k keyState) String() string {
 		return "no key"
 	case "string":
 		for h := range k.counts {
-			return fmt.Sprintf("string %s (no count), PTTL %d ms", h, k.pttl)
+			return fmt.Sprintf("string %s (no count), %s", h, k.ttl())
 		}
 	}
 	var fields []string
 	for _, h := range slices.Sorted(maps.Keys(k.counts)) {
 		fields = append(fields, fmt.Sprintf("%s: %d", h, k.counts[h]))
 	}
-	return fmt.Sprintf("%s {%s}, PTTL %d ms", k.kind, strings.Join(fields, ", "), k.pttl)
+	return fmt.Sprintf("%s {%s}, %s", k.kind, strings.Join(fields, ", "), k.ttl())
+}
+
+func (k keyState) ttl() string {
+	if k.pttl == -1 {
+		return "no TTL (PTTL -1)"
+	}
+	return fmt.Sprintf("PTTL %d ms", k.pttl)
 }
 
 // show reads the lock's key and notes it in the faults lane.
@@ -254,9 +266,7 @@ func read(s *labs.Scene) keyState {
 		s.T().Fatalf("lock key %s is a %s", s.Key, kind)
 	}
 	if kind != "none" {
-		d, err := r.PTTL(s.Ctx, s.Key).Result()
-		s.Must(err)
-		k.pttl = d.Milliseconds()
+		k.pttl = s.PTTL() // -1: no expiry
 	}
 	return k
 }
