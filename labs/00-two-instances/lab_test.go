@@ -5,7 +5,7 @@ import (
 
 	"github.com/locklab/locklab/correct"
 	"github.com/locklab/locklab/labs"
-	lab00 "github.com/locklab/locklab/labs/00-harness"
+	lab00 "github.com/locklab/locklab/labs/00-two-instances"
 )
 
 func TestMain(m *testing.M) { labs.Main(m) }
