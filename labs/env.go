@@ -27,8 +27,9 @@ type Env struct {
 
 	hook func(ctx context.Context, point string)
 
-	mu     sync.Mutex // protects conns and defers
+	mu     sync.Mutex // protects conns, users and defers
 	conns  map[int]*redis.Client
+	users  map[string]*redis.Client // by node and user, see RedisAs
 	defers []func()
 }
 
@@ -63,15 +64,51 @@ func (e *Env) Redis(i int) *redis.Client {
 	if i < 0 || i >= len(e.Addrs) {
 		panic(fmt.Sprintf("labs: Env.Redis(%d) but the scene has %d nodes", i, len(e.Addrs)))
 	}
-	opts := rig.ClientOptions(e.Addrs[i])
+	c := e.newClient(rig.ClientOptions(e.Addrs[i]))
+	e.conns[i] = c
+	return c
+}
+
+// newClient makes one of the client's pools, with the step controller's
+// hook at every command and, in exercise runs, spread connections.
+func (e *Env) newClient(opts *redis.Options) *redis.Client {
 	opts.PoolFIFO = e.Spread
 	c := redis.NewClient(opts)
 	if e.Spread {
 		spread(c)
 	}
 	c.AddHook(commandHook{e})
-	e.conns[i] = c
 	return c
+}
+
+// RedisAs returns the client's own connection pool to node i as the ACL
+// user named user, whom it first sets up on that node (with the client's
+// own pool, as the default user): on, no password, every key and channel,
+// every command, then rules, such as "-@scripting" for a deployment that
+// forbids Lua. It is made on first use and closed when the client stops.
+func (e *Env) RedisAs(i int, user string, rules ...string) (*redis.Client, error) {
+	admin := e.Redis(i)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	id := fmt.Sprintf("%d/%s", i, user)
+	if c, ok := e.users[id]; ok {
+		return c, nil
+	}
+	args := []any{"ACL", "SETUSER", user, "reset", "on", "nopass", "~*", "&*", "+@all"}
+	for _, r := range rules {
+		args = append(args, r)
+	}
+	if err := admin.Do(context.Background(), args...).Err(); err != nil {
+		return nil, fmt.Errorf("labs: ACL SETUSER %s: %w", user, err)
+	}
+	opts := rig.ClientOptions(e.Addrs[i])
+	opts.Username = user
+	c := e.newClient(opts)
+	if e.users == nil {
+		e.users = map[string]*redis.Client{}
+	}
+	e.users[id] = c
+	return c, nil
 }
 
 // spread opens two connections in c's pool before its first command. With
@@ -201,5 +238,8 @@ func (e *Env) close() {
 	for _, c := range e.conns {
 		_ = c.Close()
 	}
-	e.conns = nil
+	for _, c := range e.users {
+		_ = c.Close()
+	}
+	e.conns, e.users = nil, nil
 }

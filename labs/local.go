@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -187,7 +188,7 @@ func (l *Local) hook(ctx context.Context, point string) {
 	l.cont = cont
 	l.mu.Unlock()
 	if !silent {
-		l.Record(history.Event{Kind: history.Note, Text: "⏸ " + point})
+		l.Record(history.Event{Kind: history.Note, Text: "⏸ " + pointName(point)})
 	}
 	l.parked(point)
 	select {
@@ -210,4 +211,13 @@ func (l *Local) resume() {
 func (l *Local) Close() {
 	l.resume()
 	l.Env.close()
+}
+
+// pointName is how the timeline names a hook point: its name, or for a
+// [Command] point "before Redis command n".
+func pointName(point string) string {
+	if n, ok := strings.CutPrefix(point, "redis#"); ok {
+		return "before Redis command " + n
+	}
+	return point
 }

@@ -74,7 +74,7 @@ func Caught(t *testing.T, title string, sc Scenario, impl *Impl) {
 // logs: it is the exercise's, not the rig's.
 func Exercise(t *testing.T, title string, sc Scenario, impl *Impl) {
 	t.Helper()
-	opts := runOpts{spread: true, quiet: true}
+	opts := runOpts{spread: true, quiet: true, timeout: exerciseTimeout}
 	if exerciseMode {
 		run(t, title, "exercise", sc, impl, wantSafe, opts)
 		return
@@ -90,12 +90,17 @@ type runOpts struct {
 	golden bool // compare the timeline with testdata/<TestName>.golden and the README
 	spread bool // clients spread commands over their connections (Env.Spread)
 	quiet  bool // a failure leaves the servers' logs out
+	// timeout is the scene's deadline; 0 means checkTimeout.
+	timeout time.Duration
 }
 
 func run(t *testing.T, title, label string, sc Scenario, impl *Impl, want outcome, o runOpts) {
 	t.Helper()
 	start := time.Now()
-	s := newScene(t)
+	if o.timeout == 0 {
+		o.timeout = checkTimeout
+	}
+	s := newScene(t, o.timeout)
 	s.spread, s.quiet = o.spread, o.quiet
 	sc(s, impl)
 	events := s.hist.Events()
@@ -129,7 +134,7 @@ func run(t *testing.T, title, label string, sc Scenario, impl *Impl, want outcom
 // harness and for labs that measure rather than judge.
 func Run(t *testing.T, sc Scenario, impl *Impl) ([]history.Event, []history.Finding) {
 	t.Helper()
-	s := newScene(t)
+	s := newScene(t, checkTimeout)
 	sc(s, impl)
 	events := s.hist.Events()
 	return events, history.Check(events)

@@ -16,6 +16,10 @@ const (
 	// checkTimeout caps one scene, as 6.5840's checkTimeout caps a test:
 	// a lab that hangs fails instead of eating CI's time.
 	checkTimeout = 60 * time.Second
+	// exerciseTimeout caps one scene run on a learner's exercise: every
+	// exercise scenario takes seconds, and a fix that hangs (a lock that
+	// never returns) should say so soon.
+	exerciseTimeout = 30 * time.Second
 	// defaultKey is the key under test: fixed, so timelines read the same
 	// every run (each scene has its own servers).
 	defaultKey = "lock:order:1001"
@@ -39,31 +43,42 @@ type Scene struct {
 	nodes    []*rig.Node
 	observer *redis.Client
 	clients  int
-	spread   bool // exercise runs: clients spread commands over their connections
-	quiet    bool // exercise runs: a failure leaves the servers' logs out
+	timeout  time.Duration // the scene's deadline: checkTimeout, or exerciseTimeout
+	spread   bool          // exercise runs: clients spread commands over their connections
+	quiet    bool          // exercise runs: a failure leaves the servers' logs out
 }
 
-func newScene(t testing.TB) *Scene {
-	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
+func newScene(t testing.TB, timeout time.Duration) *Scene {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	t.Cleanup(cancel)
 	return &Scene{
-		Ctx:    ctx,
-		Key:    defaultKey,
-		TTL:    defaultTTL,
-		Params: map[string]string{},
-		t:      t,
-		hist:   history.New(history.NewClock()),
+		timeout: timeout,
+		Ctx:     ctx,
+		Key:     defaultKey,
+		TTL:     defaultTTL,
+		Params:  map[string]string{},
+		t:       t,
+		hist:    history.New(history.NewClock()),
 	}
 }
 
 // T returns the test the scene runs in.
 func (s *Scene) T() testing.TB { return s.t }
 
+// Fatalf fails the test now, with the timeline so far and the violations
+// found in it: when a client hangs or a step fails, what happened before
+// often says why.
+func (s *Scene) Fatalf(format string, args ...any) {
+	s.t.Helper()
+	events := s.hist.Events()
+	s.t.Fatalf("%s\n--- the timeline so far:\n%s", fmt.Sprintf(format, args...), history.Render(events, history.Check(events)))
+}
+
 // Must fails the test if err is not nil.
 func (s *Scene) Must(err error) {
 	s.t.Helper()
 	if err != nil {
-		s.t.Fatalf("labs: %v", err)
+		s.Fatalf("labs: %v", err)
 	}
 }
 
@@ -181,14 +196,14 @@ func (s *Scene) Eventually(what string, cond func() (bool, error)) {
 	for {
 		ok, err := cond()
 		if err != nil {
-			s.t.Fatalf("labs: waiting until %s: %v", what, err)
+			s.Fatalf("labs: waiting until %s: %v", what, err)
 		}
 		if ok {
 			return
 		}
 		select {
 		case <-s.Ctx.Done():
-			s.t.Fatalf("labs: timed out waiting until %s", what)
+			s.Fatalf("labs: timed out waiting until %s", what)
 		case <-time.After(time.Millisecond):
 		}
 	}

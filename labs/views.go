@@ -67,21 +67,33 @@ func (s *Scene) EventsOf(client string) int {
 // Unlocking runs release, c's unlock (c.Unlock, or the end of an unlock
 // already under way), and, when the key held another client's lock, notes
 // what became of that lock: deleted or left alone. "Not held" is a fine
-// answer (it is on c's lane); any other error fails the test.
+// answer (it is on c's lane); any other error fails the test. Two answers
+// are violations: an unlock that leaves c's own lock in the key (a release
+// that releases nothing keeps everyone out for a lease), and one that says
+// "released" when the key held another client's lock (Unlock must say
+// "not held" then).
 func (s *Scene) Unlocking(c *Client, release func() error) {
 	s.t.Helper()
 	before := s.Value()
-	if err := release(); err != nil && !NotHeld(err) {
+	err := release()
+	if err != nil && !NotHeld(err) {
 		s.Must(err)
 	}
 	owner := s.Owner(before)
-	if before == "" || owner == c.Name() {
-		return
-	}
-	if after := s.Value(); after == "" {
+	after := s.Value()
+	switch {
+	case before == "":
+	case owner == c.Name():
+		if after == before {
+			s.Violation("%s's Unlock left its own lock (%s) in %s: a release that deletes nothing keeps everyone out until the lease runs out", c.Name(), before, s.Key)
+		}
+	case after == "":
 		s.Note("%s's unlock deleted %s's lock (%s)", c.Name(), owner, before)
-	} else {
+	default:
 		s.Note("%s's lock (%s) left alone", owner, after)
+		if err == nil {
+			s.Violation("%s's Unlock said it released the lock, but %s held %s's lock (%s): Unlock must return ErrNotHeld when the lock is not its own", c.Name(), s.Key, owner, before)
+		}
 	}
 }
 

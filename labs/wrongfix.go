@@ -32,11 +32,18 @@ type WrongFix struct {
 }
 
 // Edit replaces Old, which must occur exactly once in the file as edited
-// so far, with New.
-type Edit struct{ Old, New string }
+// so far, with New; with ToEnd, everything from Old to the end of the file.
+type Edit struct {
+	Old, New string
+	ToEnd    bool
+}
 
-// Replace is an [Edit].
+// Replace is an [Edit] of old alone.
 func Replace(old, new string) Edit { return Edit{Old: old, New: new} }
+
+// ReplaceFrom is an [Edit] of everything from old to the end of the file:
+// for a wrong fix that rewrites the exercise's code below a line.
+func ReplaceFrom(old, new string) Edit { return Edit{Old: old, New: new, ToEnd: true} }
 
 // wrongFixesEnv turns on [WrongFixes]; make test sets it.
 const wrongFixesEnv = "LOCKLAB_WRONG_FIXES"
@@ -87,7 +94,8 @@ func WrongFixes(t *testing.T, fixes []WrongFix) {
 			if err != nil {
 				t.Fatalf("wrong fix %q: %v (update its edits to the shipped exercise.go)", f.Name, err)
 			}
-			out, err := runWrongFix(t, src)
+			start := time.Now()
+			out, built, err := runWrongFix(t, src)
 			var exit *exec.ExitError
 			switch {
 			case err == nil:
@@ -97,7 +105,7 @@ func WrongFixes(t *testing.T, fixes []WrongFix) {
 			case !strings.Contains(out, f.Caught):
 				t.Errorf("wrong fix %q was caught, but the failure does not name the mistake: want %q in\n%s", f.Name, f.Caught, out)
 			default:
-				fmt.Printf("wrong fix caught: %s (%q)\n", f.Name, f.Caught)
+				fmt.Printf("wrong fix caught: %s (%q)  build %.1fs, run %.1fs\n", f.Name, f.Caught, built.Seconds(), time.Since(start.Add(built)).Seconds())
 			}
 		})
 	}
@@ -106,8 +114,10 @@ func WrongFixes(t *testing.T, fixes []WrongFix) {
 // apply returns src with f's edits made.
 func (f WrongFix) apply(src string) (string, error) {
 	for i, e := range f.Edits {
-		switch n := strings.Count(src, e.Old); n {
-		case 1:
+		switch n := strings.Count(src, e.Old); {
+		case n == 1 && e.ToEnd:
+			src = src[:strings.Index(src, e.Old)] + e.New
+		case n == 1:
 			src = strings.Replace(src, e.Old, e.New, 1)
 		default:
 			return "", fmt.Errorf("edit %d: %q occurs %d times in exercise.go; want exactly once", i+1, e.Old, n)
@@ -124,49 +134,51 @@ func testName(name string) string {
 }
 
 // runWrongFix builds the lab's tests with src as exercise.go and runs its
-// exercise tests, returning their combined output and the run's error (an
-// *exec.ExitError when a test failed).
-func runWrongFix(t *testing.T, src string) (string, error) {
+// exercise tests, returning their combined output, how long the build
+// took, and the run's error (an *exec.ExitError when a test failed).
+func runWrongFix(t *testing.T, src string) (string, time.Duration, error) {
 	t.Helper()
 	dir := t.TempDir()
 	here, err := filepath.Abs("exercise.go")
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	variant := filepath.Join(dir, "exercise.go")
 	if err := os.WriteFile(variant, []byte(src), 0o644); err != nil {
-		return "", err
+		return "", 0, err
 	}
 	overlay, err := json.Marshal(map[string]map[string]string{"Replace": {here: variant}})
 	if err != nil {
-		return "", err
+		return "", 0, err
 	}
 	overlayPath := filepath.Join(dir, "overlay.json")
 	if err := os.WriteFile(overlayPath, overlay, 0o644); err != nil {
-		return "", err
+		return "", 0, err
 	}
 	goTool, err := exec.LookPath("go")
 	if err != nil {
-		return "", fmt.Errorf("the go command is not on PATH (go test puts it there): %w", err)
+		return "", 0, fmt.Errorf("the go command is not on PATH (go test puts it there): %w", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), wrongFixTimeout)
 	defer cancel()
 	bin := filepath.Join(dir, "lab.test")
-	args := []string{"test", "-c", "-tags", "exercise", "-overlay", overlayPath, "-o", bin}
+	args := []string{"test", "-c", "-tags", "exercise", "-overlay", overlayPath, "-ldflags=-s -w", "-o", bin} // no symbols or DWARF: a quicker link
 	if raceEnabled {
 		args = append(args, "-race") // shares the build cache with the run that got us here
 	}
+	start := time.Now()
 	build := exec.CommandContext(ctx, goTool, append(args, ".")...)
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("the wrong fix does not compile: go %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
+	built := time.Since(start)
 	cmd := exec.CommandContext(ctx, bin, "-test.run", `^TestLab\d+_Exercise`, "-test.count=1", "-test.v")
 	cmd.Env = append(os.Environ(), raceExitEnv())
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err = cmd.Run()
 	if ctx.Err() != nil {
-		return out.String(), fmt.Errorf("timed out after %v", wrongFixTimeout)
+		return out.String(), built, fmt.Errorf("timed out after %v", wrongFixTimeout)
 	}
-	return out.String(), err
+	return out.String(), built, err
 }
