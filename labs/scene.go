@@ -226,3 +226,30 @@ func (s *Scene) WaitExpired(key string) {
 type quietTB struct{ testing.TB }
 
 func (quietTB) Failed() bool { return false }
+
+// maxGaps bounds [Scene.Gaps]: no lock operation in the labs sends more
+// Redis commands than this.
+const maxGaps = 12
+
+// Gaps runs round for each gap between a client's Redis commands in turn,
+// for a check that must hold wherever the client stalls or dies, however
+// the lock's code is written: round(k) stalls the client before its k-th
+// command (labs.Command(k)), for k = from, from+1, ..., and reports whether
+// the client reached that point. The first round whose client finished
+// without reaching it covers the gap after its last command, and is the
+// last. Each round has a key of its own (the scene's key with "/k"), so
+// that what one round leaves behind does not meet the next; it is noted on
+// the timeline.
+func (s *Scene) Gaps(from int, round func(k int) (reached bool)) {
+	s.t.Helper()
+	key := s.Key
+	defer func() { s.Key = key }()
+	for k := from; k < from+maxGaps; k++ {
+		s.Key = fmt.Sprintf("%s/%d", key, k)
+		s.Note("round %d: %s", k-from+1, s.Key)
+		if !round(k) {
+			return
+		}
+	}
+	s.Fatalf("labs: Gaps: the client still reached command %d: more commands than any lock here sends", from+maxGaps-1)
+}
