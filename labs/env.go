@@ -81,11 +81,14 @@ func (e *Env) newClient(opts *redis.Options) *redis.Client {
 	return c
 }
 
+// aclPassword is the password of the users RedisAs sets up.
+const aclPassword = "locklab"
+
 // RedisAs returns the client's own connection pool to node i as the ACL
 // user named user, whom it first sets up on that node (with the client's
-// own pool, as the default user): on, no password, every key and channel,
-// every command, then rules, such as "-@scripting" for a deployment that
-// forbids Lua. It is made on first use and closed when the client stops.
+// own pool, as the default user): on, every key and channel, every
+// command, then rules, such as "-@scripting" for a deployment that forbids
+// Lua. It is made on first use and closed when the client stops.
 func (e *Env) RedisAs(i int, user string, rules ...string) (*redis.Client, error) {
 	admin := e.Redis(i)
 	e.mu.Lock()
@@ -94,7 +97,8 @@ func (e *Env) RedisAs(i int, user string, rules ...string) (*redis.Client, error
 	if c, ok := e.users[id]; ok {
 		return c, nil
 	}
-	args := []any{"ACL", "SETUSER", user, "reset", "on", "nopass", "~*", "&*", "+@all"}
+	// A password, because go-redis authenticates only when it has one.
+	args := []any{"ACL", "SETUSER", user, "reset", "on", ">" + aclPassword, "~*", "&*", "+@all"}
 	for _, r := range rules {
 		args = append(args, r)
 	}
@@ -102,7 +106,7 @@ func (e *Env) RedisAs(i int, user string, rules ...string) (*redis.Client, error
 		return nil, fmt.Errorf("labs: ACL SETUSER %s: %w", user, err)
 	}
 	opts := rig.ClientOptions(e.Addrs[i])
-	opts.Username = user
+	opts.Username, opts.Password = user, aclPassword
 	c := e.newClient(opts)
 	if e.users == nil {
 		e.users = map[string]*redis.Client{}
@@ -111,10 +115,11 @@ func (e *Env) RedisAs(i int, user string, rules ...string) (*redis.Client, error
 	return c, nil
 }
 
-// spread opens two connections in c's pool before its first command. With
-// PoolFIFO the pool then hands them out in turn, so two commands sent one
-// after the other go out on different connections, as they do in a busy
-// service whose pool is shared by many goroutines. State that Redis keeps
+// spread opens three connections in c's pool before its first command.
+// With PoolFIFO the pool then hands them out in turn, so commands sent one
+// after the other go out on different connections (three in a row, such as
+// WATCH, GET, MULTI/EXEC, on three), as they do in a busy service whose
+// pool is shared by many goroutines. State that Redis keeps
 // per connection (what WAIT counts, a WATCH, a MULTI) is then lost on the
 // next command unless the code keeps one connection for it (Client.Conn,
 // Client.Watch, TxPipelined). A failure to connect is left to the first
@@ -122,11 +127,13 @@ func (e *Env) RedisAs(i int, user string, rules ...string) (*redis.Client, error
 func spread(c *redis.Client) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	a, b := c.Conn(), c.Conn()
-	_ = a.Ping(ctx).Err()
-	_ = b.Ping(ctx).Err()
-	_ = a.Close()
-	_ = b.Close()
+	conns := []*redis.Conn{c.Conn(), c.Conn(), c.Conn()}
+	for _, cn := range conns {
+		_ = cn.Ping(ctx).Err()
+	}
+	for _, cn := range conns {
+		_ = cn.Close()
+	}
 }
 
 // Command returns the hook point just before the n-th Redis command (1 for

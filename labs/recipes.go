@@ -82,3 +82,15 @@ var (
 		return "", nil
 	})
 )
+
+// Failing returns a Locker whose every method returns err: for a recipe
+// that cannot build its lock (a Notifier that would not subscribe), so
+// that the scenario's first call fails with the reason instead of the
+// client dying.
+func Failing(err error) Locker { return failing{err} }
+
+type failing struct{ err error }
+
+func (f failing) Lock(context.Context) error            { return f.err }
+func (f failing) TryLock(context.Context) (bool, error) { return false, f.err }
+func (f failing) Unlock(context.Context) error          { return f.err }

@@ -29,6 +29,11 @@ type WrongFix struct {
 	// part of its message that names the mistake. A wrong fix caught for
 	// another reason (a timeout, a panic) does not count.
 	Caught string
+	// Right marks the opposite: a right fix, which the exercise tests must
+	// pass (Caught is then empty). A table may hold one to prove that the
+	// checks can be passed the way the README's hints lead, where no lock
+	// package shows it (a release with no script, say).
+	Right bool
 }
 
 // Edit replaces Old, which must occur exactly once in the file as edited
@@ -83,8 +88,8 @@ func WrongFixes(t *testing.T, fixes []WrongFix) {
 	}
 	names := map[string]bool{}
 	for _, f := range fixes {
-		if names[f.Name] || f.Name == "" || f.Caught == "" || len(f.Edits) == 0 {
-			t.Fatalf("labs: wrong fix %q: every fix needs a unique Name, Edits and a Caught phrase", f.Name)
+		if names[f.Name] || f.Name == "" || (f.Caught == "") != f.Right || len(f.Edits) == 0 {
+			t.Fatalf("labs: wrong fix %q: every fix needs a unique Name, Edits, and a Caught phrase unless it is Right", f.Name)
 		}
 		names[f.Name] = true
 	}
@@ -98,6 +103,10 @@ func WrongFixes(t *testing.T, fixes []WrongFix) {
 			out, built, err := runWrongFix(t, src)
 			var exit *exec.ExitError
 			switch {
+			case f.Right && err == nil:
+				fmt.Printf("right fix passes: %s  build %.1fs, run %.1fs\n", f.Name, built.Seconds(), time.Since(start.Add(built)).Seconds())
+			case f.Right:
+				t.Errorf("right fix %q fails the exercise tests: %v\n%s", f.Name, err, out)
 			case err == nil:
 				t.Errorf("wrong fix %q passed the exercise tests: green does not mean right\n%s", f.Name, out)
 			case !errors.As(err, &exit):
