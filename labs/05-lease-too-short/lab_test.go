@@ -16,9 +16,10 @@ import (
 func TestMain(m *testing.M) { labs.Main(m) }
 
 const (
-	titleJob   = "Lab 05 (a job longer than its lease)"
-	titlePause = "Lab 05 (a holder frozen past its lease)"
-	titleCrash = "Lab 05 (a holder that crashes)"
+	titleJob    = "Lab 05 (a job longer than its lease)"
+	titlePause  = "Lab 05 (a holder frozen past its lease)"
+	titleCrash  = "Lab 05 (a holder that crashes)"
+	titleCutOff = "Lab 05 (a holder cut off from Redis past its lease)"
 )
 
 const (
@@ -166,7 +167,7 @@ func pausedHolder(s *labs.Scene, impl *labs.Impl) {
 	// may run a step before the lock's timer fires; see the README.
 	before := s.EventsOf("A")
 	a.Thaw()
-	waitUntil(s, 3*lease, "A's lock said something after the pause", func() bool { return s.EventsOf("A") > before })
+	waitUntil(s, 3*lease, "A's lock said nothing for %v after the pause: it neither renewed the lock nor closed Done", func() bool { return s.EventsOf("A") > before })
 
 	if a.MustDo(work, step.String()) != "lost" { // the second step
 		a.MustDo(ship, order)
@@ -230,15 +231,15 @@ func TestLab05_FixedWatchdogLeaseAfterCrash(t *testing.T) {
 }
 
 // waitUntil polls cond every millisecond for at most d. If cond never
-// holds, it says so in the faults lane and returns: what follows on the
-// timeline shows the consequence.
-func waitUntil(s *labs.Scene, d time.Duration, what string, cond func() bool) {
+// holds, it notes silence (a format for d) in the faults lane and returns:
+// what follows on the timeline shows the consequence.
+func waitUntil(s *labs.Scene, d time.Duration, silence string, cond func() bool) {
 	ctx, cancel := context.WithTimeout(s.Ctx, d)
 	defer cancel()
 	for !cond() {
 		select {
 		case <-ctx.Done():
-			s.Note("%v passed, and still not: %s", d, what)
+			s.Note(silence, d)
 			return
 		case <-time.After(time.Millisecond):
 		}
