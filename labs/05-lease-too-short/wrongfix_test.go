@@ -44,8 +44,8 @@ var wrongFixes = []labs.WrongFix{
 		Caught: "but the key holds b1",
 	},
 	{
-		Name: "an owner-checked renewal script whose 0 is ignored: the watchdog goes on",
-		Edits: renewal(`		m.client.Eval(context.Background(), ` + script + `, []string{m.key}, tok, m.ttl.Milliseconds())`),
+		Name:   "an owner-checked renewal script whose 0 is ignored: the watchdog goes on",
+		Edits:  renewal(`		m.client.Eval(context.Background(), ` + script + `, []string{m.key}, tok, m.ttl.Milliseconds())`),
 		Caught: "both in the critical section",
 	},
 	{
