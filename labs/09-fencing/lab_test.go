@@ -167,6 +167,7 @@ var (
 		if err != nil {
 			return "", err
 		}
+		ctx = lab09.WithStatementHook(ctx, l.Env.Hook) // the lab can stall the worker between statements
 		st, err := w.open(ctx, l.Env.Param(dbParam, ""))
 		if err != nil {
 			return "", err
