@@ -24,6 +24,8 @@ type Env struct {
 	// Spread makes the client's pools hand out their connections in turn
 	// (see [Env.Redis]). The harness sets it for exercise runs.
 	Spread bool `json:"spread,omitempty"`
+	// SlowSubscribe delays the client's SUBSCRIBEs (see [SlowSubscribe]).
+	SlowSubscribe bool `json:"slow_subscribe,omitempty"`
 
 	hook func(ctx context.Context, point string)
 
@@ -78,6 +80,9 @@ func (e *Env) newClient(opts *redis.Options) *redis.Client {
 		spread(c)
 	}
 	c.AddHook(commandHook{e})
+	if e.SlowSubscribe {
+		c.AddHook(slowSubscribeHook{})
+	}
 	return c
 }
 

@@ -67,14 +67,22 @@ var (
 )
 
 const (
-	lostTitle = "Lab 10 (the lost wake-up)"
-	deadTitle = "Lab 10 (a dead waiter)"
+	lostTitle       = "Lab 10 (the lost wake-up)"
+	deadTitle       = "Lab 10 (a dead waiter)"
+	deadHolderTitle = "Lab 10 (a dead holder)"
 )
 
 // lostWakeup: A holds the lock. B tries, is refused, and before it starts
 // listening for A's release, A releases. Does B get the lock?
 func lostWakeup(s *labs.Scene, impl *labs.Impl) {
-	a, b := s.Client("A", impl), s.Client("B", impl)
+	lostWakeupWith(s, impl, s.Client("B", impl),
+		"B slept through A's release: it was refused, started listening only after A had released, and waited %v for a release that had already happened")
+}
+
+// lostWakeupWith is lostWakeup with client b as B, and slept as the
+// violation's sentence (a format for how long B waited).
+func lostWakeupWith(s *labs.Scene, impl *labs.Impl, b *labs.Client, slept string) {
+	a := s.Client("A", impl)
 	s.Must(a.Lock())
 	a.Enter()
 	a.Exit()
@@ -87,7 +95,7 @@ func lostWakeup(s *labs.Scene, impl *labs.Impl) {
 	b.Continue()
 
 	if err := call.Err(); err != nil {
-		s.Violation("B slept through A's release: it was refused, started listening only after A had released, and waited %v for a release that had already happened", wait)
+		s.Violation(slept, wait)
 		return
 	}
 	b.Enter()
