@@ -29,3 +29,21 @@ func waitChanged(s *labs.Scene, nodes []*rig.Node, before []string) {
 func killNode(s *labs.Scene, nodes []*rig.Node, i int) {
 	s.KillNode(fmt.Sprintf("node %d", i), nodes[i])
 }
+
+// work is a holder's whole critical section: enter, ship, exit, unlock.
+func work(s *labs.Scene, c *labs.Client) {
+	c.Enter()
+	c.Write(order)
+	c.Exit()
+	s.Must(c.Unlock())
+}
+
+// tryLock runs TryLock in c and reports whether it got the lock. A refusal
+// is on the timeline; only a client that died fails the test.
+func tryLock(s *labs.Scene, c *labs.Client) bool {
+	ok, err := c.TryLock()
+	if labs.IsGone(err) {
+		s.Must(err)
+	}
+	return ok
+}
