@@ -182,13 +182,15 @@ func needOwnServer(t *testing.T) {
 func orderRush(s *labs.Scene, impl *labs.Impl) {
 	s.TTL = rushTTL
 
-	// The lock still does its job: A holds order 1001, B is refused.
-	a, b := s.Client("A", impl), s.Client("B", impl)
+	// The lock still does its job: A holds order 1001, B (another
+	// instance: another process) is refused.
+	a, b := s.Client("A", impl), s.Process("B", impl)
 	s.Must(a.Lock())
 	a.Enter()
 	ok, err := b.TryLock()
 	s.Must(err)
-	if ok { // a lock that does not exclude: the checker sees the overlap
+	if ok { // a lock that does not exclude: the checker sees the overlap too
+		s.Violation("B got order 1001's lock while A held it: the two workers locked different keys for the same order")
 		b.Enter()
 		b.Exit()
 		s.Must(b.Unlock())
