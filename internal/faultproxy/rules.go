@@ -8,7 +8,11 @@ import (
 // Match picks the commands a [Rule] acts on. Empty fields match anything.
 type Match struct {
 	// Command is the command's name, such as "SET", "EVALSHA" or "RPUSH"
-	// (any case).
+	// (any case). An empty Command matches every command except those that
+	// set a connection up or subscribe (HELLO, AUTH, CLIENT, SELECT, PING,
+	// READONLY, QUIT, RESET and the SUBSCRIBE family): a rule that loses
+	// "the next command" loses a command of the protocol under test, not
+	// the handshake of the connection go-redis opens to send it again.
 	Command string
 	// Script is the SHA-1, in hex, of the script an EVAL or EVALSHA runs
 	// (redis.Script.Hash()): go-redis's Script.Run sends EVALSHA and, on
@@ -20,6 +24,9 @@ type Match struct {
 }
 
 func (m Match) matches(c command) bool {
+	if m.Command == "" && setup[c.name] {
+		return false
+	}
 	if m.Command != "" && !strings.EqualFold(m.Command, c.name) {
 		return false
 	}
@@ -28,6 +35,13 @@ func (m Match) matches(c command) bool {
 		return false
 	}
 	return m.Key == "" || m.Key == c.firstKey()
+}
+
+// setup are the commands an empty Match.Command leaves out.
+var setup = map[string]bool{
+	"HELLO": true, "AUTH": true, "CLIENT": true, "SELECT": true, "PING": true, "READONLY": true,
+	"QUIT": true, "RESET": true, "SUBSCRIBE": true, "PSUBSCRIBE": true, "SSUBSCRIBE": true,
+	"UNSUBSCRIBE": true, "PUNSUBSCRIBE": true, "SUNSUBSCRIBE": true,
 }
 
 type action int
@@ -52,8 +66,52 @@ type Rule struct {
 
 	// Guarded by p.mu:
 	hits     int
+	skip     int // matching commands still to pass over; see After
+	every    int // act on one matching command in every; see Every
+	seen     int // matching commands met since the skip ran out
 	released bool
 	removed  bool
+	caught   []string // "NAME key" of each command acted on
+}
+
+// Caught returns the commands the rule has acted on, as "NAME key" (the
+// command's name and first key), oldest first: what a test's failure
+// message names as "the command whose reply was lost".
+func (r *Rule) Caught() []string {
+	r.p.mu.Lock()
+	defer r.p.mu.Unlock()
+	return append([]string(nil), r.caught...)
+}
+
+// After makes the rule pass over the next k matching commands before it
+// acts, so that a test can lose the reply of the first command, then of
+// the second, and so on, of a fixed sequence: every operation in turn. It
+// returns r, and must be called before the commands it counts are sent.
+func (r *Rule) After(k int) *Rule {
+	r.p.mu.Lock()
+	defer r.p.mu.Unlock()
+	r.skip = max(k, 0)
+	return r
+}
+
+// Every makes the rule act on one matching command in every k (the k-th,
+// the 2k-th, ...), within its limit of uses. It returns r.
+func (r *Rule) Every(k int) *Rule {
+	r.p.mu.Lock()
+	defer r.p.mu.Unlock()
+	r.every = max(k, 1)
+	return r
+}
+
+// takes reports whether the rule acts on a command it matched, and counts
+// the command towards After and Every; p.mu must be held.
+func (r *Rule) takes() bool {
+	if r.skip > 0 {
+		r.skip--
+		return false
+	}
+	r.seen++
+	return r.every <= 1 || r.seen%r.every == 0
 }
 
 // Hits returns how many commands the rule has acted on so far.
@@ -91,9 +149,12 @@ func (r *Rule) Remove() {
 // active reports whether the rule can still act; p.mu must be held.
 func (r *Rule) active() bool { return !r.removed && r.left != 0 }
 
-// use records one hit; p.mu must be held.
-func (r *Rule) use() {
+// use records one hit on c; p.mu must be held.
+func (r *Rule) use(c command) {
 	r.hits++
+	if len(r.caught) < 64 {
+		r.caught = append(r.caught, strings.TrimSpace(c.name+" "+c.firstKey()))
+	}
 	if r.left > 0 {
 		r.left--
 	}

@@ -3,6 +3,7 @@ package faultproxy_test
 import (
 	"bufio"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -223,6 +224,38 @@ func TestCountAndRemove(t *testing.T) {
 	}
 	if err := sets.Wait(ctx, 2); err != nil || sets.Hits() != 2 {
 		t.Errorf("Count saw %d SETs (%v); want 2", sets.Hits(), err)
+	}
+}
+
+func TestAfterAndEvery(t *testing.T) {
+	p, direct := through(t)
+	ctx := t.Context()
+	// Lose the reply of the third command, leaving the handshake alone.
+	third := p.DropReply(faultproxy.Match{}, 1).After(2)
+	c := strictClient(t, p.Addr(), time.Second)
+	var errs []error
+	for i := range 4 {
+		errs = append(errs, c.Set(ctx, fmt.Sprint("k", i), "v", 0).Err())
+	}
+	for i, err := range errs {
+		if (err != nil) != (i == 2) {
+			t.Errorf("SET %d = %v; want only the third to fail", i, err)
+		}
+	}
+	if n := direct.Exists(ctx, "k0", "k1", "k2", "k3").Val(); n != 4 || third.Hits() != 1 {
+		t.Errorf("%d keys set, %d hits; want 4 (the lost reply's SET ran too) and 1", n, third.Hits())
+	}
+	third.Remove()
+
+	everyOther := p.DropReply(faultproxy.Match{Command: "INCR"}, 2).Every(2)
+	failed := 0
+	for range 6 {
+		if c.Incr(ctx, "n").Err() != nil {
+			failed++
+		}
+	}
+	if failed != 2 || everyOther.Hits() != 2 || direct.Get(ctx, "n").Val() != "6" {
+		t.Errorf("Every(2) with 2 uses: %d INCRs failed, %d hits, n=%s; want 2, 2, 6", failed, everyOther.Hits(), direct.Get(ctx, "n").Val())
 	}
 }
 
