@@ -6,10 +6,12 @@ LABDIR     = $(wildcard labs/$(LAB)-*)
 BENCHARGS ?=
 STACK     ?= redlock
 
-.PHONY: test deps vet lint lab red exercise bench bench-quick faults strays up down test-docker help
+.PHONY: test deps vet lint lab red exercise progress reset doctor wrongfixes bench bench-quick faults strays up down test-docker help
 
+# LOCKLAB_WRONG_FIXES=1: every lab also proves each wrong fix of its
+# exercise caught (labs.WrongFixes), building the lab once per fix.
 test: deps vet
-	$(GO) test -race ./...
+	LOCKLAB_WRONG_FIXES=1 $(GO) test -race ./...
 	@$(MAKE) --no-print-directory strays
 
 deps:
@@ -60,6 +62,27 @@ exercise:
 	$(call need_lab,exercise)
 	$(GO) test -count=1 -v -tags exercise -run 'Exercise' ./$(LABDIR)/
 
+# progress tests every exercise.go you edited and lists each lab as solved,
+# still red or not started, with the next one to do.
+progress:
+	@$(GO) run ./labs/learn progress
+
+# reset restores one lab's exercise.go as shipped (yours is kept as exercise.go.mine).
+reset:
+	$(call need_lab,reset)
+	@$(GO) run ./labs/learn reset $(LAB)
+
+# doctor checks a laptop (or a training room) before the labs: Go, Redis,
+# a server on a free port, the module cache for offline use, a warm build.
+doctor:
+	@command -v $(GO) >/dev/null 2>&1 || { echo "Go is not installed: https://go.dev/dl/ (Go 1.26 or later)"; exit 1; }
+	@$(GO) run ./labs/learn doctor
+
+# wrongfixes proves one lab's table of wrong fixes caught (make test does every lab).
+wrongfixes:
+	$(call need_lab,wrongfixes)
+	LOCKLAB_WRONG_FIXES=1 $(GO) test -count=1 -v -run 'WrongFixes' ./$(LABDIR)/
+
 bench: deps
 	@if [ -d bench ]; then $(GO) run ./bench $(BENCHARGS); else echo "bench: not built yet"; fi
 
@@ -85,5 +108,5 @@ test-docker:
 	$(GO) test -race -tags docker ./internal/rig/
 
 help:
-	@echo "make test | lab LAB=NN | red LAB=NN | exercise LAB=NN | bench | bench-quick | faults | lint | deps | up/down [STACK=redlock|sentinel] | test-docker"
+	@echo "make test | lab LAB=NN | red LAB=NN | exercise LAB=NN | progress | reset LAB=NN | doctor | wrongfixes LAB=NN | bench | bench-quick | faults | lint | deps | up/down [STACK=redlock|sentinel] | test-docker"
 	@echo "LOCKLAB_LONG=1 also runs the slow variants (lab 07's real Sentinel failover)."

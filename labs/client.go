@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -80,8 +79,24 @@ func (call *Call) Result() (string, error) {
 	case <-call.done:
 		return call.out, call.err
 	case <-call.c.s.Ctx.Done():
-		call.c.s.t.Fatalf("labs: client %s: %s did not return before the scene's deadline (%v)", call.c.name, call.op, checkTimeout)
+		call.c.s.Fatalf("labs: client %s: %s did not return before the scene's deadline (%v): does it ignore its context?", call.c.name, call.op, call.c.s.timeout)
 		return "", nil
+	}
+}
+
+// Within waits at most d for the call and reports whether it returned:
+// for a call that must not block (a TryLock), so that one that does is
+// named on the timeline instead of running into the scene's deadline.
+func (call *Call) Within(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-call.done:
+		return true
+	case <-t.C:
+		return false
+	case <-call.c.s.Ctx.Done():
+		return false
 	}
 }
 
@@ -104,14 +119,65 @@ func (c *Client) Lock() error { return c.Go("lock", "").Err() }
 // long this client is willing to wait.
 func (c *Client) LockWithin(d time.Duration) error { return c.Go("lock", d.String()).Err() }
 
+// answerTimeout bounds a TryLock or an Unlock, which answer without
+// waiting for the lock: one that takes longer (a learner's TryLock that
+// waits, an Unlock blocked on something) fails the test at once, with the
+// timeline so far, instead of at the scene's deadline.
+const answerTimeout = 15 * time.Second
+
 // TryLock runs the lock's TryLock in the client.
 func (c *Client) TryLock() (bool, error) {
-	out, err := c.Do("trylock", "")
+	out, err := c.answer("trylock")
 	return out == "true", err
 }
 
 // Unlock runs the lock's Unlock in the client.
-func (c *Client) Unlock() error { return c.Go("unlock", "").Err() }
+func (c *Client) Unlock() error {
+	_, err := c.answer("unlock")
+	return err
+}
+
+// answer runs op, which must return within answerTimeout.
+func (c *Client) answer(op string) (string, error) {
+	c.s.t.Helper()
+	call := c.Go(op, "")
+	if !call.Within(answerTimeout) {
+		c.s.Fatalf("labs: client %s: its %s has not returned after %v: it must answer without waiting for the lock", c.name, op, answerTimeout)
+	}
+	return call.Result()
+}
+
+// Release runs the lock's Unlock in the client and reports whether it
+// released the lock. "Not held" ([NotHeld]) is an answer, shown on the
+// client's lane, not a failure: a client whose lease ran out learns it
+// here. Any other error fails the test.
+func (c *Client) Release() bool {
+	c.s.t.Helper()
+	err := c.Unlock()
+	if err != nil && !NotHeld(err) {
+		c.s.Must(err)
+	}
+	return err == nil
+}
+
+// ReleaseAfterFault runs the lock's Unlock in a client whose servers may be
+// dead, cut off or promoted: every failure is an answer, shown on the
+// client's lane. Only a client that died fails the test.
+func (c *Client) ReleaseAfterFault() {
+	c.s.t.Helper()
+	if err := c.Unlock(); IsGone(err) {
+		c.s.Must(err)
+	}
+}
+
+// MustDo runs op with arg (see [Client.Do]) and returns its result; an
+// error fails the test.
+func (c *Client) MustDo(op, arg string) string {
+	c.s.t.Helper()
+	out, err := c.Do(op, arg)
+	c.s.Must(err)
+	return out
+}
 
 // Enter records that the client entered the critical section.
 func (c *Client) Enter() { c.s.Must(c.Go("enter", "").Err()) }
@@ -159,9 +225,9 @@ func (c *Client) arm(m msg) {
 	select {
 	case <-c.armed:
 	case <-c.gone:
-		c.s.t.Fatalf("labs: client %s exited before arming %s%s", c.name, m.Op, c.stderrTail())
+		c.s.Fatalf("labs: client %s exited before arming %s%s", c.name, m.Op, c.stderrTail())
 	case <-c.s.Ctx.Done():
-		c.s.t.Fatalf("labs: client %s did not arm %s before the scene's deadline", c.name, m.Op)
+		c.s.Fatalf("labs: client %s did not arm %s before the scene's deadline", c.name, m.Op)
 	}
 }
 
@@ -172,7 +238,7 @@ func (c *Client) WaitParked(points ...string) string {
 	c.s.t.Helper()
 	p, ok := c.WaitParkedOr(nil, points...)
 	if !ok {
-		c.s.t.Fatalf("labs: client %s finished instead of parking at %v", c.name, points)
+		c.s.Fatalf("labs: client %s finished instead of parking at %v", c.name, points)
 	}
 	return p
 }
@@ -198,9 +264,9 @@ func (c *Client) WaitParkedOr(call *Call, points ...string) (string, bool) {
 		case <-done:
 			return "", false
 		case <-c.gone:
-			c.s.t.Fatalf("labs: client %s exited while waiting for it to park at %v%s", c.name, points, c.stderrTail())
+			c.s.Fatalf("labs: client %s exited while waiting for it to park at %v%s", c.name, points, c.stderrTail())
 		case <-c.s.Ctx.Done():
-			c.s.t.Fatalf("labs: client %s did not park at %v before the scene's deadline", c.name, points)
+			c.s.Fatalf("labs: client %s did not park at %v before the scene's deadline", c.name, points)
 		}
 	}
 }
@@ -303,9 +369,6 @@ func (c *Client) read(r io.Reader) {
 	}
 }
 
-// errClientGone is the error of calls cut off by the client's death.
-var errClientGone = errors.New("client gone")
-
 func (c *Client) finish(id int, out string, err error) {
 	c.mu.Lock()
 	call, ok := c.calls[id]
@@ -324,17 +387,26 @@ func (c *Client) finish(id int, out string, err error) {
 func (c *Client) close() {
 	_ = c.in.Close()
 	if c.cmd == nil {
-		<-c.gone
+		select {
+		case <-c.gone:
+		case <-time.After(stopTimeout):
+			// An operation that ignores its context (a lock blocked on
+			// something else) cannot be stopped: leave it, and say so.
+			c.s.t.Errorf("labs: client %s did not stop within %v of the test's end: an operation of its lock still runs and ignores its context", c.name, stopTimeout)
+		}
 		return
 	}
 	_ = proc.Signal(c.cmd, syscall.SIGCONT)
 	select {
 	case <-c.gone:
-	case <-time.After(5 * time.Second):
+	case <-time.After(stopTimeout):
 		_ = proc.Signal(c.cmd, syscall.SIGKILL)
 	}
 	c.wait()
 }
+
+// stopTimeout bounds how long a client has to stop when its test ends.
+const stopTimeout = 5 * time.Second
 
 // wait reaps the child process once.
 func (c *Client) wait() { c.waitOnce.Do(func() { _ = c.cmd.Wait() }) }

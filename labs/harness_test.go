@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/locklab/locklab/internal/proc"
 	"github.com/locklab/locklab/labs"
 )
@@ -294,6 +296,119 @@ func TestLockContextOutlivesTheOperation(t *testing.T) {
 					t.Errorf("Lock's context after the op returned: alive = %q, %v; want true", out, err)
 				}
 			}, ctxLockImpl)
+		})
+	}
+}
+
+// busyNotHeld is a lab's own "not held" sentinel, registered with the
+// harness's label.
+var busyNotHeld = labs.RegisterError(errors.New("test: not held"), labs.LabelNotHeld)
+
+// notHeldLock refuses every Unlock with busyNotHeld.
+type notHeldLock struct{ noLock }
+
+func (notHeldLock) Unlock(context.Context) error { return fmt.Errorf("unlock: %w", busyNotHeld) }
+
+var notHeldImpl = labs.Register("harness-not-held", func(*labs.Env) labs.Locker { return notHeldLock{} })
+
+// TestNotHeldAcrossTheWire: NotHeld recognises a lab's own sentinel from a
+// child process, and Release treats it as an answer.
+func TestNotHeldAcrossTheWire(t *testing.T) {
+	for _, mode := range []string{"goroutine", "process"} {
+		t.Run(mode, func(t *testing.T) {
+			labs.Run(t, func(s *labs.Scene, impl *labs.Impl) {
+				a := start(s, mode, "A", impl)
+				if err := a.Unlock(); !labs.NotHeld(err) {
+					t.Errorf("NotHeld(%v) = false; want true", err)
+				}
+				if a.Release() {
+					t.Error("Release() = true for a refused Unlock")
+				}
+				if labs.NotHeld(errBusy) || labs.NotHeld(nil) {
+					t.Error("NotHeld is true for an error with another label, or nil")
+				}
+			}, notHeldImpl)
+		})
+	}
+}
+
+// twoCommands is a lock whose TryLock sends two commands, GET then SET,
+// with no hook of its own between them.
+type twoCommands struct{ env *labs.Env }
+
+func (l twoCommands) TryLock(ctx context.Context) (bool, error) {
+	c := l.env.Redis(0)
+	if err := c.Get(ctx, "k").Err(); err != nil && !errors.Is(err, redis.Nil) {
+		return false, err
+	}
+	return true, c.Set(ctx, "k", l.env.Client, 0).Err()
+}
+func (l twoCommands) Lock(ctx context.Context) error { _, err := l.TryLock(ctx); return err }
+func (l twoCommands) Unlock(context.Context) error   { return nil }
+
+var twoCommandsImpl = labs.Register("harness-two-commands", func(e *labs.Env) labs.Locker { return twoCommands{e} })
+
+// TestParkBeforeCommand: labs.Command(n) stalls a client before the n-th
+// command of an operation, in this process and in a child, and a point
+// past the last command is never reached.
+func TestParkBeforeCommand(t *testing.T) {
+	for _, mode := range []string{"goroutine", "process"} {
+		t.Run(mode, func(t *testing.T) {
+			labs.Run(t, func(s *labs.Scene, impl *labs.Impl) {
+				a := start(s, mode, "A", impl)
+				a.ParkAt(labs.Command(2))
+				call := a.Go("trylock", "")
+				a.WaitParked(labs.Command(2))
+				// Parked between its GET and its SET: the key is not set yet.
+				if n, err := s.Redis().Exists(s.Ctx, "k").Result(); err != nil || n != 0 {
+					t.Errorf("EXISTS k = %d, %v while A is parked before its SET; want 0", n, err)
+				}
+				a.Continue()
+				s.Must(call.Err())
+				if v, err := s.Redis().Get(s.Ctx, "k").Result(); err != nil || v != "A" {
+					t.Errorf("GET k = %q, %v after A went on; want A", v, err)
+				}
+				a.ParkAt(labs.Command(3))
+				if _, parked := a.WaitParkedOr(a.Go("trylock", ""), labs.Command(3)); parked {
+					t.Error("parked at command 3 of an operation that sends 2")
+				}
+			}, twoCommandsImpl)
+		})
+	}
+}
+
+// clientIDs is a lock whose TryLock reports, in its lane, the connection
+// ids of two commands sent one after the other on its pool.
+type clientIDs struct{ env *labs.Env }
+
+func (l clientIDs) TryLock(ctx context.Context) (bool, error) {
+	c := l.env.Redis(0)
+	first, err := c.ClientID(ctx).Result()
+	if err != nil {
+		return false, err
+	}
+	second, err := c.ClientID(ctx).Result()
+	return first != second, err
+}
+func (l clientIDs) Lock(ctx context.Context) error { return nil }
+func (l clientIDs) Unlock(context.Context) error   { return nil }
+
+var clientIDsImpl = labs.Register("harness-client-ids", func(e *labs.Env) labs.Locker { return clientIDs{e} })
+
+// TestSpreadHandsOutConnectionsInTurn: in an exercise run, two commands
+// sent one after the other go out on different connections; otherwise the
+// pool reuses the one it just got back.
+func TestSpreadHandsOutConnectionsInTurn(t *testing.T) {
+	for _, spread := range []bool{false, true} {
+		t.Run(fmt.Sprint("spread=", spread), func(t *testing.T) {
+			labs.Run(t, func(s *labs.Scene, impl *labs.Impl) {
+				a := s.Process("A", impl, func(e *labs.Env) { e.Spread = spread })
+				differ, err := a.TryLock()
+				s.Must(err)
+				if differ != spread {
+					t.Errorf("two commands in a row on different connections: %v; want %v", differ, spread)
+				}
+			}, clientIDsImpl)
 		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -127,6 +128,7 @@ var builtinOps = map[string]bool{
 // enter, exit, write, note) or one registered with [RegisterOp]. "lock"
 // takes an optional duration: the longest the client waits.
 func (l *Local) Do(ctx context.Context, op, arg string) (string, error) {
+	ctx = countCommands(ctx)
 	switch op {
 	case "lock":
 		if arg != "" { // "lock" with a duration: wait at most that long
@@ -186,7 +188,7 @@ func (l *Local) hook(ctx context.Context, point string) {
 	l.cont = cont
 	l.mu.Unlock()
 	if !silent {
-		l.Record(history.Event{Kind: history.Note, Text: "⏸ " + point})
+		l.Record(history.Event{Kind: history.Note, Text: "⏸ " + pointName(point)})
 	}
 	l.parked(point)
 	select {
@@ -209,4 +211,13 @@ func (l *Local) resume() {
 func (l *Local) Close() {
 	l.resume()
 	l.Env.close()
+}
+
+// pointName is how the timeline names a hook point: its name, or for a
+// [Command] point "before Redis command n".
+func pointName(point string) string {
+	if n, ok := strings.CutPrefix(point, "redis#"); ok {
+		return "before Redis command " + n
+	}
+	return point
 }

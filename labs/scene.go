@@ -2,11 +2,7 @@ package labs
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +16,10 @@ const (
 	// checkTimeout caps one scene, as 6.5840's checkTimeout caps a test:
 	// a lab that hangs fails instead of eating CI's time.
 	checkTimeout = 60 * time.Second
+	// exerciseTimeout caps one scene run on a learner's exercise: every
+	// exercise scenario takes seconds, and a fix that hangs (a lock that
+	// never returns) should say so soon.
+	exerciseTimeout = 30 * time.Second
 	// defaultKey is the key under test: fixed, so timelines read the same
 	// every run (each scene has its own servers).
 	defaultKey = "lock:order:1001"
@@ -43,29 +43,42 @@ type Scene struct {
 	nodes    []*rig.Node
 	observer *redis.Client
 	clients  int
+	timeout  time.Duration // the scene's deadline: checkTimeout, or exerciseTimeout
+	spread   bool          // exercise runs: clients spread commands over their connections
+	quiet    bool          // exercise runs: a failure leaves the servers' logs out
 }
 
-func newScene(t testing.TB) *Scene {
-	ctx, cancel := context.WithTimeout(context.Background(), checkTimeout)
+func newScene(t testing.TB, timeout time.Duration) *Scene {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	t.Cleanup(cancel)
 	return &Scene{
-		Ctx:    ctx,
-		Key:    defaultKey,
-		TTL:    defaultTTL,
-		Params: map[string]string{},
-		t:      t,
-		hist:   history.New(history.NewClock()),
+		timeout: timeout,
+		Ctx:     ctx,
+		Key:     defaultKey,
+		TTL:     defaultTTL,
+		Params:  map[string]string{},
+		t:       t,
+		hist:    history.New(history.NewClock()),
 	}
 }
 
 // T returns the test the scene runs in.
 func (s *Scene) T() testing.TB { return s.t }
 
+// Fatalf fails the test now, with the timeline so far and the violations
+// found in it: when a client hangs or a step fails, what happened before
+// often says why.
+func (s *Scene) Fatalf(format string, args ...any) {
+	s.t.Helper()
+	events := s.hist.Events()
+	s.t.Fatalf("%s\n--- the timeline so far:\n%s", fmt.Sprintf(format, args...), history.Render(events, history.Check(events)))
+}
+
 // Must fails the test if err is not nil.
 func (s *Scene) Must(err error) {
 	s.t.Helper()
 	if err != nil {
-		s.t.Fatalf("labs: %v", err)
+		s.Fatalf("labs: %v", err)
 	}
 }
 
@@ -75,7 +88,11 @@ func (s *Scene) Must(err error) {
 func (s *Scene) Nodes(n int, opts ...rig.Option) []*rig.Node {
 	s.t.Helper()
 	if s.nodes == nil {
-		s.nodes = rig.StartN(s.t, n, opts...)
+		var tb testing.TB = s.t
+		if s.quiet {
+			tb = quietTB{s.t}
+		}
+		s.nodes = rig.StartN(tb, n, opts...)
 	}
 	if n > len(s.nodes) {
 		s.t.Fatalf("labs: Nodes(%d) after the scene started %d", n, len(s.nodes))
@@ -108,20 +125,8 @@ func (s *Scene) Redis() *redis.Client {
 	return s.observer
 }
 
-// ClientOption adjusts one client's environment.
-type ClientOption func(*Env)
-
-// Addrs points a client at these servers instead of the scene's nodes, for
-// example at a promoted replica or a fault proxy.
-func Addrs(addrs ...string) ClientOption { return func(e *Env) { e.Addrs = addrs } }
-
-// Param sets one parameter for one client (see [Env.Param]).
-func Param(name, value string) ClientOption {
-	return func(e *Env) { e.Params[name] = value }
-}
-
 func (s *Scene) env(name string, opts []ClientOption) *Env {
-	e := &Env{Client: name, Key: s.Key, TTL: s.TTL, Params: map[string]string{}}
+	e := &Env{Client: name, Key: s.Key, TTL: s.TTL, Params: map[string]string{}, Spread: s.spread}
 	for k, v := range s.Params {
 		e.Params[k] = v
 	}
@@ -191,14 +196,14 @@ func (s *Scene) Eventually(what string, cond func() (bool, error)) {
 	for {
 		ok, err := cond()
 		if err != nil {
-			s.t.Fatalf("labs: waiting until %s: %v", what, err)
+			s.Fatalf("labs: waiting until %s: %v", what, err)
 		}
 		if ok {
 			return
 		}
 		select {
 		case <-s.Ctx.Done():
-			s.t.Fatalf("labs: timed out waiting until %s", what)
+			s.Fatalf("labs: timed out waiting until %s", what)
 		case <-time.After(time.Millisecond):
 		}
 	}
@@ -215,113 +220,36 @@ func (s *Scene) WaitExpired(key string) {
 	s.Fault("%s expired", key)
 }
 
-// outcome is what a run must show.
-type outcome int
+// quietTB is a test as the rig sees it in an exercise run: one that never
+// failed, so that the rig does not log the servers' logs when the
+// learner's exercise is caught. Everything else is the test's own.
+type quietTB struct{ testing.TB }
 
-const (
-	wantViolation outcome = iota
-	wantSafe
-)
+func (quietTB) Failed() bool { return false }
 
-// Broken runs sc against a broken lock and passes only if the history
-// shows a violation; it logs the timeline and checks it against the golden
-// file. A run with no violation fails: the harness went blind. With
-// LOCKLAB_RED=1 (make red) it demands safety instead, to show the broken
-// lock failing as a red test.
-func Broken(t *testing.T, title string, sc Scenario, impl *Impl) {
-	t.Helper()
-	if os.Getenv("LOCKLAB_RED") != "" {
-		run(t, title, "broken, run as if it were correct (make red)", sc, impl, wantSafe, false)
-		return
-	}
-	run(t, title, "broken", sc, impl, wantViolation, true)
-}
+// maxGaps bounds [Scene.Gaps]: no lock operation in the labs sends more
+// Redis commands than this.
+const maxGaps = 12
 
-// Fixed runs sc against a correct lock and passes only if the history
-// shows no violation; it logs the timeline and checks the golden file.
-func Fixed(t *testing.T, title string, sc Scenario, impl *Impl) {
-	t.Helper()
-	run(t, title, "fixed", sc, impl, wantSafe, true)
-}
-
-// Exercise runs sc against the learner's exercise. Built with -tags
-// exercise it demands safety: red until the exercise is fixed. Otherwise it
-// proves an untouched exercise.go is caught (so every exercise starts red)
-// and skips once exercise.go has been edited.
-func Exercise(t *testing.T, title string, sc Scenario, impl *Impl) {
-	t.Helper()
-	if exerciseMode {
-		run(t, title, "exercise", sc, impl, wantSafe, false)
-		return
-	}
-	if !exercisePristine(t) {
-		t.Skipf("exercise.go has been edited: test your fix with `make exercise LAB=%s` (go test -tags exercise)", labNumber())
-	}
-	run(t, title, "exercise, untouched: must be caught", sc, impl, wantViolation, false)
-}
-
-func run(t *testing.T, title, label string, sc Scenario, impl *Impl, want outcome, golden bool) {
-	t.Helper()
-	start := time.Now()
-	s := newScene(t)
-	sc(s, impl)
-	events := s.hist.Events()
-	findings := history.Check(events)
-	timeline := history.Render(events, findings)
-	stats := fmt.Sprintf("%4.1fs  %d clients  %d events", time.Since(start).Seconds(), s.clients, len(events))
-	head := title + " " + label + ": "
-	switch want {
-	case wantViolation:
-		if len(findings) == 0 {
-			fmt.Printf("%sno violation ... FAIL  %s\n", head, stats)
-			t.Fatalf("%sharness went blind: the broken lock showed no violation, so this run proves nothing\n%s", head, timeline)
+// Gaps runs round for each gap between a client's Redis commands in turn,
+// for a check that must hold wherever the client stalls or dies, however
+// the lock's code is written: round(k) stalls the client before its k-th
+// command (labs.Command(k)), for k = from, from+1, ..., and reports whether
+// the client reached that point. The first round whose client finished
+// without reaching it covers the gap after its last command, and is the
+// last. Each round has a key of its own (the scene's key with "/k"), so
+// that what one round leaves behind does not meet the next; it is noted on
+// the timeline.
+func (s *Scene) Gaps(from int, round func(k int) (reached bool)) {
+	s.t.Helper()
+	key := s.Key
+	defer func() { s.Key = key }()
+	for k := from; k < from+maxGaps; k++ {
+		s.Key = fmt.Sprintf("%s/%d", key, k)
+		s.Note("round %d: %s", k-from+1, s.Key)
+		if !round(k) {
+			return
 		}
-		head += "violation reproduced"
-	case wantSafe:
-		if len(findings) > 0 {
-			fmt.Printf("%s%s ... FAIL  %s\n", head, plural(len(findings), "violation"), stats)
-			t.Fatalf("%s%s\n%s", head, plural(len(findings), "violation"), timeline)
-		}
-		head += "no violation"
 	}
-	fmt.Printf("%s ... ok  %s\n", head, stats)
-	t.Logf("%s\n%s", head, timeline)
-	if golden {
-		checkGolden(t, head+"\n"+timeline)
-	}
+	s.Fatalf("labs: Gaps: the client still reached command %d: more commands than any lock here sends", from+maxGaps-1)
 }
-
-// Run runs sc against impl with no expectation, banner or golden file and
-// returns the history and what the checkers found, for tests of the
-// harness and for labs that measure rather than judge.
-func Run(t *testing.T, sc Scenario, impl *Impl) ([]history.Event, []history.Finding) {
-	t.Helper()
-	s := newScene(t)
-	sc(s, impl)
-	events := s.hist.Events()
-	return events, history.Check(events)
-}
-
-// labNumber is the NN of the lab directory the test runs in (labs/NN-topic).
-func labNumber() string {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "NN"
-	}
-	n, _, ok := strings.Cut(filepath.Base(dir), "-")
-	if !ok {
-		return "NN"
-	}
-	return n
-}
-
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
-}
-
-// IsGone reports whether err is a call cut off because its client was
-// killed or exited.
-func IsGone(err error) bool { return errors.Is(err, errClientGone) }

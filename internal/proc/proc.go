@@ -1,58 +1,39 @@
 // Package proc starts child processes that cannot outlive the process that
-// started them.
+// started them, and signals and inspects them.
 //
-// Every child is started in its own process group (so a whole group can be
-// signalled) with PR_SET_PDEATHSIG set to SIGKILL. The kernel delivers the
-// death signal when the OS thread that forked the child exits, not when the
-// process does (golang/go#27505), so all children are forked from one
-// goroutine locked to one OS thread that lives as long as the process. When
-// the test binary panics, times out or is killed, that thread dies with it
-// and the kernel kills every redis-server and client process it started.
+// Every child is started in its own process group, so a whole group can be
+// signalled. How a child dies with its parent depends on the system:
+//
+//   - Linux: each child gets PR_SET_PDEATHSIG = SIGKILL. The kernel
+//     delivers the death signal when the OS thread that forked the child
+//     exits, not when the process does (golang/go#27505), so all children
+//     are forked from one goroutine locked to one OS thread that lives as
+//     long as the process (proc_linux.go).
+//   - macOS and the other BSDs have no parent-death signal. A reaper, one
+//     /bin/sh per parent process, reads the process groups the parent
+//     started on a pipe; when the parent dies, however it dies, the pipe
+//     closes and the reaper SIGKILLs every group it was told of that is
+//     still there (proc_unix.go).
+//
+// Either way, when the test binary panics, times out or is killed, every
+// redis-server and client process it started dies with it.
 package proc
 
 import (
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
-	"runtime"
-	"sync"
 	"syscall"
 	"time"
 )
 
-type startReq struct {
-	cmd  *exec.Cmd
-	done chan error
-}
-
-var (
-	once   sync.Once
-	starts chan startReq
-)
-
-// spawner runs on a dedicated OS thread for the life of the process.
-func spawner() {
-	runtime.LockOSThread() // never unlocked: the thread must outlive every child
-	for r := range starts {
-		r.done <- r.cmd.Start()
-	}
-}
-
-// Start starts cmd in a new process group with SIGKILL as its parent-death
-// signal. cmd.SysProcAttr must be nil.
+// Start starts cmd in a new process group that dies with this process.
+// cmd.SysProcAttr must be nil.
 func Start(cmd *exec.Cmd) error {
 	if cmd.SysProcAttr != nil {
 		return errors.New("proc: cmd.SysProcAttr must be nil")
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	once.Do(func() {
-		starts = make(chan startReq)
-		go spawner()
-	})
-	done := make(chan error, 1)
-	starts <- startReq{cmd: cmd, done: done}
-	return <-done
+	return start(cmd)
 }
 
 // Signal sends sig to the process group led by cmd's process.
@@ -66,23 +47,11 @@ func Signal(cmd *exec.Cmd, sig syscall.Signal) error {
 	return nil
 }
 
-// State reports the scheduler state letter of pid from /proc ("R", "S",
-// "T" for stopped, "Z"...), or "" when the process is gone.
-func State(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ""
-	}
-	// Format: pid (comm) S ...; comm may contain spaces and parentheses.
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] == ')' && i+2 < len(b) {
-			return string(b[i+2])
-		}
-	}
-	return ""
-}
+// State reports the scheduler state letter of pid ("R", "S", "T" for
+// stopped, "Z" for a zombie...), or "" when the process is gone.
+func State(pid int) string { return state(pid) }
 
-// WaitState polls /proc until pid is in state want or timeout passes. It is
+// WaitState polls pid's state until it is want or timeout passes. It is
 // used after SIGSTOP, whose delivery is asynchronous.
 func WaitState(pid int, want string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
@@ -94,6 +63,6 @@ func WaitState(pid int, want string, timeout time.Duration) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("proc: pid %d in state %q after %v; want %q", pid, got, timeout, want)
 		}
-		time.Sleep(time.Millisecond)
+		time.Sleep(pollEvery)
 	}
 }

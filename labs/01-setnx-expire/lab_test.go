@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locklab/locklab/correct"
 	"github.com/locklab/locklab/labs"
 	lab01 "github.com/locklab/locklab/labs/01-setnx-expire"
 	"github.com/locklab/locklab/naive"
@@ -15,50 +14,80 @@ func TestMain(m *testing.M) { labs.Main(m) }
 const title = "Lab 01 (SETNX then EXPIRE)"
 
 var (
-	setnxThenExpire = labs.Register("lab01-setnx-then-expire", func(e *labs.Env) labs.Locker {
-		return naive.NewSetNXThenExpire(e.Redis(0), e.Key, naive.WithTTL(e.TTL), naive.WithHook(e.Hook))
-	})
-	setNXPX = labs.Register("lab01-correct", func(e *labs.Env) labs.Locker {
-		return correct.New(e.Redis(0), e.Key, correct.WithTTL(e.TTL), correct.WithHook(e.Hook))
-	})
-	exercise = labs.Register("lab01-exercise", func(e *labs.Env) labs.Locker {
+	setnxThenExpire = labs.SetNXThenExpire
+	setNXPX         = labs.Correct
+	exercise        = labs.Register("lab01-exercise", func(e *labs.Env) labs.Locker {
 		return lab01.NewExercise(e.Redis(0), e.Key, e.TTL, e.Hook)
 	})
 )
 
+// inTheGap is where A dies in the lab's story: right after SETNX (the hook
+// point of a lock taken in two commands). The exercise's check, below,
+// kills A at every gap between its commands.
+var inTheGap = []string{naive.HookAfterSetNX}
+
 // crashAfterAcquire: A takes the lock and its process dies at once; B then
 // waits for the lock, as long as five leases.
 func crashAfterAcquire(s *labs.Scene, impl *labs.Impl) {
-	s.TTL = 150 * time.Millisecond
+	s.TTL = lease
+	crashAt(s, impl, inTheGap)
+}
+
+// lease is the lock's TTL: short, so that B does not wait long for it.
+const lease = 150 * time.Millisecond
+
+// crashAnywhere is the exercise's check: A dies at every gap of its Lock in
+// turn, before its second Redis command, before its third, ..., and once
+// Lock has returned; each time, B must get the lock once the lease is
+// over. A lock that leaves its key without a TTL at any instant is caught,
+// wherever its code sends its commands.
+func crashAnywhere(s *labs.Scene, impl *labs.Impl) {
+	s.TTL = lease
+	s.Gaps(2, func(k int) bool { return crashAt(s, impl, []string{labs.Command(k)}) })
+}
+
+// crashAt is crashAfterAcquire with A dying at the first of points it
+// reaches, or once Lock returns; it reports whether A reached one.
+func crashAt(s *labs.Scene, impl *labs.Impl, points []string) bool {
 	a := s.Process("A", impl) // a real process, so it can really die
 	b := s.Client("B", impl)
 
 	// A dies right after taking the lock: for SETNX+EXPIRE that is between
 	// the two commands; a lock taken in one command has no such point, so
 	// A dies once Lock returns.
-	a.ParkAt(naive.HookAfterSetNX)
+	a.ParkAt(points...)
 	lock := a.Go("lock", "")
-	if _, parked := a.WaitParkedOr(lock, naive.HookAfterSetNX); !parked {
+	_, parked := a.WaitParkedOr(lock, points...)
+	if !parked {
 		s.Must(lock.Err())
 	}
 	a.Kill()
 
-	pttl, err := s.Redis().PTTL(s.Ctx, s.Key).Result()
-	s.Must(err)
-	if pttl < 0 {
-		s.Note("PTTL %s = %d: the key has no expiry", s.Key, pttl)
-	} else {
-		s.Note("PTTL %s = %d ms", s.Key, pttl.Milliseconds())
+	switch pttl := s.PTTL(); pttl {
+	case -2:
+		s.Note("PTTL %s = -2: no key", s.Key)
+	case -1:
+		s.Note("PTTL %s = -1: the key has no expiry", s.Key)
+	default:
+		s.Note("PTTL %s = %d ms", s.Key, pttl)
 	}
 
 	wait := 5 * s.TTL
 	if err := b.LockWithin(wait); err != nil {
-		s.Violation("B waited %v (5 leases) and never got %s: A died holding it and the key never expires", wait, s.Key)
-		return
+		switch pttl := s.PTTL(); {
+		case pttl == -1:
+			s.Violation("B waited %v (5 leases) and never got %s: A died holding it and the key never expires", wait, s.Key)
+		case pttl > 0:
+			s.Violation("B waited %v (5 leases) and never got %s, though the key has a TTL (PTTL %d ms now): A is long dead, so B's own refused tries kept renewing it, a PEXPIRE that runs whether or not SETNX took the key", wait, s.Key, pttl)
+		default:
+			s.Violation("B waited %v (5 leases) and never got %s", wait, s.Key)
+		}
+		return parked
 	}
 	b.Enter()
 	b.Exit()
 	s.Must(b.Unlock())
+	return parked
 }
 
 func TestLab01_BrokenCrashLeavesEternalLock(t *testing.T) {
@@ -69,6 +98,12 @@ func TestLab01_FixedLockExpiresAfterCrash(t *testing.T) {
 	labs.Fixed(t, title, crashAfterAcquire, setNXPX)
 }
 
+// TestLab01_FixedCrashAnywhere proves the exercise's check passable: one
+// SET NX PX has no gap to die in.
+func TestLab01_FixedCrashAnywhere(t *testing.T) {
+	labs.Safe(t, title, crashAnywhere, setNXPX)
+}
+
 func TestLab01_Exercise(t *testing.T) {
-	labs.Exercise(t, title, crashAfterAcquire, exercise)
+	labs.Exercise(t, title, crashAnywhere, exercise)
 }

@@ -1,87 +1,44 @@
+// Package lab02 holds the exercise of lab 02 (check, then set): the
+// checkout service's handler for the payment provider's "paid" callback.
 package lab02
 
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/locklab/locklab/internal/token"
-	"github.com/locklab/locklab/naive"
 )
 
-// ErrNotHeld is returned by Unlock when the key no longer holds this
-// lock's token.
-var ErrNotHeld = errors.New("lab02: lock not held")
+// ChargeOnce handles one delivery of the payment provider's "paid"
+// callback for an order: it charges the customer, by calling charge,
+// unless the order has been charged already. It reports whether this
+// delivery charged.
+//
+// The provider delivers a callback again when it did not hear back in
+// time, and two instances of the service can handle two deliveries of the
+// same event at the same moment. A lock around the handler helps, but a
+// lock can fail (labs 03 to 09 show how): the charge itself must happen
+// once. Exactly once: never twice, and not zero times when a charge fails
+// and the provider delivers the event again.
+//
+// As first written, ChargeOnce checks a marker key, charges, then sets the
+// marker. Run `make exercise LAB=02`: it fails until two deliveries of one
+// event can no longer both charge, and a failed charge no longer stops the
+// next delivery from charging.
+func ChargeOnce(ctx context.Context, client *redis.Client, orderID, eventID string, charge func(context.Context) error) (bool, error) {
+	marker := "charged:order:" + orderID // which event charged the order
 
-// Exercise is the checkout service's lock, as first written: GET the key
-// to see whether it is free, and if it is, SET it. Run
-// `make exercise LAB=02`: it fails until two clients can no longer both
-// find the key free and both take it.
-type Exercise struct {
-	client *redis.Client
-	key    string
-	ttl    time.Duration
-	hook   func(ctx context.Context, point string) // the lab parks the client here
-	token  string
-}
-
-// NewExercise returns the lock for key on client with a lease of ttl.
-func NewExercise(client *redis.Client, key string, ttl time.Duration, hook func(context.Context, string)) *Exercise {
-	return &Exercise{client: client, key: key, ttl: ttl, hook: hook}
-}
-
-// Token returns the value this lock wrote into the key, or "" when it does
-// not hold the lock.
-func (m *Exercise) Token() string { return m.token }
-
-// TryLock takes the lock if the key is free and reports whether it did.
-func (m *Exercise) TryLock(ctx context.Context) (bool, error) {
-	// Your code here (Lab 02): check that the key is free and take it in
-	// ONE command, so nobody can slip in between the check and the set.
-	err := m.client.Get(ctx, m.key).Err()
+	// Your code here (Lab 02): between this check and the SET below, the
+	// other delivery can check too.
+	err := client.Get(ctx, marker).Err()
 	if err == nil {
-		return false, nil // the key exists: someone holds the lock
+		return false, nil // charged already
 	}
 	if !errors.Is(err, redis.Nil) {
 		return false, err
 	}
-	m.hook(ctx, naive.HookAfterGetEmpty) // the key looked free; the lab parks the client here
-	tok := token.New()
-	if err := m.client.Set(ctx, m.key, tok, m.ttl).Err(); err != nil {
+	if err := charge(ctx); err != nil {
 		return false, err
 	}
-	m.token = tok
-	return true, nil
-}
-
-// Lock retries TryLock every 5ms until it succeeds or ctx ends.
-func (m *Exercise) Lock(ctx context.Context) error {
-	for {
-		ok, err := m.TryLock(ctx)
-		if err != nil || ok {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-}
-
-// Unlock deletes the key if it still holds our token, in one step.
-func (m *Exercise) Unlock(ctx context.Context) error {
-	tok := m.token
-	m.token = ""
-	n, err := m.client.Eval(ctx, `if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`,
-		[]string{m.key}, tok).Int()
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		return ErrNotHeld
-	}
-	return nil
+	return true, client.Set(ctx, marker, eventID, 0).Err()
 }

@@ -16,7 +16,6 @@ import (
 	"github.com/locklab/locklab/correct"
 	"github.com/locklab/locklab/internal/history"
 	"github.com/locklab/locklab/labs"
-	lab02 "github.com/locklab/locklab/labs/02-check-then-set"
 	"github.com/locklab/locklab/naive"
 )
 
@@ -25,22 +24,14 @@ func TestMain(m *testing.M) { labs.Main(m) }
 const title = "Lab 02 (check then set)"
 
 var (
-	getThenSet = labs.Register("lab02-get-then-set", func(e *labs.Env) labs.Locker {
-		return naive.NewGetThenSet(e.Redis(0), e.Key, naive.WithTTL(e.TTL), naive.WithHook(e.Hook))
-	})
-	setNX = labs.Register("lab02-correct", func(e *labs.Env) labs.Locker {
-		return correct.New(e.Redis(0), e.Key, correct.WithTTL(e.TTL), correct.WithHook(e.Hook))
-	})
-	exercise = labs.Register("lab02-exercise", func(e *labs.Env) labs.Locker {
-		return lab02.NewExercise(e.Redis(0), e.Key, e.TTL, e.Hook)
-	})
+	getThenSet = labs.GetThenSet
+	setNX      = labs.Correct
 	// setNXRush is the correct lock for the stress test: it retries a taken
 	// lock after a random pause under 2ms, so 32 clients keep it busy.
 	setNXRush = labs.Register("lab02-correct-rush", func(e *labs.Env) labs.Locker {
 		return correct.New(e.Redis(0), e.Key, correct.WithTTL(e.TTL),
 			correct.WithRetry(func(int) time.Duration { return rand.N(2 * time.Millisecond) }))
 	})
-	_ = labs.RegisterError(lab02.ErrNotHeld, "not held")
 )
 
 // The protected resource: order 1001 and the number of times it was
@@ -123,17 +114,9 @@ func doubleCharge(s *labs.Scene, impl *labs.Impl) {
 	}
 	for _, c := range holders {
 		c.Exit()
-		if err := c.Unlock(); err != nil && !notHeld(err) {
-			s.Must(err) // "not held" is on the timeline: B's SET overwrote A's token
-		}
+		c.Release() // "not held" is on the timeline: B's SET overwrote A's token
 	}
 	s.Note("order 1001 charged %s", times(charges(s)))
-}
-
-// notHeld reports whether err is an unlock's "not held", which the
-// timeline shows.
-func notHeld(err error) bool {
-	return errors.Is(err, naive.ErrNotHeld) || errors.Is(err, correct.ErrNotHeld) || errors.Is(err, lab02.ErrNotHeld)
 }
 
 // acquired waits for a TryLock call and reports whether it took the lock.
@@ -159,10 +142,6 @@ func TestLab02_BrokenBothSeeItFree(t *testing.T) {
 
 func TestLab02_FixedSetNXLetsOneIn(t *testing.T) {
 	labs.Fixed(t, title, doubleCharge, setNX)
-}
-
-func TestLab02_Exercise(t *testing.T) {
-	labs.Exercise(t, title, doubleCharge, exercise)
 }
 
 // Stress: no forced interleaving this time, only many clients at once.
@@ -193,7 +172,7 @@ func rush(s *labs.Scene, impl *labs.Impl) {
 					return err
 				}
 				l.Exit()
-				if err := l.Unlock(ctx); err != nil && !notHeld(err) {
+				if err := l.Unlock(ctx); err != nil && !labs.NotHeld(err) {
 					return err
 				}
 			}
@@ -229,8 +208,8 @@ func underStress(t *testing.T, label string, impl *labs.Impl) {
 	stats := fmt.Sprintf("%4.1fs  %d acquisitions  %d events", time.Since(start).Seconds(), acquisitions, len(events))
 	switch {
 	case len(findings) > 0:
-		fmt.Printf("%s%s ... FAIL  %s\n", head, plural(len(findings), "violation"), stats)
-		t.Fatalf("%s%s; the first one:\n%s", head, plural(len(findings), "violation"), closeUp(events, findings[0]))
+		fmt.Printf("%s%s ... FAIL  %s\n", head, labs.Plural(len(findings), "violation"), stats)
+		t.Fatalf("%s%s; the first one:\n%s", head, labs.Plural(len(findings), "violation"), closeUp(events, findings[0]))
 	case acquisitions < rushClients:
 		fmt.Printf("%sno violation, but too few acquisitions ... FAIL  %s\n", head, stats)
 		t.Fatalf("%sonly %d acquisitions in %v: too few to prove anything", head, acquisitions, rushBudget)
@@ -238,13 +217,6 @@ func underStress(t *testing.T, label string, impl *labs.Impl) {
 		t.Fatalf("%s%d acquisitions but %d charges", head, acquisitions, charged)
 	}
 	fmt.Printf("%sno violation ... ok  %s\n", head, stats)
-}
-
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // closeUp renders the timeline of the two clients in finding f, from the

@@ -1,14 +1,10 @@
 package lab04_test
 
 import (
-	"errors"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/locklab/locklab/correct"
-	"github.com/locklab/locklab/internal/history"
 	"github.com/locklab/locklab/labs"
 	lab04 "github.com/locklab/locklab/labs/04-get-then-del"
 	"github.com/locklab/locklab/naive"
@@ -19,16 +15,18 @@ func TestMain(m *testing.M) { labs.Main(m) }
 const title = "Lab 04 (GET then DEL)"
 
 var (
-	getThenDelete = labs.Register("lab04-get-then-delete", func(e *labs.Env) labs.Locker {
-		return naive.NewGetThenDelete(e.Redis(0), e.Key, naive.WithTTL(e.TTL), naive.WithHook(e.Hook))
-	})
-	luaRelease = labs.Register("lab04-correct", func(e *labs.Env) labs.Locker {
-		return correct.New(e.Redis(0), e.Key, correct.WithTTL(e.TTL), correct.WithHook(e.Hook))
-	})
+	getThenDelete = labs.GetThenDelete
+	luaRelease    = labs.Correct
+	// The exercise's client is an ACL user whose Redis refuses scripts
+	// (-@scripting), as the story's does.
 	exercise = labs.Register("lab04-exercise", func(e *labs.Env) labs.Locker {
-		return lab04.NewExercise(e.Redis(0), e.Key, e.TTL, e.Hook)
+		c, err := e.RedisAs(0, "no-scripts", "-@scripting")
+		if err != nil {
+			return labs.Failing(err)
+		}
+		return lab04.NewExercise(c, e.Key, e.TTL, e.Hook)
 	})
-	_ = labs.RegisterError(lab04.ErrNotHeld, "not held")
+	_ = labs.RegisterError(lab04.ErrNotHeld, labs.LabelNotHeld)
 )
 
 // Leases. A's is short, so the lab does not wait long for it to run out.
@@ -65,7 +63,7 @@ func expiresMidRelease(s *labs.Scene, impl *labs.Impl) {
 	release := a.Go("unlock", "")
 	switch a.WaitParked(inTheGap...) {
 	case naive.HookAfterGetMatch:
-		s.Note("A's GET saw %s, its own token; its DEL is not sent yet", lockValue(s))
+		s.Note("A's GET saw %s, its own token; its DEL is not sent yet", s.Value())
 	case correct.HookBeforeRelease:
 		s.Note("A's release script is not sent yet")
 	}
@@ -76,7 +74,7 @@ func expiresMidRelease(s *labs.Scene, impl *labs.Impl) {
 	b.Enter()
 
 	// A goes on: what does its release do to B's lock?
-	unlock(s, a, func() error {
+	s.Unlocking(a, func() error {
 		a.Continue()
 		return release.Err()
 	})
@@ -88,10 +86,10 @@ func expiresMidRelease(s *labs.Scene, impl *labs.Impl) {
 		c.Enter()
 	}
 	b.Exit()
-	unlock(s, b, b.Unlock)
+	s.Unlocking(b, b.Unlock)
 	if gotC {
 		c.Exit()
-		unlock(s, c, c.Unlock)
+		s.Unlocking(c, c.Unlock)
 	}
 }
 
@@ -107,47 +105,17 @@ func TestLab04_Exercise(t *testing.T) {
 	labs.Exercise(t, title, expiresMidRelease, exercise)
 }
 
-// unlock runs do, c's unlock, and, when the key held someone else's lock,
-// says on the timeline what became of it. "not held" is a fine answer (it
-// is on c's lane); any other error fails the test.
-func unlock(s *labs.Scene, c *labs.Client, do func() error) {
-	s.T().Helper()
-	before := lockValue(s)
-	if err := do(); err != nil && !notHeld(err) {
-		s.Must(err)
-	}
-	owner := ownerOf(s, before)
-	if before == "" || owner == c.Name() {
-		return
-	}
-	if after := lockValue(s); after == "" {
-		s.Note("%s's unlock deleted %s's lock (%s)", c.Name(), owner, before)
-	} else {
-		s.Note("%s's lock (%s) left alone", owner, after)
-	}
+// stallInRelease is the exercise's second check, as in lab 03: A's
+// release stalls before each of its Redis commands in turn, wherever the
+// code sends them, until its lease has run out and B holds the lock.
+var stallInRelease = labs.StallInRelease(leaseA, lease)
+
+func TestLab04_ExerciseStallInRelease(t *testing.T) {
+	labs.Exercise(t, title, stallInRelease, exercise)
 }
 
-// lockValue returns the token in the lock's key, or "" if there is none.
-func lockValue(s *labs.Scene) string {
-	v, err := s.Redis().Get(s.Ctx, s.Key).Result()
-	if errors.Is(err, redis.Nil) {
-		return ""
-	}
-	s.Must(err)
-	return v
-}
-
-// ownerOf returns the client that acquired the lock with token tok.
-func ownerOf(s *labs.Scene, tok string) string {
-	for _, e := range s.Events() {
-		if e.Kind == history.Acquire && e.OK && tok != "" && e.Token == tok {
-			return e.Client
-		}
-	}
-	return ""
-}
-
-// notHeld reports whether err is an unlock's "not held".
-func notHeld(err error) bool {
-	return errors.Is(err, naive.ErrNotHeld) || errors.Is(err, correct.ErrNotHeld) || errors.Is(err, lab04.ErrNotHeld)
+// TestLab04_FixedStallInRelease proves the second check passable (here
+// with the Lua release; a release with WATCH and MULTI/EXEC passes too).
+func TestLab04_FixedStallInRelease(t *testing.T) {
+	labs.Safe(t, title, stallInRelease, luaRelease)
 }

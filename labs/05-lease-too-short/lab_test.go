@@ -1,13 +1,9 @@
 package lab05_test
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/correct"
 	"github.com/locklab/locklab/labs"
@@ -19,9 +15,10 @@ import (
 func TestMain(m *testing.M) { labs.Main(m) }
 
 const (
-	titleJob   = "Lab 05 (a job longer than its lease)"
-	titlePause = "Lab 05 (a holder frozen past its lease)"
-	titleCrash = "Lab 05 (a holder that crashes)"
+	titleJob    = "Lab 05 (a job longer than its lease)"
+	titlePause  = "Lab 05 (a holder frozen past its lease)"
+	titleCrash  = "Lab 05 (a holder that crashes)"
+	titleCutOff = "Lab 05 (a holder cut off from Redis past its lease)"
 )
 
 const (
@@ -51,12 +48,12 @@ var (
 	// fixedLease is correct.Mutex: SET NX PX and owner-checked scripts,
 	// and a lease that nobody renews.
 	fixedLease = labs.Register("lab05-fixed-lease", func(e *labs.Env) labs.Locker {
-		return &subject{inner: correct.New(e.Redis(0), e.Key, correct.WithTTL(e.TTL), correct.WithHook(e.Hook))}
+		return &subject{inner: labs.NewCorrect(e)}
 	})
 	// longFixedLease is correct.Mutex with a lease of 30s, whatever the
 	// scene's TTL.
 	longFixedLease = labs.Register("lab05-long-lease", func(e *labs.Env) labs.Locker {
-		return &subject{inner: correct.New(e.Redis(0), e.Key, correct.WithTTL(longLease), correct.WithHook(e.Hook))}
+		return &subject{inner: labs.NewCorrect(e, correct.WithTTL(longLease))}
 	})
 	// blindRenewal is the tutorial's watchdog: PEXPIRE every ttl/3, with
 	// no owner check and no word to the holder.
@@ -78,7 +75,7 @@ var (
 		m.inner = lab05.NewExercise(spy, e.Key, e.TTL)
 		return m
 	})
-	_ = labs.RegisterError(lab05.ErrNotHeld, "not held")
+	_ = labs.RegisterError(lab05.ErrNotHeld, labs.LabelNotHeld)
 )
 
 // Part 1. longJob: A takes the lock for order 1001 and starts a job that
@@ -90,10 +87,10 @@ func longJob(leases float64) labs.Scenario {
 		s.TTL = lease
 		job := time.Duration(leases * float64(lease))
 		a := s.Client("A", impl)
-		b := s.Client("B", impl, withTTL(bLease))
+		b := s.Client("B", impl, labs.TTL(bLease))
 
 		s.Must(a.Lock())
-		mine := lockValue(s) // what A wrote into the key
+		mine := s.Value() // what A wrote into the key
 		a.Note(fmt.Sprintf("starts a job of %v (%g leases)", job, leases))
 		working := a.Go(work, job.String())
 		waiting := b.Go("lock", "") // B wants order 1001 too
@@ -106,27 +103,27 @@ func longJob(leases float64) labs.Scenario {
 		out, err := working.Result()
 		s.Must(err)
 		gotB := false
-		if lockValue(s) == mine {
-			s.Note("A's job is done after %v: %s is still A's lock, PTTL %d ms; B stops waiting", job, s.Key, pttl(s))
+		if s.Value() == mine {
+			s.Note("A's job is done after %v: %s is still A's lock, PTTL %d ms; B stops waiting", job, s.Key, s.PTTL())
 			waiting.Cancel()
 			gotB = waiting.Err() == nil
 		} else {
 			s.Must(waiting.Err())
 			gotB = true
-			s.Note("A's job is done after %v; its %v lease ran out mid-job, and %s now holds %s", job, lease, s.Key, lockValue(s))
+			s.Note("A's job is done after %v; its %v lease ran out mid-job, and %s now holds %s", job, lease, s.Key, s.Value())
 		}
 		if gotB {
 			b.Enter()
 			b.Write(order)
 		}
 		if out != "lost" {
-			do(s, a, ship, order)
+			a.MustDo(ship, order)
 		}
 		if gotB {
 			b.Exit()
-			unlock(s, b)
+			b.Release()
 		}
-		unlock(s, a)
+		a.Release()
 	}
 }
 
@@ -148,12 +145,12 @@ func pausedHolder(s *labs.Scene, impl *labs.Impl) {
 	s.TTL = lease
 	a := s.Process("A", impl) // a real process, so its pause is a real SIGSTOP
 	b := s.Client("B", impl)
-	do(s, a, narrate, "") // A tells, in its lane, what its lock does in the background
+	a.MustDo(narrate, "") // A tells, in its lane, what its lock does in the background
 
 	s.Must(a.Lock())
 	step := lease / 2
 	a.Note(fmt.Sprintf("starts a job of two steps of %v", step))
-	do(s, a, work, step.String()) // the first step
+	a.MustDo(work, step.String()) // the first step
 	a.Freeze()
 	s.WaitExpired(s.Key)
 
@@ -167,16 +164,16 @@ func pausedHolder(s *labs.Scene, impl *labs.Impl) {
 	// renewal, or Done closed) before it hands A the rest of the job, so
 	// the picture is the same on every run. In a real process the job
 	// may run a step before the lock's timer fires; see the README.
-	before := eventsOf(s, "A")
+	before := s.EventsOf("A")
 	a.Thaw()
-	waitUntil(s, 3*lease, "A's lock said something after the pause", func() bool { return eventsOf(s, "A") > before })
+	waitUntil(s, 3*lease, "A's lock said nothing for %v after the pause: it neither renewed the lock nor closed Done", func() bool { return s.EventsOf("A") > before })
 
-	if do(s, a, work, step.String()) != "lost" { // the second step
-		do(s, a, ship, order)
+	if a.MustDo(work, step.String()) != "lost" { // the second step
+		a.MustDo(ship, order)
 	}
 	b.Exit()
-	unlock(s, b)
-	unlock(s, a)
+	b.Release()
+	a.Release()
 }
 
 func TestLab05_BrokenBlindRenewalAfterPause(t *testing.T) {
@@ -189,119 +186,4 @@ func TestLab05_FixedWatchdogSignalsLoss(t *testing.T) {
 
 func TestLab05_Exercise(t *testing.T) {
 	labs.Exercise(t, titlePause, pausedHolder, exercise)
-}
-
-// Part 3. crashedHolder: A, in a child process, takes the lock, does a job
-// of 1.5 leases and ships the order; then its process is killed
-// (SIGKILL: the OOM killer, a power cut) before it can release the lock.
-// B wants the lock, and waits for it as long as three leases.
-func crashedHolder(s *labs.Scene, impl *labs.Impl) {
-	s.TTL = lease
-	a := s.Process("A", impl) // a real process, so it can really die
-	b := s.Client("B", impl)
-
-	s.Must(a.Lock())
-	job := 3 * lease / 2
-	a.Note(fmt.Sprintf("starts a job of %v", job))
-	if do(s, a, work, job.String()) != "lost" {
-		do(s, a, ship, order)
-	}
-	s.Note("PTTL %s = %d ms", s.Key, pttl(s))
-	a.Kill()
-
-	killed := time.Now()
-	wait := 3 * lease
-	if err := b.LockWithin(wait); err != nil {
-		if labs.IsGone(err) {
-			s.Must(err)
-		}
-		s.Violation("B waited %v (3 leases of %v) and never got %s: A died holding it, and its lease runs for another %v",
-			wait, lease, s.Key, time.Duration(pttl(s))*time.Millisecond)
-		return
-	}
-	s.Note("B got the lock %d ms after A died (the lease is %v)", time.Since(killed).Milliseconds(), lease)
-	do(s, b, ship, order)
-	unlock(s, b)
-}
-
-func TestLab05_BrokenLongLeaseAfterCrash(t *testing.T) {
-	labs.Broken(t, titleCrash, crashedHolder, longFixedLease)
-}
-
-func TestLab05_FixedWatchdogLeaseAfterCrash(t *testing.T) {
-	labs.Fixed(t, titleCrash, crashedHolder, watchdogLock)
-}
-
-// withTTL gives one client a TTL other than the scene's.
-func withTTL(ttl time.Duration) labs.ClientOption {
-	return func(e *labs.Env) { e.TTL = ttl }
-}
-
-// do runs op in c and fails the test on an error.
-func do(s *labs.Scene, c *labs.Client, op, arg string) string {
-	s.T().Helper()
-	out, err := c.Do(op, arg)
-	s.Must(err)
-	return out
-}
-
-// unlock runs c's Unlock; "not held" is a fine answer (it is on the
-// timeline), any other error fails the test.
-func unlock(s *labs.Scene, c *labs.Client) {
-	s.T().Helper()
-	if err := c.Unlock(); err != nil && !notHeld(err) {
-		s.Must(err)
-	}
-}
-
-// notHeld reports whether err is an unlock's "not held".
-func notHeld(err error) bool {
-	return errors.Is(err, correct.ErrNotHeld) || errors.Is(err, naive.ErrNotHeld) ||
-		errors.Is(err, watchdog.ErrNotHeld) || errors.Is(err, lab05.ErrNotHeld)
-}
-
-// lockValue returns what the lock's key holds, or "" if there is no key.
-func lockValue(s *labs.Scene) string {
-	s.T().Helper()
-	v, err := s.Redis().Get(s.Ctx, s.Key).Result()
-	if errors.Is(err, redis.Nil) {
-		return ""
-	}
-	s.Must(err)
-	return v
-}
-
-// pttl returns the key's PTTL in ms as Redis reports it (-2: no key).
-func pttl(s *labs.Scene) int64 {
-	s.T().Helper()
-	d, err := s.Redis().Do(s.Ctx, "PTTL", s.Key).Int64()
-	s.Must(err)
-	return d
-}
-
-// eventsOf counts the events in client's lane.
-func eventsOf(s *labs.Scene, client string) int {
-	n := 0
-	for _, e := range s.Events() {
-		if e.Client == client {
-			n++
-		}
-	}
-	return n
-}
-
-// waitUntil polls cond every millisecond for at most d. If cond never
-// holds, it says so in the faults lane and returns: what follows on the
-// timeline shows the consequence.
-func waitUntil(s *labs.Scene, d time.Duration, what string, cond func() bool) {
-	ctx, cancel := context.WithTimeout(s.Ctx, d)
-	defer cancel()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			s.Note("%v passed, and still not: %s", d, what)
-			return
-		case <-time.After(time.Millisecond):
-		}
-	}
 }

@@ -247,3 +247,19 @@ var (
 		return "shipped", nil
 	})
 )
+
+// waitUntil polls cond every millisecond for at most d. If cond never
+// holds, it notes silence (a format for d) in the faults lane and returns:
+// what follows on the timeline shows the consequence.
+func waitUntil(s *labs.Scene, d time.Duration, silence string, cond func() bool) {
+	ctx, cancel := context.WithTimeout(s.Ctx, d)
+	defer cancel()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			s.Note(silence, d)
+			return
+		case <-time.After(time.Millisecond):
+		}
+	}
+}

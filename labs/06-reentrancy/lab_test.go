@@ -4,13 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/locklab/locklab/correct"
 	"github.com/locklab/locklab/labs"
 	lab06 "github.com/locklab/locklab/labs/06-reentrancy"
 	"github.com/locklab/locklab/reentrant"
@@ -38,10 +34,7 @@ const (
 )
 
 var (
-	// plain is correct.Mutex: a sound lock, and not reentrant.
-	plain = labs.Register("lab06-correct", func(e *labs.Env) labs.Locker {
-		return correct.New(e.Redis(0), e.Key, correct.WithTTL(e.TTL), correct.WithHook(e.Hook))
-	})
+	// labs.Correct, correct.Mutex, is a sound lock, and not reentrant.
 	// counted is reentrant.Mutex: a count per owner in a Redis hash.
 	counted = labs.Register("lab06-reentrant", func(e *labs.Env) labs.Locker {
 		return newCallPath(reentrant.New(e.Redis(0), e.Key, reentrant.WithTTL(e.TTL), reentrant.WithHook(e.Hook)))
@@ -49,7 +42,7 @@ var (
 	exercise = labs.Register("lab06-exercise", func(e *labs.Env) labs.Locker {
 		return newCallPath(lab06.NewExercise(e.Redis(0), e.Key, e.TTL))
 	})
-	_ = labs.RegisterError(lab06.ErrNotHeld, "not held")
+	_ = labs.RegisterError(lab06.ErrNotHeld, labs.LabelNotHeld)
 )
 
 // callPath is one client's lock in this lab, for the locks that take
@@ -109,7 +102,7 @@ var processOrder = labs.RegisterOp("processOrder", func(ctx context.Context, l *
 		l.Write("ship order 1001", true)
 	}
 	l.Exit()
-	if uerr := l.Unlock(ctx); uerr != nil && !notHeld(uerr) {
+	if uerr := l.Unlock(ctx); uerr != nil && !labs.NotHeld(uerr) {
 		return "", uerr
 	}
 	return "", err
@@ -141,8 +134,11 @@ func recursiveCall(s *labs.Scene, impl *labs.Impl) {
 	call := a.Go(processOrder, "")
 	if _, parked := a.WaitParkedOr(call, hookInReserveStock); parked {
 		before := show(s)
+		if before.pttl == -1 {
+			s.Violation("%s has no TTL (PTTL -1): if A's process dies while it holds the lock, nobody ever gets it again", s.Key)
+		}
 		tryOrder(s, b)
-		unlock(s, b) // another owner's Unlock: refused, and nothing changes
+		b.Release() // another owner's Unlock: refused, and nothing changes
 		if after := read(s); unchanged(before, after) {
 			s.Note("%s: %v: unchanged, not even the TTL", s.Key, after)
 		} else {
@@ -155,12 +151,14 @@ func recursiveCall(s *labs.Scene, impl *labs.Impl) {
 			a.Continue()
 		}
 	}
-	if _, err := call.Result(); err != nil {
-		if !errors.Is(err, context.DeadlineExceeded) {
-			s.Must(err)
-		}
+	switch _, err := call.Result(); {
+	case labs.NotHeld(err):
+		s.Violation("reserveStock's Unlock found %s no longer held by processOrder, which still held it: another client released it or took it meanwhile", s.Key)
+	case errors.Is(err, context.DeadlineExceeded):
 		s.Violation("processOrder deadlocked on itself: reserveStock waited %v for %s, which its own caller held, and the lock is not reentrant",
 			reserveWait, s.Key)
+	case err != nil:
+		s.Must(err)
 	}
 	show(s)
 
@@ -168,13 +166,13 @@ func recursiveCall(s *labs.Scene, impl *labs.Impl) {
 	a.Note("one Unlock too many")
 	if err := a.Unlock(); err == nil {
 		s.Violation("A's extra Unlock succeeded: a lock released more often than taken")
-	} else if !notHeld(err) {
+	} else if !labs.NotHeld(err) {
 		s.Must(err)
 	}
 }
 
 func TestLab06_BrokenNestedLockDeadlocks(t *testing.T) {
-	labs.Broken(t, title, recursiveCall, plain)
+	labs.Broken(t, title, recursiveCall, labs.Correct)
 }
 
 func TestLab06_FixedReentrantCounts(t *testing.T) {
@@ -197,90 +195,5 @@ func tryOrder(s *labs.Scene, c *labs.Client) {
 	c.Enter()
 	c.Write("ship order 1001")
 	c.Exit()
-	unlock(s, c)
-}
-
-// unlock runs c's Unlock; "not held" is a fine answer (it is on the
-// timeline), any other error fails the test.
-func unlock(s *labs.Scene, c *labs.Client) {
-	s.T().Helper()
-	if err := c.Unlock(); err != nil && !notHeld(err) {
-		s.Must(err)
-	}
-}
-
-// notHeld reports whether err is an unlock's "not held".
-func notHeld(err error) bool {
-	return errors.Is(err, correct.ErrNotHeld) || errors.Is(err, reentrant.ErrNotHeld) || errors.Is(err, lab06.ErrNotHeld)
-}
-
-// keyState is what Redis holds for the lock: the holders and their
-// counts (a string key holds one holder, with no count), and the PTTL.
-type keyState struct {
-	kind   string           // "none", "string" or "hash"
-	counts map[string]int64 // holder -> count; 0 for a string's holder
-	pttl   int64            // in ms
-}
-
-func (k keyState) String() string {
-	switch k.kind {
-	case "none":
-		return "no key"
-	case "string":
-		for h := range k.counts {
-			return fmt.Sprintf("string %s (no count), PTTL %d ms", h, k.pttl)
-		}
-	}
-	var fields []string
-	for _, h := range slices.Sorted(maps.Keys(k.counts)) {
-		fields = append(fields, fmt.Sprintf("%s: %d", h, k.counts[h]))
-	}
-	return fmt.Sprintf("%s {%s}, PTTL %d ms", k.kind, strings.Join(fields, ", "), k.pttl)
-}
-
-// show reads the lock's key and notes it in the faults lane.
-func show(s *labs.Scene) keyState {
-	s.T().Helper()
-	k := read(s)
-	s.Note("%s: %v", s.Key, k)
-	return k
-}
-
-// read reads the lock's key.
-func read(s *labs.Scene) keyState {
-	s.T().Helper()
-	r := s.Redis()
-	kind, err := r.Type(s.Ctx, s.Key).Result()
-	s.Must(err)
-	k := keyState{kind: kind, counts: map[string]int64{}}
-	switch kind {
-	case "none":
-	case "string":
-		v, err := r.Get(s.Ctx, s.Key).Result()
-		s.Must(err)
-		k.counts[v] = 0
-	case "hash":
-		m, err := r.HGetAll(s.Ctx, s.Key).Result()
-		s.Must(err)
-		for h, v := range m {
-			var n int64
-			_, err := fmt.Sscan(v, &n)
-			s.Must(err)
-			k.counts[h] = n
-		}
-	default:
-		s.T().Fatalf("lock key %s is a %s", s.Key, kind)
-	}
-	if kind != "none" {
-		d, err := r.PTTL(s.Ctx, s.Key).Result()
-		s.Must(err)
-		k.pttl = d.Milliseconds()
-	}
-	return k
-}
-
-// unchanged reports whether the key still has the same holders and
-// counts, and a PTTL that was not renewed.
-func unchanged(before, after keyState) bool {
-	return before.kind == after.kind && maps.Equal(before.counts, after.counts) && after.pttl <= before.pttl
+	c.Release()
 }

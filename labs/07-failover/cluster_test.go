@@ -8,79 +8,38 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locklab/locklab/internal/faultproxy"
 	"github.com/locklab/locklab/internal/rig"
 	"github.com/locklab/locklab/labs"
 )
 
-// cluster is a primary with two replicas, as a Sentinel deployment has.
-// Each replica follows the primary through its own fault proxy, so the
-// scenario can hold replication back for real: the proxy holds every byte
-// of the replication stream, as a congested or partitioned network does,
-// and no process is touched. Held bytes are never delivered: the replica is
-// promoted or the primary killed before the link could heal.
+// cluster is a primary with two replicas, as a Sentinel deployment has
+// (labs.ReplicaSet: each replica follows the primary through its own fault
+// proxy, so the scenario can hold replication back for real). Held bytes
+// are never delivered: the replica is promoted or the primary killed before
+// the link could heal.
 type cluster struct {
-	s       *labs.Scene
-	primary *rig.Node
-	replica [2]*rig.Node
-	link    [2]*faultproxy.Proxy // link[i] carries replica i's replication stream
+	*labs.ReplicaSet
+	s *labs.Scene
 }
 
 // newCluster starts the three servers and waits until both replicas are
-// in sync (master_link_status:up).
+// in sync.
 func newCluster(s *labs.Scene) *cluster {
 	s.T().Helper()
-	s.RequireControl() // kills and promotes servers
-	nodes := s.Nodes(3)
-	c := &cluster{s: s, primary: nodes[0], replica: [2]*rig.Node{nodes[1], nodes[2]}}
-	for i, r := range c.replica {
-		c.link[i] = faultproxy.Start(s.T(), c.primary.Addr())
-		s.Must(r.ReplicaOf(s.Ctx, c.link[i].Addr()))
-	}
-	inSync(s, c.primary, 2)
+	c := &cluster{ReplicaSet: s.Replicated(2), s: s}
 	s.Note("a primary and 2 replicas, in sync")
 	return c
 }
 
-// inSync waits until n replicas of primary have every write it accepted so
-// far (rig's WaitReplicas: a probe write, then WAIT on its connection).
-func inSync(s *labs.Scene, primary *rig.Node, n int) {
-	s.T().Helper()
-	s.Must(primary.WaitReplicas(s.Ctx, n, syncTimeout))
-}
-
-// syncTimeout bounds how long inSync waits for the replicas. It only
-// fails a test that would hang: healthy replicas take at most a second.
-const syncTimeout = 10 * time.Second
-
-// member is a server as the timeline names it.
-type member struct {
-	name string
-	node *rig.Node
-}
-
-func (c *cluster) all() []member {
-	return []member{{"primary", c.primary}, {"replica 1", c.replica[0]}, {"replica 2", c.replica[1]}}
-}
-
-// holdBack stops the replication stream to the given replicas (0 or 1) in
-// the network.
-func (c *cluster) holdBack(replicas ...int) {
-	for _, i := range replicas {
-		c.link[i].Blackhole()
-	}
-	if len(replicas) == 2 {
-		c.s.Fault("replication held back: the stream to both replicas is stuck in the network")
-		return
-	}
-	c.s.Fault("replication to replica %d held back; replica %d keeps up", replicas[0]+1, 2-replicas[0])
+func (c *cluster) all() []labs.Member {
+	return []labs.Member{{Name: "primary", Node: c.Primary}, {Name: "replica 1", Node: c.Replicas[0]}, {Name: "replica 2", Node: c.Replicas[1]}}
 }
 
 // show notes which servers hold the lock's key, and whose token is in it.
-func (c *cluster) show(members ...member) {
+func (c *cluster) show(members ...labs.Member) {
 	parts := make([]string, len(members))
 	for i, m := range members {
-		parts[i] = m.name + ": " + valueOn(c.s, m.node)
+		parts[i] = m.Name + ": " + valueOn(c.s, m.Node)
 	}
 	c.s.Note("%s on %s", c.s.Key, strings.Join(parts, ", "))
 }
@@ -101,30 +60,23 @@ func valueOn(s *labs.Scene, node *rig.Node) string {
 	return "none"
 }
 
-// kill crashes a server with SIGKILL, as a power cut does.
-func (c *cluster) kill(name string, node *rig.Node) {
-	pid := node.Pid()
-	c.s.Must(node.Kill())
-	c.s.Fault("kill -9 %s (pid %d)", name, pid)
-}
-
 // failoverByHand kills the primary and does what Sentinel would: promote
 // replica 1 and make replica 2 follow it. It returns the new primary and
 // the replica left.
 func (c *cluster) failoverByHand() (primary, replica *rig.Node) {
-	c.kill("primary", c.primary)
-	c.s.Must(c.replica[0].Promote(c.s.Ctx))
+	c.s.KillNode("primary", c.Primary)
+	c.s.Must(c.Replicas[0].Promote(c.s.Ctx))
 	c.s.Fault("REPLICAOF NO ONE on replica 1: the new primary")
-	c.s.Must(c.replica[1].ReplicaOf(c.s.Ctx, c.replica[0].Addr()))
-	inSync(c.s, c.replica[0], 1)
+	c.s.Must(c.Replicas[1].ReplicaOf(c.s.Ctx, c.Replicas[0].Addr()))
+	c.s.InSync(c.Replicas[0], 1)
 	c.s.Fault("replica 2 now follows the new primary (in sync)")
-	return c.replica[0], c.replica[1]
+	return c.Replicas[0], c.Replicas[1]
 }
 
 // watch starts three sentinels monitoring the primary. Call it after
 // newCluster: the group is ready once every sentinel sees both replicas.
 func (c *cluster) watch() *rig.Sentinels {
-	sentinels := rig.StartSentinels(c.s.T(), c.primary, 3)
+	sentinels := rig.StartSentinels(c.s.T(), c.Primary, 3)
 	c.s.Note("3 sentinels watch the primary (quorum 2, down-after 1 s)")
 	return sentinels
 }
@@ -135,14 +87,14 @@ func (c *cluster) watch() *rig.Sentinels {
 // promoted is Sentinel's choice. It returns the new primary and the replica
 // left.
 func (c *cluster) failoverBySentinel(sentinels *rig.Sentinels) (primary, replica *rig.Node) {
-	old := c.primary.Addr()
-	c.kill("primary", c.primary)
+	old := c.Primary.Addr()
+	c.s.KillNode("primary", c.Primary)
 	killed := time.Now()
 	addr, err := sentinels.WaitFailover(c.s.Ctx, old)
 	c.s.Must(err)
-	for i, r := range c.replica {
+	for i, r := range c.Replicas {
 		if r.Addr() == addr {
-			primary, replica = r, c.replica[1-i]
+			primary, replica = r, c.Replicas[1-i]
 		}
 	}
 	if primary == nil {
@@ -152,7 +104,7 @@ func (c *cluster) failoverBySentinel(sentinels *rig.Sentinels) (primary, replica
 	c.s.Eventually("the other replica follows the new primary", func() (bool, error) {
 		return follows(c.s.Ctx, replica, addr)
 	})
-	inSync(c.s, primary, 1)
+	c.s.InSync(primary, 1)
 	c.s.Note("Sentinel made the other replica follow it (in sync)")
 	return primary, replica
 }
@@ -190,6 +142,6 @@ const longEnv = "LOCKLAB_LONG"
 func requireLong(t *testing.T) {
 	t.Helper()
 	if testing.Short() || os.Getenv(longEnv) == "" {
-		t.Skipf("the Sentinel variant waits for a real failover (about 5 s); run it with: %s=1 go test -v -run Sentinel ./labs/07-failover/", longEnv)
+		t.Skipf("the Sentinel variant waits for a real failover (about 10 s); run it with: %s=1 go test -v -run Sentinel ./labs/07-failover/", longEnv)
 	}
 }

@@ -69,7 +69,7 @@ func WaitForReplicas(client *redis.Client, replicas int, timeout time.Duration) 
 // the same connection. The result is the SET's, except that a WAIT that
 // failed or counted fewer acks than wanted makes it an error (wrapping
 // [ErrNotReplicated] for a short count). A SET that did not set the key
-// (redis.Nil: NX and the key exists) is returned as it is, without a WAIT.
+// (NX and the key exists) is returned as it is, without a WAIT.
 func (c *ReplicatedClient) SetArgs(ctx context.Context, key string, value any, a redis.SetArgs) *redis.StatusCmd {
 	if c.err != nil {
 		cmd := redis.NewStatusCmd(ctx, "set", key, value)
@@ -79,8 +79,8 @@ func (c *ReplicatedClient) SetArgs(ctx context.Context, key string, value any, a
 	conn := c.Client.Conn() // one connection: WAIT asks about the writes sent on it
 	defer conn.Close()
 	cmd := conn.SetArgs(ctx, key, value, a)
-	if cmd.Err() != nil {
-		return cmd // redis.Nil: taken; anything else: transport, for the lock to handle
+	if !setTheKey(cmd, value, a) {
+		return cmd // taken, or a transport error, for the lock to handle
 	}
 	acked, err := conn.Wait(ctx, c.replicas, c.timeout).Result()
 	switch {
@@ -91,4 +91,15 @@ func (c *ReplicatedClient) SetArgs(ctx context.Context, key string, value any, a
 			ErrNotReplicated, key, acked, c.replicas, c.timeout))
 	}
 	return cmd
+}
+
+// setTheKey reports whether a SET with options a, which answered cmd, set
+// the key to value: without GET, an OK; with GET (SET NX GET, which
+// package correct sends, knows its own key when sent twice), nil (the key
+// was absent) or value itself (the first run of this SET set it).
+func setTheKey(cmd *redis.StatusCmd, value any, a redis.SetArgs) bool {
+	if !a.Get {
+		return cmd.Err() == nil
+	}
+	return errors.Is(cmd.Err(), redis.Nil) || cmd.Err() == nil && cmd.Val() == fmt.Sprint(value)
 }

@@ -1,14 +1,12 @@
 package lab08_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
 	"github.com/locklab/locklab/internal/rig"
 	"github.com/locklab/locklab/labs"
 	lab08 "github.com/locklab/locklab/labs/08-redlock"
-	"github.com/locklab/locklab/redlock"
 )
 
 func TestMain(m *testing.M) { labs.Main(m) }
@@ -36,48 +34,18 @@ const (
 	order = "ship order 1001"
 )
 
+// redlockImpl is package redlock on the scene's five nodes (labs.Redlock:
+// a per-node timeout of half the TTL, so that a busy test machine never
+// makes a live node look dead; killed and cut-off nodes fail at once
+// anyway).
+var redlockImpl = labs.Redlock
+
 var (
-	// redlockImpl is package redlock on the scene's five nodes. The
-	// per-node timeout is half the TTL, far more generous than the default
-	// 5%, so that a busy test machine never makes a live node look dead;
-	// killed and cut-off nodes fail at once anyway.
-	redlockImpl = labs.Register("lab08-redlock", func(e *labs.Env) labs.Locker {
-		clients := make([]redlock.Client, len(e.Addrs))
-		for i, c := range e.RedisAll() {
-			clients[i] = c
-		}
-		return labs.SettledRedlock{Mutex: redlock.New(clients, e.Key, redlock.WithTTL(e.TTL), redlock.WithNodeTimeout(e.TTL/2), redlock.WithHook(e.Hook))}
-	})
 	exercise = labs.Register("lab08-exercise", func(e *labs.Env) labs.Locker {
 		return lab08.NewExercise(e.RedisAll(), e.Key, e.TTL, e.Hook)
 	})
-	_ = labs.RegisterError(lab08.ErrNotHeld, "not held")
+	_ = labs.RegisterError(lab08.ErrNotHeld, labs.LabelNotHeld)
 )
-
-// validFor has a client say, in its lane, how long its lock is still
-// valid by its own clock (redlock's Until: ttl − elapsed − drift).
-var validFor = labs.RegisterOp("valid-for", func(_ context.Context, l *labs.Local, _ string) (string, error) {
-	u, ok := l.Locker.(interface{ Until() time.Time })
-	if !ok || u.Until().IsZero() {
-		return "", nil
-	}
-	l.Note("lock valid for another %d ms", time.Until(u.Until()).Milliseconds())
-	return "", nil
-})
-
-// connect has a client open its connection to every node, so that its
-// first lock does not also pay for dialing five servers. A freshly started
-// child process on a loaded machine can take longer to dial than a short
-// lock's per-node timeout; warm connections are what a long-running
-// service has anyway. It records nothing on the timeline.
-var connect = labs.RegisterOp("connect", func(ctx context.Context, l *labs.Local, _ string) (string, error) {
-	for _, c := range l.Env.RedisAll() {
-		if err := c.Ping(ctx).Err(); err != nil {
-			return "", err
-		}
-	}
-	return "", nil
-})
 
 // twoNodesDie: A holds the lock on all five nodes; two of them die; B
 // asks for the lock while A works, and again once A is done.
@@ -90,10 +58,10 @@ func twoNodesDie(s *labs.Scene, impl *labs.Impl) {
 	s.Must(a.Lock())
 	s.ShowNodes(nodes)
 	a.Enter()
-	do(s, a, validFor)
+	a.MustDo(labs.ValidFor, "")
 
-	kill(s, nodes, 0)
-	kill(s, nodes, 1)
+	killNode(s, nodes, 0)
+	killNode(s, nodes, 1)
 	s.ShowNodes(nodes)
 	got := tryLock(s, b) // 3 live nodes, all A's: no majority for B
 	if got {
@@ -139,11 +107,11 @@ func crashedNode(policy restartPolicy) labs.Scenario {
 		s.Must(a.Lock()) // nodes 0, 1 and 2: 3 of 5
 		s.ShowNodes(nodes)
 		a.Enter()
-		do(s, a, validFor)
+		a.MustDo(labs.ValidFor, "")
 
 		survivors := nodes[:2]
-		before := values(s, survivors)
-		kill(s, nodes, 2)
+		before := s.ValuesOn(survivors)
+		killNode(s, nodes, 2)
 		switch policy {
 		case restartEmpty:
 			s.Must(nodes[2].Restart(s.Ctx, false))
@@ -159,7 +127,7 @@ func crashedNode(policy restartPolicy) labs.Scenario {
 		if got {
 			s.ShowNodes(nodes)
 			b.Enter()
-			do(s, a, validFor) // A still holds the lock, by its own clock
+			a.MustDo(labs.ValidFor, "") // A still holds the lock, by its own clock
 			b.Write(order)
 			b.Exit()
 			s.Must(b.Unlock())
@@ -167,7 +135,7 @@ func crashedNode(policy restartPolicy) labs.Scenario {
 
 		a.Write(order)
 		a.Exit()
-		unlock(s, a) // with node 2 down, A reaches only nodes 0 and 1: no majority to confirm it
+		a.ReleaseAfterFault() // with node 2 down, A reaches only nodes 0 and 1: no majority to confirm it
 		if policy == restartDelayed {
 			// The rule is "down for at least the longest TTL": then every
 			// lock the node took part in has ended. Here that moment is
@@ -184,168 +152,6 @@ func crashedNode(policy restartPolicy) labs.Scenario {
 			work(s, b)
 		}
 	}
-}
-
-// pausedHolder: A holds the lock on all five nodes and checks that it is
-// still valid; then its process freezes (a stop-the-world GC pause, a VM
-// descheduled by its host) until its keys have expired everywhere. B takes
-// the lock and ships the order; A thaws and ships it too. A's lock lives
-// 1s, so the wait is short; B's lives 10s (see withTTL).
-func pausedHolder(s *labs.Scene, impl *labs.Impl) {
-	s.TTL = shortLease
-	s.RequireControl() // kills, restarts or cuts off servers
-	nodes := s.Nodes(5)
-	a := s.Process("A", impl) // a real process, so it can really freeze
-	b := s.Client("B", impl, withTTL(lease))
-	do(s, a, connect)
-
-	s.Must(a.Lock())
-	s.ShowNodes(nodes)
-	a.Enter()
-	do(s, a, validFor) // A checks its lock before the work: plenty left
-
-	a.Freeze()
-	s.WaitGone(nodes...)
-	s.Fault("%s expired on all 5 nodes (A is still frozen)", s.Key)
-	s.Must(b.Lock())
-	s.ShowNodes(nodes)
-	work(s, b)
-
-	a.Thaw()
-	a.Write(order) // the write A was about to make when it froze
-	a.Exit()
-	unlock(s, a) // not held: the timeline says so
-}
-
-// clockJump: A, cut off from nodes 3 and 4, takes the lock on nodes 0, 1
-// and 2. Node 2's clock jumps forward, past the key's expiry. B asks for
-// the lock while A works.
-//
-// The jump is modeled: Redis stores a key's expiry as an absolute
-// wall-clock time, so a node whose clock jumps forward past it drops the
-// key at once. PEXPIRE key 1 on that node has exactly that effect on the
-// lock's key. A real clock shift of one redis-server is not available here
-// (see the README).
-func clockJump(s *labs.Scene, impl *labs.Impl) {
-	s.TTL = lease
-	s.RequireControl() // kills, restarts or cuts off servers
-	nodes := s.Nodes(5)
-	a := s.Client("A", impl, labs.Addrs(s.CutOff("A", nodes, 3, 4)...))
-	b := s.Client("B", impl)
-
-	s.Must(a.Lock()) // nodes 0, 1 and 2: 3 of 5
-	s.ShowNodes(nodes)
-	a.Enter()
-	do(s, a, validFor)
-
-	c := nodes[2].Client()
-	s.Must(c.PExpire(s.Ctx, s.Key, time.Millisecond).Err())
-	s.Fault("node 2's clock jumps ahead, past the key's expiry (modeled: PEXPIRE %s 1 on node 2)", s.Key)
-	s.WaitGone(nodes[2])
-	s.ShowNodes(nodes)
-
-	got := tryLock(s, b)
-	if got {
-		s.ShowNodes(nodes)
-		b.Enter()
-		do(s, a, validFor)
-		b.Write(order)
-		b.Exit()
-		s.Must(b.Unlock())
-	}
-	a.Write(order)
-	a.Exit()
-	s.Must(a.Unlock())
-	if !got {
-		s.Must(b.Lock())
-		work(s, b)
-	}
-}
-
-// pauseInsideLock is Kleppmann's pause during acquisition: every node has
-// said OK to A, and A's process freezes before it looks at the clock,
-// until its keys have expired everywhere. B takes the lock. Then A
-// resumes, inside Lock.
-func pauseInsideLock(s *labs.Scene, impl *labs.Impl) {
-	s.TTL = shortLease
-	s.RequireControl() // kills, restarts or cuts off servers
-	nodes := s.Nodes(5)
-	a := s.Process("A", impl)
-	b := s.Client("B", impl, withTTL(lease))
-	do(s, a, connect)
-
-	a.ParkAt(redlock.HookAcquiredQuorum)
-	try := a.Go("trylock", "")
-	a.WaitParked(redlock.HookAcquiredQuorum)
-	n := 0
-	for _, v := range values(s, nodes) {
-		if v != "-" {
-			n++
-		}
-	}
-	s.Note("%d of 5 nodes said OK to A; A has not looked at the clock yet", n)
-	a.Freeze()
-	s.WaitGone(nodes...)
-	s.Fault("%s expired on all 5 nodes (A is still frozen)", s.Key)
-
-	s.Must(b.Lock())
-	s.ShowNodes(nodes)
-	b.Enter()
-	b.Write(order)
-
-	a.Thaw()
-	a.Continue()
-	out, err := try.Result()
-	if labs.IsGone(err) {
-		s.Must(err)
-	}
-	if out == "true" { // A believes it holds the lock
-		a.Enter()
-		a.Write(order)
-		a.Exit()
-		unlock(s, a)
-	}
-	b.Exit()
-	s.Must(b.Unlock())
-}
-
-// withTTL gives one client a TTL other than the scene's. Where A's lock is
-// short so that it expires quickly under a frozen A, B gets a long one:
-// its critical section must not outlast its own lock, however loaded the
-// machine.
-func withTTL(ttl time.Duration) labs.ClientOption {
-	return func(e *labs.Env) { e.TTL = ttl }
-}
-
-// work is a holder's whole critical section: enter, ship, exit, unlock.
-func work(s *labs.Scene, c *labs.Client) {
-	c.Enter()
-	c.Write(order)
-	c.Exit()
-	s.Must(c.Unlock())
-}
-
-// tryLock runs TryLock in c and reports whether it got the lock. A refusal
-// is on the timeline; only a client that died fails the test.
-func tryLock(s *labs.Scene, c *labs.Client) bool {
-	ok, err := c.TryLock()
-	if labs.IsGone(err) {
-		s.Must(err)
-	}
-	return ok
-}
-
-// unlock runs Unlock in c; a failure is on the timeline.
-func unlock(s *labs.Scene, c *labs.Client) {
-	if err := c.Unlock(); labs.IsGone(err) {
-		s.Must(err)
-	}
-}
-
-// do runs op in c and fails the test on an error.
-func do(s *labs.Scene, c *labs.Client, op string) {
-	_, err := c.Do(op, "")
-	s.Must(err)
 }
 
 // Part 1: what Redlock is for.
@@ -366,29 +172,4 @@ func TestLab08_FixedRestartFromAOF(t *testing.T) {
 
 func TestLab08_FixedDelayedRestart(t *testing.T) {
 	labs.Fixed(t, titleRestart, crashedNode(restartDelayed), redlockImpl)
-}
-
-// (b) A holder paused past its validity. Redlock cannot fix this; lab 09
-// (fencing) does.
-
-func TestLab08_BrokenHolderPausedPastValidity(t *testing.T) {
-	labs.Broken(t, titlePaused, pausedHolder, redlockImpl)
-}
-
-// (c) A clock that jumps on one node (modeled). Redlock cannot fix this;
-// lab 09 (fencing) does.
-
-func TestLab08_BrokenClockJumpModeled(t *testing.T) {
-	labs.Broken(t, titleClock, clockJump, redlockImpl)
-}
-
-// A pause inside Lock, which Redlock's validity check does catch; the
-// exercise is a Redlock without that check.
-
-func TestLab08_FixedPauseInsideLockIsCaught(t *testing.T) {
-	labs.Fixed(t, titleAcquire, pauseInsideLock, redlockImpl)
-}
-
-func TestLab08_Exercise(t *testing.T) {
-	labs.Exercise(t, titleAcquire, pauseInsideLock, exercise)
 }

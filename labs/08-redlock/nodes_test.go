@@ -1,6 +1,8 @@
 package lab08_test
 
 import (
+	"fmt"
+
 	"github.com/locklab/locklab/internal/rig"
 	"github.com/locklab/locklab/labs"
 )
@@ -23,18 +25,25 @@ func waitChanged(s *labs.Scene, nodes []*rig.Node, before []string) {
 	})
 }
 
-// values returns the lock key's value on each of nodes (see valueOn).
-func values(s *labs.Scene, nodes []*rig.Node) []string {
-	out := make([]string, len(nodes))
-	for i, n := range nodes {
-		out[i] = s.ValueOn(n, s.Key)
-	}
-	return out
+// killNode crashes node i with SIGKILL: it loses everything not on disk.
+func killNode(s *labs.Scene, nodes []*rig.Node, i int) {
+	s.KillNode(fmt.Sprintf("node %d", i), nodes[i])
 }
 
-// kill crashes node i with SIGKILL: it loses everything not on disk.
-func kill(s *labs.Scene, nodes []*rig.Node, i int) {
-	pid := nodes[i].Pid()
-	s.Must(nodes[i].Kill())
-	s.Fault("kill -9 node %d (pid %d)", i, pid)
+// work is a holder's whole critical section: enter, ship, exit, unlock.
+func work(s *labs.Scene, c *labs.Client) {
+	c.Enter()
+	c.Write(order)
+	c.Exit()
+	s.Must(c.Unlock())
+}
+
+// tryLock runs TryLock in c and reports whether it got the lock. A refusal
+// is on the timeline; only a client that died fails the test.
+func tryLock(s *labs.Scene, c *labs.Client) bool {
+	ok, err := c.TryLock()
+	if labs.IsGone(err) {
+		s.Must(err)
+	}
+	return ok
 }

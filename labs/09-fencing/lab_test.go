@@ -1,23 +1,10 @@
 package lab09_test
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/locklab/locklab/fencing"
-	"github.com/locklab/locklab/internal/history"
-	"github.com/locklab/locklab/internal/rig"
 	"github.com/locklab/locklab/labs"
-	lab09 "github.com/locklab/locklab/labs/09-fencing"
-	"github.com/locklab/locklab/redlock"
 )
 
 func TestMain(m *testing.M) { labs.Main(m) }
@@ -64,183 +51,6 @@ const (
 // as firstToken, so a renamed counter fails loudly.
 func counterOf(key string) string { return "{" + key + "}:fence" }
 
-// store is what a worker writes order rows to: package fencing's Store
-// (the fix), lab09.UncheckedStore (broken) or lab09.Exercise.
-type store interface {
-	Write(ctx context.Context, id, data string, tok fencing.Token) error
-	Read(ctx context.Context, id string) (data string, last fencing.Token, err error)
-	Close() error
-}
-
-// opener opens a store on the SQLite file at path.
-type opener func(ctx context.Context, path string) (store, error)
-
-// openWith turns a package's Open function into an opener.
-func openWith[S store](open func(context.Context, string) (S, error)) opener {
-	return func(ctx context.Context, path string) (store, error) {
-		s, err := open(ctx, path)
-		if err != nil {
-			return nil, err
-		}
-		return s, nil
-	}
-}
-
-// fencedLock is a lock with a fencing token and a lease end.
-type fencedLock interface {
-	labs.Locker
-	Fence() uint64
-	Until() time.Time
-}
-
-// worker is one worker of the order service: its lock, and the store it
-// writes order rows to. The harness puts Fence (and Token, a Redlock's
-// random owner value) on the timeline.
-type worker struct {
-	lock fencedLock
-	open opener
-}
-
-func (w *worker) Lock(ctx context.Context) error            { return w.lock.Lock(ctx) }
-func (w *worker) TryLock(ctx context.Context) (bool, error) { return w.lock.TryLock(ctx) }
-func (w *worker) Unlock(ctx context.Context) error          { return w.lock.Unlock(ctx) }
-func (w *worker) Fence() uint64                             { return w.lock.Fence() }
-func (w *worker) Until() time.Time                          { return w.lock.Until() }
-
-func (w *worker) Token() string {
-	if t, ok := w.lock.(interface{ Token() string }); ok {
-		return t.Token()
-	}
-	return ""
-}
-
-var (
-	fencedStore    = openWith(fencing.OpenStore)
-	uncheckedStore = openWith(lab09.OpenUnchecked)
-	exerciseStore  = openWith(lab09.OpenExercise)
-)
-
-// fencingLock is package fencing's Mutex on the scene's first node.
-func fencingLock(e *labs.Env) fencedLock {
-	return lab09.NewMutex(fencing.New(e.Redis(0), e.Key, fencing.WithTTL(e.TTL), fencing.WithHook(e.Hook)))
-}
-
-// redlockWithTokens is package redlock on the scene's five nodes, with its
-// fencing tokens from a counter on node 0. The per-node timeout is half the
-// TTL, as in lab 08, so a busy machine never makes a live node look dead;
-// and as in lab 08, each call waits for its commands to the slower nodes
-// too (labs.SettledRedlock), so the nodes the lab shows are the same in
-// every run.
-func redlockWithTokens(e *labs.Env) fencedLock {
-	clients := make([]redlock.Client, len(e.Addrs))
-	for i, c := range e.RedisAll() {
-		clients[i] = c
-	}
-	lock := redlock.New(clients, e.Key, redlock.WithTTL(e.TTL), redlock.WithNodeTimeout(e.TTL/2), redlock.WithHook(e.Hook))
-	return lab09.NewRedlock(labs.SettledRedlock{Mutex: lock}, e.Redis(0), counterOf(e.Key))
-}
-
-var (
-	// Part 1: package fencing's lock, and the store that ignores the
-	// tokens (broken), checks them (fixed), or is the learner's.
-	unchecked = labs.Register("lab09-unchecked", func(e *labs.Env) labs.Locker {
-		return &worker{lock: fencingLock(e), open: uncheckedStore}
-	})
-	fenced = labs.Register("lab09-fenced", func(e *labs.Env) labs.Locker {
-		return &worker{lock: fencingLock(e), open: fencedStore}
-	})
-	exercise = labs.Register("lab09-exercise", func(e *labs.Env) labs.Locker {
-		return &worker{lock: fencingLock(e), open: exerciseStore}
-	})
-	// Part 2: Redlock with tokens beside it.
-	redlockUnchecked = labs.Register("lab09-redlock-unchecked", func(e *labs.Env) labs.Locker {
-		return &worker{lock: redlockWithTokens(e), open: uncheckedStore}
-	})
-	redlockFenced = labs.Register("lab09-redlock-fenced", func(e *labs.Env) labs.Locker {
-		return &worker{lock: redlockWithTokens(e), open: fencedStore}
-	})
-	_ = labs.RegisterError(syscall.ECONNREFUSED, "connection refused")
-)
-
-// Operations the clients run, in whichever process hosts them.
-var (
-	// writeOrder writes arg to order 1001's row through the worker's
-	// store, with its fencing token, and records the store's verdict: a
-	// refusal is an error wrapping fencing.ErrStaleToken. It opens the
-	// database for the one write, so a frozen worker holds no connection.
-	writeOrder = labs.RegisterOp("write-order", func(ctx context.Context, l *labs.Local, data string) (string, error) {
-		w, err := workerOf(l)
-		if err != nil {
-			return "", err
-		}
-		st, err := w.open(ctx, l.Env.Param(dbParam, ""))
-		if err != nil {
-			return "", err
-		}
-		defer st.Close()
-		tok := fencing.Token(w.Fence())
-		err = st.Write(ctx, order, data, tok)
-		switch {
-		case err == nil:
-			l.Write(data, true)
-			return "accepted", nil
-		case errors.Is(err, fencing.ErrStaleToken):
-			l.Write(data, false)
-			return "rejected", nil
-		}
-		return "", fmt.Errorf("%s's write with token %d: %w (a refused write must return an error wrapping fencing.ErrStaleToken)", l.Name, tok, err)
-	})
-	// readOrder returns order 1001's row as "<last token> <data>", read
-	// through the worker's store. It records nothing.
-	readOrder = labs.RegisterOp("read-order", func(ctx context.Context, l *labs.Local, _ string) (string, error) {
-		w, err := workerOf(l)
-		if err != nil {
-			return "", err
-		}
-		st, err := w.open(ctx, l.Env.Param(dbParam, ""))
-		if err != nil {
-			return "", err
-		}
-		defer st.Close()
-		data, last, err := st.Read(ctx, order)
-		if err != nil {
-			return "", err
-		}
-		return fmt.Sprintf("%d %s", last, data), nil
-	})
-	// validFor has a client say, in its lane, how long its lock is still
-	// valid by its own clock.
-	validFor = labs.RegisterOp("valid-for", func(_ context.Context, l *labs.Local, _ string) (string, error) {
-		w, err := workerOf(l)
-		if err != nil {
-			return "", err
-		}
-		if u := w.Until(); !u.IsZero() {
-			l.Note("lock valid for another %d ms", time.Until(u).Milliseconds())
-		}
-		return "", nil
-	})
-	// connect has a client open its connection to every node, so that its
-	// first lock does not also pay for dialing them (see lab 08). It
-	// records nothing.
-	connect = labs.RegisterOp("connect", func(ctx context.Context, l *labs.Local, _ string) (string, error) {
-		for _, c := range l.Env.RedisAll() {
-			if err := c.Ping(ctx).Err(); err != nil {
-				return "", err
-			}
-		}
-		return "", nil
-	})
-)
-
-func workerOf(l *labs.Local) (*worker, error) {
-	w, ok := l.Locker.(*worker)
-	if !ok {
-		return nil, fmt.Errorf("lab09: client %s's lock is a %T, not a worker", l.Name, l.Locker)
-	}
-	return w, nil
-}
-
 // pausedWriter is Kleppmann's example, for real. A takes the lock (token
 // 33) and checks it has plenty of lease left; then its process freezes,
 // just before the write it was about to make. Its lease runs out. B takes
@@ -255,11 +65,11 @@ func pausedWriter(s *labs.Scene, impl *labs.Impl) {
 	setCounter(s, s.Node(), firstToken-1)
 	s.TTL = shortLease
 	a := s.Process("A", impl) // a real process, so its pause is a real SIGSTOP
-	b := s.Client("B", impl, withTTL(lease))
+	b := s.Client("B", impl, labs.TTL(lease))
 
 	s.Must(a.Lock())
 	expectToken(s, "A", firstToken)
-	do(s, a, validFor) // A checks its lock before writing: plenty left
+	a.MustDo(labs.ValidFor, "") // A checks its lock before writing: plenty left
 
 	a.Freeze() // a stop-the-world GC pause, between the check and the write
 	s.WaitExpired(s.Key)
@@ -268,8 +78,8 @@ func pausedWriter(s *labs.Scene, impl *labs.Impl) {
 	writeAsHolder(s, b, dataB)
 
 	a.Thaw()
-	write(s, a, dataA) // the write A was about to make when it froze
-	unlock(s, a)       // not held: A finds out only now
+	write(s, a, dataA)    // the write A was about to make when it froze
+	a.ReleaseAfterFault() // not held: A finds out only now
 	s.Must(b.Unlock())
 	showRow(s, b)
 	checkTokensIncrease(s)
@@ -309,104 +119,4 @@ func TestLab09_FixedRedlockClockJumpFenced(t *testing.T) {
 
 func TestLab09_BrokenCounterGoesBackAfterFailover(t *testing.T) {
 	labs.Broken(t, titleFailover, counterGoesBack, fenced)
-}
-
-// useDatabase gives the scene a fresh SQLite file, shared by every client
-// created after it.
-func useDatabase(s *labs.Scene) {
-	s.Params[dbParam] = filepath.Join(s.T().TempDir(), "orders.db")
-}
-
-// setCounter sets the lock's token counter on node to n, so that the next
-// lock gets n+1, and says so on the timeline.
-func setCounter(s *labs.Scene, node *rig.Node, n int) {
-	c := redis.NewClient(rig.ClientOptions(node.Addr()))
-	defer c.Close()
-	s.Must(c.Set(s.Ctx, counterOf(s.Key), n, 0).Err())
-	s.Note("token counter %s set to %d: the next lock gets %d", counterOf(s.Key), n, n+1)
-}
-
-// expectToken fails the test unless client name's last lock got token
-// want: a token from elsewhere would make the whole timeline misleading.
-func expectToken(s *labs.Scene, name string, want uint64) {
-	s.T().Helper()
-	var got uint64
-	for _, e := range s.Events() {
-		if e.Kind == history.Acquire && e.OK && e.Client == name {
-			got = e.Fence
-		}
-	}
-	if got != want {
-		s.T().Fatalf("lab09: %s's lock got token %d; want %d (is %s still the token counter of %s?)",
-			name, got, want, counterOf(s.Key), s.Key)
-	}
-}
-
-// withTTL gives one client a lease other than the scene's.
-func withTTL(ttl time.Duration) labs.ClientOption {
-	return func(e *labs.Env) { e.TTL = ttl }
-}
-
-// write has c write data to order 1001's row and reports whether the
-// store accepted it. The verdict is on c's lane.
-func write(s *labs.Scene, c *labs.Client, data string) bool {
-	s.T().Helper()
-	out, err := c.Do(writeOrder, data)
-	s.Must(err)
-	return out == "accepted"
-}
-
-// writeAsHolder is the write of the client that holds the lock with the
-// newest token. The store must accept it: a store that refuses it is safe
-// only because it is useless.
-func writeAsHolder(s *labs.Scene, c *labs.Client, data string) {
-	s.T().Helper()
-	if !write(s, c, data) {
-		s.Violation("the store refused %s's write: %s holds the lock, with the newest token", c.Name(), c.Name())
-	}
-}
-
-// showRow notes what order 1001's row holds now, read through c's store,
-// and returns its data.
-func showRow(s *labs.Scene, c *labs.Client) string {
-	s.T().Helper()
-	out, err := c.Do(readOrder, "")
-	s.Must(err)
-	last, data, _ := strings.Cut(out, " ")
-	s.Note("row %s = %q, last token %s", order, data, last)
-	return data
-}
-
-// checkTokensIncrease declares a violation for every lock granted with a
-// fencing token no larger than one granted before it. Fencing rests on
-// that: the resource trusts the larger token to be the newer lock.
-func checkTokensIncrease(s *labs.Scene) {
-	var top history.Event
-	for _, e := range s.Events() {
-		if e.Kind != history.Acquire || !e.OK || e.Fence == 0 {
-			continue
-		}
-		if top.Fence != 0 && e.Fence <= top.Fence {
-			s.Violation("%s got token %d at %d ms, after %s got token %d at %d ms: the token counter went back",
-				e.Client, e.Fence, e.At.Milliseconds(), top.Client, top.Fence, top.At.Milliseconds())
-		}
-		if e.Fence > top.Fence {
-			top = e
-		}
-	}
-}
-
-// do runs op in c and fails the test on an error.
-func do(s *labs.Scene, c *labs.Client, op string) {
-	s.T().Helper()
-	_, err := c.Do(op, "")
-	s.Must(err)
-}
-
-// unlock runs Unlock in c; a failure (not held, a dead server) is on the
-// timeline. Only a client that died fails the test.
-func unlock(s *labs.Scene, c *labs.Client) {
-	if err := c.Unlock(); labs.IsGone(err) {
-		s.Must(err)
-	}
 }

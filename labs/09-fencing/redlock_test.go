@@ -18,13 +18,13 @@ func redlockPaused(s *labs.Scene, impl *labs.Impl) {
 	setCounter(s, nodes[0], firstToken-1)
 	s.TTL = shortLease
 	a := s.Process("A", impl) // a real process, so it can really freeze
-	b := s.Client("B", impl, withTTL(lease))
-	do(s, a, connect)
+	b := s.Client("B", impl, labs.TTL(lease))
+	a.MustDo(labs.Connect, "")
 
 	s.Must(a.Lock())
 	expectToken(s, "A", firstToken)
 	s.ShowNodes(nodes)
-	do(s, a, validFor)
+	a.MustDo(labs.ValidFor, "")
 
 	a.Freeze()
 	s.WaitGone(nodes...)
@@ -36,7 +36,7 @@ func redlockPaused(s *labs.Scene, impl *labs.Impl) {
 
 	a.Thaw()
 	write(s, a, dataA)
-	unlock(s, a)
+	a.ReleaseAfterFault()
 	s.Must(b.Unlock())
 	showRow(s, b)
 	checkTokensIncrease(s)
@@ -58,7 +58,7 @@ func redlockClockJump(s *labs.Scene, impl *labs.Impl) {
 	s.Must(a.Lock()) // nodes 0, 1 and 2: 3 of 5, and token 33 from node 0
 	expectToken(s, "A", firstToken)
 	s.ShowNodes(nodes)
-	do(s, a, validFor)
+	a.MustDo(labs.ValidFor, "")
 
 	c := nodes[2].Client()
 	s.Must(c.PExpire(s.Ctx, s.Key, time.Millisecond).Err())
@@ -73,7 +73,7 @@ func redlockClockJump(s *labs.Scene, impl *labs.Impl) {
 	}
 	s.ShowNodes(nodes)
 	writeAsHolder(s, b, dataB)
-	do(s, a, validFor) // A still holds the lock, by its own clock
+	a.MustDo(labs.ValidFor, "") // A still holds the lock, by its own clock
 	write(s, a, dataA)
 	s.Must(b.Unlock())
 	s.Must(a.Unlock())

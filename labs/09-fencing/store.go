@@ -13,7 +13,8 @@ import (
 	"github.com/locklab/locklab/fencing"
 )
 
-// createSQL is the order table of the seed's section 35.4.4: one row per
+// createSQL is the order table of section 35.4.4 of "A complete guide to
+// distributed locks: from SETNX to Redisson": one row per
 // order, which remembers the last fencing token written with it.
 const createSQL = `CREATE TABLE IF NOT EXISTS resources (
 	id                 TEXT    PRIMARY KEY,
@@ -43,7 +44,7 @@ func openTable(ctx context.Context, path string) (*table, error) {
 		return nil, fmt.Errorf("lab09: open store %q: the path contains '?'", path)
 	}
 	dsn := fmt.Sprintf("%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)", path, busyTimeoutMs)
-	db, err := sql.Open("sqlite", dsn)
+	db, err := sql.Open(hookedDriverName, dsn)
 	if err != nil {
 		return nil, fmt.Errorf("lab09: open store %q: %w", path, err)
 	}

@@ -1,0 +1,135 @@
+package lab02_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/labs"
+	lab02 "github.com/locklab/locklab/labs/02-check-then-set"
+)
+
+// The exercise: the charge itself must happen once, whatever the lock
+// does. Two deliveries of the provider's "paid" event for an order are
+// handled at once, by A and B, with no lock at all; each calls ChargeOnce.
+
+// chargeOnceFunc is ChargeOnce's signature: the exercise's, or the
+// reference's (reference_test.go).
+type chargeOnceFunc func(ctx context.Context, client *redis.Client, orderID, eventID string, charge func(context.Context) error) (bool, error)
+
+// handler is a client of the exercise: it takes no lock (its Locker
+// methods do nothing) and handles deliveries with its ChargeOnce.
+type handler struct{ chargeOnce chargeOnceFunc }
+
+func (handler) Lock(context.Context) error            { return nil }
+func (handler) TryLock(context.Context) (bool, error) { return true, nil }
+func (handler) Unlock(context.Context) error          { return nil }
+
+var (
+	exercise   = labs.Register("lab02-exercise", func(*labs.Env) labs.Locker { return handler{lab02.ChargeOnce} })
+	claimFirst = labs.Register("lab02-claim-first", func(*labs.Env) labs.Locker { return handler{referenceChargeOnce} })
+)
+
+// errProviderDown is the payment provider's 503.
+var errProviderDown = labs.RegisterError(errors.New("payment provider: 503 service unavailable"), "payment provider down")
+
+// deliver handles one delivery of order arg's "paid" event ("1001", or
+// "1001 fail" for a delivery whose charge the provider fails). The charge
+// is HINCRBY order:<id> charges 1, the protected resource; a charge that
+// fails changes nothing.
+var deliver = labs.RegisterOp("deliver", func(ctx context.Context, l *labs.Local, arg string) (string, error) {
+	order, fail, _ := strings.Cut(arg, " ")
+	h, ok := l.Locker.(handler)
+	if !ok {
+		return "", fmt.Errorf("client %s is not a lab 02 handler", l.Name)
+	}
+	c := l.Env.Redis(0)
+	charged, err := h.chargeOnce(ctx, c, order, "evt_paid_"+order, func(ctx context.Context) error {
+		if fail == "fail" {
+			l.Note("charge order %s: the provider answers 503, nothing charged", order)
+			return errProviderDown
+		}
+		n, err := c.HIncrBy(ctx, "order:"+order, "charges", 1).Result()
+		if err == nil {
+			l.Note("charge order %s (charge #%d)", order, n)
+		}
+		return err
+	})
+	if errors.Is(err, errProviderDown) {
+		return "failed", nil // the provider will deliver again
+	}
+	if err != nil {
+		return "", err
+	}
+	if !charged {
+		l.Note("order %s charged already: nothing to do", order)
+	}
+	return fmt.Sprint(charged), nil
+})
+
+// chargesOf reads how many times an order was charged.
+func chargesOf(s *labs.Scene, order string) int {
+	n, err := s.Redis().HGet(s.Ctx, "order:"+order, "charges").Int()
+	if errors.Is(err, redis.Nil) {
+		return 0
+	}
+	s.Must(err)
+	return n
+}
+
+// duplicateDeliveries is the exercise's check, in two parts.
+//
+// First, every interleaving of two deliveries: A stalls before each of its
+// Redis commands in turn (labs.Command) while B's delivery of the same
+// event runs whole, then A goes on. The order must be charged once.
+//
+// Then a failed charge: A's delivery is the one whose charge the provider
+// fails; the provider delivers again, to B, which must charge.
+func duplicateDeliveries(s *labs.Scene, impl *labs.Impl) {
+	order := 1000
+	s.Gaps(1, func(k int) bool {
+		order++
+		id := fmt.Sprint(order)
+		a, b := s.Client("A", impl), s.Client("B", impl)
+		a.ParkAt(labs.Command(k))
+		call := a.Go(deliver, id)
+		_, parked := a.WaitParkedOr(call, labs.Command(k))
+		b.MustDo(deliver, id)
+		if parked {
+			a.Continue()
+		}
+		_, err := call.Result()
+		s.Must(err)
+		switch n := chargesOf(s, id); {
+		case n == 0:
+			s.Violation("order %s was never charged, though both deliveries ran", id)
+		case n > 1:
+			s.Violation("order %s charged %s: both deliveries found it uncharged before either had marked it; the check and the mark must be one step on the server, taken before the charge", id, times(n))
+		}
+		return parked
+	})
+
+	order++
+	id := fmt.Sprint(order)
+	s.Note("the provider fails the first delivery's charge for order %s", id)
+	a, b := s.Client("A", impl), s.Client("B", impl)
+	a.MustDo(deliver, id+" fail")
+	b.MustDo(deliver, id)
+	if n := chargesOf(s, id); n != 1 {
+		s.Violation("order %s charged %s after a failed charge and a second delivery; want once: a delivery whose charge fails must give its claim back, or the next delivery skips the order and nobody charges it", id, times(n))
+	}
+}
+
+// TestLab02_FixedChargeOnce proves the exercise's check passable, with a
+// ChargeOnce that claims the order in one SET NX before it charges.
+func TestLab02_FixedChargeOnce(t *testing.T) {
+	labs.Safe(t, title, duplicateDeliveries, claimFirst)
+}
+
+func TestLab02_Exercise(t *testing.T) {
+	labs.Exercise(t, title, duplicateDeliveries, exercise)
+}

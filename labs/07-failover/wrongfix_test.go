@@ -1,0 +1,86 @@
+package lab07_test
+
+import (
+	"testing"
+
+	"github.com/locklab/locklab/labs"
+)
+
+// shippedGap is where the shipped TryLock takes the SET as a lock; every
+// fix below adds its WAIT there.
+const shippedGap = `	// Your code here (Lab 07): the primary has the key. Does a replica?
+	m.token = tok`
+
+func after(code string) []labs.Edit {
+	return []labs.Edit{labs.Replace(shippedGap, code+"\n\tm.token = tok")}
+}
+
+// wrongFixes are the plausible wrong fixes of exercise.go, each caught by
+// TestLab07_Exercise with a message that names it, and the right fix.
+var wrongFixes = []labs.WrongFix{
+	{
+		Name: "the right fix: WAIT 1 on the SET's connection, the key taken back on a short count",
+		Edits: after(`	acked, err := conn.Wait(ctx, 1, time.Second).Result()
+	if err == nil && acked < 1 {
+		err = errors.New("lab07: no replica acknowledged the lock")
+	}
+	if err != nil {
+		_, relErr := m.release(context.WithoutCancel(ctx), tok)
+		return false, errors.Join(err, relErr)
+	}`),
+		Right: true,
+	},
+	{
+		Name: "WAIT sent on the pooled client instead of the SET's connection",
+		Edits: after(`	acked, err := m.client.Wait(ctx, 1, time.Second).Result()
+	if err == nil && acked < 1 {
+		err = errors.New("lab07: no replica acknowledged the lock")
+	}
+	if err != nil {
+		_, relErr := m.release(context.WithoutCancel(ctx), tok)
+		return false, errors.Join(err, relErr)
+	}`),
+		Caught: "no replica has its key",
+	},
+	{
+		Name: "a short count reported as a refusal, the key left on the primary",
+		Edits: after(`	if acked, err := conn.Wait(ctx, 1, time.Second).Result(); err != nil || acked < 1 {
+		return false, err
+	}`),
+		Caught: "its key stays on the primary",
+	},
+	{
+		Name: "WAIT 1 0: wait for a replica as long as it takes",
+		Edits: after(`	acked, err := conn.Wait(ctx, 1, 0).Result()
+	if err == nil && acked < 1 {
+		err = errors.New("lab07: no replica acknowledged the lock")
+	}
+	if err != nil {
+		_, relErr := m.release(ctx, tok)
+		return false, errors.Join(err, relErr)
+	}`),
+		Caught: "its key stays on the primary",
+	},
+	{
+		Name: "WAIT's count ignored, only its error checked",
+		Edits: after(`	if err := conn.Wait(ctx, 1, time.Second).Err(); err != nil {
+		_, relErr := m.release(context.WithoutCancel(ctx), tok)
+		return false, errors.Join(err, relErr)
+	}`),
+		Caught: "no replica has its key",
+	},
+	{
+		Name: "WAIT for every replica (2), so no lock once one is down",
+		Edits: after(`	acked, err := conn.Wait(ctx, 2, time.Second).Result()
+	if err == nil && acked < 2 {
+		err = errors.New("lab07: not every replica acknowledged the lock")
+	}
+	if err != nil {
+		_, relErr := m.release(context.WithoutCancel(ctx), tok)
+		return false, errors.Join(err, relErr)
+	}`),
+		Caught: "B could not get the lock from the new primary",
+	},
+}
+
+func TestLab07_WrongFixes(t *testing.T) { labs.WrongFixes(t, wrongFixes) }

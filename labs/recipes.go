@@ -1,0 +1,96 @@
+package labs
+
+import (
+	"context"
+	"time"
+
+	"github.com/locklab/locklab/correct"
+	"github.com/locklab/locklab/naive"
+	"github.com/locklab/locklab/redlock"
+)
+
+// Recipes every lab may use, registered once here so that no lab copies
+// them. Each builds its lock on the client's own connections, with the
+// scene's key and TTL and the step controller's hook.
+var (
+	// Correct is package correct's Mutex on the first node: SET NX PX,
+	// owner-checked Lua release, polling with backoff.
+	Correct = Register("correct", func(e *Env) Locker { return NewCorrect(e) })
+	// Redlock is package redlock's Mutex on every node of the client, as
+	// [NewRedlock] builds it.
+	Redlock = Register("redlock", func(e *Env) Locker { return NewRedlock(e) })
+
+	// The broken locks of package naive, one per classic mistake.
+	SetNXThenExpire = Register("naive-setnx-then-expire", func(e *Env) Locker {
+		return naive.NewSetNXThenExpire(e.Redis(0), e.Key, naive.WithTTL(e.TTL), naive.WithHook(e.Hook))
+	})
+	GetThenSet = Register("naive-get-then-set", func(e *Env) Locker {
+		return naive.NewGetThenSet(e.Redis(0), e.Key, naive.WithTTL(e.TTL), naive.WithHook(e.Hook))
+	})
+	BlindDelete = Register("naive-blind-delete", func(e *Env) Locker {
+		return naive.NewBlindDelete(e.Redis(0), e.Key, naive.WithTTL(e.TTL), naive.WithHook(e.Hook))
+	})
+	GetThenDelete = Register("naive-get-then-delete", func(e *Env) Locker {
+		return naive.NewGetThenDelete(e.Redis(0), e.Key, naive.WithTTL(e.TTL), naive.WithHook(e.Hook))
+	})
+)
+
+// NewCorrect returns package correct's Mutex on the client's first node,
+// with the scene's key and TTL, the step controller's hook, and opts.
+func NewCorrect(e *Env, opts ...correct.Option) *correct.Mutex {
+	base := []correct.Option{correct.WithTTL(e.TTL), correct.WithHook(e.Hook)}
+	return correct.New(e.Redis(0), e.Key, append(base, opts...)...)
+}
+
+// NewRedlock returns package redlock's Mutex on every node of the client,
+// settled ([SettledRedlock]), so that the nodes a lab shows are the same in
+// every run. Its per-node timeout is half the TTL, far more generous than
+// the default, so that a busy machine never makes a live node look dead;
+// killed and cut-off nodes fail at once anyway.
+func NewRedlock(e *Env, opts ...redlock.Option) SettledRedlock {
+	clients := make([]redlock.Client, len(e.Addrs))
+	for i, c := range e.RedisAll() {
+		clients[i] = c
+	}
+	base := []redlock.Option{redlock.WithTTL(e.TTL), redlock.WithNodeTimeout(e.TTL / 2), redlock.WithHook(e.Hook)}
+	return SettledRedlock{Mutex: redlock.New(clients, e.Key, append(base, opts...)...)}
+}
+
+// Operations every lab may run in its clients.
+var (
+	// ValidFor has a client say, in its lane, how long its lock is still
+	// valid by its own clock (the lock's Until), for the locks that know.
+	ValidFor = RegisterOp("valid-for", func(_ context.Context, l *Local, _ string) (string, error) {
+		u, ok := l.Locker.(interface{ Until() time.Time })
+		if !ok || u.Until().IsZero() {
+			return "", nil
+		}
+		l.Note("lock valid for another %d ms", time.Until(u.Until()).Milliseconds())
+		return "", nil
+	})
+	// Connect has a client open its connection to every node, so that its
+	// first lock does not also pay for dialing them: a freshly started child
+	// process on a loaded machine can take longer to dial five servers than
+	// a short lock's per-node timeout, and warm connections are what a
+	// long-running service has anyway. It records nothing.
+	Connect = RegisterOp("connect", func(ctx context.Context, l *Local, _ string) (string, error) {
+		for _, c := range l.Env.RedisAll() {
+			if err := c.Ping(ctx).Err(); err != nil {
+				return "", err
+			}
+		}
+		return "", nil
+	})
+)
+
+// Failing returns a Locker whose every method returns err: for a recipe
+// that cannot build its lock (a Notifier that would not subscribe), so
+// that the scenario's first call fails with the reason instead of the
+// client dying.
+func Failing(err error) Locker { return failing{err} }
+
+type failing struct{ err error }
+
+func (f failing) Lock(context.Context) error            { return f.err }
+func (f failing) TryLock(context.Context) (bool, error) { return false, f.err }
+func (f failing) Unlock(context.Context) error          { return f.err }
