@@ -494,5 +494,3 @@ func TestContention(t *testing.T) {
 		t.Errorf("claims left = %q", got)
 	}
 }
-
-
