@@ -17,7 +17,7 @@ import (
 	"github.com/locklab/locklab/internal/faultproxy"
 	"github.com/locklab/locklab/internal/leakcheck"
 	"github.com/locklab/locklab/internal/rig"
-	"github.com/locklab/locklab/observe"
+	"github.com/locklab/locklab/internal/observetest"
 )
 
 func TestInvalidArguments(t *testing.T) {
@@ -417,37 +417,28 @@ func TestLeaderFailoverKeepsLock(t *testing.T) {
 
 func TestObserver(t *testing.T) {
 	leakcheck.Guard(t)
-	var (
-		mu     sync.Mutex
-		events []observe.Kind
-	)
-	obs := func(e observe.Event) {
-		mu.Lock()
-		defer mu.Unlock()
-		if e.Lock != "etcdlock" {
-			t.Errorf("event from %q; want etcdlock", e.Lock)
-		}
-		events = append(events, e.Kind)
-	}
-	c := client(t)
+	rec := observetest.New()
 	ctx := context.Background()
 	key := lockKey(t)
-	m := etcdlock.New(c, key, etcdlock.WithObserver(obs))
+	m := etcdlock.New(client(t), key, etcdlock.WithObserver(rec.Observe))
 	if err := m.Lock(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if ok, err := etcdlock.New(client(t), key).TryLock(ctx); ok || err != nil {
+		t.Fatalf("TryLock while held = %v, %v", ok, err)
 	}
 	if err := m.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
+	rec.Expect(t, "Lock, Unlock", "etcdlock", key, "acquired released")
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	_ = m.Lock(cctx)
-	want := []observe.Kind{observe.Acquired, observe.Released, observe.GaveUp}
-	mu.Lock()
-	defer mu.Unlock()
-	if !slices.Equal(events, want) {
-		t.Errorf("events = %v; want %v", events, want)
+	rec.Expect(t, "Lock with an ended ctx", "etcdlock", key, "gave-up")
+	if err := m.Unlock(ctx); !errors.Is(err, etcdlock.ErrNotHeld) {
+		t.Fatalf("Unlock not held = %v", err)
 	}
+	rec.Expect(t, "Unlock not held", "etcdlock", key, "")
 }
 
 // TestContention: many Mutexes, one key; the critical section is never
