@@ -48,7 +48,10 @@
 // claim may have been written (a transport error, ctx ending mid-wait),
 // it deletes the claim, or revokes its own lease, before returning, on a
 // context of its own (2s), so a caller that gives up leaves no claim that
-// others would queue behind until the lease ran out.
+// others would queue behind. If etcd cannot be reached for that, a claim
+// on a hold's own lease ends with the lease (its keep-alive has stopped),
+// and a claim on a shared session is deleted in the background, retried
+// every second until it is gone or the session ends.
 //
 // # Leases and the lost-lock signal
 //

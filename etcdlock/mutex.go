@@ -200,6 +200,9 @@ func (m *Mutex) session(ctx context.Context) (*concurrency.Session, bool, error)
 // otherwise, and the withdrawal's own error if it failed too.
 func (m *Mutex) abandon(ctx context.Context, h *hold, err error) error {
 	werr := m.withdraw(ctx, h)
+	if werr != nil && !h.own {
+		m.sweep(h)
+	}
 	if cerr := ctxErr(ctx); cerr != nil {
 		return errors.Join(ErrNotObtained, cerr, werr)
 	}
@@ -213,6 +216,31 @@ func (m *Mutex) abandon(ctx context.Context, h *hold, err error) error {
 func (m *Mutex) withdraw(ctx context.Context, h *hold) error {
 	_, err := m.release(ctx, h)
 	return err
+}
+
+// sweep deletes h's claim in the background after Lock failed to withdraw
+// it: a claim on a shared session's lease, which is kept alive, would
+// otherwise stay at the head of the line for as long as the session lives.
+// The goroutine retries every second until the delete succeeds or the
+// session ends (its claims end with it).
+func (m *Mutex) sweep(h *hold) {
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-h.session.Done():
+				return
+			case <-t.C:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+			_, err := m.client.Delete(ctx, h.claim)
+			cancel()
+			if err == nil {
+				return
+			}
+		}
+	}()
 }
 
 func (m *Mutex) release(ctx context.Context, h *hold) (bool, error) {

@@ -16,8 +16,8 @@ import (
 	"github.com/locklab/locklab/etcdlock"
 	"github.com/locklab/locklab/internal/faultproxy"
 	"github.com/locklab/locklab/internal/leakcheck"
-	"github.com/locklab/locklab/internal/rig"
 	"github.com/locklab/locklab/internal/observetest"
+	"github.com/locklab/locklab/internal/rig"
 )
 
 func TestInvalidArguments(t *testing.T) {
