@@ -1,20 +1,37 @@
 // Package faultproxy is a TCP proxy that injects network faults between a
-// client and a Redis server on loopback: latency each way, a blackhole
-// (a partition: bytes are held, as TCP would keep retransmitting them, and
-// delivered when the partition heals) and resets (RST on every connection).
+// client and a Redis server on loopback.
+//
+// Faults on the whole link: latency each way, a blackhole (a partition:
+// bytes are held, as TCP would keep retransmitting them, and delivered when
+// the partition heals) and resets (RST on every connection).
+//
+// Faults on single commands, which the proxy finds by reading the RESP
+// protocol (see [Match]): a command delivered whose reply is lost
+// ([Proxy.DropReply]: the server ran it, the client sees its connection
+// close, and go-redis on its default options sends it again), a command held
+// in the network and delivered after the client gave up ([Proxy.Hold],
+// [Proxy.DeliverLate]), and a connection that goes silent both ways while
+// it stays open, a half-open connection ([Proxy.Stall]).
 //
 // Point a client (or a replica's REPLICAOF) at [Proxy.Addr] instead of the
 // server. Faults apply to connections already open and to new ones.
 package faultproxy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 )
+
+// drainTimeout bounds how long a connection whose client has gone stays
+// open to the server, to deliver the commands still held or queued for it
+// and read their replies.
+const drainTimeout = 5 * time.Second
 
 // Proxy forwards TCP connections from its loopback address to a target.
 // Its methods are safe for concurrent use.
@@ -22,32 +39,16 @@ type Proxy struct {
 	target string
 	ln     net.Listener
 
-	mu        sync.Mutex // protects the fields below
+	mu        sync.Mutex // protects the fields below, and every Rule's state
 	latency   time.Duration
 	holding   bool          // blackhole: writers wait
-	healed    chan struct{} // closed when the current blackhole ends
 	resetting bool          // new connections are reset at once
+	changed   chan struct{} // closed and replaced whenever a writer may go on
+	rules     []*Rule
 	links     map[*link]struct{}
 	closed    bool
 
 	wg sync.WaitGroup // accept loop and link goroutines
-}
-
-// link is one proxied connection pair.
-type link struct {
-	client, server net.Conn
-	once           sync.Once
-}
-
-func (l *link) close(rst bool) {
-	l.once.Do(func() {
-		for _, c := range []net.Conn{l.client, l.server} {
-			if tc, ok := c.(*net.TCPConn); ok && rst {
-				_ = tc.SetLinger(0) // close sends RST instead of FIN
-			}
-			_ = c.Close()
-		}
-	})
 }
 
 // New starts a proxy on a free 127.0.0.1 port forwarding to target.
@@ -56,7 +57,7 @@ func New(target string) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("faultproxy: %w", err)
 	}
-	p := &Proxy{target: target, ln: ln, links: map[*link]struct{}{}}
+	p := &Proxy{target: target, ln: ln, links: map[*link]struct{}{}, changed: make(chan struct{})}
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
@@ -68,9 +69,9 @@ func (p *Proxy) Addr() string { return p.ln.Addr().String() }
 // Target returns the address the proxy forwards to.
 func (p *Proxy) Target() string { return p.target }
 
-// SetLatency delays every chunk of bytes by d in each direction, so a
-// request/reply round trip gains 2*d. Bytes already queued keep their delay.
-// d <= 0 removes the latency.
+// SetLatency delays every command (client to server) and every chunk of
+// reply bytes (server to client) by d, so a request/reply round trip gains
+// 2*d. Bytes already queued keep their delay. d <= 0 removes the latency.
 func (p *Proxy) SetLatency(d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -83,10 +84,7 @@ func (p *Proxy) SetLatency(d time.Duration) {
 func (p *Proxy) Blackhole() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.holding {
-		p.holding = true
-		p.healed = make(chan struct{})
-	}
+	p.holding = true
 }
 
 // Reset sends RST on every open connection and on every new one until
@@ -97,20 +95,87 @@ func (p *Proxy) Reset() {
 	links := p.snapshotLocked()
 	p.mu.Unlock()
 	for _, l := range links {
-		l.close(true)
+		l.closeAll(true)
 	}
 }
 
 // Heal ends a blackhole (held bytes flow) and stops resetting connections.
-// Latency is kept.
+// Latency and rules are kept.
 func (p *Proxy) Heal() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.holding {
-		p.holding = false
-		close(p.healed)
-	}
+	p.holding = false
 	p.resetting = false
+	p.broadcastLocked()
+}
+
+// DropReply loses the replies of the next n commands that match m (every
+// matching command if n <= 0): each is delivered to the server, and when
+// its reply comes back the proxy closes the client's connection instead of
+// forwarding it. The client sees EOF although the server ran the command,
+// exactly as when a reply is lost in the network; go-redis on its default
+// options then sends the command again on a new connection. Replies to
+// commands pipelined behind it on that connection are lost with it.
+func (p *Proxy) DropReply(m Match, n int) *Rule { return p.addRule(m, dropReply, n) }
+
+// Hold holds the next n commands that match m (every one if n <= 0) in the
+// network, together with whatever the client sends after each on the same
+// connection, until [Rule.Release] or [Rule.Remove]: the client gets no
+// reply and gives up (its read timeout or context ends). Released commands
+// are then delivered to the server, which runs them; their replies go
+// nowhere, as the client has closed that connection by then.
+func (p *Proxy) Hold(m Match, n int) *Rule { return p.addRule(m, hold, n) }
+
+// DeliverLate is [Proxy.Hold], released after d.
+func (p *Proxy) DeliverLate(m Match, n int, d time.Duration) *Rule {
+	r := p.Hold(m, n)
+	time.AfterFunc(d, r.Release)
+	return r
+}
+
+// Stall freezes, both ways, every connection that has sent a command whose
+// name is m.Command (m's other fields are not compared for connections
+// already open), and every connection that later sends a command matching
+// m, until [Rule.Release] or [Rule.Remove]. The connections stay open and
+// nothing reaches either side: a half-open connection, which a client
+// notices only by its own timeouts and health checks. Release lets the held
+// bytes flow.
+func (p *Proxy) Stall(m Match) *Rule {
+	r := p.addRule(m, stall, 0)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for l := range p.links {
+		if !l.frozen() && m.Command != "" && l.seen[strings.ToUpper(m.Command)] {
+			l.stalled = r
+			r.use()
+		}
+	}
+	return r
+}
+
+// Count counts the commands that match m, and does nothing else to them.
+func (p *Proxy) Count(m Match) *Rule { return p.addRule(m, count, 0) }
+
+// Clear removes every rule, releasing what they hold.
+func (p *Proxy) Clear() {
+	p.mu.Lock()
+	rules := p.rules
+	p.rules = nil
+	p.mu.Unlock()
+	for _, r := range rules {
+		r.Remove()
+	}
+}
+
+func (p *Proxy) addRule(m Match, a action, n int) *Rule {
+	if n <= 0 {
+		n = -1
+	}
+	r := &Rule{p: p, match: m, action: a, left: n}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rules = append(p.rules, r)
+	return r
 }
 
 // Close stops the proxy and closes every connection. It is safe to call
@@ -122,15 +187,13 @@ func (p *Proxy) Close() error {
 		return nil
 	}
 	p.closed = true
+	p.holding = false
 	links := p.snapshotLocked()
-	if p.holding {
-		p.holding = false
-		close(p.healed)
-	}
+	p.broadcastLocked()
 	p.mu.Unlock()
 	err := p.ln.Close()
 	for _, l := range links {
-		l.close(false)
+		l.closeAll(false)
 	}
 	p.wg.Wait()
 	return err
@@ -144,6 +207,31 @@ func (p *Proxy) snapshotLocked() []*link {
 	return links
 }
 
+// broadcastLocked wakes every goroutine waiting for the proxy's state to
+// change; p.mu must be held.
+func (p *Proxy) broadcastLocked() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// await blocks until cond, called with p.mu held, is true, or ctx ends.
+func (p *Proxy) await(ctx context.Context, cond func() bool) error {
+	for {
+		p.mu.Lock()
+		if cond() {
+			p.mu.Unlock()
+			return nil
+		}
+		ch := p.changed
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
 func (p *Proxy) accept() {
 	defer p.wg.Done()
 	for {
@@ -155,49 +243,137 @@ func (p *Proxy) accept() {
 		resetting, closed := p.resetting, p.closed
 		p.mu.Unlock()
 		if resetting || closed {
-			(&link{client: c, server: c}).close(true)
+			reset(c)
 			continue
 		}
 		s, err := net.DialTimeout("tcp", p.target, 2*time.Second)
 		if err != nil {
-			(&link{client: c, server: c}).close(true)
+			reset(c)
 			continue
 		}
-		l := &link{client: c, server: s}
+		l := &link{p: p, client: c, server: s, seen: map[string]bool{}}
 		p.mu.Lock()
 		if p.closed {
 			p.mu.Unlock()
-			l.close(false)
+			l.closeAll(false)
 			continue
 		}
 		p.links[l] = struct{}{}
 		p.mu.Unlock()
-		p.wg.Add(4)
-		up, down := make(chan chunk, 256), make(chan chunk, 256)
-		go p.read(l, c, up)
-		go p.write(l, s, up)
-		go p.read(l, s, down)
-		go p.write(l, c, down)
+		up, down := make(chan item, 256), make(chan item, 256)
+		l.wg.Add(4)
+		p.wg.Add(1)
+		go l.readCommands(up)
+		go l.writeCommands(up)
+		go l.readReplies(down)
+		go l.writeReplies(down)
+		go func() {
+			defer p.wg.Done()
+			l.wg.Wait()
+			l.closeAll(false)
+			p.mu.Lock()
+			delete(p.links, l)
+			p.mu.Unlock()
+		}()
 	}
 }
 
-// chunk is bytes read at one moment, due for delivery at due.
-type chunk struct {
-	data []byte
-	due  time.Time
+// reset closes c with RST instead of FIN.
+func reset(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = c.Close()
 }
 
-func (p *Proxy) read(l *link, src net.Conn, q chan<- chunk) {
-	defer p.wg.Done()
+// link is one proxied connection pair: four goroutines, one reader and one
+// writer each way.
+type link struct {
+	p              *Proxy
+	client, server net.Conn
+	wg             sync.WaitGroup
+
+	clientOnce, serverOnce sync.Once
+
+	// Guarded by p.mu:
+	pending    []bool          // for each command sent whose reply has not come back: lose it?
+	passthru   bool            // replies no longer pair with commands (Pub/Sub, or not RESP)
+	clientGone bool            // the client side is closed: replies are read and dropped
+	stalled    *Rule           // set while a Stall rule freezes the link
+	seen       map[string]bool // names of the commands the client has sent
+}
+
+// item is a unit of bytes on its way: a whole command (client to server)
+// or a chunk of replies (server to client).
+type item struct {
+	data    []byte
+	due     time.Time
+	command bool  // a whole command, whose reply the server will send
+	drop    bool  // lose its reply
+	hold    *Rule // deliver only once this rule is released
+	subs    bool  // a SUBSCRIBE: the link's replies stop pairing with commands
+}
+
+func (l *link) closeClient(rst bool) {
+	l.clientOnce.Do(func() {
+		l.p.mu.Lock()
+		l.clientGone = true
+		l.p.mu.Unlock()
+		if rst {
+			reset(l.client)
+		} else {
+			_ = l.client.Close()
+		}
+	})
+}
+
+func (l *link) closeServer(rst bool) {
+	l.serverOnce.Do(func() {
+		if rst {
+			reset(l.server)
+		} else {
+			_ = l.server.Close()
+		}
+	})
+}
+
+func (l *link) closeAll(rst bool) {
+	l.closeClient(rst)
+	l.closeServer(rst)
+}
+
+// readCommands reads the client's bytes, splits them into commands, decides
+// what happens to each, and queues them for the server.
+func (l *link) readCommands(q chan<- item) {
+	defer l.wg.Done()
 	defer close(q)
+	var buf []byte
+	raw := false
+	tmp := make([]byte, 32<<10)
 	for {
-		buf := make([]byte, 32<<10)
-		n, err := src.Read(buf)
-		if n > 0 {
-			p.mu.Lock()
-			d := p.latency
-			p.mu.Unlock()
-			q <- chunk{data: buf[:n], due: time.Now().Add(d)}
+		n, err := l.client.Read(tmp)
+		buf = append(buf, tmp[:n]...)
+		for len(buf) > 0 {
+			if raw {
+				q <- l.p.stamp(item{data: buf})
+				buf = nil
+				break
+			}
+			cmd, size, ok, perr := parseCommand(buf)
+			if perr != nil {
+				raw = true
+				l.p.mu.Lock()
+				l.passthru = true
+				l.p.mu.Unlock()
+				continue
+			}
+			if !ok {
+				break
+			}
+			it := l.classify(cmd)
+			it.data = append([]byte(nil), buf[:size]...)
+			buf = buf[size:]
+			q <- l.p.stamp(it)
 		}
 		if err != nil {
 			return
@@ -205,48 +381,186 @@ func (p *Proxy) read(l *link, src net.Conn, q chan<- chunk) {
 	}
 }
 
-func (p *Proxy) write(l *link, dst net.Conn, q <-chan chunk) {
-	defer p.wg.Done()
-	defer func() {
-		l.close(false)
-		p.mu.Lock()
-		delete(p.links, l)
-		p.mu.Unlock()
-		for range q { // let the reader finish
+// stamp sets when an item is due, from the latency now in force.
+func (p *Proxy) stamp(it item) item {
+	p.mu.Lock()
+	d := p.latency
+	p.mu.Unlock()
+	it.due = time.Now().Add(d)
+	return it
+}
+
+// classify applies the rules to one command.
+func (l *link) classify(c command) item {
+	it := item{command: true, subs: c.subscribes()}
+	p := l.p
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l.seen[c.name] = true
+	faulted := false
+	for _, r := range p.rules {
+		if !r.active() || !r.match.matches(c) {
+			continue
 		}
-	}()
-	for c := range q {
-		if !p.waitHealed() {
+		if r.action == count {
+			r.use()
+			continue
+		}
+		if faulted || !r.takes() {
+			continue
+		}
+		faulted = true
+		r.use()
+		switch r.action {
+		case dropReply:
+			it.drop = true
+		case hold:
+			it.hold = r
+		case stall:
+			if !l.frozen() {
+				l.stalled = r
+			}
+		}
+	}
+	return it
+}
+
+// writeCommands delivers queued commands to the server, in order, each
+// when the link's faults let it go. Once the client has gone (q closed), it
+// still delivers what it holds and waits, within drainTimeout, for the
+// replies, so that a command "in the network" does reach the server.
+func (l *link) writeCommands(q <-chan item) {
+	defer l.wg.Done()
+	defer l.closeServer(false)
+	for it := range q {
+		if !l.wait(it) {
 			return
 		}
-		if wait := time.Until(c.due); wait > 0 {
-			time.Sleep(wait)
+		l.p.mu.Lock()
+		if it.command {
+			l.pending = append(l.pending, it.drop)
 		}
-		if _, err := dst.Write(c.data); err != nil {
-			if !errors.Is(err, net.ErrClosed) {
-				l.close(false)
+		if it.subs {
+			l.passthru = true
+		}
+		l.p.mu.Unlock()
+		if _, err := l.server.Write(it.data); err != nil {
+			return
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+	defer cancel()
+	_ = l.p.await(ctx, func() bool { return len(l.pending) == 0 || l.passthru || l.p.closed })
+}
+
+// wait blocks until it may be written: its latency has passed, and no
+// blackhole, stall or hold stops it. It reports false when the proxy closed.
+func (l *link) wait(it item) bool {
+	if d := time.Until(it.due); d > 0 {
+		time.Sleep(d)
+	}
+	p := l.p
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return false
+		}
+		blocked := p.holding || l.frozen() || it.hold != nil && it.hold.holding()
+		ch := p.changed
+		p.mu.Unlock()
+		if !blocked {
+			return true
+		}
+		<-ch
+	}
+}
+
+// readReplies reads the server's bytes, pairs each reply with the command
+// it answers, and queues it for the client, unless that reply is to be
+// lost: then the client's connection is closed instead.
+func (l *link) readReplies(q chan<- item) {
+	defer l.wg.Done()
+	defer close(q)
+	var buf []byte
+	tmp := make([]byte, 32<<10)
+	for {
+		n, err := l.server.Read(tmp)
+		buf = append(buf, tmp[:n]...)
+		for len(buf) > 0 {
+			p := l.p
+			p.mu.Lock()
+			passthru := l.passthru
+			p.mu.Unlock()
+			if passthru {
+				q <- p.stamp(item{data: buf})
+				buf = nil
+				break
 			}
+			size, kind, ok, perr := parseReply(buf)
+			if perr != nil {
+				p.mu.Lock()
+				l.passthru = true
+				p.mu.Unlock()
+				continue
+			}
+			if !ok {
+				break
+			}
+			frame := append([]byte(nil), buf[:size]...)
+			buf = buf[size:]
+			drop := false
+			if kind == answer {
+				p.mu.Lock()
+				if len(l.pending) > 0 {
+					drop = l.pending[0]
+					l.pending = l.pending[1:]
+					p.broadcastLocked()
+				}
+				p.mu.Unlock()
+			}
+			if drop {
+				l.closeClient(false)
+			}
+			q <- p.stamp(item{data: frame})
+		}
+		if err != nil {
 			return
 		}
 	}
 }
 
-// waitHealed blocks while the proxy is a blackhole. It reports false when
-// the proxy closed meanwhile.
-func (p *Proxy) waitHealed() bool {
-	for {
-		p.mu.Lock()
-		holding, healed, closed := p.holding, p.healed, p.closed
-		p.mu.Unlock()
-		if closed {
-			return false
+// writeReplies delivers reply bytes to the client. Once the client is gone
+// it drops them, and keeps the server side open until the commands still on
+// their way have been answered.
+func (l *link) writeReplies(q <-chan item) {
+	defer l.wg.Done()
+	defer func() {
+		l.closeClient(false)
+		for range q { // let the reader finish
 		}
-		if !holding {
-			return true
+	}()
+	for it := range q {
+		if !l.wait(it) {
+			return
 		}
-		<-healed
+		l.p.mu.Lock()
+		gone := l.clientGone
+		l.p.mu.Unlock()
+		if gone {
+			continue
+		}
+		if _, err := l.client.Write(it.data); err != nil {
+			if !errors.Is(err, net.ErrClosed) {
+				l.closeClient(false)
+			}
+			continue
+		}
 	}
 }
+
+// frozen reports whether a Stall rule freezes the link; p.mu must be held.
+func (l *link) frozen() bool { return l.stalled != nil && l.stalled.holding() }
 
 // Start starts a proxy to target for a test and closes it in tb.Cleanup.
 func Start(tb testing.TB, target string) *Proxy {

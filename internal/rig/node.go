@@ -81,6 +81,22 @@ func ClientOptions(addr string) *redis.Options {
 	}
 }
 
+// UserOptions returns go-redis's own defaults for addr, as users run it:
+// a command that fails with a network error (a lost reply, a reset) or a
+// read timeout is sent again, up to 3 times, on a new connection; read and
+// write timeouts are 3s and context deadlines do not bound a command's
+// socket wait. A lock must stay safe, and its scripts give the same answer,
+// when its commands are sent twice.
+func UserOptions(addr string) *redis.Options {
+	return &redis.Options{Addr: addr}
+}
+
+// UserClient returns a go-redis client for the node on go-redis's default
+// options ([UserOptions]), closed by [Node.Close].
+func (n *Node) UserClient() *redis.Client {
+	return n.Client(func(o *redis.Options) { *o = *UserOptions(o.Addr) })
+}
+
 func (n *Node) control() (controller, error) {
 	if n.ctl == nil {
 		return nil, fmt.Errorf("%s: %w", n.addr, ErrNoControl)

@@ -1,0 +1,146 @@
+// Package retry is the one way locklab's lock packages repeat an attempt to
+// take a lock, and bound the commands that must run even after the caller
+// gave up. Each package's exported options (WithRetry, WithTries) feed a
+// [Policy]; its Lock is [Do] over its own one-attempt function.
+//
+// The rules every package gets from here, so that one reads like another:
+//
+//   - A nil DelayFunc is the default, [Backoff]. Zero tries is no limit:
+//     only the context ends the wait.
+//   - Each attempt is a fresh try with a fresh token. A command of an
+//     earlier attempt can still be on the wire (its reply lost, or held up
+//     in the network) when the next attempt starts; with one token for
+//     both, that late command could act on the lock the next attempt took
+//     (a late cleanup deleting it). [Attempt] gets its attempt number so
+//     it can never be tempted to reuse one.
+//   - When the context ends, the error is errors.Join(ErrNotObtained,
+//     ctx.Err()); when the tries run out, it wraps ErrNotObtained and says
+//     how many.
+//   - A release, and the cleanup of an attempt that failed, runs on
+//     [Detach]: the caller's values, not its cancellation, bounded by
+//     [ReleaseTimeout].
+package retry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+const (
+	// MinDelay and MaxDelay bound the default backoff: the delay after the
+	// first failed try is drawn from [0, 2ms), and the ceiling doubles with
+	// each further failure up to 64ms.
+	MinDelay = 2 * time.Millisecond
+	MaxDelay = 64 * time.Millisecond
+
+	// ReleaseTimeout bounds a command that must run after its caller gave
+	// up or was cancelled: a release, or the cleanup of an attempt whose
+	// reply was lost.
+	ReleaseTimeout = 2 * time.Second
+
+	// ReceiptTTL is how long a release's receipt lives (see the lock
+	// packages' release.lua): long enough to answer every re-send of the
+	// release that its caller still waits for, which all start within
+	// ReleaseTimeout of the first.
+	ReceiptTTL = 2 * ReleaseTimeout
+)
+
+// A DelayFunc returns how long to wait before the next attempt, given how
+// many attempts have failed so far (1 after the first). A delay <= 0 means
+// try again at once. It is called from the goroutine running the lock
+// method, so one shared by several locks must be safe for concurrent use.
+type DelayFunc func(attempt int) time.Duration
+
+// Backoff is the default DelayFunc: exponential backoff with full jitter.
+// After the n-th failed attempt it waits a random time in
+// [0, min(2ms*2^(n-1), 64ms)). Jitter spreads out waiters refused together;
+// the cap bounds how long a freed lock sits unused before the next try.
+// math/rand/v2 is fine here: a delay needs no unpredictability.
+func Backoff(attempt int) time.Duration {
+	ceiling := MinDelay
+	for i := 1; i < attempt && ceiling < MaxDelay; i++ {
+		ceiling *= 2
+	}
+	return rand.N(min(ceiling, MaxDelay))
+}
+
+// Policy is how a Lock repeats its attempts.
+type Policy struct {
+	// Delay is the wait after each failed attempt; nil means Backoff.
+	Delay DelayFunc
+	// Tries is how many attempts to make before giving up; 0 means no
+	// limit.
+	Tries int
+}
+
+// An Attempt makes attempt number n (1, 2, ...) with a token of its own. It
+// reports true once it holds the lock, false when the lock was taken (try
+// again after the delay), or an error that ends the loop at once.
+type Attempt func(ctx context.Context, n int) (bool, error)
+
+// Do calls attempt until it holds the lock, fails, runs out of tries, or
+// ctx ends. It returns nil once an attempt holds the lock; the attempt's
+// error as it is; errors.Join(notObtained, ctx.Err()) when ctx ends first
+// (without any attempt if ctx had already ended); and an error wrapping
+// notObtained, naming the tries, when they run out.
+func Do(ctx context.Context, p Policy, notObtained error, attempt Attempt) error {
+	delay := p.Delay
+	if delay == nil {
+		delay = Backoff
+	}
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for n := 1; ; n++ {
+		if err := CtxErr(ctx); err != nil {
+			return errors.Join(notObtained, err)
+		}
+		ok, err := attempt(ctx, n)
+		if err != nil || ok {
+			return err
+		}
+		if p.Tries > 0 && n >= p.Tries {
+			return fmt.Errorf("%w: still held after %d tries", notObtained, n)
+		}
+		d := max(delay(n), 0)
+		if timer == nil {
+			timer = time.NewTimer(d)
+		} else {
+			timer.Reset(d)
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(notObtained, ctx.Err())
+		case <-timer.C:
+		}
+	}
+}
+
+// CtxErr returns ctx.Err(), or [context.DeadlineExceeded] once ctx's
+// deadline has passed even if ctx has not noticed yet: go-redis sets socket
+// deadlines from ctx, and under load the socket's "i/o timeout" can come
+// before the context's own timer fires. Either way the caller's deadline is
+// what ended the attempt, and the error must say so.
+func CtxErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// Detach returns a context with ctx's values but not its cancellation or
+// deadline, bounded by ReleaseTimeout instead: for a release, which must run
+// even when the caller's context has ended (a deferred Unlock after the
+// request was cancelled), and for the cleanup of an attempt that failed.
+func Detach(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), ReleaseTimeout)
+}
