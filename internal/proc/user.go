@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"os/user"
 	"strconv"
-	"syscall"
 )
 
 // StartAs is [Start] for a child that must run as another user: it starts
@@ -15,25 +14,18 @@ import (
 // group, with SIGKILL as its parent-death signal. The kernel clears that
 // signal when a process changes its user, but Go's fork sets it after the
 // change, so the child still dies with its parent. Only root may start a
-// process as another user. cmd.SysProcAttr must be nil.
+// process as another user, and only on Linux; as this process's own user
+// it is [Start]. cmd.SysProcAttr must be nil.
 //
 // PostgreSQL is the case in point: its server refuses to run as root.
 func StartAs(cmd *exec.Cmd, uid, gid uint32) error {
 	if cmd.SysProcAttr != nil {
 		return errors.New("proc: cmd.SysProcAttr must be nil")
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setpgid:    true,
-		Pdeathsig:  syscall.SIGKILL,
-		Credential: &syscall.Credential{Uid: uid, Gid: gid}, // Groups nil: no supplementary groups
+	if int(uid) == os.Geteuid() && int(gid) == os.Getegid() {
+		return Start(cmd)
 	}
-	once.Do(func() {
-		starts = make(chan startReq)
-		go spawner()
-	})
-	done := make(chan error, 1)
-	starts <- startReq{cmd: cmd, done: done}
-	return <-done
+	return startAs(cmd, uid, gid)
 }
 
 // ServiceUser returns the uid and gid a server that refuses to run as root
