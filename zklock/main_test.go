@@ -21,7 +21,7 @@ var servers []string
 
 func TestMain(m *testing.M) {
 	rig.MainWith(m, func() (func(), error) {
-		z, err := rig.NewZooKeeper(context.Background(), 1)
+		z, err := rig.NewZooKeeper(context.Background(), 1, rig.WithZooKeeperForTests())
 		if err != nil {
 			return nil, err
 		}

@@ -230,7 +230,7 @@ func TestSessionCloseReleases(t *testing.T) {
 func TestPartitionedHolderLosesSession(t *testing.T) {
 	t.Parallel() // no leakcheck.Guard: other tests run meanwhile; TestMain checks for leaks
 	ctx := context.Background()
-	z := rig.StartZooKeeper(t, 1)
+	z := rig.StartZooKeeper(t, 1, rig.WithZooKeeperForTests())
 	proxy := faultproxy.Start(t, z.Addrs()[0])
 	const short = 2 * time.Second
 	cut := session(t, short, proxy.Addr())
@@ -277,7 +277,7 @@ func TestPartitionedHolderLosesSession(t *testing.T) {
 func TestCreateReplyLost(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	z := rig.StartZooKeeper(t, 1)
+	z := rig.StartZooKeeper(t, 1, rig.WithZooKeeperForTests())
 	proxy := faultproxy.Start(t, z.Addrs()[0])
 	const short = 3 * time.Second
 	s := session(t, short, proxy.Addr())
@@ -317,7 +317,7 @@ func TestCreateReplyLost(t *testing.T) {
 func TestLeaderFailoverKeepsLock(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	z := rig.StartZooKeeper(t, 3)
+	z := rig.StartZooKeeper(t, 3, rig.WithZooKeeperForTests())
 	s := session(t, timeout, z.Addrs()...)
 	other := session(t, timeout, z.Addrs()...)
 	p := lockPath(t)

@@ -9,6 +9,10 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
+// minConnectWait is the shortest time Connect waits for a session: a
+// short session timeout should not make a slow first connection fail.
+const minConnectWait = 10 * time.Second
+
 // Session is one ZooKeeper session: a connection to one server of the
 // ensemble at a time (the client moves to another when it loses one), kept
 // alive by heartbeats, that owns the ephemeral children of every [Mutex]
@@ -30,8 +34,8 @@ type Session struct {
 }
 
 // Connect opens a session on the ensemble at servers ("host:port") with
-// the given session timeout, and waits until it is established (at most
-// the timeout). ZooKeeper's servers bound the timeout they grant (by
+// the given session timeout, and waits until it is established (for the
+// timeout, and at least 10s). ZooKeeper's servers bound the timeout they grant (by
 // default between 2 and 20 of their ticks). If timeout is under 1ms the
 // error wraps [ErrInvalid]. The caller must Close the Session.
 func Connect(servers []string, timeout time.Duration) (*Session, error) {
@@ -48,7 +52,7 @@ func Connect(servers []string, timeout time.Duration) (*Session, error) {
 		return nil, fmt.Errorf("zklock: connect to %v: %w", servers, err)
 	}
 	s.conn = conn
-	deadline := time.After(timeout)
+	deadline := time.After(max(timeout, minConnectWait))
 	for {
 		ok, changed := s.state()
 		if ok {

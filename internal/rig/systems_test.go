@@ -181,7 +181,7 @@ func TestZooKeeperFaults(t *testing.T) {
 func TestZooKeeperEnsemble(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	z, err := rig.NewZooKeeper(ctx, 3)
+	z, err := rig.NewZooKeeper(ctx, 3, rig.WithZooKeeperForTests())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,10 +94,36 @@ type ZKServer struct {
 	d          *daemon
 }
 
+// ZooKeeperOption configures servers started by [NewZooKeeper] or
+// [StartZooKeeper].
+type ZooKeeperOption func(*zkConfig)
+
+type zkConfig struct {
+	jvm    []string
+	noSync bool
+}
+
+// WithZooKeeperForTests makes servers that start in about half the time
+// and keep up on a loaded machine: the JVM compiles with C1 only and
+// collects with the serial GC, and the transaction log is not fsynced
+// (forceSync=no; killing the server loses nothing, a crash of the machine
+// could). Labs and tests use it; the bench does not, since both change
+// throughput. The default is the JVM's and ZooKeeper's own settings.
+func WithZooKeeperForTests() ZooKeeperOption {
+	return func(c *zkConfig) {
+		c.jvm = append(c.jvm, "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+		c.noSync = true
+	}
+}
+
 // NewZooKeeper starts n servers (1: standalone; 3 or 5: an ensemble that
 // survives the loss of 1 or 2) and waits until each is serving. The caller
 // must Close it.
-func NewZooKeeper(ctx context.Context, n int) (*ZooKeeper, error) {
+func NewZooKeeper(ctx context.Context, n int, opts ...ZooKeeperOption) (*ZooKeeper, error) {
+	var cfg zkConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	if n < 1 || n > zkMaxServers {
 		return nil, fmt.Errorf("rig: ZooKeeper ensemble of %d servers; want 1 to %d", n, zkMaxServers)
 	}
@@ -106,14 +132,14 @@ func NewZooKeeper(ctx context.Context, n int) (*ZooKeeper, error) {
 		return nil, err
 	}
 	for attempt := 0; ; attempt++ {
-		z, err := newZooKeeper(ctx, java, cp, n)
+		z, err := newZooKeeper(ctx, java, cp, n, cfg)
 		if err == nil || attempt == 2 || !strings.Contains(err.Error(), "Address already in use") {
 			return z, err
 		}
 	}
 }
 
-func newZooKeeper(ctx context.Context, java, classpath string, n int) (*ZooKeeper, error) {
+func newZooKeeper(ctx context.Context, java, classpath string, n int, zc zkConfig) (*ZooKeeper, error) {
 	dir, err := os.MkdirTemp("", "locklab-zookeeper-")
 	if err != nil {
 		return nil, fmt.Errorf("rig: %w", err)
@@ -157,6 +183,9 @@ func newZooKeeper(ctx context.Context, java, classpath string, n int) (*ZooKeepe
 			"4lw.commands.whitelist=ruok,srvr,stat,mntr,conf",
 			"preAllocSize=1024", // KB per log file, not 64MB
 		}
+		if zc.noSync {
+			cfg = append(cfg, "forceSync=no")
+		}
 		cfg = append(cfg, ensemble...)
 		cfgPath := filepath.Join(sdir, "zoo.cfg")
 		if err := os.WriteFile(cfgPath, []byte(strings.Join(cfg, "\n")+"\n"), 0o644); err != nil {
@@ -173,13 +202,13 @@ func newZooKeeper(ctx context.Context, java, classpath string, n int) (*ZooKeepe
 			what:  fmt.Sprintf("ZooKeeper server %d (%s)", s.id, s.Addr()),
 			path:  java,
 			argv0: procMarker,
-			args: []string{
-				"-Xmx512m", "-Djava.net.preferIPv4Stack=true",
+			args: append(append([]string{"-Xmx512m"}, zc.jvm...),
+				"-Djava.net.preferIPv4Stack=true",
 				"-Dorg.slf4j.simpleLogger.showDateTime=true",
 				"-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
-				"-cp", sdir + ":" + classpath,
+				"-cp", sdir+":"+classpath,
 				"org.apache.zookeeper.server.quorum.QuorumPeerMain", cfgPath,
-			},
+			),
 			dir:     sdir,
 			logPath: filepath.Join(sdir, "zookeeper.log"),
 		}
@@ -207,9 +236,9 @@ func newZooKeeper(ctx context.Context, java, classpath string, n int) (*ZooKeepe
 // closes them in tb.Cleanup. When the test fails, the tail of each
 // server's log is logged. Without Java or ZooKeeper the test fails with
 // [ZooKeeperInstallHint].
-func StartZooKeeper(tb testing.TB, n int) *ZooKeeper {
+func StartZooKeeper(tb testing.TB, n int, opts ...ZooKeeperOption) *ZooKeeper {
 	tb.Helper()
-	z, err := NewZooKeeper(context.Background(), n)
+	z, err := NewZooKeeper(context.Background(), n, opts...)
 	if err != nil {
 		tb.Fatal(err)
 	}
