@@ -362,7 +362,17 @@ func pausedHolder(s *labs.Scene, impl *labs.Impl) {
 	claim := do(s, a, claimOp, "")
 	a.ParkAt(lab13.HookBeforeWrite)
 	w := a.Go(writeOrder, dataA)
-	a.WaitParked(lab13.HookBeforeWrite)
+	if _, parked := a.WaitParkedOr(w, lab13.HookBeforeWrite); !parked {
+		// The write gave up before sending anything: nothing to freeze.
+		// B's turn comes when A releases.
+		s.Must(w.Err())
+		unlock(s, a)
+		s.Must(b.Lock())
+		writeAsHolder(s, b, dataB)
+		s.Must(b.Unlock())
+		showOrder(s, c)
+		return
+	}
 	a.Freeze() // a stop-the-world pause, with the write about to leave
 	waitKeyGone(s, c, claim, "A's lease expired: etcd deleted its claim")
 

@@ -326,7 +326,16 @@ func rowPaused(s *labs.Scene, impl *labs.Impl) {
 	apid := do(s, a, pid, "")
 	a.ParkAt(lab14.HookBeforeWrite)
 	w := a.Go(ship, dataA)
-	a.WaitParked(lab14.HookBeforeWrite)
+	if _, parked := a.WaitParkedOr(w, lab14.HookBeforeWrite); !parked {
+		// The write gave up before sending anything: nothing to freeze.
+		s.Must(w.Err())
+		unlock(s, a)
+		s.Must(b.Lock())
+		writeAsHolder(s, b, dataB)
+		s.Must(b.Unlock())
+		showOrder(s, pool)
+		return
+	}
 	a.Freeze()
 
 	if err := b.LockWithin(holdWait); err == nil {
