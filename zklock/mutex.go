@@ -60,8 +60,9 @@ type hold struct {
 
 // New returns a Mutex for the lock at path, an absolute ZooKeeper path
 // such as "/locks/order-1001", using s. It sends nothing to ZooKeeper;
-// Lock creates the path (and its parents) as persistent nodes if they do
-// not exist. New never fails: if s is nil or path is not a valid
+// Lock creates the path if it does not exist: its parents as persistent
+// nodes, the lock's node as a container that ZooKeeper deletes once it is
+// empty. New never fails: if s is nil or path is not a valid
 // ZooKeeper path, every method of the returned Mutex reports it with an
 // error wrapping [ErrInvalid].
 func New(s *Session, path string, opts ...Option) *Mutex {
@@ -201,7 +202,12 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 	return true, nil
 }
 
-// ensureParents creates the lock's node and its ancestors, once per Mutex.
+// ensureParents creates the lock's node, once per Mutex, and its
+// ancestors, once per Session. The ancestors are persistent nodes; the
+// lock's node is a container, which ZooKeeper deletes once it has been
+// used and is empty again (its check runs every minute by default), so
+// lock paths do not pile up. A create that finds the node already there is
+// fine; one that finds the lock's node gone later is handled by create.
 func (m *Mutex) ensureParents(ctx context.Context) error {
 	m.mu.Lock()
 	done := m.parents
@@ -212,9 +218,21 @@ func (m *Mutex) ensureParents(ctx context.Context) error {
 	parts := strings.Split(m.path[1:], "/")
 	for i := range parts {
 		p := "/" + strings.Join(parts[:i+1], "/")
-		_, err := call(ctx, func() (string, error) { return m.s.conn.Create(p, nil, 0, acl) })
+		last := i == len(parts)-1
+		if !last && m.s.knows(p) {
+			continue
+		}
+		_, err := call(ctx, func() (string, error) {
+			if last {
+				return m.s.conn.CreateContainer(p, nil, zk.FlagContainer, acl)
+			}
+			return m.s.conn.Create(p, nil, 0, acl)
+		})
 		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
 			return fmt.Errorf("zklock: create %q: %w", p, err)
+		}
+		if !last {
+			m.s.learn(p)
 		}
 	}
 	m.mu.Lock()

@@ -31,7 +31,14 @@ type Session struct {
 	changed   chan struct{} // closed and replaced on every state change
 	closed    bool
 	janitors  sync.WaitGroup // background deletions of children left by failed Locks
+	paths     sync.Map       // persistent nodes known to exist: lock paths' ancestors
 }
+
+// knows reports whether the persistent node p is known to exist.
+func (s *Session) knows(p string) bool { _, ok := s.paths.Load(p); return ok }
+
+// learn records that the persistent node p exists.
+func (s *Session) learn(p string) { s.paths.Store(p, struct{}{}) }
 
 // Connect opens a session on the ensemble at servers ("host:port") with
 // the given session timeout, and waits until it is established (for the
