@@ -270,7 +270,7 @@ func (m *Mutex) release(ctx context.Context, tok string, abandon bool) (int64, e
 }
 
 // receipt is the key of the receipt a release of tok leaves.
-func (m *Mutex) receipt(tok string) string { return m.base + ":r:" + tok }
+func (m *Mutex) receipt(tok string) string { return keyslot.Receipt(m.base, tok) }
 
 // Extend sets the lock's TTL to ttl, counted from now, if this Mutex still
 // holds the lock, and moves [Mutex.Until] accordingly; ttl may be shorter

@@ -245,7 +245,7 @@ func (n *Notifier) bounce(key, tok string) {
 	ctx, cancel := retry.Detach(context.Background())
 	defer cancel()
 	base := keyslot.Base(key)
-	keys := []string{key, base + ":q", base + ":r:" + tok}
+	keys := []string{key, base + ":q", keyslot.Receipt(base, tok)}
 	_ = releaseScript.Run(ctx, n.client, keys, tok, channelPrefix, "0", receiptMS).Err()
 }
 

@@ -102,19 +102,19 @@ var kinds = []kind{
 		},
 	},
 	{
-		name: "watchdog", nodes: 1, pending: true,
+		name: "watchdog", nodes: 1,
 		make: func(_ *testing.T, e env) locker {
 			return watchdog.New(e.clients[0], e.key, watchdog.WithTTL(e.ttl), watchdog.WithHook(e.hook), watchdog.WithRetry(fastRetry))
 		},
 	},
 	{
-		name: "reentrant", nodes: 1, reentrant: true, pending: true,
+		name: "reentrant", nodes: 1, reentrant: true,
 		make: func(_ *testing.T, e env) locker {
 			return ownerLock{reentrant.New(e.clients[0], e.key, reentrant.WithTTL(e.ttl), reentrant.WithHook(e.hook), reentrant.WithRetry(fastRetry)), reentrant.NewOwner()}
 		},
 	},
 	{
-		name: "fencing", nodes: 1, persistent: []string{":fence"}, pending: true,
+		name: "fencing", nodes: 1, persistent: []string{":fence"},
 		make: func(_ *testing.T, e env) locker {
 			return fencing.New(e.clients[0], e.key, fencing.WithTTL(e.ttl), fencing.WithHook(e.hook), fencing.WithRetry(fastRetry))
 		},

@@ -102,10 +102,11 @@ var kinds = []kind{
 	},
 	{
 		name: "fencing",
-		// acquire.lua EXISTS, INCR, DECR (rare: a counter gone negative),
-		// SET; release.lua GET, DEL; extend.lua GET, PEXPIRE.
-		acl: []string{keysLock, keysCounter, "resetchannels", "-@all",
-			"+evalsha", "+eval", "+exists", "+incr", "+decr", "+set", "+get", "+del", "+pexpire"},
+		// acquire.lua GET (the key; the counter, for a second run), INCR,
+		// DECR (rare: a counter gone negative), SET; release.lua GET, DEL,
+		// SET (its receipt); extend.lua GET, PEXPIRE.
+		acl: []string{keysLock, keysCounter, keysReceipt, "resetchannels", "-@all", configGet,
+			"+evalsha", "+eval", "+incr", "+decr", "+set", "+get", "+del", "+pexpire"},
 		nodes: 1, cluster: true, exclusive: true,
 		make: func(cs []redis.UniversalClient, key string) locker {
 			return fencing.New(cs[0], key, fencing.WithRetry(fastRetry))
@@ -113,9 +114,9 @@ var kinds = []kind{
 	},
 	{
 		name: "watchdog",
-		// SET NX PX; release.lua GET, DEL; extend.lua (each renewal) GET,
-		// PEXPIRE.
-		acl: []string{keysLock, "resetchannels", "-@all",
+		// SET NX PX GET; release.lua GET, DEL, SET (its receipt); extend.lua
+		// (each renewal) GET, PEXPIRE.
+		acl: []string{keysLock, keysReceipt, "resetchannels", "-@all", configGet,
 			"+set", "+evalsha", "+eval", "+get", "+del", "+pexpire"},
 		nodes: 1, cluster: true, exclusive: true,
 		make: func(cs []redis.UniversalClient, key string) locker {
@@ -127,11 +128,12 @@ var kinds = []kind{
 	},
 	{
 		name: "reentrant",
-		// acquire.lua EXISTS, HEXISTS, HINCRBY, PEXPIRE; release.lua
-		// HEXISTS, HINCRBY, PEXPIRE, DEL; count.lua HGET; extend.lua
-		// HEXISTS, PEXPIRE.
-		acl: []string{keysLock, "resetchannels", "-@all",
-			"+evalsha", "+eval", "+exists", "+hexists", "+hincrby", "+hget", "+pexpire", "+del"},
+		// acquire.lua GET and SET (the call's receipt), EXISTS, HEXISTS,
+		// HINCRBY, PTTL, PEXPIRE; release.lua the same and DEL; cancel.lua
+		// (a Lock whose reply never came) GET, SET, HEXISTS, HINCRBY, DEL;
+		// count.lua HGET; extend.lua HEXISTS, PEXPIRE.
+		acl: []string{keysLock, keysReceipt, "resetchannels", "-@all", configGet,
+			"+evalsha", "+eval", "+get", "+set", "+exists", "+hexists", "+hincrby", "+hget", "+pttl", "+pexpire", "+del"},
 		nodes: 1, cluster: true, exclusive: true,
 		make: func(cs []redis.UniversalClient, key string) locker {
 			return ownerLock{reentrant.New(cs[0], key, reentrant.WithRetry(fastRetry)), reentrant.NewOwner()}
