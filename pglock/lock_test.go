@@ -409,3 +409,36 @@ func TestContention(t *testing.T) {
 		})
 	}
 }
+
+// TestUnlockReplyLost: the release (COMMIT, pg_advisory_unlock) is sent
+// into a partition and gets no answer within Unlock's 2s; Unlock returns
+// the error and closes the connection, and once the network heals the
+// server ends that session and the lock is free for the next client.
+func TestUnlockReplyLost(t *testing.T) {
+	t.Parallel()
+	srv := rig.StartPostgres(t)
+	proxy := faultproxy.Start(t, srv.Addr())
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			ctx := context.Background()
+			key := lockKey(t)
+			a, b := k.make(pool(t, srv.DSN(proxy.Addr())), key), k.make(pool(t, srv.DSN(srv.Addr())), key)
+			if err := a.Lock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			proxy.Blackhole()
+			if err := a.Unlock(ctx); err == nil || errors.Is(err, pglock.ErrNotHeld) {
+				t.Fatalf("Unlock into a partition = %v; want a transport error", err)
+			}
+			if a.Fence() != 0 {
+				t.Error("the lock still reports a hold after its connection was closed")
+			}
+			proxy.Heal()
+			eventually(t, 10*time.Second, "b gets the lock", func() bool {
+				ok, err := b.TryLock(ctx)
+				return ok && err == nil
+			})
+			_ = b.Unlock(ctx)
+		})
+	}
+}

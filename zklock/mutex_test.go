@@ -431,3 +431,41 @@ func TestChildNames(t *testing.T) {
 		t.Errorf("Node() = %q; want %s/lock-<22-char token>-<10 digits>", m.Node(), p)
 	}
 }
+
+// TestUnlockReplyLost: Unlock's delete sent into a partition fails (no
+// answer in time); the Mutex keeps the hold, so Unlock can be called
+// again once the network heals, and then says either nil (the first
+// delete never landed) or ErrNotHeld (it had, or the session expired):
+// either way the lock is free, and no other holder's child was touched.
+func TestUnlockReplyLost(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	z := rig.StartZooKeeper(t, 1, rig.WithZooKeeperForTests())
+	proxy := faultproxy.Start(t, z.Addrs()[0])
+	s := session(t, 3*time.Second, proxy.Addr())
+	direct := session(t, timeout, z.Addrs()...)
+	p := lockPath(t)
+	a := zklock.New(s, p)
+	if err := a.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Blackhole()
+	if err := a.Unlock(ctx); err == nil || errors.Is(err, zklock.ErrNotHeld) {
+		t.Fatalf("Unlock into a partition = %v; want a transport error", err)
+	}
+	if a.Node() == "" {
+		t.Fatal("the Mutex forgot its hold after an Unlock whose outcome is unknown")
+	}
+	proxy.Heal()
+	eventually(t, 10*time.Second, "Unlock answered", func() bool {
+		err := a.Unlock(ctx)
+		return err == nil || errors.Is(err, zklock.ErrNotHeld)
+	})
+	b := zklock.New(direct, p)
+	if err := b.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
