@@ -199,7 +199,7 @@ func newPostgres(ctx context.Context, bin, tmpl string, uid, gid uint32, cfg pgC
 		stopSig: syscall.SIGINT, // fast shutdown: roll back sessions, checkpoint, exit
 	}
 	if err := p.start(ctx); err != nil {
-		_ = p.d.kill()
+		_ = p.kill()
 		return fail(err)
 	}
 	return p, nil
@@ -248,9 +248,31 @@ func PostgresDSN(addr string) string {
 	return "postgres://" + pgUser + "@" + addr + "/" + pgDatabase + "?sslmode=disable"
 }
 
-// Kill sends SIGKILL to every server process and waits until the
-// postmaster has exited: a crash. [Postgres.Restart] recovers from the WAL.
-func (p *Postgres) Kill() error { return p.d.kill() }
+// Kill sends SIGKILL to every server process and waits until they have all
+// exited: a crash. [Postgres.Restart] recovers from the WAL.
+func (p *Postgres) Kill() error { return p.kill() }
+
+// kill kills the process group and waits for the postmaster (reaped by
+// the rig) and for every other process of the group (reaped by nobody we
+// know: they are the postmaster's children) to be gone or dead. A restart
+// before they are gone fails: they still hold the old shared memory.
+func (p *Postgres) kill() error {
+	pgid := p.d.pid()
+	if err := p.d.kill(); err != nil {
+		return err
+	}
+	if pgid == 0 {
+		return nil
+	}
+	deadline := time.Now().Add(pgStopTimeout)
+	for groupAlive(pgid) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("rig: PostgreSQL processes of group %d still alive %v after SIGKILL", pgid, pgStopTimeout)
+		}
+		time.Sleep(pollEvery)
+	}
+	return nil
+}
 
 // Stop shuts the server down (fast shutdown: sessions are rolled back)
 // and waits until it has exited.
@@ -267,7 +289,7 @@ func (p *Postgres) Resume() error { return p.d.resume() }
 // and data (crash recovery if it was killed) and waits until it accepts
 // connections.
 func (p *Postgres) Restart(ctx context.Context) error {
-	if err := p.d.kill(); err != nil {
+	if err := p.kill(); err != nil {
 		return err
 	}
 	return p.start(ctx)
@@ -304,6 +326,34 @@ func (p *Postgres) Close() error {
 	}
 	p.closed = true
 	p.mu.Unlock()
-	_ = p.d.kill()
+	_ = p.kill()
 	return os.RemoveAll(p.dir)
+}
+
+// groupAlive reports whether a process of group pgid is alive (running,
+// sleeping or stopped: anything but a zombie or gone), from /proc.
+func groupAlive(pgid int) bool {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...; comm may hold spaces.
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) >= 3 && f[0] != "Z" && f[0] != "X" && f[2] == strconv.Itoa(pgid) {
+			return true
+		}
+	}
+	return false
 }
