@@ -14,19 +14,10 @@ test: deps vet
 	LOCKLAB_WRONG_FIXES=1 $(GO) test -race ./...
 	@$(MAKE) --no-print-directory strays
 
+# deps installs what is missing (Redis, etcd, ZooKeeper, PostgreSQL) from
+# Debian packages when it can, and says how otherwise: see .ci/deps.
 deps:
-	@if command -v redis-server >/dev/null 2>&1 && command -v redis-sentinel >/dev/null 2>&1; then \
-		exit 0; \
-	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-		echo "installing redis-server and redis-sentinel with apt-get"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-sentinel >/dev/null; \
-	else \
-		echo "locklab needs Redis 7 (redis-server and redis-sentinel) on PATH:"; \
-		echo "  Debian/Ubuntu: sudo apt-get install -y redis-server redis-sentinel"; \
-		echo "  macOS:         brew install redis"; \
-		echo "  or set LOCKLAB_REDIS_ADDRS to running servers (labs that need process control will skip)"; \
-		exit 1; \
-	fi
+	@.ci/deps
 
 vet:
 	$(GO) vet ./...
@@ -37,11 +28,13 @@ lint: vet
 	elif command -v golangci-lint >/dev/null 2>&1; then golangci-lint run; \
 	else echo "lint: staticcheck not installed (go install honnef.co/go/tools/cmd/staticcheck@latest); ran go vet only"; fi
 
-# strays fails if a redis-server started by the tests outlived them: an
-# orphan (re-parented to init) whose process title carries the rig's marker.
+# strays fails if a server started by the tests outlived them: an orphan
+# (re-parented to init) whose process title carries the rig's marker
+# (redis-server, etcd, ZooKeeper's JVM: "locklab-rig ..."; PostgreSQL:
+# cluster_name=locklab-rig, "postgres: locklab-rig: ...").
 strays:
-	@strays=$$(ps -eo pid=,ppid=,args= | awk '$$2 == 1 && $$3 == "locklab-rig" {print $$1}'); \
-	if [ -n "$$strays" ]; then echo "redis-server processes outlived the tests: $$strays"; ps -o pid,args -p $$strays; exit 1; fi
+	@strays=$$(ps -eo pid=,ppid=,args= | awk '$$2 == 1 && ($$3 == "locklab-rig" || /cluster_name=locklab-rig/ || ($$3 == "postgres:" && $$4 == "locklab-rig:")) {print $$1}'); \
+	if [ -n "$$strays" ]; then echo "servers outlived the tests: $$strays"; ps -o pid,args -p $$strays; exit 1; fi
 
 define need_lab
 	@if [ -z "$(LAB)" ] || [ -z "$(LABDIR)" ]; then echo "usage: make $(1) LAB=03 (one of: $$(ls -d labs/[0-9]*/ | sed 's#labs/\([0-9]*\)-.*#\1#' | tr '\n' ' '))"; exit 2; fi

@@ -132,6 +132,10 @@ type impl struct {
 	// token counters): the bench still deletes them after each run but does
 	// not report them as leftovers.
 	keepsKeys bool
+	// scenarios, when set, are the only scenarios the lock runs in (the
+	// locks on etcd, ZooKeeper and PostgreSQL skip rtt, whose proxies sit
+	// in front of the Redis servers only).
+	scenarios []string
 	// gaveUp reports whether an error from Lock is the lock's "gave up"
 	// outcome (counted, then retried with the same start of the wait)
 	// rather than a transport or other failure.

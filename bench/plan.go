@@ -118,7 +118,11 @@ func steps(rounds int, cs []cell, impls []*impl) []step {
 	for r := range rounds {
 		for _, c := range cs {
 			for i := range impls {
-				out = append(out, step{round: r, cell: c, impl: impls[(i+r)%len(impls)]})
+				im := impls[(i+r)%len(impls)]
+				if im.scenarios != nil && !slices.Contains(im.scenarios, c.scenario) {
+					continue
+				}
+				out = append(out, step{round: r, cell: c, impl: im})
 			}
 		}
 	}

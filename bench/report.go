@@ -149,6 +149,7 @@ func (res *results) write(dir string) (string, error) {
 	for _, sec := range reportSections {
 		sec(res, &md)
 	}
+	md.WriteString(res.chapterSection()) // the chapter's claims, when locks on other systems ran (chapter.go)
 	res.plotSection(&md, plots)
 	if err := os.WriteFile(filepath.Join(dir, "report.md"), md.Bytes(), 0o644); err != nil {
 		return "", err

@@ -169,4 +169,5 @@ func (s *servers) close() {
 	for _, nd := range s.nodes {
 		_ = nd.Close()
 	}
+	_ = others.close() // etcd, ZooKeeper, PostgreSQL, if a lock started them (systems.go)
 }

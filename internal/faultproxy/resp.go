@@ -33,6 +33,12 @@ func parseCommand(buf []byte) (cmd command, n int, ok bool, err error) {
 		return command{}, 0, false, nil
 	}
 	if buf[0] != '*' {
+		if !inlineStart(buf[0]) {
+			// Not RESP at all (ZooKeeper, PostgreSQL and etcd's gRPC
+			// frames start with a binary length): the link passes bytes
+			// through as they come instead of waiting for a newline.
+			return command{}, 0, false, errProtocol
+		}
 		i := bytes.IndexByte(buf, '\n')
 		if i < 0 {
 			return command{}, 0, false, tooLong(len(buf))
@@ -93,6 +99,13 @@ func header(buf []byte, pos int) (num, next int, ok bool, err error) {
 		return 0, 0, false, errProtocol
 	}
 	return num, pos + i + 1, true, nil
+}
+
+// inlineStart reports whether b can begin an inline command (text typed
+// into a connection, as redis-cli or telnet send it): printable ASCII or
+// white space, never a control byte.
+func inlineStart(b byte) bool {
+	return b >= 0x20 && b < 0x7f || b == '\t' || b == '\r' || b == '\n'
 }
 
 func tooLong(n int) error {

@@ -28,4 +28,20 @@
 // internal/proc), and Close sends SIGCONT, kills the group, waits and
 // removes the directory. Every server's process title carries the marker
 // "locklab-rig", so a leak check can find strays (see [Strays]).
+//
+// # Other systems
+//
+// The rig also runs the servers of the locks beyond Redis, as processes of
+// their own, always from binaries on this machine (there is no external or
+// Docker provider for them): [Etcd], a cluster of etcd members (etcd.go);
+// [ZooKeeper], a standalone server or an ensemble (zookeeper.go); and
+// [Postgres], a PostgreSQL server run as the postgres user when the tests
+// run as root, since it refuses root, and copied from an initdb template
+// kept in the temporary directory (postgres.go). The rig is the parent of
+// each and reaps it; faults are real (Kill, Pause, Restart, and the
+// faultproxy in front of a client port). Without a binary, starting one
+// fails with an install hint ([EtcdInstallHint], [ZooKeeperInstallHint],
+// [PostgresInstallHint]; make deps installs them on Debian). Their
+// processes are found by [SystemStrays]; [MainWith] is the TestMain of
+// packages that share such servers.
 package rig

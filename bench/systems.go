@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/locklab/locklab/internal/rig"
+)
+
+// others are the servers the locks on other systems run against: a
+// 3-member etcd cluster, a 3-server ZooKeeper ensemble and a PostgreSQL
+// server, each started by the rig the first time a selected lock connects,
+// with their own defaults (fsync on, the JVM's own settings), and stopped
+// with the Redis servers (servers.close). A bench that runs only Redis
+// locks starts none of them.
+var others systemServers
+
+type systemServers struct {
+	mu        sync.Mutex // protects the fields below
+	etcd      *rig.Etcd
+	zk        *rig.ZooKeeper
+	pg        *rig.Postgres
+	redisAddr string // the first Redis server, for redis-benchmark (claims table)
+}
+
+// etcdEndpoints returns the cluster's client addresses, starting it if it
+// is not running.
+func (s *systemServers) etcdEndpoints() ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.etcd == nil {
+		e, err := rig.NewEtcd(context.Background(), 3)
+		if err != nil {
+			return nil, err
+		}
+		s.etcd = e
+	}
+	return s.etcd.Endpoints(), nil
+}
+
+// zkServers returns the ensemble's client addresses, starting it if it is
+// not running.
+func (s *systemServers) zkServers() ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.zk == nil {
+		z, err := rig.NewZooKeeper(context.Background(), 3)
+		if err != nil {
+			return nil, err
+		}
+		s.zk = z
+	}
+	return s.zk.Addrs(), nil
+}
+
+// pgDSN returns the PostgreSQL server's connection URL, starting it if it
+// is not running.
+func (s *systemServers) pgDSN() (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pg == nil {
+		p, err := rig.NewPostgres(context.Background())
+		if err != nil {
+			return "", err
+		}
+		s.pg = p
+	}
+	return s.pg.DSN(s.pg.Addr()), nil
+}
+
+// sawRedis remembers the first Redis server a lock on another system was
+// given (its env's addrs[0], outside the rtt scenario's proxies).
+func (s *systemServers) sawRedis(addr string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.redisAddr == "" {
+		s.redisAddr = addr
+	}
+}
+
+// versions describes the servers that ran, for the report.
+func (s *systemServers) versions(ctx context.Context) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	if s.etcd != nil {
+		v, _ := s.etcd.Version(ctx)
+		out = append(out, "etcd "+v+" (3 members, fsync on)")
+	}
+	if s.zk != nil {
+		v, _ := s.zk.Version(ctx)
+		out = append(out, "ZooKeeper "+v+" (3 servers, fsync on)")
+	}
+	if s.pg != nil {
+		out = append(out, "PostgreSQL "+s.pg.Version()+" (fsync on)")
+	}
+	return out
+}
+
+// close stops every server that was started.
+func (s *systemServers) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var errs []error
+	if s.etcd != nil {
+		errs = append(errs, s.etcd.Close())
+		s.etcd = nil
+	}
+	if s.zk != nil {
+		errs = append(errs, s.zk.Close())
+		s.zk = nil
+	}
+	if s.pg != nil {
+		errs = append(errs, s.pg.Close())
+		s.pg = nil
+	}
+	return errors.Join(errs...)
+}
+
+// otherScenarios are the scenarios the locks on other systems run in.
+var otherScenarios = []string{scUncontended, scContended, scKeys}

@@ -1,0 +1,80 @@
+package etcdlock_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/locklab/locklab/internal/rig"
+	"github.com/locklab/locklab/internal/sysclient"
+)
+
+// endpoints are the client addresses of the 3-member cluster the package's
+// tests and Examples share; tests that kill, pause or partition members
+// start their own.
+var endpoints []string
+
+func TestMain(m *testing.M) {
+	rig.MainWith(m, func() (func(), error) {
+		e, err := rig.NewEtcd(context.Background(), 3)
+		if err != nil {
+			return nil, err
+		}
+		endpoints = e.Endpoints()
+		return func() { _ = e.Close() }, nil
+	})
+}
+
+var keySeq atomic.Int64
+
+// lockKey returns a lock name no other test uses.
+func lockKey(t testing.TB) string {
+	return fmt.Sprintf("/locklab/test/%s/%d", t.Name(), keySeq.Add(1))
+}
+
+// client returns a client for eps (the shared cluster by default), closed
+// when the test ends.
+func client(t testing.TB, eps ...string) *clientv3.Client {
+	t.Helper()
+	if len(eps) == 0 {
+		eps = endpoints
+	}
+	c, err := sysclient.Etcd(eps...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// claims returns the claim keys under the lock name key, oldest first.
+func claims(t testing.TB, c *clientv3.Client, key string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := c.Get(ctx, key+"/", append(clientv3.WithFirstCreate(), clientv3.WithLimit(0))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, kv := range resp.Kvs {
+		out = append(out, string(kv.Key))
+	}
+	return out
+}
+
+// eventually polls cond every 10ms for up to d.
+func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not true after %v: %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

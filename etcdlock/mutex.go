@@ -1,0 +1,405 @@
+package etcdlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/locklab/locklab/internal/token"
+	"github.com/locklab/locklab/observe"
+)
+
+// Mutex is a lock on one name in etcd. It is not reentrant: see
+// [Mutex.Lock].
+//
+// A Mutex must be made by [New]; the zero value is not usable (its methods
+// return an error wrapping [ErrInvalid]). A Mutex must not be copied after
+// first use. Its methods are safe for concurrent use; like a sync.Mutex it
+// is one holder, so any goroutine may Unlock what another locked. Give each
+// party that must exclude the others its own Mutex on the same key.
+type Mutex struct {
+	client *clientv3.Client
+	key    string
+	prefix string // key + "/": every claim on the lock lives under it
+	ttl    int64  // seconds, for holds with a lease of their own
+	shared *concurrency.Session
+	hook   func(ctx context.Context, point string)
+	obs    observe.Func
+	err    error // invalid arguments found by New, returned by every method
+
+	// The fields above are set by New and never change.
+
+	mu   sync.Mutex // protects held
+	held *hold      // nil when not held
+}
+
+// hold is one acquisition: its claim key, the claim's create revision (the
+// fencing token) and the session its lease belongs to.
+type hold struct {
+	session *concurrency.Session
+	own     bool   // the session was made for this hold: Unlock revokes it
+	claim   string // key/<lease hex>-<token>
+	rev     int64  // the claim's create revision; 0 until known
+	since   time.Time
+}
+
+// New returns a Mutex for the lock named key, using client to reach etcd.
+// It sends nothing to etcd. New never fails: if client is nil, key is
+// empty or an option is invalid, every method of the returned Mutex
+// reports it with an error wrapping [ErrInvalid].
+//
+// The claims of the lock are the keys under key + "/". Name locks so that
+// no lock's name followed by "/" begins another's: the shorter one would
+// also wait for the longer one's holders (never the other way round, and
+// never two holders of one lock).
+func New(client *clientv3.Client, key string, opts ...Option) *Mutex {
+	o, errs := newOptions(opts)
+	if client == nil {
+		errs = append(errs, fmt.Errorf("%w: nil client", ErrInvalid))
+	}
+	if key == "" {
+		errs = append(errs, fmt.Errorf("%w: empty key", ErrInvalid))
+	}
+	return &Mutex{
+		client: client,
+		key:    key,
+		prefix: key + "/",
+		ttl:    int64(o.ttl / time.Second),
+		shared: o.session,
+		hook:   o.hook,
+		obs:    o.observer,
+		err:    errors.Join(errs...),
+	}
+}
+
+// Lock acquires the lock, waiting in line while others hold it or are
+// ahead of this Mutex. It returns nil once the lock is held;
+// errors.Join(ErrNotObtained, ctx.Err()) when ctx ended first, without
+// touching etcd if ctx had already ended; an error wrapping
+// [ErrSessionLost] if the lease ended while it waited; and a wrapped error,
+// at once, if etcd answers with an error. When Lock fails it withdraws its
+// claim (or revokes its own lease), so it never leaves a claim that others
+// would queue behind.
+//
+// Lock is not reentrant. Locking a Mutex that already holds the lock
+// queues a second claim behind the first: it waits until the lock is
+// unlocked (by another goroutine), its lease ends, or ctx ends.
+func (m *Mutex) Lock(ctx context.Context) error {
+	if err := m.check(); err != nil {
+		return err
+	}
+	start := time.Now()
+	_, err := m.acquire(ctx, true)
+	observe.Attempt(m.obs, "etcdlock", m.key, start, err == nil, err)
+	return err
+}
+
+// TryLock makes one attempt to acquire the lock: it writes its claim and
+// holds the lock if no older claim exists. It returns (true, nil) if it got
+// the lock and (false, nil), having withdrawn its claim, if another claim
+// is older. Errors are as for [Mutex.Lock].
+func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
+	if err := m.check(); err != nil {
+		return false, err
+	}
+	start := time.Now()
+	ok, err := m.acquire(ctx, false)
+	observe.Attempt(m.obs, "etcdlock", m.key, start, ok, err)
+	return ok, err
+}
+
+// acquire writes a claim and, with wait, waits for its turn.
+func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
+	if err := ctxErr(ctx); err != nil {
+		return false, errors.Join(ErrNotObtained, err)
+	}
+	s, own, err := m.session(ctx)
+	if err != nil {
+		return false, err
+	}
+	h := &hold{session: s, own: own, claim: fmt.Sprintf("%s%x-%s", m.prefix, s.Lease(), token.New())}
+
+	// One transaction writes the claim and reads the oldest one. The
+	// claim's name is fixed before it is sent, so the transaction sent
+	// twice finds its claim in place (the Else branch) with the same
+	// revision: safe to repeat after a lost reply.
+	oldest := clientv3.OpGet(m.prefix, clientv3.WithFirstCreate()...)
+	resp, err := m.client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(h.claim), "=", 0)).
+		Then(clientv3.OpPut(h.claim, "", clientv3.WithLease(s.Lease())), oldest).
+		Else(clientv3.OpGet(h.claim), oldest).
+		Commit()
+	if err != nil {
+		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+			err = fmt.Errorf("%w: lease %x of the session not found", ErrSessionLost, s.Lease())
+		}
+		return false, m.abandon(ctx, h, fmt.Errorf("etcdlock: claim %q: %w", m.key, err))
+	}
+	h.rev = resp.Header.Revision
+	if !resp.Succeeded {
+		h.rev = resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision
+	}
+	first := resp.Responses[1].GetResponseRange().Kvs
+	if len(first) == 0 || first[0].CreateRevision != h.rev {
+		if !wait {
+			if err := m.withdraw(ctx, h); err != nil {
+				return false, err
+			}
+			return false, nil
+		}
+		m.at(ctx, HookClaimed)
+		if err := m.waitTurn(ctx, h); err != nil {
+			return false, m.abandon(ctx, h, err)
+		}
+	}
+	m.mu.Lock()
+	h.since = time.Now()
+	m.held = h
+	m.mu.Unlock()
+	m.at(ctx, HookAcquired)
+	return true, nil
+}
+
+// session returns the session for a new claim: the shared one, or a new
+// one whose lease Lock grants with its own ctx (so an unreachable etcd
+// cannot hold Lock past its deadline).
+func (m *Mutex) session(ctx context.Context) (*concurrency.Session, bool, error) {
+	if m.shared != nil {
+		select {
+		case <-m.shared.Done():
+			return nil, false, fmt.Errorf("etcdlock: lock %q: %w: the session given with WithSession has ended", m.key, ErrSessionLost)
+		default:
+			return m.shared, false, nil
+		}
+	}
+	lease, err := m.client.Grant(ctx, m.ttl)
+	if err != nil {
+		if cerr := ctxErr(ctx); cerr != nil {
+			return nil, false, errors.Join(ErrNotObtained, cerr)
+		}
+		return nil, false, fmt.Errorf("etcdlock: grant a lease for %q: %w", m.key, err)
+	}
+	s, err := concurrency.NewSession(m.client, concurrency.WithLease(lease.ID), concurrency.WithTTL(int(m.ttl)))
+	if err != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		defer cancel()
+		_, rerr := m.client.Revoke(rctx, lease.ID)
+		return nil, false, errors.Join(fmt.Errorf("etcdlock: keep lease %x alive for %q: %w", lease.ID, m.key, err), rerr)
+	}
+	return s, true, nil
+}
+
+// abandon withdraws h's claim after a failure and returns the error Lock
+// reports: ErrNotObtained joined with ctx's error if ctx ended, err
+// otherwise, and the withdrawal's own error if it failed too.
+func (m *Mutex) abandon(ctx context.Context, h *hold, err error) error {
+	werr := m.withdraw(ctx, h)
+	if werr != nil && !h.own {
+		m.sweep(h)
+	}
+	if cerr := ctxErr(ctx); cerr != nil {
+		return errors.Join(ErrNotObtained, cerr, werr)
+	}
+	return errors.Join(err, werr)
+}
+
+// withdraw removes h's claim, on a context detached from ctx's
+// cancellation and bounded by releaseTimeout: it revokes the hold's own
+// lease (which deletes the claim), or deletes the claim by its unique name.
+// It reports whether the claim was still there.
+func (m *Mutex) withdraw(ctx context.Context, h *hold) error {
+	_, err := m.release(ctx, h)
+	return err
+}
+
+// sweep deletes h's claim in the background after Lock failed to withdraw
+// it: a claim on a shared session's lease, which is kept alive, would
+// otherwise stay at the head of the line for as long as the session lives.
+// The goroutine retries every second until the delete succeeds or the
+// session ends (its claims end with it).
+func (m *Mutex) sweep(h *hold) {
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-h.session.Done():
+				return
+			case <-t.C:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+			_, err := m.client.Delete(ctx, h.claim)
+			cancel()
+			if err == nil {
+				return
+			}
+		}
+	}()
+}
+
+func (m *Mutex) release(ctx context.Context, h *hold) (bool, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	if h.own {
+		h.session.Orphan() // no more keep-alives, whatever the revoke says
+		_, err := m.client.Revoke(ctx, h.session.Lease())
+		switch {
+		case errors.Is(err, rpctypes.ErrLeaseNotFound):
+			return false, nil
+		case err != nil:
+			return false, fmt.Errorf("etcdlock: revoke lease %x of %q (its claim ends with the lease, at most %ds from now): %w", h.session.Lease(), m.key, m.ttl, err)
+		}
+		return true, nil
+	}
+	resp, err := m.client.Delete(ctx, h.claim)
+	if err != nil {
+		return false, fmt.Errorf("etcdlock: delete claim %q: %w", h.claim, err)
+	}
+	return resp.Deleted == 1, nil
+}
+
+// Unlock releases the lock if this Mutex still holds it: it revokes the
+// hold's own lease, or deletes its claim (with [WithSession]). Either can
+// only remove this hold's claim: claims are unique to an acquisition. It
+// returns [ErrNotHeld] if the lock was never acquired, was already
+// released, or its claim is gone (the lease expired).
+//
+// Unlock ignores the cancellation and deadline of ctx (it keeps its
+// values) and bounds the release by its own timeout of 2s, so a deferred
+// Unlock with a request context that has ended still releases the lock.
+// On a transport error the outcome is unknown: the Mutex keeps the hold
+// and Unlock may be called again (it then reports ErrNotHeld if the first
+// release had landed). A hold with its own lease stops renewing it at the
+// first Unlock, so its claim ends within the TTL whatever happens.
+func (m *Mutex) Unlock(ctx context.Context) error {
+	if err := m.check(); err != nil {
+		return err
+	}
+	h := m.current()
+	if h == nil {
+		return ErrNotHeld
+	}
+	m.at(ctx, HookBeforeRelease)
+	was, err := m.release(ctx, h)
+	if err != nil {
+		return err
+	}
+	held := m.forget(h)
+	if !was {
+		if m.obs != nil {
+			m.emit(observe.Event{Kind: observe.Lost, Held: held, Err: ErrNotHeld})
+		}
+		return ErrNotHeld
+	}
+	if m.obs != nil {
+		m.emit(observe.Event{Kind: observe.Released, Held: held})
+	}
+	return nil
+}
+
+// Fence returns the fencing token of the current hold: the etcd revision
+// that created its claim. Every later holder of the lock, after any
+// failover, has a larger one, so a resource that refuses writes with a
+// token smaller than one it has seen refuses a holder that lost the lock
+// while paused. It returns 0 when the Mutex does not hold the lock as far
+// as it knows.
+func (m *Mutex) Fence() uint64 {
+	if h := m.current(); h != nil {
+		return uint64(h.rev)
+	}
+	return 0
+}
+
+// IsOwner returns a comparison that holds while the current hold's claim
+// exists: put it in the If of a transaction to make a write to etcd
+// conditional on still holding the lock (the write and the check are then
+// one step). When the Mutex does not hold the lock, the comparison never
+// holds.
+func (m *Mutex) IsOwner() clientv3.Cmp {
+	if h := m.current(); h != nil {
+		return clientv3.Compare(clientv3.CreateRevision(h.claim), "=", h.rev)
+	}
+	return clientv3.Compare(clientv3.CreateRevision(m.prefix), "=", -1)
+}
+
+// Done returns a channel closed when the current hold's lease is no
+// longer kept alive: it expired, was revoked (Unlock of a hold with its
+// own lease), the session given with [WithSession] ended, or the client has
+// not reached etcd for a TTL. After Done the lock must be presumed lost.
+// It is a signal to stop, not a guarantee: a holder paused past its TTL
+// sees Done only when it runs again. When the Mutex does not hold the
+// lock, Done returns a closed channel.
+func (m *Mutex) Done() <-chan struct{} {
+	if h := m.current(); h != nil {
+		return h.session.Done()
+	}
+	return closed
+}
+
+var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// Key returns the lock's name.
+func (m *Mutex) Key() string { return m.key }
+
+// Claim returns the etcd key of the current hold's claim, or "" when the
+// Mutex does not hold the lock.
+func (m *Mutex) Claim() string {
+	if h := m.current(); h != nil {
+		return h.claim
+	}
+	return ""
+}
+
+func (m *Mutex) current() *hold {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.held
+}
+
+// forget clears the held state if it is still h (a concurrent Lock may
+// have replaced it) and returns how long h was held.
+func (m *Mutex) forget(h *hold) time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.held != h {
+		return 0
+	}
+	m.held = nil
+	return time.Since(h.since)
+}
+
+func (m *Mutex) emit(e observe.Event) {
+	e.Lock, e.Key = "etcdlock", m.key
+	m.obs(e)
+}
+
+func (m *Mutex) check() error {
+	if m.prefix == "" {
+		return fmt.Errorf("%w: Mutex not made by New", ErrInvalid)
+	}
+	return m.err
+}
+
+func (m *Mutex) at(ctx context.Context, point string) {
+	if m.hook != nil {
+		m.hook(ctx, point)
+	}
+}
+
+// ctxErr returns ctx.Err(), or [context.DeadlineExceeded] once ctx's
+// deadline has passed even if ctx has not noticed yet.
+func ctxErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}

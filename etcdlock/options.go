@@ -1,0 +1,108 @@
+package etcdlock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/locklab/locklab/observe"
+)
+
+const (
+	// defaultTTL is the lease of a hold that has its own session: how long
+	// etcd keeps the claim of a holder that stopped renewing it (died,
+	// froze, lost the network). It is the TTL of the chapter's example,
+	// concurrency.WithTTL(10).
+	defaultTTL = 10 * time.Second
+
+	// releaseTimeout bounds a release sent on a context detached from the
+	// caller's: by Unlock, and by Lock when it withdraws a claim.
+	releaseTimeout = 2 * time.Second
+)
+
+// An Option configures a [Mutex]. Options are applied by [New] in order;
+// when one is given twice, the last wins. A nil Option is ignored.
+type Option func(*options)
+
+type options struct {
+	ttl      time.Duration
+	session  *concurrency.Session
+	hook     func(ctx context.Context, point string)
+	observer observe.Func
+}
+
+func newOptions(opts []Option) (options, []error) {
+	o := options{ttl: defaultTTL}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	var errs []error
+	if o.ttl < time.Second {
+		errs = append(errs, fmt.Errorf("%w: WithTTL(%v): etcd leases count whole seconds; ttl must be at least 1s", ErrInvalid, o.ttl))
+	}
+	return o, errs
+}
+
+// WithTTL sets the lease of each hold that has a session of its own: if
+// the holder stops keeping it alive (its process dies, freezes or loses
+// etcd), etcd deletes the claim this long after the last renewal that
+// reached it, and the next waiter gets the lock. etcd counts leases in
+// whole seconds, so ttl is rounded down to a second. It has no effect with
+// [WithSession], whose session has its own TTL. If ttl is under 1s, every
+// method of the Mutex returns an error wrapping [ErrInvalid]. The default
+// is 10s.
+func WithTTL(ttl time.Duration) Option {
+	return func(o *options) { o.ttl = ttl }
+}
+
+// WithSession attaches every claim of the Mutex to s's lease instead of
+// granting a lease per hold: Lock and Unlock then cost one etcd write each
+// (not three), and [Mutex.Done] is s.Done(). One session per process, for
+// all its locks, is the way etcd's own recipes are meant to be used. The
+// caller owns s and must Close it; when s ends (closed, or its lease
+// expired), every lock held on it is lost, and Lock returns an error
+// wrapping [ErrSessionLost]. s must come from the same client as the
+// Mutex. If s is nil, each hold has its own lease ([WithTTL]). The default
+// is nil.
+func WithSession(s *concurrency.Session) Option {
+	return func(o *options) { o.session = s }
+}
+
+// WithHook sets a function called at each named step of the protocol, with
+// the context of the method that reached it and the step's name: one of
+// [HookClaimed], [HookAcquired] and [HookBeforeRelease]. The labs use it to
+// park a client between two steps; a hook that blocks holds up that method
+// and nothing else. It must be safe for concurrent use if the Mutex is. If
+// f is nil, no hook is called. The default is no hook.
+func WithHook(f func(ctx context.Context, point string)) Option {
+	return func(o *options) { o.hook = f }
+}
+
+// WithObserver reports to f what the Mutex does: acquisitions with how long
+// Lock waited, give-ups, releases with how long the lock was held, and
+// losses found by Unlock (see package observe). f is called in the
+// goroutine of the method, so it must be fast and safe for concurrent use.
+// If f is nil, nothing is reported. The default is nil.
+func WithObserver(f observe.Func) Option {
+	return func(o *options) { o.observer = f }
+}
+
+// The steps at which the function given to [WithHook] is called.
+const (
+	// HookClaimed fires in Lock when its claim is written and older claims
+	// hold the lock, right before it starts to wait: the Mutex is in line.
+	HookClaimed = "claimed"
+
+	// HookAcquired fires in Lock and TryLock once the claim holds the
+	// lock: [Mutex.Fence] reports its token, and Lock or TryLock has not
+	// yet returned.
+	HookAcquired = "acquired"
+
+	// HookBeforeRelease fires in Unlock when the Mutex believes it holds
+	// the lock, right before the release is sent.
+	HookBeforeRelease = "before-release"
+)

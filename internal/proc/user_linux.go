@@ -1,0 +1,23 @@
+package proc
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// startAs forks cmd from the spawner's thread (see [Start]) with
+// credentials; Go's fork sets the parent-death signal after changing them.
+func startAs(cmd *exec.Cmd, uid, gid uint32) error {
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Setpgid:    true,
+		Pdeathsig:  syscall.SIGKILL,
+		Credential: &syscall.Credential{Uid: uid, Gid: gid}, // Groups nil: no supplementary groups
+	}
+	once.Do(func() {
+		starts = make(chan startReq)
+		go spawner()
+	})
+	done := make(chan error, 1)
+	starts <- startReq{cmd: cmd, done: done}
+	return <-done
+}

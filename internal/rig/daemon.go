@@ -1,0 +1,212 @@
+package rig
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/locklab/locklab/internal/proc"
+)
+
+// daemon is one server process other than redis-server (an etcd member,
+// ZooKeeper's JVM, PostgreSQL's postmaster) that the rig starts, signals,
+// restarts and reaps. It runs in its own process group with SIGKILL as its
+// parent-death signal (package proc), so it dies with the test binary, and
+// the rig is its parent, so it is reaped when it exits (this matters where
+// PID 1 reaps no orphans: a zombie postmaster keeps its PID in
+// postmaster.pid and blocks the next start). Its process title starts with
+// argv0 when set, so [SystemStrays] can find it.
+type daemon struct {
+	what    string         // for messages: "etcd member m0"
+	path    string         // the binary
+	argv0   string         // first word of the process title; "" means path
+	args    []string       // arguments after argv[0]
+	dir     string         // working directory
+	logPath string         // stdout and stderr, appended across restarts
+	env     []string       // nil: this process's environment
+	user    *[2]uint32     // uid, gid to run as; nil: this process's
+	stopSig syscall.Signal // graceful stop, sent to the leader only
+
+	mu     sync.Mutex // protects cmd and exited
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once cmd has been reaped
+}
+
+// start starts the process; it does not wait for it to be ready.
+func (d *daemon) start() error {
+	if d.running() {
+		return fmt.Errorf("rig: %s is already running", d.what)
+	}
+	logf, err := os.OpenFile(d.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("rig: %w", err)
+	}
+	fmt.Fprintf(logf, "--- rig: starting %s at %s\n", d.what, time.Now().Format(time.RFC3339Nano))
+	cmd := exec.Command(d.path, d.args...)
+	if d.argv0 != "" {
+		cmd.Args[0] = d.argv0
+	}
+	cmd.Dir, cmd.Env = d.dir, d.env
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if d.user != nil {
+		err = proc.StartAs(cmd, d.user[0], d.user[1])
+	} else {
+		err = proc.Start(cmd)
+	}
+	if err != nil {
+		logf.Close()
+		return fmt.Errorf("rig: start %s (%s): %w", d.what, d.path, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait() // reaps it
+		logf.Close()
+		close(exited)
+	}()
+	d.mu.Lock()
+	d.cmd, d.exited = cmd, exited
+	d.mu.Unlock()
+	return nil
+}
+
+func (d *daemon) current() (*exec.Cmd, chan struct{}) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cmd, d.exited
+}
+
+// running reports whether the process was started and has not exited.
+func (d *daemon) running() bool {
+	cmd, exited := d.current()
+	if cmd == nil {
+		return false
+	}
+	select {
+	case <-exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// done returns a channel closed when the current process has exited (an
+// already closed one when none runs).
+func (d *daemon) done() <-chan struct{} {
+	_, exited := d.current()
+	if exited == nil {
+		c := make(chan struct{})
+		close(c)
+		return c
+	}
+	return exited
+}
+
+func (d *daemon) pid() int {
+	cmd, _ := d.current()
+	if cmd == nil || !d.running() {
+		return 0
+	}
+	return cmd.Process.Pid
+}
+
+// kill sends SIGCONT (so a paused process dies too) and SIGKILL to the
+// whole process group, and waits until the process has been reaped.
+func (d *daemon) kill() error {
+	cmd, exited := d.current()
+	if cmd == nil {
+		return nil
+	}
+	_ = proc.Signal(cmd, syscall.SIGCONT)
+	_ = proc.Signal(cmd, syscall.SIGKILL)
+	<-exited
+	return nil
+}
+
+// stop asks the process to shut down (stopSig, or SIGTERM) and waits up to
+// timeout, then kills it.
+func (d *daemon) stop(timeout time.Duration) error {
+	cmd, exited := d.current()
+	if cmd == nil || !d.running() {
+		return nil
+	}
+	sig := d.stopSig
+	if sig == 0 {
+		sig = syscall.SIGTERM
+	}
+	_ = proc.Signal(cmd, syscall.SIGCONT)
+	if err := cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("rig: stop %s: %w", d.what, err)
+	}
+	select {
+	case <-exited:
+		return nil
+	case <-time.After(timeout):
+		_ = d.kill()
+		return fmt.Errorf("rig: %s ignored %v for %v; killed", d.what, sig, timeout)
+	}
+}
+
+// pause freezes the whole process group (SIGSTOP) and returns once the
+// kernel reports the leader stopped.
+func (d *daemon) pause() error {
+	cmd, _ := d.current()
+	if !d.running() {
+		return fmt.Errorf("rig: pause: %s is not running", d.what)
+	}
+	if err := proc.Signal(cmd, syscall.SIGSTOP); err != nil {
+		return err
+	}
+	return proc.WaitState(cmd.Process.Pid, "T", 5*time.Second)
+}
+
+// resume continues a paused process group (SIGCONT).
+func (d *daemon) resume() error {
+	cmd, _ := d.current()
+	if !d.running() {
+		return fmt.Errorf("rig: resume: %s is not running", d.what)
+	}
+	return proc.Signal(cmd, syscall.SIGCONT)
+}
+
+func (d *daemon) logTail(lines int) string {
+	b, err := os.ReadFile(d.logPath)
+	if err != nil {
+		return ""
+	}
+	return tail(b, lines)
+}
+
+// waitReady polls probe every pollEvery until it returns nil. It fails at
+// once, with the log's tail, if the process exits, and after timeout (or
+// when ctx ends) with probe's last error.
+func (d *daemon) waitReady(ctx context.Context, timeout time.Duration, probe func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	exited := d.done()
+	for {
+		select {
+		case <-exited:
+			return fmt.Errorf("rig: %s exited at start; log:\n%s", d.what, d.logTail(30))
+		default:
+		}
+		err := probe(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("rig: %s not ready after %v: %w; log:\n%s", d.what, timeout, err, d.logTail(30))
+		case <-exited:
+			return fmt.Errorf("rig: %s exited at start; log:\n%s", d.what, d.logTail(30))
+		case <-time.After(pollEvery):
+		}
+	}
+}
+
+// pollEvery is how often readiness and state checks poll a server.
+const pollEvery = 10 * time.Millisecond

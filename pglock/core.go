@@ -1,0 +1,258 @@
+package pglock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/locklab/locklab/observe"
+)
+
+// releaseTimeout bounds a release sent on a context detached from the
+// caller's, as Unlock sends it.
+const releaseTimeout = 2 * time.Second
+
+// Pool is the part of a pgx pool that the locks use: a connection of their
+// own for each hold. *pgxpool.Pool satisfies it.
+type Pool interface {
+	Acquire(ctx context.Context) (*pgxpool.Conn, error)
+}
+
+// core is what Mutex and RowMutex share: the hold, its connection, the
+// options, and the acquire/release skeleton around their SQL.
+type core struct {
+	name string // "pglock" or "pglock-row", for observers and errors
+	pool Pool
+	key  string
+	hook func(ctx context.Context, point string)
+	obs  observe.Func
+	err  error
+
+	mu   sync.Mutex // protects held
+	held *hold
+}
+
+// hold is one acquisition: the connection it lives on (and, for a row
+// lock, the transaction), and its fencing token.
+type hold struct {
+	conn  *pgxpool.Conn
+	tx    pgx.Tx // RowMutex only
+	fence uint64
+	since time.Time
+}
+
+// attempt is one kind's lock statement on conn: it reports whether the
+// lock is held, with its token, or an error.
+type attempt func(ctx context.Context, conn *pgxpool.Conn, wait bool) (*hold, bool, error)
+
+func newCore(name string, pool Pool, key string, o options, errs []error) core {
+	if isNilPool(pool) {
+		errs = append(errs, fmt.Errorf("%w: nil pool", ErrInvalid))
+	}
+	if key == "" {
+		errs = append(errs, fmt.Errorf("%w: empty key", ErrInvalid))
+	}
+	return core{name: name, pool: pool, key: key, hook: o.hook, obs: o.observer, err: errors.Join(errs...)}
+}
+
+func isNilPool(p Pool) bool {
+	if p == nil {
+		return true
+	}
+	pp, ok := p.(*pgxpool.Pool)
+	return ok && pp == nil
+}
+
+func (c *core) check() error {
+	if c.name == "" {
+		return fmt.Errorf("%w: not made by its constructor", ErrInvalid)
+	}
+	return c.err
+}
+
+// lock runs try on a connection of its own and keeps the hold if it got
+// the lock. Whenever the outcome is unknown (an error after the statement
+// was sent, or ctx ending mid-wait) the connection is closed, which ends
+// the session on the server and any lock it may hold.
+func (c *core) lock(ctx context.Context, wait bool, try attempt) (bool, error) {
+	if err := c.check(); err != nil {
+		return false, err
+	}
+	start := time.Now()
+	ok, err := c.lock1(ctx, wait, try)
+	observe.Attempt(c.obs, c.name, c.key, start, ok, err)
+	return ok, err
+}
+
+func (c *core) lock1(ctx context.Context, wait bool, try attempt) (bool, error) {
+	if err := ctxErr(ctx); err != nil {
+		return false, errors.Join(ErrNotObtained, err)
+	}
+	conn, err := c.pool.Acquire(ctx)
+	if err != nil {
+		return false, c.failed(ctx, fmt.Errorf("%s: lock %q: connect: %w", c.name, c.key, err))
+	}
+	h, ok, err := try(ctx, conn, wait)
+	if err != nil {
+		destroy(conn)
+		return false, c.failed(ctx, fmt.Errorf("%s: lock %q: %w", c.name, c.key, err))
+	}
+	if !ok {
+		conn.Release()
+		return false, nil
+	}
+	h.conn, h.since = conn, time.Now()
+	c.mu.Lock()
+	c.held = h
+	c.mu.Unlock()
+	c.at(ctx, HookAcquired)
+	return true, nil
+}
+
+// unlock runs release on the hold's connection, on a context detached from
+// ctx's cancellation and bounded by releaseTimeout, then returns the
+// connection to the pool, or destroys it when its state is unknown. The
+// hold is forgotten whatever happens: a connection whose release failed is
+// closed, which ends the session and its locks on the server.
+func (c *core) unlock(ctx context.Context, release func(ctx context.Context, h *hold) (bool, error)) error {
+	if err := c.check(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	h := c.held
+	c.mu.Unlock()
+	if h == nil {
+		return ErrNotHeld
+	}
+	c.at(ctx, HookBeforeRelease)
+	if h.conn.Conn().IsClosed() {
+		// The connection died before the release was sent (the server
+		// ended the session, or a failed statement closed it): nothing
+		// committed, and the session's locks end with it.
+		held := c.forget(h)
+		destroy(h.conn)
+		c.report(observe.Lost, held, ErrNotHeld)
+		return fmt.Errorf("%w: its connection was closed before the release (the server ends the session, and its locks and transaction, once it notices)", ErrNotHeld)
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	defer cancel()
+	was, err := release(rctx, h)
+	held := c.forget(h)
+	switch {
+	case err != nil && sessionEnded(err):
+		destroy(h.conn)
+		c.report(observe.Lost, held, ErrNotHeld)
+		return fmt.Errorf("%w: the server ended the session: %v", ErrNotHeld, err)
+	case err != nil:
+		destroy(h.conn)
+		return fmt.Errorf("%s: unlock %q (the connection is closed, which ends the session and its locks once the server notices): %w", c.name, c.key, err)
+	case !was:
+		h.conn.Release()
+		c.report(observe.Lost, held, ErrNotHeld)
+		return ErrNotHeld
+	}
+	h.conn.Release()
+	c.report(observe.Released, held, nil)
+	return nil
+}
+
+func (c *core) report(kind observe.Kind, held time.Duration, err error) {
+	if c.obs != nil {
+		c.obs(observe.Event{Kind: kind, Lock: c.name, Key: c.key, Held: held, Err: err})
+	}
+}
+
+func (c *core) current() *hold {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.held
+}
+
+func (c *core) forget(h *hold) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.held != h {
+		return 0
+	}
+	c.held = nil
+	return time.Since(h.since)
+}
+
+// fence returns the current hold's token, 0 when not held.
+func (c *core) fence() uint64 {
+	if h := c.current(); h != nil {
+		return h.fence
+	}
+	return 0
+}
+
+// failed returns ErrNotObtained joined with ctx's error if ctx ended, err
+// otherwise.
+func (c *core) failed(ctx context.Context, err error) error {
+	if cerr := ctxErr(ctx); cerr != nil {
+		return errors.Join(ErrNotObtained, cerr)
+	}
+	return err
+}
+
+func (c *core) at(ctx context.Context, point string) {
+	if c.hook != nil {
+		c.hook(ctx, point)
+	}
+}
+
+// destroy closes conn's connection (the server ends the session, and its
+// locks and transaction with it, once it sees the connection close) and
+// hands it back to the pool, which discards it.
+func destroy(conn *pgxpool.Conn) {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	_ = conn.Conn().Close(ctx)
+	conn.Release()
+}
+
+// ctxErr returns ctx.Err(), or [context.DeadlineExceeded] once ctx's
+// deadline has passed even if ctx has not noticed yet.
+func ctxErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+// schemas remembers which tables and sequences exist, per pool, so that
+// each is created (IF NOT EXISTS) once per process and not on every Lock.
+var schemas sync.Map // schemaKey -> struct{}
+
+type schemaKey struct {
+	pool Pool
+	ddl  string
+}
+
+// ensure runs ddl (CREATE ... IF NOT EXISTS) on conn once per pool.
+// Concurrent CREATE ... IF NOT EXISTS can still fail with a unique
+// violation in PostgreSQL's catalog when two sessions race; the loser
+// tries once more.
+func ensure(ctx context.Context, pool Pool, conn *pgxpool.Conn, ddl string) error {
+	k := schemaKey{pool, ddl}
+	if _, ok := schemas.Load(k); ok {
+		return nil
+	}
+	_, err := conn.Exec(ctx, ddl)
+	if err != nil && uniqueViolation(err) {
+		_, err = conn.Exec(ctx, ddl)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", ddl, err)
+	}
+	schemas.Store(k, struct{}{})
+	return nil
+}

@@ -1,0 +1,62 @@
+package pglock_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/locklab/locklab/internal/rig"
+	"github.com/locklab/locklab/internal/sysclient"
+)
+
+// dsn is the connection URL of the PostgreSQL server the package's tests
+// and Examples share; tests that pause, kill or partition it start their
+// own.
+var dsn string
+
+func TestMain(m *testing.M) {
+	rig.MainWith(m, func() (func(), error) {
+		p, err := rig.NewPostgres(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		dsn = p.DSN(p.Addr())
+		return func() { _ = p.Close() }, nil
+	})
+}
+
+var keySeq atomic.Int64
+
+func lockKey(t testing.TB) string { return fmt.Sprintf("%s/%d", t.Name(), keySeq.Add(1)) }
+
+// pool returns a pool to url (the shared server by default), closed when
+// the test ends.
+func pool(t testing.TB, url ...string) *pgxpool.Pool {
+	t.Helper()
+	u := dsn
+	if len(url) > 0 {
+		u = url[0]
+	}
+	p, err := sysclient.Postgres(context.Background(), u, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+// eventually polls cond every 10ms for up to d.
+func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not true after %v: %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

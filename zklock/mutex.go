@@ -1,0 +1,535 @@
+package zklock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/locklab/locklab/internal/token"
+	"github.com/locklab/locklab/observe"
+)
+
+const (
+	// childPrefix starts every child's name: lock-<token>-<sequence>.
+	childPrefix = "lock-"
+	// seqDigits is how many digits ZooKeeper appends to a sequential node.
+	seqDigits = 10
+)
+
+// acl is what every node the package creates allows: anything, to anyone.
+var acl = zk.WorldACL(zk.PermAll)
+
+// Mutex is a lock on one ZooKeeper path. It is not reentrant: see
+// [Mutex.Lock].
+//
+// A Mutex must be made by [New]; the zero value is not usable (its methods
+// return an error wrapping [ErrInvalid]). A Mutex must not be copied after
+// first use. Its methods are safe for concurrent use; like a sync.Mutex it
+// is one holder, so any goroutine may Unlock what another locked. Give each
+// party that must exclude the others its own Mutex on the same path.
+type Mutex struct {
+	s    *Session
+	path string // the lock's node; its children are the claims
+	hook func(ctx context.Context, point string)
+	obs  observe.Func
+	err  error // invalid arguments found by New, returned by every method
+
+	// The fields above are set by New and never change.
+
+	mu      sync.Mutex // protects held and parents
+	held    *hold      // nil when not held
+	parents bool       // the lock's node and its ancestors exist
+}
+
+// hold is one acquisition.
+type hold struct {
+	node  string // full path of the child
+	seq   int64
+	czxid int64
+	sid   int64 // the session that owns the child
+	lost  <-chan struct{}
+	since time.Time
+}
+
+// New returns a Mutex for the lock at path, an absolute ZooKeeper path
+// such as "/locks/order-1001", using s. It sends nothing to ZooKeeper;
+// Lock creates the path if it does not exist: its parents as persistent
+// nodes, the lock's node as a container that ZooKeeper deletes once it is
+// empty. New never fails: if s is nil or path is not a valid
+// ZooKeeper path, every method of the returned Mutex reports it with an
+// error wrapping [ErrInvalid].
+func New(s *Session, path string, opts ...Option) *Mutex {
+	o := newOptions(opts)
+	var errs []error
+	if s == nil {
+		errs = append(errs, fmt.Errorf("%w: nil session", ErrInvalid))
+	}
+	if err := checkPath(path); err != nil {
+		errs = append(errs, err)
+	}
+	return &Mutex{s: s, path: path, hook: o.hook, obs: o.observer, err: errors.Join(errs...)}
+}
+
+// checkPath reports whether path is an absolute ZooKeeper path that a
+// client may create nodes under.
+func checkPath(path string) error {
+	bad := func(why string) error { return fmt.Errorf("%w: path %q: %s", ErrInvalid, path, why) }
+	switch {
+	case path == "":
+		return bad("empty")
+	case path[0] != '/':
+		return bad("must start with /")
+	case path == "/":
+		return bad("the root cannot be a lock")
+	case strings.HasSuffix(path, "/"):
+		return bad("must not end with /")
+	case path == "/zookeeper" || strings.HasPrefix(path, "/zookeeper/"):
+		return bad("/zookeeper is reserved")
+	}
+	for _, part := range strings.Split(path[1:], "/") {
+		if part == "" || part == "." || part == ".." {
+			return bad("empty, . or .. component")
+		}
+		if strings.ContainsRune(part, 0) {
+			return bad("contains NUL")
+		}
+	}
+	return nil
+}
+
+// Lock acquires the lock, waiting in line while others hold it or are
+// ahead of this Mutex. It returns nil once the lock is held;
+// errors.Join(ErrNotObtained, ctx.Err()) when ctx ended first, without
+// touching ZooKeeper if ctx had already ended; an error wrapping
+// [ErrSessionLost] if the session ended while it waited; and a wrapped
+// error, at once, if ZooKeeper answers with an error. When Lock fails it
+// deletes its child, so it never leaves one others would queue behind.
+//
+// Lock is not reentrant. Locking a Mutex that already holds the lock
+// queues a second child behind the first: it waits until the lock is
+// unlocked (by another goroutine), the session ends, or ctx ends.
+func (m *Mutex) Lock(ctx context.Context) error {
+	if err := m.check(); err != nil {
+		return err
+	}
+	start := time.Now()
+	_, err := m.acquire(ctx, true)
+	observe.Attempt(m.obs, "zklock", m.path, start, err == nil, err)
+	return err
+}
+
+// TryLock makes one attempt to acquire the lock: it creates its child and
+// holds the lock if no older child exists. It returns (true, nil) if it got
+// the lock and (false, nil), having deleted its child, if another child is
+// older. Errors are as for [Mutex.Lock].
+func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
+	if err := m.check(); err != nil {
+		return false, err
+	}
+	start := time.Now()
+	ok, err := m.acquire(ctx, false)
+	observe.Attempt(m.obs, "zklock", m.path, start, ok, err)
+	return ok, err
+}
+
+func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, errors.Join(ErrNotObtained, err)
+	}
+	if m.s.isClosed() {
+		return false, fmt.Errorf("zklock: lock %q: %w: the session is closed", m.path, ErrSessionLost)
+	}
+	if err := m.ensureParents(ctx); err != nil {
+		return false, m.failed(ctx, err)
+	}
+	tok := token.New()
+	lost := m.s.lostChan()
+	sid := m.s.conn.SessionID()
+	name, err := m.create(ctx, tok)
+	if err != nil {
+		return false, m.abandon(ctx, tok, err)
+	}
+	_, seq, _ := parseChild(name)
+	node := m.path + "/" + name
+
+	for {
+		children, err := call(ctx, func() ([]string, error) {
+			c, _, err := m.s.conn.Children(m.path)
+			return c, err
+		})
+		if err != nil {
+			return false, m.abandon(ctx, tok, fmt.Errorf("zklock: list %q: %w", m.path, err))
+		}
+		ahead := predecessor(children, seq)
+		if !slices.Contains(children, name) {
+			return false, m.abandon(ctx, tok, fmt.Errorf("zklock: lock %q: %w: its child %s is gone", m.path, ErrSessionLost, name))
+		}
+		if ahead == "" {
+			break // the oldest child: the lock is ours
+		}
+		if !wait {
+			return false, m.abandon(ctx, tok, nil)
+		}
+		m.at(ctx, HookClaimed)
+		if err := m.waitGone(ctx, m.path+"/"+ahead); err != nil {
+			return false, m.abandon(ctx, tok, err)
+		}
+	}
+
+	// Read the child's czxid, the fencing token; this also checks that it
+	// still exists (the session did not end meanwhile).
+	stat, err := call(ctx, func() (*zk.Stat, error) {
+		ok, st, err := m.s.conn.Exists(node)
+		if err == nil && !ok {
+			err = fmt.Errorf("%w: its child %s is gone", ErrSessionLost, name)
+		}
+		return st, err
+	})
+	if err != nil {
+		return false, m.abandon(ctx, tok, fmt.Errorf("zklock: lock %q: %w", m.path, err))
+	}
+	m.mu.Lock()
+	m.held = &hold{node: node, seq: seq, czxid: stat.Czxid, sid: sid, lost: lost, since: time.Now()}
+	m.mu.Unlock()
+	m.at(ctx, HookAcquired)
+	return true, nil
+}
+
+// ensureParents creates the lock's node, once per Mutex, and its
+// ancestors, once per Session. The ancestors are persistent nodes; the
+// lock's node is a container, which ZooKeeper deletes once it has been
+// used and is empty again (its check runs every minute by default), so
+// lock paths do not pile up. A create that finds the node already there is
+// fine; one that finds the lock's node gone later is handled by create.
+func (m *Mutex) ensureParents(ctx context.Context) error {
+	m.mu.Lock()
+	done := m.parents
+	m.mu.Unlock()
+	if done {
+		return nil
+	}
+	parts := strings.Split(m.path[1:], "/")
+	for i := range parts {
+		p := "/" + strings.Join(parts[:i+1], "/")
+		last := i == len(parts)-1
+		if !last && m.s.knows(p) {
+			continue
+		}
+		_, err := call(ctx, func() (string, error) {
+			if last {
+				return m.s.conn.CreateContainer(p, nil, zk.FlagContainer, acl)
+			}
+			return m.s.conn.Create(p, nil, 0, acl)
+		})
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return fmt.Errorf("zklock: create %q: %w", p, err)
+		}
+		if !last {
+			m.s.learn(p)
+		}
+	}
+	m.mu.Lock()
+	m.parents = true
+	m.mu.Unlock()
+	return nil
+}
+
+// create creates the Mutex's ephemeral sequential child with tok in its
+// name and returns the name. When the reply is lost (the connection
+// dropped), it looks for a child with tok: if the create landed, that is
+// ours. If the lock's node has been deleted meanwhile, it is made again.
+// When ctx ends while the create is in flight, the create may still land
+// after create has returned: the session deletes that child once the
+// create's reply (or its loss) is known.
+func (m *Mutex) create(ctx context.Context, tok string) (string, error) {
+	prefix := m.path + "/" + childPrefix + tok + "-"
+	for attempt := 0; ; attempt++ {
+		done := make(chan error, 1)
+		var p string
+		go func() {
+			var err error
+			p, err = m.s.conn.Create(prefix, nil, zk.FlagEphemeral|zk.FlagSequence, acl)
+			done <- err
+		}()
+		var err error
+		select {
+		case err = <-done:
+		case <-ctx.Done():
+			m.s.sweepAfter(done, m.path, tok)
+			return "", ctx.Err()
+		}
+		switch {
+		case err == nil:
+			return p[len(m.path)+1:], nil
+		case errors.Is(err, zk.ErrNoNode) && attempt == 0:
+			m.mu.Lock()
+			m.parents = false
+			m.mu.Unlock()
+			if err := m.ensureParents(ctx); err != nil {
+				return "", err
+			}
+			continue
+		case errors.Is(err, zk.ErrConnectionClosed):
+			if m.s.waitConnected(m.s.timeout) {
+				name, ferr := call(ctx, func() (string, error) { return findByToken(m.s.conn, m.path, tok) })
+				if ferr == nil && name != "" {
+					return name, nil // it landed
+				}
+			}
+		}
+		return "", fmt.Errorf("zklock: create a child of %q: %w", m.path, err)
+	}
+}
+
+// waitGone waits until node no longer exists.
+func (m *Mutex) waitGone(ctx context.Context, node string) error {
+	type watch struct {
+		ok bool
+		ch <-chan zk.Event
+	}
+	w, err := call(ctx, func() (watch, error) {
+		ok, _, ch, err := m.s.conn.ExistsW(node)
+		return watch{ok, ch}, err
+	})
+	if err != nil {
+		return fmt.Errorf("zklock: watch %q: %w", node, err)
+	}
+	if !w.ok {
+		return nil
+	}
+	select {
+	case e := <-w.ch:
+		if e.Type == zk.EventNotWatching {
+			return fmt.Errorf("zklock: lock %q: %w: %v", m.path, ErrSessionLost, e.Err)
+		}
+		return nil // deleted, or changed: look again
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// abandon deletes the child with tok after a failure (in the background,
+// until it is gone or the session ends) and returns the error Lock
+// reports: ErrNotObtained joined with ctx's error if ctx ended, err
+// otherwise (nil for a TryLock that found the lock taken).
+func (m *Mutex) abandon(ctx context.Context, tok string, err error) error {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	derr := func() error {
+		defer cancel()
+		_, err := call(dctx, func() (struct{}, error) { return struct{}{}, deleteByToken(m.s.conn, m.path, tok) })
+		return err
+	}()
+	if derr != nil {
+		m.s.sweep(m.path, tok)
+	}
+	return m.failed(ctx, err)
+}
+
+// failed returns ErrNotObtained joined with ctx's error if ctx ended, and
+// err otherwise.
+func (m *Mutex) failed(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil {
+		return errors.Join(ErrNotObtained, cerr)
+	}
+	return err
+}
+
+// releaseTimeout bounds a delete sent on a context detached from the
+// caller's: by Unlock, and by Lock when it withdraws its child.
+const releaseTimeout = 2 * time.Second
+
+// Unlock releases the lock if this Mutex still holds it: it deletes its
+// child, whose name is unique to this acquisition, so it can only remove
+// its own. It returns [ErrNotHeld] if the lock was never acquired, was
+// already released, or the child is gone (its session expired: the
+// client knows once it has reconnected and been told, and until then
+// Unlock may fail with a transport error).
+//
+// Unlock ignores the cancellation and deadline of ctx (it keeps its
+// values) and bounds the delete by its own timeout of 2s. On a transport
+// error the outcome is unknown: the Mutex keeps the hold and Unlock may be
+// called again (it then reports ErrNotHeld if the first delete had
+// landed). Closing the Session releases every lock held on it.
+func (m *Mutex) Unlock(ctx context.Context) error {
+	if err := m.check(); err != nil {
+		return err
+	}
+	h := m.current()
+	if h == nil {
+		return ErrNotHeld
+	}
+	m.at(ctx, HookBeforeRelease)
+	var err error
+	gone := m.s.conn.SessionID() != h.sid // the session expired: its children are gone
+	if !gone {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		defer cancel()
+		_, err = call(dctx, func() (struct{}, error) { return struct{}{}, m.s.conn.Delete(h.node, -1) })
+		gone = errors.Is(err, zk.ErrNoNode)
+	}
+	if err != nil && !gone {
+		return fmt.Errorf("zklock: delete %q: %w", h.node, err)
+	}
+	held := m.forget(h)
+	if gone {
+		if m.obs != nil {
+			m.emit(observe.Event{Kind: observe.Lost, Held: held, Err: ErrNotHeld})
+		}
+		return ErrNotHeld
+	}
+	if m.obs != nil {
+		m.emit(observe.Event{Kind: observe.Released, Held: held})
+	}
+	return nil
+}
+
+// Fence returns the fencing token of the current hold: the zxid that
+// created its child (its czxid). Every later holder, after any leader
+// change, has a larger one. It returns 0 when the Mutex does not hold the
+// lock as far as it knows.
+func (m *Mutex) Fence() uint64 {
+	if h := m.current(); h != nil {
+		return uint64(h.czxid)
+	}
+	return 0
+}
+
+// Seq returns the sequence number ZooKeeper gave the current hold's child
+// (-1 when not held): it orders the lock's waiters, and restarts if the
+// lock's node is deleted and made again, which is why [Mutex.Fence] is
+// the zxid instead.
+func (m *Mutex) Seq() int64 {
+	if h := m.current(); h != nil {
+		return h.seq
+	}
+	return -1
+}
+
+// Node returns the path of the current hold's child, or "" when the Mutex
+// does not hold the lock.
+func (m *Mutex) Node() string {
+	if h := m.current(); h != nil {
+		return h.node
+	}
+	return ""
+}
+
+// IsOwner returns a check that passes while the current hold's child
+// exists: put it first in a multi-op (Session.Conn().Multi) to make a
+// write kept in ZooKeeper conditional on still holding the lock. When the
+// Mutex does not hold the lock, the check never passes.
+func (m *Mutex) IsOwner() *zk.CheckVersionRequest {
+	if h := m.current(); h != nil {
+		return &zk.CheckVersionRequest{Path: h.node, Version: 0}
+	}
+	return &zk.CheckVersionRequest{Path: m.path + "/" + childPrefix + "not-held", Version: 0}
+}
+
+// Done returns a channel closed when the Mutex can no longer vouch for the
+// current hold: the connection to ZooKeeper was lost (the child survives
+// if the client reconnects within the session timeout, and Unlock still
+// deletes it) or the session expired (the child is gone). It is a signal
+// to stop, not a guarantee: a holder paused past its session timeout sees
+// Done only when it runs again. When the Mutex does not hold the lock, Done
+// returns a closed channel.
+func (m *Mutex) Done() <-chan struct{} {
+	if h := m.current(); h != nil {
+		return h.lost
+	}
+	return closedChan
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// Path returns the lock's path.
+func (m *Mutex) Path() string { return m.path }
+
+func (m *Mutex) current() *hold {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.held
+}
+
+func (m *Mutex) forget(h *hold) time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.held != h {
+		return 0
+	}
+	m.held = nil
+	return time.Since(h.since)
+}
+
+func (m *Mutex) emit(e observe.Event) {
+	e.Lock, e.Key = "zklock", m.path
+	m.obs(e)
+}
+
+func (m *Mutex) check() error {
+	if m.s == nil && m.err == nil {
+		return fmt.Errorf("%w: Mutex not made by New", ErrInvalid)
+	}
+	return m.err
+}
+
+func (m *Mutex) at(ctx context.Context, point string) {
+	if m.hook != nil {
+		m.hook(ctx, point)
+	}
+}
+
+// parseChild splits a child's name, lock-<token>-<sequence>, into its token
+// and sequence.
+func parseChild(name string) (tok string, seq int64, ok bool) {
+	rest, found := strings.CutPrefix(name, childPrefix)
+	if !found || len(rest) < seqDigits+2 || rest[len(rest)-seqDigits-1] != '-' {
+		return "", 0, false
+	}
+	seq, err := strconv.ParseInt(rest[len(rest)-seqDigits:], 10, 64)
+	if err != nil {
+		return "", 0, false
+	}
+	return rest[:len(rest)-seqDigits-1], seq, true
+}
+
+// predecessor returns the child with the largest sequence below seq, or ""
+// when there is none (seq is the oldest).
+func predecessor(children []string, seq int64) string {
+	best, bestSeq := "", int64(-1)
+	for _, c := range children {
+		if _, s, ok := parseChild(c); ok && s < seq && s > bestSeq {
+			best, bestSeq = c, s
+		}
+	}
+	return best
+}
+
+// call runs f, which cannot be cancelled (go-zookeeper takes no context),
+// and returns its result, or ctx's error as soon as ctx ends; f then
+// finishes in the background (go-zookeeper fails every pending call when
+// its connection drops, within two thirds of the session timeout).
+func call[T any](ctx context.Context, f func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := f()
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}
