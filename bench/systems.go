@@ -3,9 +3,15 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
 	"sync"
 
+	"github.com/locklab/locklab/etcdlock"
 	"github.com/locklab/locklab/internal/rig"
+	"github.com/locklab/locklab/internal/sysclient"
+	"github.com/locklab/locklab/pglock"
+	"github.com/locklab/locklab/zklock"
 )
 
 // others are the servers the locks on other systems run against: a
@@ -34,6 +40,10 @@ func (s *systemServers) etcdEndpoints() ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := warmEtcd(e.Endpoints()); err != nil {
+			_ = e.Close()
+			return nil, err
+		}
 		s.etcd = e
 	}
 	return s.etcd.Endpoints(), nil
@@ -49,6 +59,10 @@ func (s *systemServers) zkServers() ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := warmZooKeeper(z.Addrs()); err != nil {
+			_ = z.Close()
+			return nil, err
+		}
 		s.zk = z
 	}
 	return s.zk.Addrs(), nil
@@ -62,6 +76,10 @@ func (s *systemServers) pgDSN() (string, error) {
 	if s.pg == nil {
 		p, err := rig.NewPostgres(context.Background())
 		if err != nil {
+			return "", err
+		}
+		if err := warmPostgres(p.DSN(p.Addr())); err != nil {
+			_ = p.Close()
 			return "", err
 		}
 		s.pg = p
@@ -120,3 +138,69 @@ func (s *systemServers) close() error {
 
 // otherScenarios are the scenarios the locks on other systems run in.
 var otherScenarios = []string{scUncontended, scContended, scKeys}
+
+// warmUps is how many lock and unlock pairs a freshly started server
+// serves before any run: its first requests (first leases, first log
+// segments, JIT compilation) would otherwise stall the first run.
+const warmUps = 50
+
+func warmEtcd(endpoints []string) error {
+	c, err := sysclient.Etcd(endpoints...)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), warmupTimeout)
+	defer cancel()
+	for i := range warmUps {
+		m := etcdlock.New(c, "/locklab/bench/warm/"+strconv.Itoa(i))
+		if err := m.Lock(ctx); err != nil {
+			return fmt.Errorf("warm up etcd: %w", err)
+		}
+		if err := m.Unlock(ctx); err != nil {
+			return fmt.Errorf("warm up etcd: %w", err)
+		}
+	}
+	return nil
+}
+
+func warmZooKeeper(servers []string) error {
+	s, err := zklock.Connect(servers, defaultTTL)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), warmupTimeout)
+	defer cancel()
+	for i := range warmUps {
+		m := zklock.New(s, "/locklab/bench/warm-"+strconv.Itoa(i%4))
+		if err := m.Lock(ctx); err != nil {
+			return fmt.Errorf("warm up ZooKeeper: %w", err)
+		}
+		if err := m.Unlock(ctx); err != nil {
+			return fmt.Errorf("warm up ZooKeeper: %w", err)
+		}
+	}
+	return nil
+}
+
+func warmPostgres(dsn string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), warmupTimeout)
+	defer cancel()
+	pool, err := sysclient.Postgres(ctx, dsn, 2)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	for i := range warmUps {
+		for _, m := range []locker{pglock.New(pool, "warm"), pglock.NewRow(pool, "warm-"+strconv.Itoa(i%4))} {
+			if err := m.Lock(ctx); err != nil {
+				return fmt.Errorf("warm up PostgreSQL: %w", err)
+			}
+			if err := m.Unlock(ctx); err != nil {
+				return fmt.Errorf("warm up PostgreSQL: %w", err)
+			}
+		}
+	}
+	return nil
+}
