@@ -292,9 +292,6 @@ func startEtcd(s *labs.Scene, n int) (*rig.Etcd, *clientv3.Client) {
 	return e, c
 }
 
-// withTTL gives one client a lease other than the scene's.
-func withTTL(ttl time.Duration) labs.ClientOption { return func(e *labs.Env) { e.TTL = ttl } }
-
 // do runs op in c and fails the test on an error.
 func do(s *labs.Scene, c *labs.Client, op, arg string) string {
 	s.T().Helper()
@@ -356,7 +353,7 @@ func pausedHolder(s *labs.Scene, impl *labs.Impl) {
 	_, c := startEtcd(s, 1)
 	s.TTL = lease
 	a := s.Process("A", impl) // a real process, so its pause is a real SIGSTOP
-	b := s.Client("B", impl, withTTL(long))
+	b := s.Client("B", impl, labs.TTL(long))
 
 	s.Must(a.Lock())
 	claim := do(s, a, claimOp, "")
@@ -417,7 +414,7 @@ func partitionedHolder(s *labs.Scene, impl *labs.Impl) {
 	s.Params[dbParam] = filepath.Join(s.T().TempDir(), "orders.db")
 	s.TTL = lease
 	a := s.Client("A", impl, labs.Param(zkParam, proxy.Addr()))
-	b := s.Client("B", impl, labs.Param(zkParam, z.Addrs()[0]), withTTL(long))
+	b := s.Client("B", impl, labs.Param(zkParam, z.Addrs()[0]), labs.TTL(long))
 	observer, err := zklock.Connect(z.Addrs(), long)
 	s.Must(err)
 	defer observer.Close()
@@ -484,7 +481,7 @@ func pausedLeader(allMembers bool) labs.Scenario {
 			s.TTL = long
 		}
 		a := s.Client("A", impl, labs.Param(etcdParam, eps))
-		b := s.Client("B", impl, withTTL(long))
+		b := s.Client("B", impl, labs.TTL(long))
 		s.Note("A's client talks to %s; B's to all three", where)
 
 		s.Must(a.Lock())
@@ -599,21 +596,16 @@ func (f failover) run(s *labs.Scene, impl *labs.Impl) {
 // redisFailover is lab 07's: replication held back, the primary killed, the
 // replica promoted.
 var redisFailover = failover{start: func(s *labs.Scene) ([]labs.ClientOption, func() []labs.ClientOption) {
-	s.RequireControl()
-	nodes := s.Nodes(2)
-	primary, replica := nodes[0], nodes[1]
-	link := faultproxy.Start(s.T(), primary.Addr())
-	s.Must(replica.ReplicaOf(s.Ctx, link.Addr()))
+	r := s.Replicated(1)
 	s.Note("Redis: a primary and a replica, in sync")
-	link.Blackhole()
-	s.Fault("replication held back: the stream to the replica is stuck in the network")
-	return []labs.ClientOption{labs.Addrs(primary.Addr())}, func() []labs.ClientOption {
-		pid := primary.Pid()
-		s.Must(primary.Kill())
+	r.HoldBack(0)
+	return []labs.ClientOption{labs.Addrs(r.Primary.Addr())}, func() []labs.ClientOption {
+		pid := r.Primary.Pid()
+		s.Must(r.Primary.Kill())
 		s.Fault("kill -9 the primary (pid %d)", pid)
-		s.Must(replica.Promote(s.Ctx))
+		s.Must(r.Replicas[0].Promote(s.Ctx))
 		s.Fault("REPLICAOF NO ONE on the replica: the new primary")
-		return []labs.ClientOption{labs.Addrs(replica.Addr())}
+		return []labs.ClientOption{labs.Addrs(r.Replicas[0].Addr())}
 	}
 }}
 

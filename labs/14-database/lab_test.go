@@ -432,17 +432,13 @@ func TestLab14_FixedIdleTimeoutFenced(t *testing.T) {
 // promoted replica. Both refund the order: both read it, then B writes,
 // then A.
 func behindFailedLock(s *labs.Scene, impl *labs.Impl) {
-	s.RequireControl()
 	_, pool := database(s)
 	_, err := pool.Exec(s.Ctx, `CREATE TABLE IF NOT EXISTS `+refundsPlain+` (order_id text NOT NULL, by text NOT NULL)`)
 	s.Must(err)
 	s.TTL = 30 * time.Second
-	nodes := s.Nodes(2)
-	primary, replica := nodes[0], nodes[1]
-	link := faultproxy.Start(s.T(), primary.Addr())
-	s.Must(replica.ReplicaOf(s.Ctx, link.Addr()))
-	link.Blackhole()
-	s.Fault("Redis: replication to the replica held back")
+	r := s.Replicated(1)
+	primary, replica := r.Primary, r.Replicas[0]
+	r.HoldBack(0)
 
 	a := s.Client("A", impl, labs.Addrs(primary.Addr()))
 	s.Must(a.Lock())
