@@ -292,29 +292,13 @@ func startEtcd(s *labs.Scene, n int) (*rig.Etcd, *clientv3.Client) {
 	return e, c
 }
 
-// do runs op in c and fails the test on an error.
-func do(s *labs.Scene, c *labs.Client, op, arg string) string {
-	s.T().Helper()
-	out, err := c.Do(op, arg)
-	s.Must(err)
-	return out
-}
-
 // writeAsHolder is the write of the client that holds the lock. The store
 // must accept it: a store that refuses it is safe only because it is
 // useless.
 func writeAsHolder(s *labs.Scene, c *labs.Client, data string) {
 	s.T().Helper()
-	if do(s, c, writeOrder, data) != "accepted" {
+	if c.MustDo(writeOrder, data) != "accepted" {
 		s.Violation("the store refused %s's write: %s holds the lock", c.Name(), c.Name())
-	}
-}
-
-// unlock runs Unlock in c; a failure is on the timeline. Only a client
-// that died fails the test.
-func unlock(s *labs.Scene, c *labs.Client) {
-	if err := c.Unlock(); labs.IsGone(err) {
-		s.Must(err)
 	}
 }
 
@@ -356,14 +340,14 @@ func pausedHolder(s *labs.Scene, impl *labs.Impl) {
 	b := s.Client("B", impl, labs.TTL(long))
 
 	s.Must(a.Lock())
-	claim := do(s, a, claimOp, "")
+	claim := a.MustDo(claimOp, "")
 	a.ParkAt(lab13.HookBeforeWrite)
 	w := a.Go(writeOrder, dataA)
 	if _, parked := a.WaitParkedOr(w, lab13.HookBeforeWrite); !parked {
 		// The write gave up before sending anything: nothing to freeze.
 		// B's turn comes when A releases.
 		s.Must(w.Err())
-		unlock(s, a)
+		a.ReleaseAfterFault()
 		s.Must(b.Lock())
 		writeAsHolder(s, b, dataB)
 		s.Must(b.Unlock())
@@ -379,8 +363,8 @@ func pausedHolder(s *labs.Scene, impl *labs.Impl) {
 	a.Thaw()
 	a.Continue()
 	s.Must(w.Err())
-	do(s, a, toldOp, "10s") // A hears that its lease is gone, after its write
-	unlock(s, a)
+	a.MustDo(toldOp, "10s") // A hears that its lease is gone, after its write
+	a.ReleaseAfterFault()
 	s.Must(b.Unlock())
 	showOrder(s, c)
 }
@@ -420,7 +404,7 @@ func partitionedHolder(s *labs.Scene, impl *labs.Impl) {
 	defer observer.Close()
 
 	s.Must(a.Lock())
-	child := do(s, a, claimOp, "")
+	child := a.MustDo(claimOp, "")
 	told := a.Go(toldOp, "10s")
 	proxy.Blackhole()
 	s.Fault("network: A cut off from ZooKeeper (its packets held)")
@@ -436,8 +420,8 @@ func partitionedHolder(s *labs.Scene, impl *labs.Impl) {
 
 	proxy.Heal()
 	s.Fault("network heals")
-	do(s, a, writeOrder, dataA) // the write A had in flight
-	do(s, a, unlockBack, "")
+	a.MustDo(writeOrder, dataA) // the write A had in flight
+	a.MustDo(unlockBack, "")
 	s.Must(b.Unlock())
 	showRow(s, b)
 }
@@ -445,7 +429,7 @@ func partitionedHolder(s *labs.Scene, impl *labs.Impl) {
 // showRow notes order 1001's row, read through c's store.
 func showRow(s *labs.Scene, c *labs.Client) {
 	s.T().Helper()
-	last, data, _ := strings.Cut(do(s, c, readOrder, ""), " ")
+	last, data, _ := strings.Cut(c.MustDo(readOrder, ""), " ")
 	s.Note("row %s = %q, last token %s", order, data, last)
 }
 
@@ -485,7 +469,7 @@ func pausedLeader(allMembers bool) labs.Scenario {
 		s.Note("A's client talks to %s; B's to all three", where)
 
 		s.Must(a.Lock())
-		claim := do(s, a, claimOp, "")
+		claim := a.MustDo(claimOp, "")
 		s.Must(leader.Pause())
 		s.Fault("SIGSTOP the leader (a long GC pause, a stalled VM)")
 		s.Eventually("a new leader", func() (bool, error) {
@@ -497,10 +481,10 @@ func pausedLeader(allMembers bool) labs.Scenario {
 		if !allMembers {
 			waitKeyGone(s, c, claim, "A's lease expired: its keep-alives went to the frozen leader")
 			s.Must(b.Lock())
-			do(s, a, toldOp, "10s")
+			a.MustDo(toldOp, "10s")
 			s.Must(leader.Resume())
 			s.Fault("SIGCONT the old leader: it rejoins as a follower")
-			do(s, a, unlockBack, "")
+			a.MustDo(unlockBack, "")
 			s.Must(b.Unlock())
 			return
 		}
@@ -511,7 +495,7 @@ func pausedLeader(allMembers bool) labs.Scenario {
 		}
 		s.Must(leader.Resume())
 		s.Fault("SIGCONT the old leader: it rejoins as a follower")
-		do(s, a, unlockBack, "")
+		a.MustDo(unlockBack, "")
 	}
 }
 
@@ -584,7 +568,7 @@ func (f failover) run(s *labs.Scene, impl *labs.Impl) {
 	}
 	a.Write("refund order 1001")
 	a.Exit()
-	unlock(s, a)
+	a.ReleaseAfterFault()
 	if !got {
 		s.Must(b.Lock())
 		b.Enter()

@@ -263,27 +263,12 @@ func database(s *labs.Scene) (*rig.Postgres, *pgxpool.Pool) {
 	return p, pool
 }
 
-// do runs op in c and fails the test on an error.
-func do(s *labs.Scene, c *labs.Client, op, arg string) string {
-	s.T().Helper()
-	out, err := c.Do(op, arg)
-	s.Must(err)
-	return out
-}
-
 // writeAsHolder is the write of the client that holds the lock: it must
 // be accepted.
 func writeAsHolder(s *labs.Scene, c *labs.Client, data string) {
 	s.T().Helper()
-	if do(s, c, ship, data) != "accepted" {
+	if c.MustDo(ship, data) != "accepted" {
 		s.Violation("the database refused %s's write: %s holds the lock", c.Name(), c.Name())
-	}
-}
-
-// unlock runs Unlock in c; a failure is on the timeline.
-func unlock(s *labs.Scene, c *labs.Client) {
-	if err := c.Unlock(); labs.IsGone(err) {
-		s.Must(err)
 	}
 }
 
@@ -323,13 +308,13 @@ func rowPaused(s *labs.Scene, impl *labs.Impl) {
 	b := s.Client("B", impl)
 
 	s.Must(a.Lock())
-	apid := do(s, a, pid, "")
+	apid := a.MustDo(pid, "")
 	a.ParkAt(lab14.HookBeforeWrite)
 	w := a.Go(ship, dataA)
 	if _, parked := a.WaitParkedOr(w, lab14.HookBeforeWrite); !parked {
 		// The write gave up before sending anything: nothing to freeze.
 		s.Must(w.Err())
-		unlock(s, a)
+		a.ReleaseAfterFault()
 		s.Must(b.Lock())
 		writeAsHolder(s, b, dataB)
 		s.Must(b.Unlock())
@@ -350,7 +335,7 @@ func rowPaused(s *labs.Scene, impl *labs.Impl) {
 	a.Thaw()
 	a.Continue()
 	s.Must(w.Err())
-	unlock(s, a)
+	a.ReleaseAfterFault()
 	showOrder(s, pool)
 }
 
@@ -385,7 +370,7 @@ func advisoryPartition(timeout bool) labs.Scenario {
 		b := s.Client("B", impl)
 
 		s.Must(a.Lock())
-		apid := do(s, a, pid, "")
+		apid := a.MustDo(pid, "")
 		proxy.Blackhole()
 		s.Fault("network: A cut off from PostgreSQL (its packets held)")
 
@@ -395,7 +380,7 @@ func advisoryPartition(timeout bool) labs.Scenario {
 			}
 			proxy.Heal()
 			s.Fault("network heals")
-			unlock(s, a)
+			a.ReleaseAfterFault()
 			return
 		}
 		waitSessionGone(s, pool, apid, "the server ended A's session (idle): its advisory lock released")
@@ -403,8 +388,8 @@ func advisoryPartition(timeout bool) labs.Scenario {
 		writeAsHolder(s, b, dataB)
 		proxy.Heal()
 		s.Fault("network heals")
-		do(s, a, ship, dataA) // the write A had in flight
-		unlock(s, a)
+		a.MustDo(ship, dataA) // the write A had in flight
+		a.ReleaseAfterFault()
 		s.Must(b.Unlock())
 		showOrder(s, pool)
 	}
@@ -451,10 +436,10 @@ func behindFailedLock(s *labs.Scene, impl *labs.Impl) {
 	s.Must(b.Lock())
 	s.Note("A and B both hold lock:order:1001 (lab 07)")
 
-	do(s, a, readRefund, "")
-	do(s, b, readRefund, "")
-	do(s, b, refund, refundB)
-	do(s, a, refund, refundA)
+	a.MustDo(readRefund, "")
+	b.MustDo(readRefund, "")
+	b.MustDo(refund, refundB)
+	a.MustDo(refund, refundA)
 
 	var n int
 	table := refundsOnce
@@ -470,7 +455,7 @@ func behindFailedLock(s *labs.Scene, impl *labs.Impl) {
 	if n > 1 {
 		s.Violation("order %s refunded %d times", order, n)
 	}
-	unlock(s, a)
+	a.ReleaseAfterFault()
 	s.Must(b.Unlock())
 }
 
