@@ -37,8 +37,12 @@ need_docker() {
 }
 
 need_linux() {
-	[ "$(uname -s)" = Linux ] && command -v ldd >/dev/null 2>&1 ||
+	[ "$(uname -s)" = Linux ] ||
 		die "$1 copies this machine's Linux binaries into the image, so it runs on Linux only; elsewhere use the official images (the default: redis:7.4, golang:1.26-bookworm)"
+}
+
+need_ldd() {
+	command -v ldd >/dev/null 2>&1 || die "ldd is not installed (it lists the libraries to copy): apt-get install -y libc-bin"
 }
 
 # docker_build runs docker build quietly, showing the builder's output only
@@ -54,6 +58,16 @@ docker_build() {
 	rm -f "$log"
 }
 
+# image_id prints the id of image ref, or nothing.
+image_id() { docker image inspect -f '{{.Id}}' "$1" 2>/dev/null || true; }
+
+# drop_old removes the image a rebuild of ref replaced (left untagged),
+# if no container uses it.
+drop_old() {
+	local ref=$1 old=$2
+	[ -n "$old" ] && [ "$old" != "$(image_id "$ref")" ] && docker rmi "$old" >/dev/null 2>&1 || true
+}
+
 # libs prints the shared libraries (and the dynamic loader) binaries link.
 libs() {
 	local f
@@ -63,6 +77,7 @@ libs() {
 build_redis() {
 	need_linux "docker/build.sh redis"
 	need_docker
+	need_ldd
 	local server cli sentinel
 	server=${LOCKLAB_REDIS_SERVER:-$(command -v redis-server || true)}
 	[ -n "$server" ] || die "redis-server is not installed: apt-get install -y redis-server redis-sentinel (or set LOCKLAB_REDIS_SERVER)"
@@ -102,10 +117,12 @@ build_redis() {
 	printf 'root:x:0:\nredis:x:999:\n' >"$ctx/rootfs/etc/group"
 	cp docker/redis.Dockerfile "$ctx/Dockerfile"
 
-	local version
+	local version old
 	version=$("$server" --version | sed -n 's/.* v=\([^ ]*\).*/\1/p')
+	old=$(image_id "$REDIS_IMAGE")
 	docker_build -t "$REDIS_IMAGE" --label "org.locklab.redis-version=$version" --label "org.locklab.built-from=$server" "$ctx"
 	# A check that the image runs: the server's version, from inside.
+	drop_old "$REDIS_IMAGE" "$old"
 	local got
 	got=$(docker run --rm "$REDIS_IMAGE" redis-server --version) || die "$REDIS_IMAGE was built but does not run"
 	echo "built $REDIS_IMAGE ($(docker image inspect -f '{{.Size}}' "$REDIS_IMAGE" | awk '{printf "%.1f MB", $1/1e6}')): ${got%% sha=*}"
@@ -209,6 +226,8 @@ build_dev_base() {
 	sort -u -o "$work/files" "$work/files"
 	(cd "$extra" && find . -mindepth 1 | sed 's#^\./##' | sort) | comm -23 - "$work/files" >"$work/extra-files"
 
+	# Global: build_dev drops it once the dev image built on it is gone.
+	OLD_DEV_BASE=$(image_id "$DEV_BASE_IMAGE")
 	echo "dev-base: $(wc -l <"$work/packages") packages, $(wc -l <"$work/files") paths; importing (a minute or so)"
 	tar -cf - --no-recursion -C / -T "$work/files" -C "$extra" -T "$work/extra-files" \
 		--recursion --exclude="${goroot#/}/test" --exclude="${goroot#/}/pkg/obj" \
@@ -220,10 +239,15 @@ build_dev_base() {
 			--change 'CMD ["bash"]' \
 			--message "locklab dev base: $(go env GOVERSION) and $(wc -l <"$work/packages") Debian packages from $(hostname)" \
 			- "$DEV_BASE_IMAGE" >/dev/null
+	drop_old "$DEV_BASE_IMAGE" "$OLD_DEV_BASE"
 	docker run --rm "$DEV_BASE_IMAGE" sh -c 'go version && redis-server --version && gcc --version | head -1' ||
 		die "$DEV_BASE_IMAGE was imported but does not run Go, Redis and gcc"
 	echo "built $DEV_BASE_IMAGE ($(docker image inspect -f '{{.Size}}' "$DEV_BASE_IMAGE" | awk '{printf "%.0f MB", $1/1e6}'))"
 }
+
+# The dev image's base where a registry is reachable (dev.Dockerfile's
+# default BASE).
+DEV_REGISTRY_BASE=golang:1.26-bookworm
 
 build_dev() {
 	need_docker
@@ -231,8 +255,14 @@ build_dev() {
 	if [ "${1:-}" = --offline ]; then
 		build_dev_base
 		base=(--build-arg "BASE=$DEV_BASE_IMAGE")
+	elif ! docker image inspect "$DEV_REGISTRY_BASE" >/dev/null 2>&1 && ! docker pull -q "$DEV_REGISTRY_BASE" >/dev/null 2>&1; then
+		die "$DEV_REGISTRY_BASE cannot be pulled (no registry?): build the dev image from this machine's Go and Debian packages instead: make dev-image OFFLINE=1 (docker/build.sh dev --offline)"
 	fi
+	local old
+	old=$(image_id "$DEV_IMAGE")
 	docker_build -t "$DEV_IMAGE" -f docker/dev.Dockerfile "${base[@]}" docker/
+	drop_old "$DEV_IMAGE" "$old"
+	drop_old "$DEV_BASE_IMAGE" "${OLD_DEV_BASE:-}"
 	echo "built $DEV_IMAGE; run it: make dev (a shell), make dev CMD='go test ./labs/...'"
 }
 

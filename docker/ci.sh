@@ -15,7 +15,7 @@
 #                primary; the stack test (a Sentinel client, the primary
 #                paused, a real failover); make down
 #   5. dev       the dev container built offline (docker/build.sh dev
-#                --offline) and every lab run in it (docker/dev.sh)
+#                --offline) and every lab run in it with -race (docker/dev.sh)
 #
 # Each step prints its cost in seconds; the stage fails on the first error
 # and leaves no container behind.
@@ -60,7 +60,7 @@ bench_smoke() {
 
 redlock_stack() {
 	make --no-print-directory up STACK=redlock
-	docker/labs-on-servers.sh "$REDLOCK_ADDRS"
+	GOTESTFLAGS=-race docker/labs-on-servers.sh "$REDLOCK_ADDRS"
 	bench_smoke
 	$GO test -tags compose -count=1 -run 'Redlock' ./internal/composetest/
 	make --no-print-directory down STACK=redlock
@@ -68,16 +68,18 @@ redlock_stack() {
 
 sentinel_stack() {
 	make --no-print-directory up STACK=sentinel
-	docker/labs-on-servers.sh 127.0.0.1:7201 labs/02-check-then-set labs/04-get-then-del
+	GOTESTFLAGS=-race docker/labs-on-servers.sh 127.0.0.1:7201 labs/02-check-then-set labs/04-get-then-del
 	$GO test -tags compose -count=1 -v -run 'Sentinel' ./internal/composetest/ | grep -E '^(---|ok|FAIL|PASS)|stack_test'
 	make --no-print-directory down STACK=sentinel
 }
 
 dev_container() {
 	docker/build.sh dev --offline
-	# Offline (GOPROXY=off), on this machine's module and build caches.
-	GOPROXY=off LOCKLAB_DEV_GOMODCACHE="$($GO env GOMODCACHE)" LOCKLAB_DEV_GOCACHE="$($GO env GOCACHE)" \
-		docker/dev.sh sh -c 'redis-server --version && go version && go test -count=1 ./labs/...'
+	# Offline (GOPROXY=off), on this machine's module and build caches and
+	# with the checkout at its own path, so that what make test compiled
+	# (with -race, as here) is reused: every lab runs as make test runs it.
+	GOPROXY=off LOCKLAB_DEV_GOMODCACHE="$($GO env GOMODCACHE)" LOCKLAB_DEV_GOCACHE="$($GO env GOCACHE)" LOCKLAB_DEV_WORKDIR="$PWD" \
+		docker/dev.sh sh -c 'redis-server --version && go version && go test -race -count=1 ./labs/...'
 }
 
 no_leftovers() {

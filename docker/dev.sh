@@ -12,7 +12,9 @@
 # `make dev-image OFFLINE=1`). Go's module and build caches live in the
 # Docker volumes locklab-gomod and locklab-gocache, so later runs start
 # warm; LOCKLAB_DEV_GOMODCACHE and LOCKLAB_DEV_GOCACHE name host
-# directories to use instead (CI passes its own caches).
+# directories to use instead, and LOCKLAB_DEV_WORKDIR mounts the checkout
+# at another path than /src (CI passes its own caches and path, so that
+# the container reuses what the host compiled).
 #
 # The container runs as root with docker-init as PID 1 (it reaps the
 # orphans the labs' crash tests leave, as an init does). On a Linux host,
@@ -34,8 +36,10 @@ tty=()
 [ -t 0 ] && [ -t 1 ] && tty=(-it)
 [ $# -gt 0 ] || set -- bash
 
+workdir=${LOCKLAB_DEV_WORKDIR:-/src}
+
 exec docker run --rm "${tty[@]}" --init \
-	-v "$PWD:/src" -w /src \
+	-v "$PWD:$workdir" -w "$workdir" \
 	-v "${LOCKLAB_DEV_GOMODCACHE:-locklab-gomod}:/root/go/pkg/mod" \
 	-v "${LOCKLAB_DEV_GOCACHE:-locklab-gocache}:/root/.cache/go-build" \
 	-e CI -e GOPROXY -e LOCKLAB_LONG -e LOCKLAB_RED \

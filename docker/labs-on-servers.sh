@@ -15,7 +15,7 @@
 # are fresh for every scene, so plain go test needs none of this.
 #
 # Tests that kill, pause or restart servers skip, saying why. It fails if a
-# test fails, or if none ran.
+# test fails, or if none ran. GOTESTFLAGS adds go test flags (CI: -race).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ $# -ge 1 ] || { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2; exit 2; }
@@ -40,7 +40,8 @@ for lab in "$@"; do
 	lab=${lab%/}
 	[ -d "$lab" ] || { echo "docker/labs-on-servers.sh: no lab $lab" >&2; exit 2; }
 	bin=$tmp/$(basename "$lab").test
-	$GO test -c -o "$bin" "./$lab"
+	# shellcheck disable=SC2086
+	$GO test ${GOTESTFLAGS:-} -c -o "$bin" "./$lab"
 	for t in $("$bin" -test.list '^Test'); do
 		flush
 		if ! out=$(cd "$lab" && LOCKLAB_REDIS_ADDRS=$addrs "$bin" -test.run "^$t\$" -test.count=1 -test.v 2>&1); then

@@ -149,7 +149,8 @@ func newDockerProvider() (p provider, err error) {
 	defer cancel()
 	cli, err := testcontainers.NewDockerClientWithOpts(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("no usable Docker engine: %w (start Docker, or set DOCKER_HOST)", err)
+		return nil, fmt.Errorf("no Docker engine found: start Docker (sudo systemctl start docker, or open Docker Desktop), or set DOCKER_HOST "+
+			"(testcontainers looked at DOCKER_HOST, the Docker context and the usual sockets; the last said: %w)", err)
 	}
 	defer cli.Close()
 	if _, err := cli.Ping(ctx, client.PingOptions{}); err != nil {
