@@ -126,7 +126,7 @@ build_redis() {
 	local got
 	got=$(docker run --rm "$REDIS_IMAGE" redis-server --version) || die "$REDIS_IMAGE was built but does not run"
 	echo "built $REDIS_IMAGE ($(docker image inspect -f '{{.Size}}' "$REDIS_IMAGE" | awk '{printf "%.1f MB", $1/1e6}')): ${got%% sha=*}"
-	echo "use it: LOCKLAB_REDIS_IMAGE=$REDIS_IMAGE (the rig's Docker provider, make up)"
+	echo "the rig's Docker provider and make up use it where the engine has no redis:7.4 (LOCKLAB_REDIS_IMAGE=$REDIS_IMAGE forces it)"
 }
 
 # The Debian packages of the dev base; their dependencies come too.
