@@ -1,20 +1,33 @@
 package correct
 
-import "github.com/redis/go-redis/v9"
+import (
+	"github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/internal/retry"
+)
 
 // Exported for the tests in package correct_test.
 var (
-	// Scripts maps each embedded .lua file to the script made from it.
+	// Scripts maps each embedded .lua file to its source and the script
+	// that runs it (the source, after handoff.lua for the scripts that
+	// hand the lock over).
 	Scripts = map[string]struct {
 		Src    string
 		Script *redis.Script
 	}{
 		"release.lua": {releaseLua, releaseScript},
+		"enqueue.lua": {enqueueLua, enqueueScript},
+		"queued.lua":  {queuedLua, queuedScript},
 		"extend.lua":  {extendLua, extendScript},
 		"ttl.lua":     {ttlLua, ttlScript},
-		"queued.lua":  {queuedLua, queuedScript},
 	}
 
+	// HandoffLua is the shared hand-off step.
+	HandoffLua = handoffLua
+
 	// Backoff is the default DelayFunc.
-	Backoff = backoff
+	Backoff = retry.Backoff
+
+	// ReceiptMS is how long a release's receipt lives, for the scripts.
+	ReceiptMS = receiptMS
 )

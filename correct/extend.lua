@@ -9,7 +9,9 @@
 --           (another holder's lock), and nothing was changed.
 --
 -- The compare and the PEXPIRE run as one step, so a holder whose lock has
--- expired can never lengthen the next holder's lock.
+-- expired can never lengthen the next holder's lock. Run twice (a reply
+-- lost, the command sent again), it sets the same TTL again, counted from
+-- the second run: the holder counts its lease from before the first.
 if redis.call("GET", KEYS[1]) == ARGV[1] then
 	return redis.call("PEXPIRE", KEYS[1], ARGV[2])
 end

@@ -5,20 +5,26 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locklab/locklab/internal/keyslot"
+	"github.com/locklab/locklab/internal/preflight"
+	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/internal/token"
 	"github.com/locklab/locklab/observe"
 )
 
-// releaseTimeout bounds a release sent with a context that ignores the
-// caller's cancellation: by [Mutex.Unlock], and by Lock or TryLock when it
-// removes a key whose SET may have landed without a reply.
-const releaseTimeout = 2 * time.Second
+// receiptMS is how long a release's receipt lives, for the scripts.
+var receiptMS = strconv.FormatInt(retry.ReceiptTTL.Milliseconds(), 10)
+
+// probeToken is the token the preflight check releases: nobody holds it,
+// so the release reads the key and changes nothing.
+const probeToken = "preflight-probe"
 
 // Client is the part of a go-redis client that a [Mutex] uses: scripts
 // (EVALSHA, EVAL) and SET with options. *redis.Client (including the
@@ -40,12 +46,10 @@ type Client interface {
 type Mutex struct {
 	client Client
 	key    string
-	ttl    time.Duration
-	hook   func(ctx context.Context, point string)
-	wait   waiter    // how Lock waits for its turn without a Notifier; see wait.go
-	notify *Notifier // set by WithNotifier: Lock waits in the queue; see handoff.go
-	obs    observe.Func
-	queue  string // the wait queue's key; see queueKey
+	base   string // the prefix of the keys kept beside key (keyslot.Base)
+	queue  string // the wait queue's key
+	o      options
+	wait   waiter // how Lock waits for its turn: poll or queue
 	err    error  // invalid arguments found by New, returned by every method
 
 	// The fields above are set by New and never change.
@@ -65,38 +69,50 @@ type Mutex struct {
 // nothing to Redis. New never fails: if client is nil (or a nil pointer),
 // key is empty or an option is invalid, every method of the returned Mutex
 // that talks to Redis reports it with an error wrapping [ErrInvalid].
+//
+// Besides key, a Mutex uses keys that share key's Redis Cluster slot: the
+// wait queue, "<base>:q", and short-lived release receipts,
+// "<base>:r:<token>", where base is "{key}" for a key without a hash tag
+// (and key itself for one with a tag, such as "lock:{orders}:7").
 func New(client Client, key string, opts ...Option) *Mutex {
-	o, errs := newOptions(opts)
+	o, err := newOptions(opts)
+	errs := []error{err}
 	if isNil(client) {
-		errs = append(errs, fmt.Errorf("%w: nil client", ErrInvalid))
+		errs = append(errs, invalid("nil client"))
 	}
 	if key == "" {
-		errs = append(errs, fmt.Errorf("%w: empty key", ErrInvalid))
+		errs = append(errs, invalid("empty key"))
 	}
-	return &Mutex{
-		client: client,
-		key:    key,
-		ttl:    o.ttl,
-		hook:   o.hook,
-		wait:   poll{delay: o.delay, tries: o.tries},
-		notify: o.notifier,
-		obs:    o.observer,
-		queue:  queueKey(key),
-		err:    errors.Join(errs...),
+	m := &Mutex{client: client, key: key, o: o, err: errors.Join(errs...)}
+	if key != "" {
+		m.base = keyslot.Base(key)
+		m.queue = m.base + ":q"
 	}
+	m.wait = poll{policy: o.retry}
+	if o.notifier != nil {
+		m.wait = queue{n: o.notifier}
+	}
+	return m
 }
 
 // Lock acquires the lock, waiting while another holder has it. It returns
 // nil once the lock is held; [ErrNotObtained] when it ran out of tries (see
 // [WithTries]); errors.Join(ErrNotObtained, ctx.Err()) when ctx ended
 // first, without touching Redis if ctx had already ended; and a wrapped
-// error, at once, if Redis cannot be reached or answers with an error. Lock
-// does not retry transport errors: a lock that keeps polling a dead Redis
-// hides the outage, and the caller knows better whether to wait or fail.
-// When Lock fails, it leaves no key of its own behind: if a SET got no
-// reply, it deletes the key in case the SET landed (only if Redis is
-// unreachable for that too may the key stay, until its TTL; the error then
-// says so).
+// error, at once, if Redis cannot be reached, answers with an error, or is
+// unfit for a lock (it evicts keys, or the user may not run the scripts;
+// see [WithEvictionCheck]). Lock does not retry transport errors: a lock
+// that keeps polling a dead Redis hides the outage, and the caller knows
+// better whether to wait or fail.
+//
+// Each try writes a fresh 128-bit token with SET key token NX PX ttl GET.
+// The GET is what makes a try safe to send twice: when the reply is lost
+// and go-redis sends the SET again, the second one finds the key holding
+// our own token, and Lock knows the lock is ours instead of waiting a
+// whole TTL for itself. When Lock fails, it leaves no key of its own
+// behind: if a SET got no reply at all, it deletes the key in case the SET
+// landed (only if Redis is unreachable for that too may the key stay,
+// until its TTL; the error then says so).
 //
 // Lock is not reentrant. Locking a Mutex that already holds the lock does
 // not touch the held lock; it waits like any other client, until the lock
@@ -108,13 +124,11 @@ func (m *Mutex) Lock(ctx context.Context) error {
 		return err
 	}
 	start := time.Now()
-	var err error
-	if m.notify != nil {
-		err = m.lockQueued(ctx)
-	} else {
-		err = m.wait.wait(ctx, m.acquire)
+	err := m.ready(ctx)
+	if err == nil {
+		err = m.wait.wait(ctx, m)
 	}
-	observe.Attempt(m.obs, "correct", m.key, start, err == nil, err)
+	observe.Attempt(m.o.observer, "correct", m.key, start, err == nil, err)
 	return err
 }
 
@@ -126,32 +140,58 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	start := time.Now()
-	ok, err := m.acquire(ctx)
-	observe.Attempt(m.obs, "correct", m.key, start, ok, err)
+	err := m.ready(ctx)
+	ok := false
+	if err == nil {
+		ok, err = m.acquire(ctx)
+	}
+	observe.Attempt(m.o.observer, "correct", m.key, start, ok, err)
 	return ok, err
 }
 
-// acquire makes one attempt: SET key token NX PX ttl with a fresh token.
-// The token is stored only if the SET succeeded; a SET NX can succeed only
-// when the key is absent, so it never overwrites a lock that is held.
+// ready returns an error if ctx has ended or the server is unfit for a
+// lock (see package preflight); the check runs once a minute per server.
+func (m *Mutex) ready(ctx context.Context) error {
+	if err := retry.CtxErr(ctx); err != nil {
+		return errors.Join(ErrNotObtained, err)
+	}
+	err := preflight.Check(ctx, "correct", m.client, m.o.evictionCheck, func(ctx context.Context) error {
+		_, err := m.release(ctx, probeToken, false)
+		return errors.Unwrap(err)
+	})
+	if err != nil {
+		if cerr := retry.CtxErr(ctx); cerr != nil {
+			return errors.Join(ErrNotObtained, cerr)
+		}
+		return fmt.Errorf("correct: lock %q: %w", m.key, err)
+	}
+	return nil
+}
+
+// acquire makes one attempt with a fresh token: SET key token NX PX ttl
+// GET. A SET NX can succeed only when the key is absent, so it never
+// overwrites a lock that is held; with GET it returns what the key held:
+// nothing when it set the key, our own token when this is the SET sent a
+// second time, someone else's token when the lock is taken.
 func (m *Mutex) acquire(ctx context.Context) (bool, error) {
-	if err := ctxErr(ctx); err != nil {
+	if err := retry.CtxErr(ctx); err != nil {
 		return false, errors.Join(ErrNotObtained, err)
 	}
 	tok := token.New()
 	start := time.Now() // before the SET is sent; see Until
-	// SET key tok NX PX ttl (go-redis sends EX when ttl is whole seconds).
-	err := m.client.SetArgs(ctx, m.key, tok, redis.SetArgs{Mode: "NX", TTL: m.ttl}).Err()
+	old, err := m.client.SetArgs(ctx, m.key, tok, redis.SetArgs{Mode: "NX", TTL: m.o.ttl, Get: true}).Result()
 	switch {
-	case errors.Is(err, redis.Nil):
-		return false, nil // the key exists: someone holds the lock
-	case err != nil:
+	case errors.Is(err, redis.Nil), err == nil && old == tok:
+		// Ours: set now, or by the first run of this SET.
+	case err == nil:
+		return false, nil // the key holds another token: someone holds the lock
+	default:
 		// No reply does not mean Redis did not run the SET: the reply may
 		// have been lost, or ctx may have ended while it was on the wire.
 		// Delete the key if it holds our token, so a failed attempt never
 		// leaves a lock behind that nobody will release.
 		_, relErr := m.release(ctx, tok, false)
-		if cerr := ctxErr(ctx); cerr != nil {
+		if cerr := retry.CtxErr(ctx); cerr != nil {
 			return false, errors.Join(ErrNotObtained, cerr, relErr)
 		}
 		return false, errors.Join(fmt.Errorf("correct: acquire %q: %w", m.key, err), relErr)
@@ -162,9 +202,12 @@ func (m *Mutex) acquire(ctx context.Context) (bool, error) {
 }
 
 // Unlock releases the lock if this Mutex still holds it: the release script
-// deletes the key only if it still holds this Mutex's token. It returns
-// [ErrNotHeld], leaving the key alone, if the lock was never acquired, was
-// already released, or expired (and perhaps now belongs to someone else).
+// deletes the key, or hands it to the oldest live waiter, only if it still
+// holds this Mutex's token. It returns [ErrNotHeld], leaving the key alone,
+// if the lock was never acquired, was already released, or expired (and
+// perhaps now belongs to someone else). A release sent twice (its reply
+// lost) answers the second time as it did the first, from a receipt it
+// left (see release.lua).
 //
 // Unlock ignores the cancellation and deadline of ctx (it keeps its
 // values), and bounds the release by its own timeout of 2s instead. The
@@ -188,55 +231,46 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		return ErrNotHeld
 	}
 	m.at(ctx, HookBeforeRelease)
-	deleted, err := m.release(ctx, tok, false)
+	code, err := m.release(ctx, tok, false)
 	if err != nil {
 		return err
 	}
 	held := m.forget(tok)
-	if !deleted {
+	if code == 0 {
 		m.lost(held)
 		return ErrNotHeld
 	}
-	if m.obs != nil {
+	if m.o.observer != nil {
 		m.emit(observe.Event{Kind: observe.Released, Held: held})
 	}
 	return nil
 }
 
 // release runs the release script for tok, detached from ctx's
-// cancellation and bounded by releaseTimeout: it deletes the key, or hands
-// the lock to the oldest live waiter in the queue, if the key holds tok.
-// With dequeue it first takes tok out of the queue (a waiter giving up). It
-// reports whether tok held the lock.
-//
-// A release before Until tells the script so: the key cannot have expired
-// yet, which saves the script a read of it on a hand-off (see release.lua).
-func (m *Mutex) release(ctx context.Context, tok string, dequeue bool) (bool, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+// cancellation and bounded by retry.ReleaseTimeout: it deletes the key, or
+// hands the lock to the oldest live waiter in the queue, if the key holds
+// tok. With abandon it first takes tok out of the queue (a waiter giving
+// up). It returns the script's code: 1 deleted, 2 handed over, 0 not ours.
+func (m *Mutex) release(ctx context.Context, tok string, abandon bool) (int64, error) {
+	ctx, cancel := retry.Detach(ctx)
 	defer cancel()
-	flag, inLease := "0", "0"
-	if dequeue {
+	flag := "0"
+	if abandon {
 		flag = "1"
-	} else if m.withinLease(tok) {
-		inLease = "1"
 	}
-	n, err := releaseScript.Run(ctx, m.client, []string{m.key, m.queue}, tok, channelPrefix, flag, inLease).Int64()
+	keys := []string{m.key, m.queue, m.receipt(tok)}
+	n, err := releaseScript.Run(ctx, m.client, keys, tok, channelPrefix, flag, receiptMS).Int64()
 	if err != nil {
-		return false, fmt.Errorf("correct: release %q: %w", m.key, err)
+		return 0, fmt.Errorf("correct: release %q: %w", m.key, err)
 	}
 	if n != 0 {
 		m.contended.Store(n == 2) // 2: handed to a waiter
 	}
-	return n != 0, nil
+	return n, nil
 }
 
-// withinLease reports whether tok is the held token and its lease has
-// certainly not run out (now is before Until).
-func (m *Mutex) withinLease(tok string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.token == tok && time.Now().Before(m.until)
-}
+// receipt is the key of the receipt a release of tok leaves.
+func (m *Mutex) receipt(tok string) string { return keyslot.Receipt(m.base, tok) }
 
 // Extend sets the lock's TTL to ttl, counted from now, if this Mutex still
 // holds the lock, and moves [Mutex.Until] accordingly; ttl may be shorter
@@ -254,7 +288,7 @@ func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	if ttl < time.Millisecond {
-		return fmt.Errorf("%w: Extend(ctx, %v): ttl must be at least 1ms", ErrInvalid, ttl)
+		return invalid("Extend(ctx, %v): ttl must be at least 1ms", ttl)
 	}
 	ttl = ttl.Truncate(time.Millisecond) // what PEXPIRE will say
 	tok := m.Token()
@@ -329,10 +363,20 @@ func (m *Mutex) Token() string {
 // Key returns the Redis key the Mutex locks.
 func (m *Mutex) Key() string { return m.key }
 
+// hold records tok as held, with a lease counted from leaseStart.
+func (m *Mutex) hold(tok string, leaseStart time.Time) {
+	m.mu.Lock()
+	m.token, m.until, m.since = tok, leaseStart.Add(m.o.ttl), time.Now()
+	m.mu.Unlock()
+}
+
 // forget clears the held state if it still belongs to tok (a concurrent
 // Lock may already have replaced it with a newer acquisition) and returns
 // how long it was held.
 func (m *Mutex) forget(tok string) time.Duration {
+	if n := m.o.notifier; n != nil {
+		n.unregister(tok) // a hand-off hold: its token is no longer ours
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.token != tok {
@@ -345,7 +389,7 @@ func (m *Mutex) forget(tok string) time.Duration {
 
 // lost tells the observer that the lock was found lost after held.
 func (m *Mutex) lost(held time.Duration) {
-	if m.obs != nil {
+	if m.o.observer != nil {
 		m.emit(observe.Event{Kind: observe.Lost, Held: held, Err: ErrNotHeld})
 	}
 }
@@ -353,31 +397,16 @@ func (m *Mutex) lost(held time.Duration) {
 // emit sends e, filled in with the lock's name and key, to the observer.
 func (m *Mutex) emit(e observe.Event) {
 	e.Lock, e.Key = "correct", m.key
-	m.obs(e)
+	m.o.observer(e)
 }
 
 // check returns the error found by New, or an error for a Mutex that New
 // did not make.
 func (m *Mutex) check() error {
-	if m.wait == nil {
-		return fmt.Errorf("%w: Mutex not made by New", ErrInvalid)
+	if m == nil || m.wait == nil {
+		return invalid("Mutex not made by New")
 	}
 	return m.err
-}
-
-// ctxErr returns ctx.Err(), or [context.DeadlineExceeded] once ctx's
-// deadline has passed even if ctx has not noticed yet: go-redis sets socket
-// deadlines from ctx, and under load the socket's "i/o timeout" can come
-// before the context's own timer fires. Either way the caller's deadline is
-// what ended the attempt, and Lock must say so.
-func ctxErr(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
-		return context.DeadlineExceeded
-	}
-	return nil
 }
 
 // isNil reports whether c is nil or holds a nil pointer, such as a
@@ -392,7 +421,7 @@ func isNil(c any) bool {
 
 // at calls the hook, if any, at the named step.
 func (m *Mutex) at(ctx context.Context, point string) {
-	if m.hook != nil {
-		m.hook(ctx, point)
+	if m.o.hook != nil {
+		m.o.hook(ctx, point)
 	}
 }

@@ -4,25 +4,45 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locklab/locklab/internal/keyslot"
+	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/internal/token"
 )
 
-// channelPrefix starts every waiter's channel name; see release.lua.
+// channelPrefix starts every waiter's channel name; see handoff.lua.
 const channelPrefix = "correct:w:"
 
+const (
+	// pingEvery is how long a Notifier's subscription may stay silent
+	// before the Notifier pings it.
+	pingEvery = time.Second
+	// pongTimeout is how long the Notifier waits for anything after a ping
+	// before it takes the connection for dead (half-open: the peer gone
+	// with no FIN, which TCP keepalive would notice only after about 45s)
+	// and subscribes again on a new one.
+	pongTimeout = 2 * time.Second
+	// resubscribePause is how long a Notifier waits between two failed
+	// attempts to subscribe, so that a Redis that is down is not dialled
+	// in a tight loop.
+	resubscribePause = 50 * time.Millisecond
+)
+
 // NotifyClient is what a [Notifier] needs from a go-redis client: a
-// Pub/Sub subscription, and RPUSH to join a lock's wait queue.
-// *redis.Client (including the Sentinel-backed failover client) implements
-// it. It must reach the same Redis as the Mutexes that use the Notifier.
+// Pub/Sub subscription, and scripts, to pass on a lock handed to a waiter
+// that has gone. *redis.Client (including the Sentinel-backed failover
+// client) implements it. It must reach the same Redis as the Mutexes that
+// use the Notifier.
 type NotifyClient interface {
+	redis.Scripter
 	Subscribe(ctx context.Context, channels ...string) *redis.PubSub
-	RPush(ctx context.Context, key string, values ...any) *redis.IntCmd
 }
 
 // errNotifierClosed is joined to ErrNotObtained when a Notifier is closed
@@ -36,26 +56,43 @@ var errNotifierClosed = errors.New("correct: notifier closed")
 // share it between Mutexes on any number of keys, and Close it when done.
 //
 // A Notifier holds one Pub/Sub connection and one goroutine, which reads
-// hand-off messages and wakes the waiting Lock calls. The goroutine starts
-// in [NewNotifier] and ends in [Notifier.Close]. go-redis reconnects the
-// subscription by itself if the connection drops; while it is down, a
-// releasing holder sees nobody listening on the channel and passes the lock
-// to the next waiter, and the skipped waiters queue again at their next
-// check (see [WithNotifier]).
+// hand-off messages and wakes the waiting Lock calls; the goroutine starts
+// in [NewNotifier] and ends in [Notifier.Close]. It pings the subscription
+// when it has been silent for a second, and a connection that does not
+// answer within 2s more is taken for dead: the Notifier subscribes again
+// on a new one and tells its waiters to look at their locks at once (while
+// it was down, releasing holders saw nobody listening and passed them by).
+//
+// A hand-off message for a token that no Lock of this Notifier waits for
+// any more (a waiter that gave up while its join of the queue was still on
+// the wire) is not left to hold the lock for a TTL: the Notifier releases
+// that lock on the spot, owner-checked, which hands it to the next waiter.
+// Such a release runs in a short-lived goroutine; Close waits for it.
 //
 // Notifier works with a single primary (a *redis.Client, also behind
 // Sentinel). On Redis Cluster, PUBLISH counts only the subscribers of the
 // node that runs the script, so waiters on other nodes would look dead: use
 // polling there.
 type Notifier struct {
-	id     string // random; names this notifier's channel and prefixes its waiters' tokens
-	client NotifyClient
-	ps     *redis.PubSub
-	done   chan struct{} // closed when the goroutine has ended
+	id      string // random; names this notifier's channel and prefixes its waiters' tokens
+	channel string
+	client  NotifyClient
+	done    chan struct{} // closed when Close is called
+	exited  chan struct{} // closed when the goroutine has ended
+	bounces sync.WaitGroup
 
-	mu      sync.Mutex // protects waiters and closed
-	waiters map[string]chan struct{}
+	mu      sync.Mutex // protects ps, waiters and closed
+	ps      *redis.PubSub
+	waiters map[string]*registration
 	closed  bool
+}
+
+// A registration is one token as its Notifier knows it: a Lock waiting
+// for it to be handed over, or a Mutex holding it.
+type registration struct {
+	wake chan struct{} // a hand-off message came for the token
+	look chan struct{} // the subscription was down: look at the lock now
+	held bool          // the lock is held under the token: messages are old news
 }
 
 // NewNotifier subscribes to a fresh channel through client and starts the
@@ -63,62 +100,165 @@ type Notifier struct {
 // subscription cannot be made before ctx ends.
 func NewNotifier(ctx context.Context, client NotifyClient) (*Notifier, error) {
 	if isNil(client) {
-		return nil, fmt.Errorf("%w: nil client", ErrInvalid)
+		return nil, invalid("NewNotifier: nil client")
 	}
 	id := token.New()
-	ps := client.Subscribe(ctx, channelPrefix+id)
-	// The subscription must be confirmed before any Mutex queues: a
-	// message published before it exists would be lost.
-	if _, err := ps.Receive(ctx); err != nil {
-		_ = ps.Close()
-		return nil, fmt.Errorf("correct: subscribe: %w", err)
+	n := &Notifier{
+		id: id, channel: channelPrefix + id, client: client,
+		done: make(chan struct{}), exited: make(chan struct{}),
+		waiters: map[string]*registration{},
 	}
-	n := &Notifier{id: id, client: client, ps: ps, done: make(chan struct{}), waiters: map[string]chan struct{}{}}
+	ps, err := n.subscribe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	n.ps = ps
 	go n.deliver()
 	return n, nil
 }
 
-// Close ends the subscription and waits for the Notifier's goroutine to
+// subscribe makes a subscription to the notifier's channel and waits for
+// its confirmation: a message published before it exists would be lost.
+func (n *Notifier) subscribe(ctx context.Context) (*redis.PubSub, error) {
+	ps := n.client.Subscribe(ctx, n.channel)
+	if _, err := ps.Receive(ctx); err != nil {
+		_ = ps.Close()
+		return nil, fmt.Errorf("correct: subscribe: %w", err)
+	}
+	return ps, nil
+}
+
+// Close ends the subscription and waits for the Notifier's goroutines to
 // exit. Lock calls still waiting give up with [ErrNotObtained]. It is safe
 // to call more than once.
 func (n *Notifier) Close() error {
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()
-		<-n.done
+		<-n.exited
 		return nil
 	}
 	n.closed = true
+	close(n.done)
+	ps := n.ps
 	n.mu.Unlock()
-	err := n.ps.Close()
-	<-n.done
+	err := ps.Close()
+	<-n.exited
+	n.bounces.Wait()
 	return err
 }
 
-// deliver wakes the waiter whose token a message carries, until Close.
+// deliver reads the subscription until Close: it wakes the waiter whose
+// token a message carries, releases a lock handed to a token nobody waits
+// for, and keeps the subscription alive.
 func (n *Notifier) deliver() {
-	defer close(n.done)
+	defer close(n.exited)
+	ps := n.current()
+	var pinged time.Time // when the unanswered ping was sent; zero if none
 	for {
-		msg, err := n.ps.ReceiveMessage(context.Background())
-		if err != nil {
-			n.mu.Lock()
-			closed := n.closed
-			n.mu.Unlock()
-			if closed {
-				return
-			}
-			time.Sleep(10 * time.Millisecond) // Redis unreachable: go-redis reconnects on the next receive
-			continue
+		msg, err := ps.ReceiveTimeout(context.Background(), pingEvery)
+		if n.isClosed() {
+			return
 		}
-		n.mu.Lock()
-		if ch, ok := n.waiters[msg.Payload]; ok {
-			select {
-			case ch <- struct{}{}:
-			default:
+		switch {
+		case err == nil:
+			pinged = time.Time{}
+			if m, ok := msg.(*redis.Message); ok {
+				n.route(m.Payload)
 			}
+		case isTimeout(err) && pinged.IsZero():
+			pinged = time.Now()
+			if ps.Ping(context.Background()) != nil {
+				ps = n.resubscribe(ps)
+				pinged = time.Time{}
+			}
+		case isTimeout(err) && time.Since(pinged) < pongTimeout:
+		default:
+			// No answer to the ping, or the connection failed: subscribe
+			// again on a new one, and have the waiters look.
+			ps = n.resubscribe(ps)
+			pinged = time.Time{}
+		}
+	}
+}
+
+// resubscribe replaces a subscription that died, retrying until it works
+// or the Notifier is closed, and tells every waiter to look at its lock.
+func (n *Notifier) resubscribe(old *redis.PubSub) *redis.PubSub {
+	_ = old.Close()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), pongTimeout)
+		ps, err := n.subscribe(ctx)
+		cancel()
+		n.mu.Lock()
+		if n.closed {
+			n.mu.Unlock()
+			if ps != nil {
+				_ = ps.Close()
+			}
+			return old
+		}
+		if err == nil {
+			n.ps = ps
+			for _, r := range n.waiters {
+				signal(r.look)
+			}
+			n.mu.Unlock()
+			return ps
 		}
 		n.mu.Unlock()
+		select {
+		case <-n.done:
+			return old
+		case <-time.After(resubscribePause):
+		}
 	}
+}
+
+// route handles one hand-off message, "<token>\n<key>".
+func (n *Notifier) route(payload string) {
+	tok, key, ok := strings.Cut(payload, "\n")
+	if !ok {
+		return
+	}
+	n.mu.Lock()
+	r, known := n.waiters[tok]
+
+	if known && !r.held {
+		signal(r.wake)
+	}
+	closed := n.closed
+	if !known && !closed {
+		n.bounces.Add(1)
+	}
+	n.mu.Unlock()
+	if !known && !closed {
+		go n.bounce(key, tok)
+	}
+}
+
+// bounce releases key if it holds tok: the lock was handed to a waiter of
+// this Notifier that no longer waits. The release is owner-checked, so a
+// stale message (the lock has moved on since) changes nothing.
+func (n *Notifier) bounce(key, tok string) {
+	defer n.bounces.Done()
+	ctx, cancel := retry.Detach(context.Background())
+	defer cancel()
+	base := keyslot.Base(key)
+	keys := []string{key, base + ":q", keyslot.Receipt(base, tok)}
+	_ = releaseScript.Run(ctx, n.client, keys, tok, channelPrefix, "0", receiptMS).Err()
+}
+
+func (n *Notifier) current() *redis.PubSub {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.ps
+}
+
+func (n *Notifier) isClosed() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.closed
 }
 
 // newToken returns a waiter's token: it names this notifier's channel and
@@ -127,20 +267,45 @@ func (n *Notifier) newToken(ttl time.Duration) string {
 	return n.id + "." + strconv.FormatInt(ttl.Milliseconds(), 10) + "." + token.New()
 }
 
-// register returns the channel on which tok's hand-off will be signalled.
-func (n *Notifier) register(tok string) (<-chan struct{}, error) {
+// register records that a Lock waits for tok to be handed over.
+func (n *Notifier) register(tok string) (*registration, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.closed {
 		return nil, errNotifierClosed
 	}
-	ch := make(chan struct{}, 1)
-	n.waiters[tok] = ch
-	return ch, nil
+	r := &registration{wake: make(chan struct{}, 1), look: make(chan struct{}, 1)}
+	n.waiters[tok] = r
+	return r, nil
 }
 
+// held records that the lock is held under tok: until unregister, a
+// message for it is old news, not a lock to pass on.
+func (n *Notifier) held(tok string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if r, ok := n.waiters[tok]; ok {
+		r.held = true
+	}
+}
+
+// unregister forgets tok: the Lock gave up, or the hold ended.
 func (n *Notifier) unregister(tok string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	delete(n.waiters, tok)
+}
+
+// signal puts a value in ch if it has room.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// isTimeout reports whether err is a read that timed out.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }

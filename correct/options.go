@@ -5,66 +5,57 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/observe"
 )
 
-const (
-	// defaultTTL is how long the key lives after SET or Extend. It is
-	// redsync's default expiry, so the bench compares like with like.
-	defaultTTL = 8 * time.Second
-
-	// defaultTries is the number of acquisition attempts Lock makes; 0
-	// means no limit, so only the context bounds the wait.
-	defaultTries = 0
-
-	// defaultMinDelay and defaultMaxDelay bound the default backoff (see
-	// backoff in wait.go): the delay after the first failed try is drawn
-	// from [0, 2ms), and the ceiling doubles with each further failure up
-	// to 64ms.
-	defaultMinDelay = 2 * time.Millisecond
-	defaultMaxDelay = 64 * time.Millisecond
-)
+// defaultTTL is how long the key lives after SET or Extend. It is
+// redsync's default expiry, so the bench compares like with like.
+const defaultTTL = 8 * time.Second
 
 // An Option configures a [Mutex]. Options are applied by [New] in order;
 // when one is given twice, the last wins. A nil Option is ignored.
 type Option func(*options)
 
 type options struct {
-	ttl      time.Duration
-	delay    DelayFunc
-	tries    int
-	hook     func(ctx context.Context, point string)
-	notifier *Notifier
-	observer observe.Func
+	ttl           time.Duration
+	retry         retry.Policy
+	hook          func(ctx context.Context, point string)
+	notifier      *Notifier
+	observer      observe.Func
+	evictionCheck bool
 }
 
-// newOptions applies opts over the defaults and checks the result. An
-// invalid value can only come from an explicit option, since every default
-// is valid.
-func newOptions(opts []Option) (options, []error) {
-	o := options{ttl: defaultTTL, delay: backoff, tries: defaultTries}
+// newOptions applies opts over the defaults and checks the result. Every
+// default is valid, so an error can only come from an explicit option.
+func newOptions(opts []Option) (options, error) {
+	o := options{ttl: defaultTTL, evictionCheck: true}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
 		}
 	}
-	var errs []error
-	if o.ttl < time.Millisecond {
-		errs = append(errs, fmt.Errorf("%w: WithTTL(%v): ttl must be at least 1ms", ErrInvalid, o.ttl))
+	switch {
+	case o.ttl < time.Millisecond:
+		return o, invalid("WithTTL(%v): ttl must be at least 1ms", o.ttl)
+	case o.retry.Tries < 0:
+		return o, invalid("WithTries(%d): tries must be at least 0", o.retry.Tries)
 	}
 	o.ttl = o.ttl.Truncate(time.Millisecond) // what PX will say; see WithTTL
-	if o.tries < 0 {
-		errs = append(errs, fmt.Errorf("%w: WithTries(%d): tries must be >= 0", ErrInvalid, o.tries))
-	}
-	return o, errs
+	return o, nil
+}
+
+// invalid returns an error wrapping ErrInvalid, in the one shape every
+// locklab lock package uses: "correct: invalid argument: WithTTL(0s): ...".
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
 }
 
 // A DelayFunc returns how long [Mutex.Lock] waits before its next try,
 // given how many tries have failed so far (1 after the first). A delay <= 0
 // means try again at once. Lock calls it in the goroutine that called Lock,
-// so a
-// DelayFunc shared by Mutexes that lock at the same time must be safe for
-// concurrent use: keep any counter in an atomic, or better, keep none.
+// so a DelayFunc shared by Mutexes that lock at the same time must be safe
+// for concurrent use: keep any counter in an atomic, or better, keep none.
 //
 // For example, a fixed 10ms poll:
 //
@@ -84,48 +75,42 @@ func WithTTL(ttl time.Duration) Option {
 }
 
 // WithRetry sets the delay between the tries of [Mutex.Lock]; see
-// [DelayFunc]. It does not affect [Mutex.TryLock], which tries once. If f is
-// nil, the default is used. The default is exponential backoff with full
-// jitter: after the n-th failed try Lock waits a random time in
-// [0, min(2ms*2^(n-1), 64ms)).
+// [DelayFunc]. It does not affect [Mutex.TryLock], which tries once, nor a
+// Lock with a [Notifier], which does not poll. If f is nil, the default is
+// used. The default is exponential backoff with full jitter: after the
+// n-th failed try Lock waits a random time in [0, min(2ms*2^(n-1), 64ms)).
 func WithRetry(f DelayFunc) Option {
-	return func(o *options) {
-		if f == nil {
-			f = backoff
-		}
-		o.delay = f
-	}
+	return func(o *options) { o.retry.Delay = retry.DelayFunc(f) }
 }
 
 // WithTries sets how many times [Mutex.Lock] tries to acquire the lock
 // before it gives up with [ErrNotObtained]; 0 means no limit, so only
-// Lock's context ends the wait. It does not affect [Mutex.TryLock]. If n is
-// negative, every method of the Mutex returns an error wrapping
-// [ErrInvalid]. The default is 0.
+// Lock's context ends the wait. It does not affect [Mutex.TryLock], nor a
+// Lock with a [Notifier]. If n is negative, every method of the Mutex
+// returns an error wrapping [ErrInvalid]. The default is 0.
 func WithTries(n int) Option {
-	return func(o *options) { o.tries = n }
+	return func(o *options) { o.retry.Tries = n }
 }
 
 // WithHook sets a function called at each named step of the protocol, with
 // the context of the method that reached it and the step's name: one of
-// [HookAcquired], [HookBeforeRelease], [HookRefused] and [HookQueued]. The labs use it to park a client
-// between two commands (to let its key expire, or another client in); a
-// hook that blocks holds up that method and nothing else. It must be safe
-// for concurrent use if the Mutex is used from several goroutines. If f is
-// nil, no hook is called. The default is no hook.
+// [HookAcquired], [HookBeforeRelease], [HookRefused] and [HookQueued]. The
+// labs use it to park a client between two commands (to let its key
+// expire, or another client in); a hook that blocks holds up that method
+// and nothing else. It must be safe for concurrent use if the Mutex is used
+// from several goroutines. If f is nil, no hook is called. The default is
+// no hook.
 func WithHook(f func(ctx context.Context, point string)) Option {
 	return func(o *options) { o.hook = f }
 }
 
 // WithNotifier makes [Mutex.Lock] wait in a first-come, first-served
-// queue instead of polling: a waiter joins the lock's queue with one RPUSH
-// and sleeps until the holder's Unlock hands the lock straight to it (one
-// script: owner check, pop the oldest live waiter, SET its token, PUBLISH
-// to it), so the lock never sits free between holders and nobody is
-// starved. A waiter also checks the lock itself every ttl/4, which bounds
-// the wait when no hand-off will come (the holder died; a message was
-// lost). While the lock looks free, Lock first tries SET NX as without a
-// Notifier, so an uncontended lock costs the same two round trips.
+// queue instead of polling: the holder's Unlock hands the lock straight to
+// the oldest live waiter and tells it through its Notifier, so the lock
+// never sits free between holders and nobody is starved (see queue.go for
+// the protocol and its failure modes). While the lock looks free, Lock
+// first tries SET NX as without a Notifier, so an uncontended lock costs
+// the same two round trips.
 //
 // All Mutexes that contend for a key should use a Notifier: a polling
 // Mutex only gets the lock when nobody is queued. If n is nil, Lock polls.
@@ -143,15 +128,13 @@ func WithObserver(f observe.Func) Option {
 	return func(o *options) { o.observer = f }
 }
 
-// The steps at which the function given to [WithHook] is called.
-const (
-	// HookAcquired fires in Lock and TryLock right after Redis accepted
-	// the SET NX: the key holds this Mutex's new token, [Mutex.Token] and
-	// [Mutex.Until] report it, and Lock or TryLock has not yet returned.
-	HookAcquired = "acquired"
-
-	// HookBeforeRelease fires in Unlock when the Mutex believes it holds
-	// the lock, right before the release script is sent. Parking here past
-	// the TTL shows why release must check the token.
-	HookBeforeRelease = "before-release"
-)
+// WithEvictionCheck sets whether Lock and TryLock refuse a server that may
+// evict keys (maxmemory set, and a maxmemory-policy other than noeviction):
+// an evicted lock key lets a second holder in, and nobody is told. The
+// check reads CONFIG GET maxmemory* once a minute per server, where the
+// client and the server allow CONFIG; it is skipped where they do not.
+// Turn it off only for a server whose memory you know the locks will never
+// press. The default is true.
+func WithEvictionCheck(on bool) Option {
+	return func(o *options) { o.evictionCheck = on }
+}

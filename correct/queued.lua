@@ -1,26 +1,42 @@
--- queued.lua: one check by a waiter in the queue, for when no hand-off
--- message came: the lock is free (its holder died and the key expired, or
--- it was released before we queued), or a message was lost.
+-- queued.lua: a queued waiter's own look at the lock, for when no hand-off
+-- message came: its holder died and the key expired, a message was lost,
+-- or a release passed the waiter by, thinking it dead.
 --
 -- KEYS[1]  the lock key
--- KEYS[2]  the wait queue
+-- KEYS[2]  the wait queue (see handoff.lua)
 -- ARGV[1]  the waiter's token
--- ARGV[2]  the TTL in milliseconds
+-- ARGV[2]  the waiter's TTL in milliseconds
+-- ARGV[3]  the prefix of waiters' channels ("correct:w:")
+-- ARGV[4]  how long the queue lives at least, in milliseconds
 --
--- Returns 2 when the key already holds ARGV[1]: the lock was handed to us
---           and the message did not arrive;
---         1 when the key was free and now holds ARGV[1] (taken), and
---           ARGV[1] is no longer in the queue;
---         0 when someone else holds the lock; ARGV[1] is in the queue (put
---           back at the end if a release skipped it, thinking it dead).
-if redis.call("GET", KEYS[1]) == ARGV[1] then
+-- Returns 2 when the key holds ARGV[1]: the lock was handed to us and the
+--           message is late or lost;
+--         1 when the key was free and no older live waiter was queued: it
+--           now holds ARGV[1], which has left the queue;
+--         0 when someone else holds the lock (perhaps an older waiter, just
+--           handed it by this script) and ARGV[1] is still queued; the
+--           queue's TTL is renewed;
+--         3 when someone else holds the lock and ARGV[1] is not in the
+--           queue: a release passed it by. The waiter must queue again,
+--           under a new token, so that a late message for the old one
+--           cannot be taken for a hand-off it never got.
+--
+-- Run twice, it answers the same (2 after 1, as the key then holds
+-- ARGV[1]).
+local cur = redis.call("GET", KEYS[1])
+if cur == ARGV[1] then
 	return 2
 end
-if redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2]) then
-	redis.call("LREM", KEYS[2], 0, ARGV[1])
-	return 1
+if not cur then
+	local got = handoff(KEYS[1], KEYS[2], ARGV[3], ARGV[1])
+	if not got or got == ARGV[1] then
+		redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
+		redis.call("LREM", KEYS[2], 0, ARGV[1])
+		return 1
+	end
 end
 if not redis.call("LPOS", KEYS[2], ARGV[1]) then
-	redis.call("RPUSH", KEYS[2], ARGV[1])
+	return 3
 end
+keep(KEYS[2], ARGV[4])
 return 0

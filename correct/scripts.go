@@ -6,34 +6,45 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The scripts that check ownership. Each is a Lua file in this directory,
-// embedded at build time so it can be read (and loaded into redis-cli) as
-// Lua; its header names KEYS, ARGV and the return values.
+// The scripts. Each is a Lua file in this directory, embedded at build time
+// so it can be read (and loaded into redis-cli) as Lua; its header names
+// KEYS, ARGV, the return values, and what a second run does (a reply can be
+// lost and the client send the command again).
 //
 // They run through [redis.Script.Run]: EVALSHA with the script's SHA-1, and
 // EVAL with the full source only when the server answers NOSCRIPT (after a
 // restart, a failover or SCRIPT FLUSH), after which the server has cached
 // it again.
 //
-// Acquiring needs no script: SET key token NX PX ttl is one atomic command,
-// and joining the wait queue is one RPUSH.
+// Acquiring needs no script: SET key token NX PX ttl GET is one atomic
+// command, and the GET lets a second run see that the first succeeded.
 var (
+	// handoffLua is the hand-off step release.lua, enqueue.lua and
+	// queued.lua share; it is put in front of each of them.
+	//go:embed handoff.lua
+	handoffLua string
+
 	//go:embed release.lua
 	releaseLua string
 	// releaseScript deletes the key if it holds our token (compare-and-delete),
 	// or hands it to the oldest live waiter in the lock's queue.
-	releaseScript = redis.NewScript(releaseLua)
+	releaseScript = redis.NewScript(handoffLua + releaseLua)
+
+	//go:embed enqueue.lua
+	enqueueLua string
+	// enqueueScript joins the wait queue, or takes a free lock.
+	enqueueScript = redis.NewScript(handoffLua + enqueueLua)
+
+	//go:embed queued.lua
+	queuedLua string
+	// queuedScript is a queued waiter's own look at the lock: already
+	// handed to us, free to take, still held, or passed us by.
+	queuedScript = redis.NewScript(handoffLua + queuedLua)
 
 	//go:embed extend.lua
 	extendLua string
 	// extendScript resets the key's TTL if it holds our token.
 	extendScript = redis.NewScript(extendLua)
-
-	//go:embed queued.lua
-	queuedLua string
-	// queuedScript is a queued waiter's own check of the lock (see
-	// waitInQueue): already handed to us, free to take, or still held.
-	queuedScript = redis.NewScript(queuedLua)
 
 	//go:embed ttl.lua
 	ttlLua string

@@ -7,6 +7,8 @@
 --         -1 when the key holds ARGV[1] but has no TTL (someone ran PERSIST);
 --         -2 when the key is missing (it expired) or holds another token
 --            (another holder's lock), mirroring PTTL's "no such key".
+--
+-- It only reads, so running it twice is harmless.
 if redis.call("GET", KEYS[1]) == ARGV[1] then
 	return redis.call("PTTL", KEYS[1])
 end

@@ -2,84 +2,37 @@ package correct
 
 import (
 	"context"
-	"errors"
-	"math/rand/v2"
-	"time"
+
+	"github.com/locklab/locklab/internal/retry"
 )
 
-// A waiter is how [Mutex.Lock] waits for its turn. It calls try, which
-// makes one acquisition attempt and reports whether it got the lock, until
-// try succeeds or fails, or the waiter gives up. It returns:
+// A waiter is how [Mutex.Lock] gets its turn: every Lock goes through the
+// Mutex's waiter, chosen by [New] from the options. It returns nil once
+// the Mutex holds the lock; an error wrapping [ErrNotObtained] when it
+// gives up (joined with ctx.Err() when ctx ended it); a transport error,
+// wrapped, at once.
 //
-//   - nil once try has acquired the lock;
-//   - try's error, unchanged, when try fails (try already wraps transport
-//     errors and joins ErrNotObtained with ctx.Err() when ctx ended during
-//     an attempt);
-//   - errors.Join(ErrNotObtained, ctx.Err()) when ctx ends while waiting;
-//   - ErrNotObtained when it runs out of tries.
-//
-// Mutex knows nothing else about waiting. poll, below, is the only waiter
-// today: it sleeps and tries again. A waiter woken by Redis when the key is
-// deleted, or one that hands the lock over in FIFO order, would be another
-// implementation of this interface, chosen by an option.
+// Two implement it: poll, below (try, sleep, try again), and queue, in
+// queue.go (wait in a FIFO queue and be handed the lock), chosen by
+// [WithNotifier]. Waiting decides latency, fairness and the load on Redis;
+// it never decides safety, which rests on SET NX and the owner-checked
+// scripts alone.
 type waiter interface {
-	wait(ctx context.Context, try func(context.Context) (bool, error)) error
+	wait(ctx context.Context, m *Mutex) error
 }
 
-// poll is a waiter that retries after a delay chosen by a [DelayFunc].
+// poll is the waiter that tries SET NX, sleeps a delay chosen by the
+// retry policy, and tries again, with a fresh token each time.
 //
-// Each failed try costs one SET NX; nothing tells a poller that the lock
-// was released, so between the release and its next try the lock is free
-// and unused. The delay trades that idle time (and fairness: a lucky poller
-// may win twice in a row) against load on Redis.
-type poll struct {
-	delay DelayFunc
-	tries int // attempts before giving up; 0 means no limit
-}
+// Each failed try costs one command, and nothing tells a poller that the
+// lock was released, so between the release and its next try the lock is
+// free and unused. Nobody is in line: the client that just released
+// usually takes the lock straight back (barging), so under steady
+// contention some waiters wait many times longer than others.
+type poll struct{ policy retry.Policy }
 
-func (p poll) wait(ctx context.Context, try func(context.Context) (bool, error)) error {
-	for attempt := 1; ; attempt++ {
-		ok, err := try(ctx)
-		if err != nil || ok {
-			return err
-		}
-		if p.tries > 0 && attempt >= p.tries {
-			return ErrNotObtained
-		}
-		if err := sleep(ctx, p.delay(attempt)); err != nil {
-			return errors.Join(ErrNotObtained, err)
-		}
-	}
-}
-
-// sleep waits for d or until ctx ends, whichever comes first, and returns
-// ctx.Err() in the second case.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
-// backoff is the default [DelayFunc]: exponential backoff with full jitter.
-// The ceiling starts at defaultMinDelay and doubles with each failed try up
-// to defaultMaxDelay; the delay is uniform in [0, ceiling). Jitter spreads
-// out waiters that were refused together, so they do not all come back in
-// the same millisecond; the cap bounds how long the lock can sit free
-// before the next poll. math/rand/v2 is fine here: a delay needs no
-// unpredictability, and its top-level functions are safe for concurrent
-// use.
-func backoff(attempt int) time.Duration {
-	ceiling := defaultMinDelay
-	for i := 1; i < attempt && ceiling < defaultMaxDelay; i++ {
-		ceiling *= 2
-	}
-	return rand.N(min(ceiling, defaultMaxDelay))
+func (p poll) wait(ctx context.Context, m *Mutex) error {
+	return retry.Do(ctx, p.policy, ErrNotObtained, func(ctx context.Context, _ int) (bool, error) {
+		return m.acquire(ctx)
+	})
 }

@@ -7,12 +7,21 @@
 --
 -- Returns  the new fencing token (an integer >= 1) when the lock was free and
 --          is now held with value ARGV[1] for ARGV[2] ms;
---          0 when the lock is held by anyone: nothing was written and no
---          token was consumed.
+--          the same token again when the lock already holds ARGV[1]: this
+--          is the script run twice (its first reply was lost and the
+--          client sent it again), and no second token is consumed (while
+--          the key holds ARGV[1] nobody else can acquire, so the counter
+--          still holds ARGV[1]'s token);
+--          0 when the lock is held by anyone else: nothing was written and
+--          no token was consumed.
 -- Errors   when the counter is not an integer (INCR fails before anything
 --          is written) or would not be positive (the increment is undone).
 
-if redis.call('exists', KEYS[1]) == 1 then
+local cur = redis.call('get', KEYS[1])
+if cur == ARGV[1] then
+  return tonumber(redis.call('get', KEYS[2]))
+end
+if cur then
   return 0
 end
 

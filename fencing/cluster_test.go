@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/fencing"
+	"github.com/locklab/locklab/internal/keyslot"
 	"github.com/locklab/locklab/internal/rig"
 )
 
@@ -65,9 +66,9 @@ func TestCluster(t *testing.T) {
 		}
 		counter, _ := fencing.CounterKey(key)
 		want := admin.ClusterKeySlot(ctx, key).Val()
-		if got := admin.ClusterKeySlot(ctx, counter).Val(); got != want || int64(slot(key)) != want {
+		if got := admin.ClusterKeySlot(ctx, counter).Val(); got != want || int64(keyslot.Slot(key)) != want {
 			t.Errorf("CLUSTER KEYSLOT %q = %d, %q = %d, slot(%q) = %d; want all equal",
-				key, want, counter, got, key, slot(key))
+				key, want, counter, got, key, keyslot.Slot(key))
 		}
 	}
 
@@ -76,37 +77,5 @@ func TestCluster(t *testing.T) {
 	err := cc.Eval(ctx, "return 1", []string{"orders", "orders:fence"}).Err()
 	if err == nil || !strings.Contains(err.Error(), "CROSSSLOT") {
 		t.Errorf("EVAL on keys in two slots = %v; want a CROSSSLOT error", err)
-	}
-}
-
-// slot is Redis Cluster's key slot: CRC16 (XMODEM) of the hash tag, or of
-// the whole key when it has none, modulo 16384.
-func slot(key string) uint16 {
-	if open := strings.IndexByte(key, '{'); open >= 0 {
-		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
-			key = key[open+1 : open+1+end]
-		}
-	}
-	var crc uint16
-	for i := 0; i < len(key); i++ {
-		crc ^= uint16(key[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc % 16384
-}
-
-func TestSlot(t *testing.T) {
-	// Reference values: the CRC16 check value of the Redis Cluster
-	// specification, and the examples of the CLUSTER KEYSLOT page.
-	for key, want := range map[string]uint16{"123456789": 0x31C3, "somekey": 11058, "foo{hash_tag}": 2515} {
-		if got := slot(key); got != want {
-			t.Errorf("slot(%q) = %d; want %d", key, got, want)
-		}
 	}
 }

@@ -46,8 +46,9 @@
 //   - a key with no tag and no '}', such as "orders", gets "{orders}:fence",
 //     whose tag is the whole key, which is what Cluster hashes a key without
 //     a tag by;
-//   - a key with a '}' but no tag (such as "a}b") is refused with
-//     [ErrInvalid]: no counter name could share its slot.
+//   - a key with a '}' but no tag (such as "a}b"), which cannot be a tag,
+//     gets "{a%7Db#<n>}:fence", with the first n that puts it in the key's
+//     slot.
 //
 // The lock key itself is used as given. The counter is never deleted, not on
 // Unlock and not when the lease runs out: tokens must keep growing across

@@ -5,14 +5,25 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locklab/locklab/internal/keyslot"
+	"github.com/locklab/locklab/internal/preflight"
+	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/internal/token"
 	"github.com/locklab/locklab/observe"
 )
+
+// receiptMS is how long a release's receipt lives, for release.lua.
+var receiptMS = strconv.FormatInt(retry.ReceiptTTL.Milliseconds(), 10)
+
+// probeValue is the owner value the preflight check releases: nobody holds
+// it, so the release reads the key and changes nothing.
+const probeValue = "preflight-probe"
 
 // Client is the part of a go-redis client the package uses: running
 // scripts. *redis.Client, *redis.ClusterClient, *redis.Ring and the
@@ -33,6 +44,7 @@ type Mutex struct {
 	client  Client
 	key     string
 	counter string // the token counter, in key's cluster slot
+	base    string // the prefix of the keys kept beside key (receipts)
 	opts    options
 	err     error // invalid arguments given to New, returned by every method
 
@@ -51,14 +63,18 @@ type Mutex struct {
 // Besides key, the lock uses a counter key holding the last token issued,
 // which is never deleted; the package doc gives its name.
 func New(client Client, key string, opts ...Option) *Mutex {
-	m := &Mutex{client: client, key: key, opts: newOptions(opts)}
-	m.counter, m.err = counterKey(key)
+	o, err := newOptions(opts)
+	m := &Mutex{client: client, key: key, opts: o, err: err}
+	counter, kerr := counterKey(key)
 	switch {
 	case m.err != nil:
+	case kerr != nil:
+		m.err = kerr
 	case isNil(client):
-		m.err = fmt.Errorf("%w: nil client", ErrInvalid)
-	case m.opts.ttl < time.Millisecond:
-		m.err = fmt.Errorf("%w: ttl %v is under 1ms", ErrInvalid, m.opts.ttl)
+		m.err = invalid("nil client")
+	}
+	if kerr == nil {
+		m.counter, m.base = counter, keyslot.Base(key)
 	}
 	return m
 }
@@ -104,24 +120,57 @@ func (m *Mutex) Until() time.Time {
 // written in Redis and no token was consumed; (false, err) on invalid
 // arguments or a Redis or network error.
 //
-// When the reply is lost (a network error, or ctx ending while the request
-// was in flight), the script may have run: TryLock then releases the lock if
-// it was taken for this attempt, on a context detached from ctx, waiting at
-// most 1s (or the TTL, if shorter) before giving up and leaving the lock to
-// its lease. The token that attempt may have consumed is skipped: tokens
-// keep growing, with a gap.
+// A reply lost to a client that sends the command again (go-redis on its
+// default options) costs nothing: the second run of the acquire script
+// finds the lock holding this attempt's value and returns the same token.
+// When the reply is lost for good (a network error the client does not
+// retry, or ctx ending while the request was in flight), the script may
+// have run: TryLock then releases the lock if it was taken for this
+// attempt, detached from ctx's cancellation, and the token that attempt
+// may have consumed is skipped: tokens keep growing, with a gap.
 func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	if err := m.check(); err != nil {
 		return false, err
 	}
 	start := time.Now()
-	ok, err := m.try(ctx)
+	err := m.ready(ctx)
+	ok := false
+	if err == nil {
+		ok, err = m.try(ctx)
+	}
 	observe.Attempt(m.opts.observer, "fencing", m.key, start, ok, err)
 	return ok, err
 }
 
-// try is TryLock without the argument check and the observer.
+// ready returns an error if ctx has ended or the server is unfit for a
+// lock (see package preflight); the check runs once a minute per server.
+func (m *Mutex) ready(ctx context.Context) error {
+	if err := retry.CtxErr(ctx); err != nil {
+		return errors.Join(ErrNotObtained, err)
+	}
+	err := preflight.Check(ctx, "fencing", m.client, m.opts.evictionCheck, func(ctx context.Context) error {
+		return releaseScript.Run(ctx, m.client, m.releaseKeys(probeValue), probeValue, receiptMS).Err()
+	})
+	if err != nil {
+		if cerr := retry.CtxErr(ctx); cerr != nil {
+			return errors.Join(ErrNotObtained, cerr)
+		}
+		return fmt.Errorf("fencing: lock %q: %w", m.key, err)
+	}
+	return nil
+}
+
+// releaseKeys are release.lua's keys for value.
+func (m *Mutex) releaseKeys(value string) []string {
+	return []string{m.key, keyslot.Receipt(m.base, value)}
+}
+
+// try is one attempt with a fresh value: TryLock without the argument
+// check and the observer.
 func (m *Mutex) try(ctx context.Context) (bool, error) {
+	if err := retry.CtxErr(ctx); err != nil {
+		return false, errors.Join(ErrNotObtained, err)
+	}
 	m.hook(ctx, HookBeforeAcquire)
 	value := token.New()
 	start := time.Now()
@@ -131,6 +180,9 @@ func (m *Mutex) try(ctx context.Context) (bool, error) {
 		var reply redis.Error
 		if !errors.As(err, &reply) { // no reply from Redis: the script may have run
 			m.releaseLost(ctx, value)
+		}
+		if cerr := retry.CtxErr(ctx); cerr != nil {
+			return false, errors.Join(ErrNotObtained, cerr)
 		}
 		return false, fmt.Errorf("fencing: acquire %q: %w", m.key, err)
 	}
@@ -167,38 +219,12 @@ func (m *Mutex) Lock(ctx context.Context) error {
 
 // lock is Lock without the argument check and the observer.
 func (m *Mutex) lock(ctx context.Context) error {
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	for attempt := 1; ; attempt++ {
-		ok, err := m.try(ctx)
-		if !ok && ended(ctx) {
-			return errors.Join(ErrNotObtained, ctx.Err())
-		}
-		if err != nil {
-			return err
-		}
-		if ok {
-			return nil
-		}
-		if m.opts.tries > 0 && attempt >= m.opts.tries {
-			return fmt.Errorf("%w: %q still held after %d attempts", ErrNotObtained, m.key, attempt)
-		}
-		d := max(m.opts.delay(attempt), 0)
-		if timer == nil {
-			timer = time.NewTimer(d)
-		} else {
-			timer.Reset(d)
-		}
-		select {
-		case <-ctx.Done():
-			return errors.Join(ErrNotObtained, ctx.Err())
-		case <-timer.C:
-		}
+	if err := m.ready(ctx); err != nil {
+		return err
 	}
+	return retry.Do(ctx, m.opts.retry, ErrNotObtained, func(ctx context.Context, _ int) (bool, error) {
+		return m.try(ctx)
+	})
 }
 
 // Unlock releases the lock if this Mutex still holds it, and returns
@@ -218,9 +244,9 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		return fmt.Errorf("%w: unlock %q", ErrNotHeld, m.key)
 	}
 	m.hook(ctx, HookBeforeRelease)
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	rctx, cancel := retry.Detach(ctx)
 	defer cancel()
-	n, err := releaseScript.Run(rctx, m.client, []string{m.key}, value).Int64()
+	n, err := releaseScript.Run(rctx, m.client, m.releaseKeys(value), value, receiptMS).Int64()
 	if err != nil {
 		return fmt.Errorf("fencing: release %q: %w", m.key, err)
 	}
@@ -249,7 +275,7 @@ func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	if ttl < time.Millisecond {
-		return fmt.Errorf("%w: extend %q: ttl %v is under 1ms", ErrInvalid, m.key, ttl)
+		return invalid("Extend(ctx, %v): ttl must be at least 1ms", ttl)
 	}
 	m.mu.Lock()
 	value := m.value
@@ -283,11 +309,11 @@ func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) error {
 func (m *Mutex) check() error {
 	switch {
 	case m == nil:
-		return fmt.Errorf("%w: nil *Mutex", ErrInvalid)
+		return invalid("nil *Mutex")
 	case m.err != nil:
 		return m.err
 	case m.client == nil:
-		return fmt.Errorf("%w: Mutex not made by New", ErrInvalid)
+		return invalid("Mutex not made by New")
 	}
 	return nil
 }
@@ -324,30 +350,15 @@ func (m *Mutex) emit(e observe.Event) {
 // releaseLost deletes the lock if an attempt whose reply was lost took it
 // with value. It is best effort: if it fails too, the lease ends the lock.
 func (m *Mutex) releaseLost(ctx context.Context, value string) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(lostReplyTimeout, m.opts.ttl))
+	rctx, cancel := retry.Detach(ctx)
 	defer cancel()
-	_ = releaseScript.Run(rctx, m.client, []string{m.key}, value).Err()
+	_ = releaseScript.Run(rctx, m.client, m.releaseKeys(value), value, receiptMS).Err()
 }
 
 func (m *Mutex) hook(ctx context.Context, point string) {
 	if m.opts.hook != nil {
 		m.opts.hook(ctx, point)
 	}
-}
-
-// ended reports whether ctx has ended. go-redis sets socket deadlines from
-// ctx's deadline, so an "i/o timeout" can come back a moment before ctx.Err()
-// reports DeadlineExceeded; once the deadline has passed, ended waits for
-// ctx to catch up, so that ctx.Err() is never nil when ended returns true.
-func ended(ctx context.Context) bool {
-	if ctx.Err() != nil {
-		return true
-	}
-	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
-		<-ctx.Done() // closes at the deadline, which has passed
-		return true
-	}
-	return false
 }
 
 // isNil reports whether c is nil or an interface holding a nil pointer (a

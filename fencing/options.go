@@ -2,27 +2,15 @@ package fencing
 
 import (
 	"context"
-	"math/rand/v2"
+	"fmt"
 	"time"
 
+	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/observe"
 )
 
-const (
-	// defaultTTL is the lease of a lock when [WithTTL] is not given.
-	defaultTTL = 8 * time.Second
-	// defaultTries is the attempt limit of [Mutex.Lock]; 0 means no limit.
-	defaultTries = 0
-	// minRetryDelay and maxRetryDelay bound the default backoff.
-	minRetryDelay = 2 * time.Millisecond
-	maxRetryDelay = 128 * time.Millisecond
-	// releaseTimeout bounds an Unlock, which runs on a context detached from
-	// the caller's cancellation.
-	releaseTimeout = 5 * time.Second
-	// lostReplyTimeout bounds the clean-up after an acquire whose reply was
-	// lost (it is also capped by the TTL, after which the lease ends the lock).
-	lostReplyTimeout = time.Second
-)
+// defaultTTL is the lease of a lock when [WithTTL] is not given.
+const defaultTTL = 8 * time.Second
 
 // Hook points passed to the function given to [WithHook]. Each names the
 // step of the protocol about to run or just finished.
@@ -45,29 +33,43 @@ const (
 )
 
 // DelayFunc returns how long [Mutex.Lock] waits after its attempt-th failed
-// attempt (attempt counts from 1) before trying again. A negative delay is
-// treated as 0. It may be called from several goroutines at once.
+// attempt (attempt counts from 1) before trying again. A delay <= 0 means
+// try again at once. It may be called from several goroutines at once.
 type DelayFunc func(attempt int) time.Duration
 
 // Option configures a [Mutex] made by [New].
 type Option func(*options)
 
 type options struct {
-	ttl      time.Duration
-	tries    int
-	delay    DelayFunc
-	hook     func(ctx context.Context, point string)
-	observer observe.Func
+	ttl           time.Duration
+	retry         retry.Policy
+	hook          func(ctx context.Context, point string)
+	observer      observe.Func
+	evictionCheck bool
 }
 
-func newOptions(opts []Option) options {
-	o := options{ttl: defaultTTL, tries: defaultTries, delay: defaultDelay}
+// newOptions applies opts over the defaults and checks the result. Every
+// default is valid, so an error can only come from an explicit option.
+func newOptions(opts []Option) (options, error) {
+	o := options{ttl: defaultTTL, evictionCheck: true}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
 		}
 	}
-	return o
+	switch {
+	case o.ttl < time.Millisecond:
+		return o, invalid("WithTTL(%v): ttl must be at least 1ms", o.ttl)
+	case o.retry.Tries < 0:
+		return o, invalid("WithTries(%d): tries must be at least 0", o.retry.Tries)
+	}
+	return o, nil
+}
+
+// invalid returns an error wrapping ErrInvalid, in the one shape every
+// locklab lock package uses: "fencing: invalid argument: WithTTL(0s): ...".
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
 }
 
 // WithTTL sets the lease: how long the lock lives in Redis after an
@@ -80,22 +82,29 @@ func WithTTL(ttl time.Duration) Option {
 }
 
 // WithTries limits [Mutex.Lock] to n attempts; after the n-th failed one it
-// returns [ErrNotObtained]. If n <= 0 there is no limit and Lock tries until
-// it gets the lock or its context ends. The default is no limit.
+// returns [ErrNotObtained]. 0 means no limit: Lock tries until it gets the
+// lock or its context ends. If n is negative, every method returns an error
+// wrapping [ErrInvalid]. The default is 0.
 func WithTries(n int) Option {
-	return func(o *options) { o.tries = max(n, 0) }
+	return func(o *options) { o.retry.Tries = n }
 }
 
 // WithRetry sets the delay [Mutex.Lock] waits between attempts. If f is nil
-// the default is used. The default backs off exponentially with jitter: after
-// attempt n it waits a random time in [d/2, d), where d is 2ms·2^(n-1)
-// capped at 128ms.
+// the default is used. The default is exponential backoff with full
+// jitter: after the n-th failed attempt Lock waits a random time in
+// [0, min(2ms*2^(n-1), 64ms)).
 func WithRetry(f DelayFunc) Option {
-	return func(o *options) {
-		if f != nil {
-			o.delay = f
-		}
-	}
+	return func(o *options) { o.retry.Delay = retry.DelayFunc(f) }
+}
+
+// WithEvictionCheck sets whether Lock and TryLock refuse a server that may
+// evict keys (maxmemory set, and a maxmemory-policy other than noeviction):
+// an evicted lock key lets a second holder in, and an evicted token
+// counter makes tokens go back, so a fenced store refuses the new holder.
+// The check reads CONFIG GET maxmemory* once a minute per server, where the
+// client and the server allow CONFIG. The default is true.
+func WithEvictionCheck(on bool) Option {
+	return func(o *options) { o.evictionCheck = on }
 }
 
 // WithHook makes the Mutex call f at each hook point (HookBeforeAcquire,
@@ -117,13 +126,4 @@ func WithHook(f func(ctx context.Context, point string)) Option {
 // default is nil.
 func WithObserver(f observe.Func) Option {
 	return func(o *options) { o.observer = f }
-}
-
-// defaultDelay is the backoff documented at [WithRetry].
-func defaultDelay(attempt int) time.Duration {
-	d := maxRetryDelay
-	if shift := max(attempt-1, 0); shift < 7 {
-		d = min(minRetryDelay<<shift, maxRetryDelay)
-	}
-	return d/2 + rand.N(d/2)
 }

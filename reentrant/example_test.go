@@ -77,5 +77,5 @@ func ExampleWithOwner() {
 	fmt.Println(err)
 	// Output:
 	// true
-	// reentrant: lock "example:no-owner": no Owner in the context (use reentrant.WithOwner): reentrant: invalid argument
+	// reentrant: invalid argument: lock "example:no-owner": no Owner in the context (use reentrant.WithOwner)
 }

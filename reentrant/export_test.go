@@ -8,4 +8,5 @@ var Scripts = map[string]*redis.Script{
 	"release.lua": releaseScript,
 	"extend.lua":  extendScript,
 	"count.lua":   countScript,
+	"cancel.lua":  cancelScript,
 }

@@ -10,8 +10,16 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locklab/locklab/internal/keyslot"
+	"github.com/locklab/locklab/internal/preflight"
+	"github.com/locklab/locklab/internal/retry"
+	"github.com/locklab/locklab/internal/token"
 	"github.com/locklab/locklab/observe"
 )
+
+// probeOwner is the owner the preflight check asks the count of: a read,
+// which the ACL must allow as the lock's scripts need.
+const probeOwner = "preflight-probe"
 
 // Client is the part of a go-redis client the Mutex uses: scripts.
 // *redis.Client, *redis.ClusterClient, *redis.Ring and failover clients
@@ -44,6 +52,7 @@ const (
 type Mutex struct {
 	client Client
 	key    string
+	base   string // the prefix of the keys kept beside key (receipts)
 	o      options
 	err    error // invalid argument, returned by every method
 
@@ -69,11 +78,15 @@ func New(client Client, key string, opts ...Option) *Mutex {
 	switch {
 	case err != nil:
 	case client == nil || reflect.ValueOf(client).Kind() == reflect.Pointer && reflect.ValueOf(client).IsNil():
-		err = fmt.Errorf("reentrant: New: nil client: %w", ErrInvalid)
+		err = invalid("nil client")
 	case key == "":
-		err = fmt.Errorf("reentrant: New: empty key: %w", ErrInvalid)
+		err = invalid("empty key")
 	}
-	return &Mutex{client: client, key: key, o: o, err: err}
+	m := &Mutex{client: client, key: key, o: o, err: err}
+	if key != "" {
+		m.base = keyslot.Base(key)
+	}
+	return m
 }
 
 // Key returns the Redis key of the lock.
@@ -91,10 +104,12 @@ func (m *Mutex) Key() string { return m.key }
 // hold with count 1: the Owner's outer Unlock then returns [ErrNotHeld].
 // Keep the TTL longer than the hold, or renew it with package watchdog.
 //
-// A transport error is returned at once, wrapped. The acquire may still
-// have reached Redis, so the count is then unknown; it cannot be undone
-// safely (a decrement could drop an outer hold), and the key expires after
-// the TTL.
+// Each attempt has an id of its own, and its script leaves a receipt, so
+// an attempt whose reply is lost and that go-redis sends again counts
+// once. A transport error is returned at once, wrapped, after the attempt
+// is cancelled by its id (cancel.lua): undone if it ran, stopped if it is
+// still on the wire, so a failed Lock leaves no count behind (only if
+// Redis is unreachable for that too may the count stay, until the TTL).
 func (m *Mutex) Lock(ctx context.Context) error {
 	owner, err := m.owner(ctx, "lock")
 	if err != nil {
@@ -108,22 +123,43 @@ func (m *Mutex) Lock(ctx context.Context) error {
 
 // lock is Lock without the observer. It returns the owner's count.
 func (m *Mutex) lock(ctx context.Context, owner Owner) (int, error) {
-	for attempt := 1; ; attempt++ {
-		n, err := m.try(ctx, owner)
-		if err != nil || n > 0 {
-			return n, err
-		}
-		if m.o.tries > 0 && attempt >= m.o.tries {
-			return 0, fmt.Errorf("reentrant: lock %q: %d tries: %w", m.key, attempt, ErrNotObtained)
-		}
-		t := time.NewTimer(m.o.delay(attempt))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return 0, errors.Join(ErrNotObtained, ctx.Err())
-		case <-t.C:
-		}
+	if err := m.ready(ctx); err != nil {
+		return 0, err
 	}
+	var count int
+	err := retry.Do(ctx, m.o.retry, ErrNotObtained, func(ctx context.Context, _ int) (bool, error) {
+		n, err := m.try(ctx, owner)
+		count = n
+		return n > 0, err
+	})
+	return count, err
+}
+
+// ready returns an error if ctx has ended or the server is unfit for a
+// lock (see package preflight); the check runs once a minute per server.
+func (m *Mutex) ready(ctx context.Context) error {
+	if err := retry.CtxErr(ctx); err != nil {
+		return errors.Join(ErrNotObtained, err)
+	}
+	err := preflight.Check(ctx, "reentrant", m.client, m.o.evictionCheck, func(ctx context.Context) error {
+		return countScript.Run(ctx, m.client, []string{m.key}, probeOwner).Err()
+	})
+	if err != nil {
+		if cerr := retry.CtxErr(ctx); cerr != nil {
+			return errors.Join(ErrNotObtained, cerr)
+		}
+		return fmt.Errorf("reentrant: lock %q: %w", m.key, err)
+	}
+	return nil
+}
+
+// script runs s for owner as the call id, with its receipt.
+func (m *Mutex) script(ctx context.Context, s *redis.Script, owner Owner, id string) (int, error) {
+	keys := []string{m.key, keyslot.Receipt(m.base, id)}
+	ttl := m.o.ttl.Milliseconds()
+	// A receipt lives as long as the lock could, at least: a call sent
+	// again within that time must still find it.
+	return s.Run(ctx, m.client, keys, string(owner), ttl, id, max(ttl, retry.ReceiptTTL.Milliseconds())).Int()
 }
 
 // TryLock tries once to take or re-enter the lock for the Owner in ctx.
@@ -134,7 +170,10 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	start := time.Now()
-	n, err := m.try(ctx, owner)
+	n := 0
+	if err = m.ready(ctx); err == nil {
+		n, err = m.try(ctx, owner)
+	}
 	observe.Attempt(m.o.observer, "reentrant", m.key, start, n == 1, err)
 	return n > 0, err
 }
@@ -142,14 +181,21 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 // try runs the acquire script once and returns the owner's count: 0 when
 // another owner holds the lock.
 func (m *Mutex) try(ctx context.Context, owner Owner) (int, error) {
-	if err := ctx.Err(); err != nil {
+	if err := retry.CtxErr(ctx); err != nil {
 		return 0, errors.Join(ErrNotObtained, err)
 	}
 	m.callHook(ctx, HookBeforeAcquire)
 	sent := time.Now()
-	n, err := acquireScript.Run(ctx, m.client, []string{m.key}, string(owner), m.o.ttl.Milliseconds()).Int()
+	id := token.New()
+	n, err := m.script(ctx, acquireScript, owner, id)
 	if err != nil {
-		if cerr := ctxErr(ctx); cerr != nil {
+		// No reply: the acquire may have run, or may still be on its way.
+		// Undo it (cancel.lua also stops a late one), so a failed Lock
+		// leaves no count behind.
+		cctx, cancel := retry.Detach(ctx)
+		_, _ = m.script(cctx, cancelScript, owner, id)
+		cancel()
+		if cerr := retry.CtxErr(ctx); cerr != nil {
 			return 0, errors.Join(ErrNotObtained, cerr)
 		}
 		return 0, fmt.Errorf("reentrant: acquire %q: %w", m.key, err)
@@ -167,25 +213,24 @@ func (m *Mutex) try(ctx context.Context, owner Owner) (int, error) {
 }
 
 // Unlock undoes one Lock by the Owner in ctx: it decrements the Owner's
-// count, renews the TTL while the count stays above 0, and deletes the key
-// when it reaches 0. If that Owner does not hold the lock (never locked,
-// unlocked as often as locked, expired, or another Owner's lock), Unlock
-// returns [ErrNotHeld] and changes nothing: neither the count nor the TTL.
+// count, lengthens the TTL to the Mutex's while the count stays above 0
+// (never shortens it), and deletes the key when it reaches 0. If that
+// Owner does not hold the lock (never locked, unlocked as often as locked,
+// expired, or another Owner's lock), Unlock returns [ErrNotHeld] and
+// changes nothing: neither the count nor the TTL. An Unlock whose reply is
+// lost and that go-redis sends again counts once (see release.lua).
 //
-// Unlock runs even if ctx is already cancelled: it then uses
-// context.WithoutCancel(ctx), which keeps the Owner, bounded by 5s.
+// Unlock runs even if ctx is already cancelled: it keeps ctx's values (the
+// Owner) but not its cancellation, bounded by its own 2s timeout.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	owner, err := m.owner(ctx, "unlock")
 	if err != nil {
 		return err
 	}
-	if ctx.Err() != nil {
-		ctx = context.WithoutCancel(ctx)
-	}
-	ctx, cancel := context.WithTimeout(ctx, releaseTimeout)
+	ctx, cancel := retry.Detach(ctx)
 	defer cancel()
 	m.callHook(ctx, HookBeforeRelease)
-	n, err := releaseScript.Run(ctx, m.client, []string{m.key}, string(owner), m.o.ttl.Milliseconds()).Int()
+	n, err := m.script(ctx, releaseScript, owner, token.New())
 	if err != nil {
 		return fmt.Errorf("reentrant: release %q: %w", m.key, err)
 	}
@@ -212,7 +257,7 @@ func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	if ttl < minTTL {
-		return fmt.Errorf("reentrant: extend %q: ttl %v is below %v: %w", m.key, ttl, minTTL, ErrInvalid)
+		return invalid("Extend(ctx, %v): ttl must be at least %v", ttl, minTTL)
 	}
 	n, err := extendScript.Run(ctx, m.client, []string{m.key}, string(owner), ttl.Milliseconds()).Int()
 	if err != nil {
@@ -240,21 +285,11 @@ func (m *Mutex) Count(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// ctxErr returns ctx.Err(), or context.DeadlineExceeded once ctx's
-// deadline has passed: go-redis turns the deadline into a socket timeout
-// that may be reported a moment before ctx.Err() is set.
-func ctxErr(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
-		return context.DeadlineExceeded
-	}
-	return nil
-}
-
 // owner returns the configuration error, or the Owner in ctx.
 func (m *Mutex) owner(ctx context.Context, method string) (Owner, error) {
+	if m == nil || m.client == nil && m.err == nil {
+		return "", invalid("Mutex not made by New")
+	}
 	if m.err != nil {
 		return "", m.err
 	}

@@ -44,8 +44,7 @@ func TestBadInput(t *testing.T) {
 		{"zero ttl", rdb, "k", []reentrant.Option{reentrant.WithTTL(0)}, owned},
 		{"negative ttl", rdb, "k", []reentrant.Option{reentrant.WithTTL(-time.Second)}, owned},
 		{"ttl below 1ms", rdb, "k", []reentrant.Option{reentrant.WithTTL(time.Microsecond)}, owned},
-		{"nil retry", rdb, "k", []reentrant.Option{reentrant.WithRetry(nil)}, owned},
-		{"zero tries", rdb, "k", []reentrant.Option{reentrant.WithTries(0)}, owned},
+		{"negative tries", rdb, "k", []reentrant.Option{reentrant.WithTries(-1)}, owned},
 		{"no owner in ctx", rdb, "k", nil, t.Context()},
 		{"empty owner", rdb, "k", nil, reentrant.WithOwner(t.Context(), "")},
 	}

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
+	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/observe"
 )
 
@@ -17,41 +17,30 @@ const (
 	defaultTTL = 10 * time.Second
 	// minTTL is the shortest TTL: PEXPIRE counts in whole milliseconds.
 	minTTL = time.Millisecond
-	// defaultMinDelay and defaultMaxDelay bound the default retry delay of
-	// Lock, which doubles from the first to the second.
-	defaultMinDelay = 8 * time.Millisecond
-	defaultMaxDelay = 256 * time.Millisecond
-	// releaseTimeout bounds an Unlock whose context was already cancelled.
-	releaseTimeout = 5 * time.Second
 )
 
 // DelayFunc returns how long [Mutex.Lock] waits before its next try, given
-// the number of tries made so far (1 after the first).
+// the number of tries made so far (1 after the first). A delay <= 0 means
+// try again at once. It must be safe for concurrent use if shared.
 type DelayFunc func(attempt int) time.Duration
-
-// defaultDelay is exponential backoff from defaultMinDelay to
-// defaultMaxDelay with "equal jitter": a random wait in [d/2, d].
-func defaultDelay(attempt int) time.Duration {
-	d := defaultMinDelay << min(max(attempt-1, 0), 16)
-	d = min(d, defaultMaxDelay)
-	return d/2 + rand.N(d/2+1)
-}
 
 // Option configures a [Mutex].
 type Option func(*options)
 
 type options struct {
-	ttl      time.Duration
-	delay    DelayFunc
-	tries    int // 0 means until the context ends
-	hook     func(ctx context.Context, point string)
-	observer observe.Func
-	errs     []error
+	ttl           time.Duration
+	retry         retry.Policy
+	hook          func(ctx context.Context, point string)
+	observer      observe.Func
+	evictionCheck bool
+	errs          []error
 }
 
 // WithTTL sets how long the key lives after each acquire, re-entry and
-// partial release: a re-entry refreshes the TTL. If ttl < 1ms, every
-// method returns an error wrapping [ErrInvalid]. The default is 10s.
+// partial release: a re-entry and a partial release lengthen the TTL to
+// ttl, never shorten it (an inner Lock with a shorter TTL must not cut the
+// outer holder's lease). If ttl < 1ms, every method returns an error
+// wrapping [ErrInvalid]. The default is 10s.
 func WithTTL(ttl time.Duration) Option {
 	return func(o *options) {
 		if ttl < minTTL {
@@ -62,27 +51,33 @@ func WithTTL(ttl time.Duration) Option {
 }
 
 // WithRetry sets the wait between the tries of [Mutex.Lock]. If f is nil,
-// every method returns an error wrapping [ErrInvalid]. The default is
-// exponential backoff from 8ms to 256ms with jitter.
+// the default is used. The default is exponential backoff with full
+// jitter: after the n-th failed try Lock waits a random time in
+// [0, min(2ms*2^(n-1), 64ms)).
 func WithRetry(f DelayFunc) Option {
+	return func(o *options) { o.retry.Delay = retry.DelayFunc(f) }
+}
+
+// WithTries sets how many times [Mutex.Lock] tries before it returns
+// [ErrNotObtained]; 0 means no limit, so only Lock's context ends the
+// wait. If n is negative, every method returns an error wrapping
+// [ErrInvalid]. The default is 0.
+func WithTries(n int) Option {
 	return func(o *options) {
-		if f == nil {
-			o.invalid("WithRetry(nil)")
+		if n < 0 {
+			o.invalid("WithTries(%d): tries must be at least 0", n)
 		}
-		o.delay = f
+		o.retry.Tries = n
 	}
 }
 
-// WithTries caps the number of tries [Mutex.Lock] makes before it returns
-// [ErrNotObtained]. If n < 1, every method returns an error wrapping
-// [ErrInvalid]. The default is no cap: Lock tries until its context ends.
-func WithTries(n int) Option {
-	return func(o *options) {
-		if n < 1 {
-			o.invalid("WithTries(%d): tries must be at least 1", n)
-		}
-		o.tries = n
-	}
+// WithEvictionCheck sets whether Lock and TryLock refuse a server that may
+// evict keys (maxmemory set, and a maxmemory-policy other than noeviction):
+// an evicted lock key lets a second owner in, and nobody is told. The
+// check reads CONFIG GET maxmemory* once a minute per server, where the
+// client and the server allow CONFIG. The default is true.
+func WithEvictionCheck(on bool) Option {
+	return func(o *options) { o.evictionCheck = on }
 }
 
 // WithHook makes the Mutex call f at each step named by a Hook constant,
@@ -113,14 +108,22 @@ func WithObserver(f observe.Func) Option {
 	return func(o *options) { o.observer = f }
 }
 
+// invalid records an invalid argument, in the one shape every locklab lock
+// package uses: "reentrant: invalid argument: WithTTL(0s): ...".
 func (o *options) invalid(format string, args ...any) {
-	o.errs = append(o.errs, fmt.Errorf("reentrant: "+format+": %w", append(args, ErrInvalid)...))
+	o.errs = append(o.errs, invalid(format, args...))
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
 }
 
 func newOptions(opts []Option) (options, error) {
-	o := options{ttl: defaultTTL, delay: defaultDelay}
+	o := options{ttl: defaultTTL, evictionCheck: true}
 	for _, opt := range opts {
-		opt(&o)
+		if opt != nil {
+			opt(&o)
+		}
 	}
 	return o, errors.Join(o.errs...)
 }

@@ -2,7 +2,6 @@ package reentrant
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/locklab/locklab/internal/token"
 )
@@ -40,10 +39,10 @@ func OwnerFrom(ctx context.Context) (Owner, bool) {
 func ownerOf(ctx context.Context, method, key string) (Owner, error) {
 	o, ok := OwnerFrom(ctx)
 	if !ok {
-		return "", fmt.Errorf("reentrant: %s %q: no Owner in the context (use reentrant.WithOwner): %w", method, key, ErrInvalid)
+		return "", invalid("%s %q: no Owner in the context (use reentrant.WithOwner)", method, key)
 	}
 	if o == "" {
-		return "", fmt.Errorf("reentrant: %s %q: empty Owner in the context: %w", method, key, ErrInvalid)
+		return "", invalid("%s %q: empty Owner in the context", method, key)
 	}
 	return o, nil
 }

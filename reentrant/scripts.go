@@ -15,6 +15,8 @@ var (
 	extendLua string
 	//go:embed count.lua
 	countLua string
+	//go:embed cancel.lua
+	cancelLua string
 
 	// acquireScript takes the lock or increments this owner's count.
 	acquireScript = redis.NewScript(acquireLua)
@@ -24,4 +26,6 @@ var (
 	extendScript = redis.NewScript(extendLua)
 	// countScript reads this owner's count.
 	countScript = redis.NewScript(countLua)
+	// cancelScript undoes an acquire whose reply never came.
+	cancelScript = redis.NewScript(cancelLua)
 )

@@ -221,3 +221,38 @@ func TestKeepStartsFromUntil(t *testing.T) {
 	}
 	verify()
 }
+
+// failingUntil is an Extender whose every renewal fails with a transport
+// error, and which reports its lock valid until until.
+type failingUntil struct{ until time.Time }
+
+func (f failingUntil) Extend(context.Context, time.Duration) error {
+	return errors.New("connection reset by peer")
+}
+func (f failingUntil) Until() time.Time { return f.until }
+
+// TestKeepFromUntilKeepsTheMargin: a lease started from the lock's own
+// Until must end, when no renewal succeeds, a drift margin before that
+// Until, as every later deadline does. (Its first deadline was Until
+// itself: no margin for a server clock that runs fast.)
+func TestKeepFromUntilKeepsTheMargin(t *testing.T) {
+	const ttl = time.Minute // margin: 1% + 2ms = 602ms
+	until := time.Now().Add(2 * time.Second)
+	lease, err := watchdog.Keep(t.Context(), failingUntil{until}, watchdog.WithTTL(ttl), watchdog.WithInterval(100*time.Millisecond))
+	if err != nil {
+		t.Fatalf("Keep = %v", err)
+	}
+	defer lease.Stop()
+	select {
+	case <-lease.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the lease did not run out")
+	}
+	// Due at until − 602ms; 300ms of slack for a late timer.
+	if early := time.Until(until); early < 300*time.Millisecond {
+		t.Errorf("the lease ended %v before the lock's Until; want about 602ms (the drift margin)", early)
+	}
+	if !errors.Is(context.Cause(lease.Context()), watchdog.ErrNotHeld) {
+		t.Errorf("cause = %v; want ErrNotHeld", context.Cause(lease.Context()))
+	}
+}

@@ -107,11 +107,13 @@ func Keep(ctx context.Context, e Extender, opts ...Option) (*Lease, error) {
 }
 
 // startLeaseUntil starts the refresher for a lease valid until until, as
-// the lock itself reports: it is treated as confirmed at until − (ttl −
-// margin), so the deadline is until, or now + ttl − margin if that is
-// sooner (a lock with a longer TTL than the lease's).
+// the lock itself reports: it is treated as confirmed at until − ttl, so
+// the deadline is until − margin, the same drift allowance every later
+// deadline keeps back (the lock's Until counts with Redis's TTL, not with
+// clocks that drift), or now + ttl − margin if that is sooner (a lock with
+// a longer TTL than the lease's).
 func startLeaseUntil(ctx context.Context, e Extender, o options, until time.Time) *Lease {
-	start := until.Add(-(o.ttl - margin(o.ttl)))
+	start := until.Add(-o.ttl)
 	if now := time.Now(); now.Before(start) {
 		start = now
 	}

@@ -5,14 +5,24 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locklab/locklab/internal/keyslot"
+	"github.com/locklab/locklab/internal/preflight"
+	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/internal/token"
 	"github.com/locklab/locklab/observe"
 )
+
+// receiptMS is how long a release's receipt lives, for release.lua.
+var receiptMS = strconv.FormatInt(retry.ReceiptTTL.Milliseconds(), 10)
+
+// probeToken is the token the preflight check releases: nobody holds it.
+const probeToken = "preflight-probe"
 
 // Client is the part of a go-redis client the Mutex uses: scripts and SET.
 // *redis.Client, *redis.ClusterClient, *redis.Ring and failover clients
@@ -60,6 +70,7 @@ var notHeldCtx = func() context.Context {
 type Mutex struct {
 	client Client
 	key    string
+	base   string // the prefix of the keys kept beside key (receipts)
 	o      options
 	err    error // invalid argument, returned by every method
 
@@ -84,11 +95,15 @@ func New(client Client, key string, opts ...Option) *Mutex {
 	switch {
 	case err != nil:
 	case client == nil || reflect.ValueOf(client).Kind() == reflect.Pointer && reflect.ValueOf(client).IsNil():
-		err = fmt.Errorf("watchdog: New: nil client: %w", ErrInvalid)
+		err = invalid("nil client")
 	case key == "":
-		err = fmt.Errorf("watchdog: New: empty key: %w", ErrInvalid)
+		err = invalid("empty key")
 	}
-	return &Mutex{client: client, key: key, o: o, err: err}
+	m := &Mutex{client: client, key: key, o: o, err: err}
+	if key != "" {
+		m.base = keyslot.Base(key)
+	}
+	return m
 }
 
 // Key returns the Redis key of the lock.
@@ -105,67 +120,89 @@ func (m *Mutex) Key() string { return m.key }
 // deadline therefore bounds the hold as well as the wait. Work done under
 // the lock should watch [Mutex.Context] or [Mutex.Done].
 func (m *Mutex) Lock(ctx context.Context) error {
-	if m.err != nil {
-		return m.err
+	if err := m.check(); err != nil {
+		return err
 	}
 	start := time.Now()
-	err := m.lock(ctx)
+	err := m.ready(ctx)
+	if err == nil {
+		err = retry.Do(ctx, m.o.retry, ErrNotObtained, func(ctx context.Context, _ int) (bool, error) {
+			return m.try(ctx)
+		})
+	}
 	observe.Attempt(m.o.observer, "watchdog", m.key, start, err == nil, err)
 	return err
 }
 
-// lock is Lock without the observer.
-func (m *Mutex) lock(ctx context.Context) error {
-	for attempt := 1; ; attempt++ {
-		ok, err := m.try(ctx)
-		if err != nil || ok {
+// ready returns an error if ctx has ended or the server is unfit for a
+// lock (see package preflight); the check runs once a minute per server.
+func (m *Mutex) ready(ctx context.Context) error {
+	if err := retry.CtxErr(ctx); err != nil {
+		return errors.Join(ErrNotObtained, err)
+	}
+	err := preflight.Check(ctx, "watchdog", m.client, m.o.evictionCheck, func(ctx context.Context) error {
+		if err := m.runRelease(ctx, probeToken); !errors.Is(err, ErrNotHeld) {
 			return err
 		}
-		if m.o.tries > 0 && attempt >= m.o.tries {
-			return fmt.Errorf("watchdog: lock %q: %d tries: %w", m.key, attempt, ErrNotObtained)
+		return nil
+	})
+	if err != nil {
+		if cerr := retry.CtxErr(ctx); cerr != nil {
+			return errors.Join(ErrNotObtained, cerr)
 		}
-		t := time.NewTimer(m.o.delay(attempt))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return errors.Join(ErrNotObtained, ctx.Err())
-		case <-t.C:
-		}
+		return fmt.Errorf("watchdog: lock %q: %w", m.key, err)
 	}
+	return nil
+}
+
+// check returns the error found by New, or an error for a Mutex that New
+// did not make.
+func (m *Mutex) check() error {
+	if m == nil || m.client == nil && m.err == nil {
+		return invalid("Mutex not made by New")
+	}
+	return m.err
 }
 
 // TryLock tries once to take the lock. It reports (false, nil) when
 // another holder has it. On success the lock is renewed as for
 // [Mutex.Lock], and ctx is the holder's context.
 func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
-	if m.err != nil {
-		return false, m.err
+	if err := m.check(); err != nil {
+		return false, err
 	}
 	start := time.Now()
-	ok, err := m.try(ctx)
+	err := m.ready(ctx)
+	ok := false
+	if err == nil {
+		ok, err = m.try(ctx)
+	}
 	observe.Attempt(m.o.observer, "watchdog", m.key, start, ok, err)
 	return ok, err
 }
 
+// try makes one attempt with a fresh token: SET key token NX PX ttl GET.
+// The GET is what makes it safe to send twice: a SET whose reply was lost
+// and that go-redis sent again finds our own token, and the lock is ours.
 func (m *Mutex) try(ctx context.Context) (bool, error) {
-	if err := ctx.Err(); err != nil {
+	if err := retry.CtxErr(ctx); err != nil {
 		return false, errors.Join(ErrNotObtained, err)
 	}
 	tok := token.New()
 	m.callHook(ctx, HookBeforeAcquire)
 	start := time.Now()
-	err := m.client.SetArgs(ctx, m.key, tok, redis.SetArgs{Mode: "NX", TTL: m.o.ttl}).Err()
-	if errors.Is(err, redis.Nil) {
+	prev, err := m.client.SetArgs(ctx, m.key, tok, redis.SetArgs{Mode: "NX", TTL: m.o.ttl, Get: true}).Result()
+	switch {
+	case errors.Is(err, redis.Nil), err == nil && prev == tok:
+		err = retry.CtxErr(ctx) // ours: set now, or by the first run of this SET
+	case err == nil:
 		return false, nil // taken
-	}
-	if err == nil {
-		err = ctxErr(ctx)
 	}
 	if err != nil {
 		// The SET may have reached Redis even though its reply did not
 		// reach us; the owner-checked release removes our key if so.
 		m.release(ctx, tok)
-		if cerr := ctxErr(ctx); cerr != nil {
+		if cerr := retry.CtxErr(ctx); cerr != nil {
 			return false, errors.Join(ErrNotObtained, cerr)
 		}
 		return false, fmt.Errorf("watchdog: acquire %q: %w", m.key, err)
@@ -201,8 +238,8 @@ func (m *Mutex) try(ctx context.Context) (bool, error) {
 // Unlock releases the lock even if ctx is already cancelled: it then uses
 // context.WithoutCancel(ctx) bounded by 5s.
 func (m *Mutex) Unlock(ctx context.Context) error {
-	if m.err != nil {
-		return m.err
+	if err := m.check(); err != nil {
+		return err
 	}
 	m.mu.Lock()
 	h := m.hold
@@ -244,42 +281,35 @@ func (m *Mutex) emit(e observe.Event) {
 	m.o.observer(e)
 }
 
-// release runs the owner-checked delete for tok.
+// release runs the owner-checked delete for tok, with ctx's values but not
+// its cancellation, bounded by retry.ReleaseTimeout (a release must run
+// even after the caller's context ended).
 func (m *Mutex) release(ctx context.Context, tok string) error {
-	ctx, cancel := releaseContext(ctx)
+	ctx, cancel := retry.Detach(ctx)
 	defer cancel()
 	m.callHook(ctx, HookBeforeRelease)
-	n, err := releaseScript.Run(ctx, m.client, []string{m.key}, tok).Int()
-	if err != nil {
-		return fmt.Errorf("watchdog: release %q: %w", m.key, err)
-	}
-	if n == 0 {
-		return fmt.Errorf("watchdog: release %q: %w", m.key, ErrNotHeld)
+	if err := m.runRelease(ctx, tok); err != nil {
+		if !errors.Is(err, ErrNotHeld) {
+			err = fmt.Errorf("watchdog: release %q: %w", m.key, err)
+		}
+		return err
 	}
 	m.callHook(ctx, HookReleased)
 	return nil
 }
 
-// ctxErr returns ctx.Err(), or context.DeadlineExceeded once ctx's
-// deadline has passed: go-redis turns the deadline into a socket timeout
-// that may be reported a moment before ctx.Err() is set.
-func ctxErr(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
+// runRelease runs release.lua for tok: nil when it deleted the key (now or
+// in an earlier run, per its receipt), an error wrapping ErrNotHeld when
+// the key was not tok's.
+func (m *Mutex) runRelease(ctx context.Context, tok string) error {
+	n, err := releaseScript.Run(ctx, m.client, []string{m.key, keyslot.Receipt(m.base, tok)}, tok, receiptMS).Int()
+	if err != nil {
 		return err
 	}
-	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
-		return context.DeadlineExceeded
+	if n == 0 {
+		return fmt.Errorf("watchdog: release %q: %w", m.key, ErrNotHeld)
 	}
 	return nil
-}
-
-// releaseContext returns ctx bounded by releaseTimeout, or, if ctx has
-// already ended, a context with ctx's values but not its cancellation.
-func releaseContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	if ctx.Err() != nil {
-		ctx = context.WithoutCancel(ctx)
-	}
-	return context.WithTimeout(ctx, releaseTimeout)
 }
 
 // Context returns the holder's context of the current or last hold (see

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
+	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/observe"
 )
 
@@ -23,14 +23,6 @@ const (
 	// retryDivisor sets how soon a renewal that failed with a transport
 	// error is tried again: after interval/4.
 	retryDivisor = 4
-	// defaultMinDelay and defaultMaxDelay bound the default retry delay of
-	// Lock, which doubles from the first to the second.
-	defaultMinDelay = 8 * time.Millisecond
-	defaultMaxDelay = 256 * time.Millisecond
-	// releaseTimeout bounds a release whose context was already cancelled
-	// (Unlock with a cancelled ctx, or the release the refresher makes when
-	// the holder's context ends).
-	releaseTimeout = 5 * time.Second
 )
 
 // margin is what the local lease deadline keeps back from the ttl for
@@ -39,16 +31,9 @@ const (
 func margin(ttl time.Duration) time.Duration { return ttl/100 + 2*time.Millisecond }
 
 // DelayFunc returns how long [Mutex.Lock] waits before its next try, given
-// the number of tries made so far (1 after the first).
+// the number of tries made so far (1 after the first). A delay <= 0 means
+// try again at once. It must be safe for concurrent use if shared.
 type DelayFunc func(attempt int) time.Duration
-
-// defaultDelay is exponential backoff from defaultMinDelay to
-// defaultMaxDelay with "equal jitter": a random wait in [d/2, d].
-func defaultDelay(attempt int) time.Duration {
-	d := defaultMinDelay << min(max(attempt-1, 0), 16)
-	d = min(d, defaultMaxDelay)
-	return d/2 + rand.N(d/2+1)
-}
 
 // Option configures a [Mutex] (through [New]) or a [Lease] (through
 // [Keep]).
@@ -58,12 +43,13 @@ type options struct {
 	ttl      time.Duration
 	interval time.Duration // 0 means ttl/defaultIntervalDivisor
 	maxHold  time.Duration // 0 means no cap
-	delay    DelayFunc
-	tries    int // 0 means until the context ends
+	retry    retry.Policy
 	hook     func(ctx context.Context, point string)
 	notHeld  func(err error) bool
 	observer observe.Func
-	errs     []error // invalid options, reported by every method
+	// evictionCheck: Lock refuses a server that may evict keys.
+	evictionCheck bool
+	errs          []error // invalid options, reported by every method
 }
 
 // WithTTL sets the lease: each acquire and renewal sets the key to expire
@@ -111,28 +97,33 @@ func WithMaxHold(d time.Duration) Option {
 }
 
 // WithRetry sets the wait between the tries of [Mutex.Lock]. Used by
-// [New]. If f is nil, every method returns an error wrapping [ErrInvalid].
-// The default is exponential backoff from 8ms to 256ms with jitter.
+// [New]. If f is nil, the default is used. The default is exponential
+// backoff with full jitter: after the n-th failed try Lock waits a random
+// time in [0, min(2ms*2^(n-1), 64ms)).
 func WithRetry(f DelayFunc) Option {
+	return func(o *options) { o.retry.Delay = retry.DelayFunc(f) }
+}
+
+// WithTries sets how many times [Mutex.Lock] tries before it returns
+// [ErrNotObtained]; 0 means no limit, so only Lock's context ends the
+// wait. Used by [New]. If n is negative, every method returns an error
+// wrapping [ErrInvalid]. The default is 0.
+func WithTries(n int) Option {
 	return func(o *options) {
-		if f == nil {
-			o.invalid("WithRetry(nil)")
+		if n < 0 {
+			o.invalid("WithTries(%d): tries must be at least 0", n)
 		}
-		o.delay = f
+		o.retry.Tries = n
 	}
 }
 
-// WithTries caps the number of tries [Mutex.Lock] makes before it returns
-// [ErrNotObtained]. Used by [New]. If n < 1, every method returns an error
-// wrapping [ErrInvalid]. The default is no cap: Lock tries until its
-// context ends.
-func WithTries(n int) Option {
-	return func(o *options) {
-		if n < 1 {
-			o.invalid("WithTries(%d): tries must be at least 1", n)
-		}
-		o.tries = n
-	}
+// WithEvictionCheck sets whether Lock and TryLock refuse a server that may
+// evict keys (maxmemory set, and a maxmemory-policy other than noeviction):
+// an evicted lock key lets a second holder in, and nobody is told. The
+// check reads CONFIG GET maxmemory* once a minute per server, where the
+// client and the server allow CONFIG. Used by [New]. The default is true.
+func WithEvictionCheck(on bool) Option {
+	return func(o *options) { o.evictionCheck = on }
 }
 
 // WithHook makes the Mutex or Lease call f at each step named by a Hook
@@ -155,14 +146,13 @@ func WithHook(f func(ctx context.Context, point string)) Option {
 // [ErrNotHeld]. Every other error is taken as transient and retried until
 // the lease runs out, so an Extender whose "not ours" error is not
 // recognised is still declared lost, one ttl later at most. If f is nil,
-// every method returns an error wrapping [ErrInvalid]. The default
-// recognises errors wrapping this package's [ErrNotHeld].
+// the default is used. The default recognises errors wrapping this
+// package's [ErrNotHeld].
 func WithNotHeld(f func(err error) bool) Option {
 	return func(o *options) {
-		if f == nil {
-			o.invalid("WithNotHeld(nil)")
+		if f != nil {
+			o.notHeld = f
 		}
-		o.notHeld = f
 	}
 }
 
@@ -185,19 +175,27 @@ func WithObserver(f observe.Func) Option {
 	return func(o *options) { o.observer = f }
 }
 
+// invalid records an invalid argument, in the one shape every locklab lock
+// package uses: "watchdog: invalid argument: WithTTL(1ms): ...".
 func (o *options) invalid(format string, args ...any) {
-	o.errs = append(o.errs, fmt.Errorf("watchdog: "+format+": %w", append(args, ErrInvalid)...))
+	o.errs = append(o.errs, invalid(format, args...))
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
 }
 
 // newOptions applies opts over the defaults and checks how they combine.
 func newOptions(opts []Option) (options, error) {
 	o := options{
-		ttl:     defaultTTL,
-		delay:   defaultDelay,
-		notHeld: func(err error) bool { return errors.Is(err, ErrNotHeld) },
+		ttl:           defaultTTL,
+		notHeld:       func(err error) bool { return errors.Is(err, ErrNotHeld) },
+		evictionCheck: true,
 	}
 	for _, opt := range opts {
-		opt(&o)
+		if opt != nil {
+			opt(&o)
+		}
 	}
 	if len(o.errs) > 0 {
 		return o, errors.Join(o.errs...)
@@ -206,8 +204,7 @@ func newOptions(opts []Option) (options, error) {
 		o.interval = o.ttl / defaultIntervalDivisor
 	}
 	if limit := o.ttl - margin(o.ttl); o.interval >= limit {
-		return o, fmt.Errorf("watchdog: interval %v leaves no time to renew a lease of %v (must be below %v): %w",
-			o.interval, o.ttl, limit, ErrInvalid)
+		return o, invalid("WithInterval(%v): leaves no time to renew a lease of %v (must be below %v)", o.interval, o.ttl, limit)
 	}
 	return o, nil
 }

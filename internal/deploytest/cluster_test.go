@@ -16,15 +16,19 @@ import (
 
 // clusterKeys are the lock keys each package runs on in the cluster: plain
 // keys spread over the slots (and so over the primaries), a key with a hash
-// tag, whose derived keys keep the tag, and a key with an unclosed brace,
-// which has no tag, so fencing's counter "{lock:...{x}:fence" must hash by
-// the whole lock key to share its slot.
+// tag, whose derived keys keep the tag, a key with an unclosed brace, which
+// has no tag, so fencing's counter "{lock:...{x}:fence" must hash by the
+// whole lock key to share its slot, and keys with a "}" but no tag
+// ("orders}7") or an empty one ("{}"), which cannot become a tag at all
+// (internal/keyslot finds them a tag in their slot). With the last two,
+// correct's Lock used to work and every Unlock fail with CROSSSLOT.
 func clusterKeys(name string) []string {
-	keys := make([]string, 0, 8)
+	keys := make([]string, 0, 10)
 	for i := range 6 {
 		keys = append(keys, fmt.Sprintf("lock:cl:%s:%d", name, i))
 	}
-	return append(keys, "lock:{cl-"+name+"}:tagged", "lock:cl:"+name+":open{brace")
+	return append(keys, "lock:{cl-"+name+"}:tagged", "lock:cl:"+name+":open{brace",
+		"lock:cl:"+name+":orders}7", "lock:cl:"+name+":empty{}tag")
 }
 
 // TestClusterSingleKeyLocks runs every single-key lock package on a

@@ -70,6 +70,12 @@ const (
 	keysLock    = "~lock:*"
 	keysQueue   = "~{lock:*}:q"     // correct, redlock: "{<key>}:q" for a key without a tag
 	keysCounter = "~{lock:*}:fence" // fencing: "{<key>}:fence" for a key without a tag
+	keysReceipt = "~{lock:*}:r:*"   // release receipts: "{<key>}:r:<token>" (a release sent twice answers from it)
+
+	// configGet lets a lock check the server's eviction policy (CONFIG GET
+	// maxmemory*) before it takes a lock. Without it the check is skipped,
+	// and Redis logs the refusal in ACL LOG.
+	configGet = "+config|get"
 )
 
 // Tagged keys ("lock:{orders}:x") keep their tag, so their derived keys
@@ -78,16 +84,17 @@ const (
 var kinds = []kind{
 	{
 		name: "correct",
-		// SET NX PX to acquire; release.lua GET, DEL, LPOP (the wait queue,
-		// empty when polling), LREM (a Lock giving up), SET and PUBLISH (a
-		// hand-off to a queued waiter); extend.lua PEXPIRE; ttl.lua PTTL.
-		// With a Notifier (WithNotifier) also: SUBSCRIBE to its channel
-		// correct:w:<id> and PUBLISH to waiters' channels (hence the
-		// channel pattern), RPUSH to join the queue, queued.lua LPOS, RPUSH,
-		// LREM. TestACLCorrectNotifier runs that path.
-		acl: []string{keysLock, keysQueue, "resetchannels", "&correct:w:*", "-@all",
+		// SET NX PX GET to acquire; release.lua GET (the key, and a receipt),
+		// DEL, LPOP (the wait queue, empty when polling), LREM (a Lock giving
+		// up), PUBLISH and SET (a hand-off to a queued waiter; the receipt);
+		// extend.lua PEXPIRE; ttl.lua PTTL. With a Notifier (WithNotifier)
+		// also: SUBSCRIBE to its channel correct:w:<id> and PUBLISH to
+		// waiters' channels (hence the channel pattern); enqueue.lua and
+		// queued.lua LPOS, RPUSH, LREM, PTTL and PEXPIRE on the queue.
+		// TestACLCorrectNotifier runs that path.
+		acl: []string{keysLock, keysQueue, keysReceipt, "resetchannels", "&correct:w:*", "-@all", configGet,
 			"+set", "+evalsha", "+eval", "+get", "+del", "+pexpire", "+pttl", "+lpop", "+lrem", "+publish",
-			"+rpush", "+lpush", "+lpos", "+subscribe"},
+			"+rpush", "+lpos", "+subscribe"},
 		nodes: 1, cluster: true, exclusive: true,
 		make: func(cs []redis.UniversalClient, key string) locker {
 			return correct.New(cs[0], key, correct.WithRetry(fastRetry))
@@ -95,10 +102,11 @@ var kinds = []kind{
 	},
 	{
 		name: "fencing",
-		// acquire.lua EXISTS, INCR, DECR (rare: a counter gone negative),
-		// SET; release.lua GET, DEL; extend.lua GET, PEXPIRE.
-		acl: []string{keysLock, keysCounter, "resetchannels", "-@all",
-			"+evalsha", "+eval", "+exists", "+incr", "+decr", "+set", "+get", "+del", "+pexpire"},
+		// acquire.lua GET (the key; the counter, for a second run), INCR,
+		// DECR (rare: a counter gone negative), SET; release.lua GET, DEL,
+		// SET (its receipt); extend.lua GET, PEXPIRE.
+		acl: []string{keysLock, keysCounter, keysReceipt, "resetchannels", "-@all", configGet,
+			"+evalsha", "+eval", "+incr", "+decr", "+set", "+get", "+del", "+pexpire"},
 		nodes: 1, cluster: true, exclusive: true,
 		make: func(cs []redis.UniversalClient, key string) locker {
 			return fencing.New(cs[0], key, fencing.WithRetry(fastRetry))
@@ -106,9 +114,9 @@ var kinds = []kind{
 	},
 	{
 		name: "watchdog",
-		// SET NX PX; release.lua GET, DEL; extend.lua (each renewal) GET,
-		// PEXPIRE.
-		acl: []string{keysLock, "resetchannels", "-@all",
+		// SET NX PX GET; release.lua GET, DEL, SET (its receipt); extend.lua
+		// (each renewal) GET, PEXPIRE.
+		acl: []string{keysLock, keysReceipt, "resetchannels", "-@all", configGet,
 			"+set", "+evalsha", "+eval", "+get", "+del", "+pexpire"},
 		nodes: 1, cluster: true, exclusive: true,
 		make: func(cs []redis.UniversalClient, key string) locker {
@@ -120,11 +128,12 @@ var kinds = []kind{
 	},
 	{
 		name: "reentrant",
-		// acquire.lua EXISTS, HEXISTS, HINCRBY, PEXPIRE; release.lua
-		// HEXISTS, HINCRBY, PEXPIRE, DEL; count.lua HGET; extend.lua
-		// HEXISTS, PEXPIRE.
-		acl: []string{keysLock, "resetchannels", "-@all",
-			"+evalsha", "+eval", "+exists", "+hexists", "+hincrby", "+hget", "+pexpire", "+del"},
+		// acquire.lua GET and SET (the call's receipt), EXISTS, HEXISTS,
+		// HINCRBY, PTTL, PEXPIRE; release.lua the same and DEL; cancel.lua
+		// (a Lock whose reply never came) GET, SET, HEXISTS, HINCRBY, DEL;
+		// count.lua HGET; extend.lua HEXISTS, PEXPIRE.
+		acl: []string{keysLock, keysReceipt, "resetchannels", "-@all", configGet,
+			"+evalsha", "+eval", "+get", "+set", "+exists", "+hexists", "+hincrby", "+hget", "+pttl", "+pexpire", "+del"},
 		nodes: 1, cluster: true, exclusive: true,
 		make: func(cs []redis.UniversalClient, key string) locker {
 			return ownerLock{reentrant.New(cs[0], key, reentrant.WithRetry(fastRetry)), reentrant.NewOwner()}

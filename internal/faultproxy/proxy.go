@@ -10,8 +10,8 @@
 // ([Proxy.DropReply]: the server ran it, the client sees its connection
 // close, and go-redis on its default options sends it again), a command held
 // in the network and delivered after the client gave up ([Proxy.Hold],
-// [Proxy.DeliverLate]), and a connection that goes silent both ways while
-// it stays open, a half-open connection ([Proxy.Stall]).
+// [Proxy.DeliverLate]), and connections that go silent both ways while
+// they stay open, half-open connections ([Proxy.Stall]).
 //
 // Point a client (or a replica's REPLICAOF) at [Proxy.Addr] instead of the
 // server. Faults apply to connections already open and to new ones.
@@ -133,21 +133,23 @@ func (p *Proxy) DeliverLate(m Match, n int, d time.Duration) *Rule {
 	return r
 }
 
-// Stall freezes, both ways, every connection that has sent a command whose
-// name is m.Command (m's other fields are not compared for connections
-// already open), and every connection that later sends a command matching
-// m, until [Rule.Release] or [Rule.Remove]. The connections stay open and
-// nothing reaches either side: a half-open connection, which a client
-// notices only by its own timeouts and health checks. Release lets the held
-// bytes flow.
+// Stall freezes, both ways, every connection open now that has sent a
+// command named m.Command, until [Rule.Release] or [Rule.Remove]: a
+// half-open connection. The connections stay open and nothing reaches
+// either side; a client notices only by its own timeouts and health
+// checks, and the server still counts a stalled subscriber (PUBLISH
+// reaches it). Connections made later are not stalled, so a client that
+// gives up on a dead connection and dials again gets through, as it would
+// past a peer that vanished. Release lets the held bytes flow.
 func (p *Proxy) Stall(m Match) *Rule {
 	r := p.addRule(m, stall, 0)
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	r.removed = true // it acts on these connections only
 	for l := range p.links {
 		if !l.frozen() && m.Command != "" && l.seen[strings.ToUpper(m.Command)] {
 			l.stalled = r
-			r.use()
+			r.use(command{name: strings.ToUpper(m.Command)})
 		}
 	}
 	return r
@@ -403,23 +405,19 @@ func (l *link) classify(c command) item {
 			continue
 		}
 		if r.action == count {
-			r.use()
+			r.use(c)
 			continue
 		}
 		if faulted || !r.takes() {
 			continue
 		}
 		faulted = true
-		r.use()
+		r.use(c)
 		switch r.action {
 		case dropReply:
 			it.drop = true
 		case hold:
 			it.hold = r
-		case stall:
-			if !l.frozen() {
-				l.stalled = r
-			}
 		}
 	}
 	return it

@@ -71,6 +71,16 @@ type Rule struct {
 	seen     int // matching commands met since the skip ran out
 	released bool
 	removed  bool
+	caught   []string // "NAME key" of each command acted on
+}
+
+// Caught returns the commands the rule has acted on, as "NAME key" (the
+// command's name and first key), oldest first: what a test's failure
+// message names as "the command whose reply was lost".
+func (r *Rule) Caught() []string {
+	r.p.mu.Lock()
+	defer r.p.mu.Unlock()
+	return append([]string(nil), r.caught...)
 }
 
 // After makes the rule pass over the next k matching commands before it
@@ -139,9 +149,12 @@ func (r *Rule) Remove() {
 // active reports whether the rule can still act; p.mu must be held.
 func (r *Rule) active() bool { return !r.removed && r.left != 0 }
 
-// use records one hit; p.mu must be held.
-func (r *Rule) use() {
+// use records one hit on c; p.mu must be held.
+func (r *Rule) use(c command) {
 	r.hits++
+	if len(r.caught) < 64 {
+		r.caught = append(r.caught, strings.TrimSpace(c.name+" "+c.firstKey()))
+	}
 	if r.left > 0 {
 		r.left--
 	}

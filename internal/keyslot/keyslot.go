@@ -82,3 +82,14 @@ func crc16(s string) uint16 {
 	}
 	return crc
 }
+
+// Receipt returns the key of the receipt a release of the lock with base
+// (see [Base]) leaves for token: a second run of the release, when its
+// first reply was lost, answers from it. Receipts expire after a few
+// seconds (see internal/retry's ReceiptTTL).
+func Receipt(base, token string) string { return base + ":r:" + token }
+
+// IsReceipt reports whether key is a release receipt of lockKey's.
+func IsReceipt(lockKey, key string) bool {
+	return strings.HasPrefix(key, Base(lockKey)+":r:")
+}

@@ -1,0 +1,218 @@
+package correct
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/internal/retry"
+)
+
+// The hand-off protocol, chosen by WithNotifier: waiters queue, first come
+// first served, and the holder gives the lock to the oldest live one.
+//
+//   - Lock tries SET NX while the lock looks free (two round trips per
+//     uncontended Lock and Unlock, as polling). When it is taken, the
+//     waiter joins a Redis list with enqueue.lua (its token carries the id
+//     of its Notifier and its TTL) and sleeps. A Mutex that just handed the
+//     lock over queues at once next time, skipping the SET NX that would
+//     fail.
+//   - Unlock is one script (release.lua): check the key holds our token;
+//     pop the oldest waiter; PUBLISH to its Notifier; if someone heard,
+//     SET the key to its token with its TTL, else pop the next. The waiter
+//     wakes already holding the lock: one hop after the release, with no
+//     idle gap and no race between waiters.
+//
+// Every script is safe to run twice, because a reply can be lost and
+// go-redis then sends the command again: enqueue.lua does not queue a
+// token that is already queued, release.lua answers a second run from the
+// receipt the first left, queued.lua only reads unless it finds the lock
+// free. Its failure modes, and what bounds each:
+//
+//   - The lost wake-up: a waiter refused by SET NX joins the queue just
+//     after the holder released with nobody queued, so no message will
+//     come. enqueue.lua looks at the lock in the same step as it queues:
+//     a free lock is taken (or handed to an older live waiter) at once.
+//   - A dead waiter: its process is gone, nobody is subscribed to its
+//     channel, PUBLISH reaches no one. The release moves on to the next
+//     waiter in the same script; the lock is never handed to the dead.
+//   - A waiter that gave up in a live process (its ctx ended) leaves the
+//     queue (release.lua with ARGV[3] "1"), and passes the lock on if it
+//     was handed it as it gave up. Should its entry stay in the queue all
+//     the same (a join that was still on the wire when it left), its
+//     Notifier still hears the hand-off, finds nobody waiting for that
+//     token, and releases it on the spot (see Notifier): one extra hop,
+//     never a TTL.
+//   - A frozen waiter (SIGSTOP, a long GC pause) still has its
+//     subscription, so it is handed the lock and keeps it, without using
+//     it, until it resumes or the TTL runs out. When it resumes, a
+//     hand-off message older than a lease is not taken at its word: the
+//     waiter renews the lock first (owner-checked), or queues again.
+//   - A dead holder: nobody releases. The key expires after its TTL; every
+//     waiter looks at the lock itself every ttl/4 (queued.lua) and hands a
+//     free lock to the oldest live waiter, so the queue order holds.
+//   - A lost message, or a Notifier whose subscription was down when its
+//     waiter's turn came (it looked dead and was passed by): the same look
+//     finds the lock already handed over, or finds the waiter no longer
+//     queued; it then queues again under a new token, so that a late
+//     message for the old token cannot pass for a fresh hand-off. A
+//     Notifier also pings its subscription and, when it dies silently,
+//     subscribes again and has its waiters look at once.
+//
+// After a hand-off, Until counts the lease from the last moment the waiter
+// knows came before the hand-off (when it queued, or its last look that
+// found the lock held by someone else), so it errs early, never late.
+// Hand-off needs Pub/Sub on the server that holds the key: a single
+// primary, alone or behind Sentinel. On Redis Cluster use polling (see
+// Notifier).
+
+// queueTTLFactor sets how long a queue outlives its last live waiter: a
+// waiter renews it at every look (every ttl/4) to at least this many TTLs.
+const queueTTLFactor = 2
+
+// queue is the waiter that waits in the lock's FIFO queue for a hand-off.
+type queue struct{ n *Notifier }
+
+func (q queue) wait(ctx context.Context, m *Mutex) error {
+	if !m.contended.Load() {
+		ok, err := m.acquire(ctx)
+		if err != nil || ok {
+			return err
+		}
+		m.contended.Store(true)
+		m.at(ctx, HookRefused)
+	}
+	for {
+		got, err := q.waitAs(ctx, m, q.n.newToken(m.o.ttl))
+		if err != nil || got {
+			return err
+		}
+		// Passed by as dead: queue again under a new token.
+	}
+}
+
+// waitAs waits in the queue under tok until the lock is handed to tok or
+// taken by it (true), the waiter was passed by and must queue again under
+// a new token (false, nil), or it gives up (an error).
+func (q queue) waitAs(ctx context.Context, m *Mutex, tok string) (bool, error) {
+	n := q.n
+	w, err := n.register(tok)
+	if err != nil {
+		return false, errors.Join(ErrNotObtained, err)
+	}
+	won := false
+	defer func() {
+		if !won {
+			n.unregister(tok)
+		}
+	}()
+	before := time.Now() // precedes any hand-off to tok
+	code, err := m.queueScript(ctx, enqueueScript, tok)
+
+	if err != nil {
+		return false, m.abandon(ctx, tok, m.queueErr(ctx, "queue", err))
+	}
+	if code != 0 {
+		won, err = m.claim(ctx, tok, before)
+		return won, err
+	}
+	m.at(ctx, HookQueued)
+
+	look := time.NewTimer(m.lookEvery())
+	defer look.Stop()
+	for {
+		select {
+		case <-w.wake:
+			won, err = m.claim(ctx, tok, before)
+
+			if won || err != nil {
+				return won, err
+			}
+			continue
+		case <-look.C:
+		case <-w.look:
+		case <-ctx.Done():
+			return false, m.abandon(ctx, tok, errors.Join(ErrNotObtained, ctx.Err()))
+		case <-n.done:
+			return false, m.abandon(ctx, tok, errors.Join(ErrNotObtained, errNotifierClosed))
+		}
+		sent := time.Now()
+		code, err := m.queueScript(ctx, queuedScript, tok)
+		switch {
+		case err != nil:
+			return false, m.abandon(ctx, tok, m.queueErr(ctx, "check queue", err))
+		case code == 1:
+			won, err = m.claim(ctx, tok, sent)
+			return won, err
+		case code == 2:
+			if won, err = m.claim(ctx, tok, before); won || err != nil {
+				return won, err
+			}
+		case code == 3:
+			return false, nil
+		default:
+			before = sent
+		}
+		look.Reset(m.lookEvery())
+	}
+}
+
+// claim makes tok's lock this Mutex's, with a lease counted from
+// leaseStart, a moment known to precede the hand-off (or the SET) that gave
+// the key to tok. When that lease is already over (the process was frozen
+// past it, or the message sat unread), the key may still be tok's by
+// Redis's clock, but no bound on it can be proved from here: claim renews
+// the key first, owner-checked, and counts the lease from that. It reports
+// false when the key is no longer tok's (the waiter then looks again).
+func (m *Mutex) claim(ctx context.Context, tok string, leaseStart time.Time) (bool, error) {
+	if !time.Now().Before(leaseStart.Add(m.o.ttl)) {
+		leaseStart = time.Now()
+		n, err := extendScript.Run(ctx, m.client, []string{m.key}, tok, m.o.ttl.Milliseconds()).Int64()
+		if err != nil {
+			return false, m.abandon(ctx, tok, m.queueErr(ctx, "renew a late hand-off", err))
+		}
+		if n != 1 {
+			return false, nil
+		}
+	}
+	m.o.notifier.held(tok)
+	m.hold(tok, leaseStart)
+	m.at(ctx, HookAcquired)
+	return true, nil
+}
+
+// queueScript runs enqueue.lua or queued.lua for tok.
+func (m *Mutex) queueScript(ctx context.Context, s *redis.Script, tok string) (int64, error) {
+	return s.Run(ctx, m.client, []string{m.key, m.queue}, tok, m.o.ttl.Milliseconds(), channelPrefix, m.queueTTL()).Int64()
+}
+
+// lookEvery is how often a queued waiter looks at the lock itself.
+func (m *Mutex) lookEvery() time.Duration { return max(m.o.ttl/4, time.Millisecond) }
+
+// queueErr wraps a queue step's error: joined with ErrNotObtained and the
+// caller's ctx error when ctx ended it, so that Lock's contract holds.
+func (m *Mutex) queueErr(ctx context.Context, step string, err error) error {
+	if cerr := retry.CtxErr(ctx); cerr != nil {
+		return errors.Join(ErrNotObtained, cerr)
+	}
+	return fmt.Errorf("correct: %s %q: %w", step, m.key, err)
+}
+
+// abandon takes tok out of the queue and, if the lock was handed to tok
+// meanwhile, passes it on to the next waiter, then returns cause. It runs
+// detached from ctx's cancellation, as Unlock does.
+func (m *Mutex) abandon(ctx context.Context, tok string, cause error) error {
+	if _, err := m.release(ctx, tok, true); err != nil {
+		return errors.Join(cause, err)
+	}
+	return cause
+}
+
+// queueTTL is the queue's least TTL for the scripts, in milliseconds.
+func (m *Mutex) queueTTL() string {
+	return strconv.FormatInt(queueTTLFactor*m.o.ttl.Milliseconds(), 10)
+}

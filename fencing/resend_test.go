@@ -1,0 +1,45 @@
+package fencing_test
+
+import (
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/fencing"
+	"github.com/locklab/locklab/internal/faultproxy"
+	"github.com/locklab/locklab/internal/rig"
+)
+
+// TestAcquireSentTwiceKeepsItsToken: the acquire script runs, its reply is
+// lost, go-redis sends it again. The second run must find the lock ours
+// and return the same token: not "taken" (the Mutex would forget its lock
+// and the key block everyone for a TTL), and no token burned.
+func TestAcquireSentTwiceKeepsItsToken(t *testing.T) {
+	p := faultproxy.Start(t, rdb.Options().Addr)
+	c := redis.NewClient(rig.UserOptions(p.Addr()))
+	t.Cleanup(func() { _ = c.Close() })
+	ctx := t.Context()
+	warm := fencing.New(c, newKey(t))
+	lockOrFatal(t, warm) // loads the scripts, runs the server check
+	unlockOrFatal(t, warm)
+
+	key := newKey(t)
+	counter, _ := fencing.CounterKey(key)
+	m := fencing.New(c, key)
+	lost := p.DropReply(faultproxy.Match{Command: "EVALSHA", Key: key}, 1)
+	if err := m.Lock(ctx); err != nil {
+		t.Fatalf("Lock whose reply was lost = %v; want nil", err)
+	}
+	if lost.Hits() != 1 {
+		t.Fatalf("the acquire's reply was not lost (%d hits)", lost.Hits())
+	}
+	if got, want := m.Token().String(), rdb.Get(ctx, counter).Val(); got != want || got != "1" {
+		t.Errorf("Token() = %s, counter = %s; want both 1 (one acquisition, one token)", got, want)
+	}
+	unlockOrFatal(t, m)
+	lockOrFatal(t, m)
+	if got := m.Token(); got != 2 {
+		t.Errorf("next acquisition's token = %d; want 2 (none burned)", got)
+	}
+	unlockOrFatal(t, m)
+}

@@ -1,0 +1,155 @@
+package contract_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/correct"
+	"github.com/locklab/locklab/fencing"
+	"github.com/locklab/locklab/redlock"
+	"github.com/locklab/locklab/reentrant"
+	"github.com/locklab/locklab/watchdog"
+)
+
+// locker is what every lock kind offers.
+type locker interface {
+	Lock(ctx context.Context) error
+	TryLock(ctx context.Context) (bool, error)
+	Unlock(ctx context.Context) error
+}
+
+// env is what a kind gets to make one party's lock: that party's own
+// clients (one per node, each through the party's proxy when it is under
+// test), the key, the TTL and the hook to wire into WithHook.
+type env struct {
+	clients []*redis.Client
+	key     string
+	ttl     time.Duration
+	hook    func(ctx context.Context, point string)
+}
+
+// kind is one lock package, or one way of using it.
+type kind struct {
+	name  string
+	nodes int
+	// queued: Lock waits in a queue and is handed the lock (a Notifier);
+	// the hand-off scenarios apply.
+	queued bool
+	// queuedHook is the hook point that fires once a waiter is in the
+	// queue.
+	queuedHook string
+	// reentrant: the party may lock again while it holds the lock.
+	reentrant bool
+	// persistent are suffixes of keys the kind keeps on purpose with no
+	// TTL (fencing's token counter must never go back).
+	persistent []string
+	make       func(t *testing.T, e env) locker
+	// pending, while set, skips the kind: its fixes are not in yet.
+	pending bool
+}
+
+// keeps reports whether key is one the kind keeps on purpose.
+func (k kind) keeps(key string) bool {
+	for _, s := range k.persistent {
+		if strings.HasSuffix(key, s) {
+			return true
+		}
+	}
+	return false
+}
+
+var kinds = []kind{
+	{
+		name: "correct", nodes: 1,
+		make: func(_ *testing.T, e env) locker {
+			return correct.New(e.clients[0], e.key, correct.WithTTL(e.ttl), correct.WithHook(e.hook), correct.WithRetry(fastRetry))
+		},
+	},
+	{
+		name: "correct+notifier", nodes: 1, queued: true, queuedHook: correct.HookQueued,
+		make: func(t *testing.T, e env) locker {
+			n, err := correct.NewNotifier(t.Context(), e.clients[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = n.Close() })
+			return correct.New(e.clients[0], e.key, correct.WithTTL(e.ttl), correct.WithHook(e.hook), correct.WithNotifier(n))
+		},
+	},
+	{
+		name: "redlock", nodes: 3, pending: true,
+		make: func(_ *testing.T, e env) locker {
+			return redlock.New(redlockClients(e.clients), e.key, redlock.WithTTL(e.ttl), redlock.WithHook(e.hook), redlock.WithRetry(fastRetry))
+		},
+	},
+	{
+		name: "redlock+notifier", nodes: 3, queued: true, queuedHook: redlock.HookQueued, pending: true,
+		make: func(t *testing.T, e env) locker {
+			ncs := make([]redlock.NotifyClient, len(e.clients))
+			for i, c := range e.clients {
+				ncs[i] = c
+			}
+			n, err := redlock.NewNotifier(t.Context(), ncs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = n.Close() })
+			return redlock.New(redlockClients(e.clients), e.key, redlock.WithTTL(e.ttl), redlock.WithHook(e.hook), redlock.WithNotifier(n))
+		},
+	},
+	{
+		name: "watchdog", nodes: 1,
+		make: func(_ *testing.T, e env) locker {
+			return watchdog.New(e.clients[0], e.key, watchdog.WithTTL(e.ttl), watchdog.WithHook(e.hook), watchdog.WithRetry(fastRetry))
+		},
+	},
+	{
+		name: "reentrant", nodes: 1, reentrant: true,
+		make: func(_ *testing.T, e env) locker {
+			return ownerLock{reentrant.New(e.clients[0], e.key, reentrant.WithTTL(e.ttl), reentrant.WithHook(e.hook), reentrant.WithRetry(fastRetry)), reentrant.NewOwner()}
+		},
+	},
+	{
+		name: "fencing", nodes: 1, persistent: []string{":fence"},
+		make: func(_ *testing.T, e env) locker {
+			return fencing.New(e.clients[0], e.key, fencing.WithTTL(e.ttl), fencing.WithHook(e.hook), fencing.WithRetry(fastRetry))
+		},
+	},
+}
+
+func redlockClients(cs []*redis.Client) []redlock.Client {
+	out := make([]redlock.Client, len(cs))
+	for i, c := range cs {
+		out[i] = c
+	}
+	return out
+}
+
+// fastRetry polls every millisecond, so that a waiting Lock waits for the
+// holder, not for its backoff.
+func fastRetry(int) time.Duration { return time.Millisecond }
+
+// ownerLock runs a reentrant Mutex as one Owner.
+type ownerLock struct {
+	m     *reentrant.Mutex
+	owner reentrant.Owner
+}
+
+func (o ownerLock) ctx(ctx context.Context) context.Context { return reentrant.WithOwner(ctx, o.owner) }
+
+func (o ownerLock) Lock(ctx context.Context) error            { return o.m.Lock(o.ctx(ctx)) }
+func (o ownerLock) TryLock(ctx context.Context) (bool, error) { return o.m.TryLock(o.ctx(ctx)) }
+func (o ownerLock) Unlock(ctx context.Context) error          { return o.m.Unlock(o.ctx(ctx)) }
+func (o ownerLock) Extend(ctx context.Context, ttl time.Duration) error {
+	return o.m.Extend(o.ctx(ctx), ttl)
+}
+
+func (k kind) skipPending(t *testing.T) {
+	if k.pending {
+		t.Skip("fixes pending")
+	}
+}

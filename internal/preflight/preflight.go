@@ -1,0 +1,179 @@
+// Package preflight checks, before a lock is taken on a server, two
+// hazards of the environment that no script can work around:
+//
+//   - Eviction. With maxmemory set and a maxmemory-policy other than
+//     noeviction, Redis deletes keys under memory pressure: allkeys-* any
+//     key, volatile-* any key with a TTL, which every lock key has. A lock
+//     key evicted while held lets a second client in, and nobody is told;
+//     fencing's counter evicted makes tokens go back. The check reads
+//     CONFIG GET maxmemory and maxmemory-policy, when the client can send
+//     CONFIG and the server allows it (managed services often rename or
+//     forbid CONFIG; the check is then skipped: it cannot see).
+//   - Scripting rights. A user whose ACL lets it SET but not run scripts
+//     (EVALSHA, EVAL) could take a lock it can never release: it would
+//     stay for a whole TTL. The check runs the lock's own release script
+//     once with a token nobody holds, which changes nothing.
+//
+// Locks refuse a server that evicts, rather than warn: a lock that can
+// vanish silently is not mutual exclusion, and a warning in a log is read
+// after the incident. A caller who has weighed it (keys in a database of
+// their own with memory to spare, say) turns the check off with the lock's
+// WithEvictionCheck(false). The scripting check cannot be turned off.
+//
+// Results are remembered per server for [Interval], so the check costs two
+// round trips per server a minute, not per Lock.
+package preflight
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Interval is how long a server's result is remembered.
+const Interval = time.Minute
+
+// maxRemembered bounds the table of results; past it the table starts
+// afresh (a process talking to that many servers re-checks a little more).
+const maxRemembered = 4096
+
+// ErrEviction is wrapped by the error for a server that may evict keys.
+var ErrEviction = errors.New("the server evicts keys under memory pressure, lock keys included")
+
+// ErrNoScripting is wrapped by the error for a user that may not run the
+// lock's scripts.
+var ErrNoScripting = errors.New("the user may not run the lock's scripts")
+
+// configGetter is the optional part of a client that lets the eviction
+// check run: *redis.Client and *redis.ClusterClient have it.
+type configGetter interface {
+	ConfigGet(ctx context.Context, parameter string) *redis.MapStringStringCmd
+}
+
+// Check returns nil, or an error saying why a lock should not be taken
+// through client: it evicts (unless evictionCheck is false), or probe, the
+// lock's harmless script run, is refused by the ACL. Transport errors are
+// returned as they are (the caller's operation would meet them too).
+// pkg prefixes the messages ("correct").
+func Check(ctx context.Context, pkg string, client any, evictionCheck bool, probe func(context.Context) error) error {
+	id, comparable := identity(client)
+	if comparable {
+		if cached, ok := remembered(id, evictionCheck); ok {
+			return cached
+		}
+	}
+	err := check(ctx, pkg, client, evictionCheck, probe)
+	if comparable && (err == nil || errors.Is(err, ErrEviction) || errors.Is(err, ErrNoScripting)) {
+		remember(id, evictionCheck, err)
+	}
+	return err
+}
+
+func check(ctx context.Context, pkg string, client any, evictionCheck bool, probe func(context.Context) error) error {
+	if evictionCheck {
+		if cg, ok := client.(configGetter); ok {
+			if err := eviction(ctx, pkg, cg); err != nil {
+				return err
+			}
+		}
+	}
+	if err := probe(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		if isNoPerm(err) {
+			return fmt.Errorf("%s: %w: %v; grant the user +evalsha +eval and the commands and keys of its scripts (see the package doc)", pkg, ErrNoScripting, err)
+		}
+		return err
+	}
+	return nil
+}
+
+func eviction(ctx context.Context, pkg string, cg configGetter) error {
+	cfg, err := cg.ConfigGet(ctx, "maxmemory*").Result()
+	if err != nil {
+		if isNoPerm(err) || isUnknownCommand(err) {
+			return nil // the server will not say; the check cannot see
+		}
+		return err
+	}
+	policy := cfg["maxmemory-policy"]
+	limit, _ := strconv.ParseInt(cfg["maxmemory"], 10, 64)
+	if limit <= 0 || policy == "" || policy == "noeviction" {
+		return nil
+	}
+	return fmt.Errorf("%s: %w (maxmemory %d bytes, maxmemory-policy %s): a lock key evicted while held lets a second holder in, unseen; "+
+		"set maxmemory-policy noeviction (CONFIG SET maxmemory-policy noeviction), or, having weighed it, pass WithEvictionCheck(false)",
+		pkg, ErrEviction, limit, policy)
+}
+
+func isNoPerm(err error) bool { return strings.HasPrefix(err.Error(), "NOPERM") }
+
+func isUnknownCommand(err error) bool {
+	s := err.Error()
+	return strings.HasPrefix(s, "ERR unknown command") || strings.Contains(s, "unknown subcommand")
+}
+
+// identity names the server and user behind a client: its address and
+// user name when the client says, else the client value itself. It reports false for a client value
+// that cannot be a map key (results are then not remembered).
+func identity(client any) (any, bool) {
+	// The user matters as well as the server: scripting rights are the
+	// user's.
+	if o, ok := client.(interface{ Options() *redis.Options }); ok {
+		return o.Options().Addr + " " + o.Options().Username, true
+	}
+	if o, ok := client.(interface{ Options() *redis.ClusterOptions }); ok {
+		return strings.Join(o.Options().Addrs, ",") + " " + o.Options().Username, true
+	}
+	if client == nil || !reflect.ValueOf(client).Comparable() {
+		return nil, false
+	}
+	return client, true
+}
+
+type result struct {
+	err error
+	at  time.Time
+}
+
+type cacheKey struct {
+	id       any
+	eviction bool
+}
+
+var (
+	mu      sync.Mutex // protects results
+	results = map[cacheKey]result{}
+)
+
+func remembered(id any, eviction bool) (error, bool) {
+	mu.Lock()
+	defer mu.Unlock()
+	r, ok := results[cacheKey{id, eviction}]
+	if !ok || time.Since(r.at) > Interval {
+		return nil, false
+	}
+	return r.err, true
+}
+
+func remember(id any, eviction bool, err error) {
+	mu.Lock()
+	defer mu.Unlock()
+	if len(results) >= maxRemembered {
+		clear(results)
+	}
+	results[cacheKey{id, eviction}] = result{err: err, at: time.Now()}
+}
+
+// Forget drops every remembered result, for tests that change a server's
+// configuration between two locks.
+func Forget() {
+	mu.Lock()
+	defer mu.Unlock()
+	clear(results)
+}
