@@ -6,7 +6,7 @@ LABDIR     = $(wildcard labs/$(LAB)-*)
 BENCHARGS ?=
 STACK     ?= redlock
 
-.PHONY: test deps vet lint lab red exercise progress reset doctor wrongfixes bench bench-quick faults strays up down test-docker help
+.PHONY: test deps vet lint lab red exercise progress reset doctor wrongfixes bench bench-quick faults strays up down test-docker images dev dev-image help
 
 # LOCKLAB_WRONG_FIXES=1: every lab also proves each wrong fix of its
 # exercise caught (labs.WrongFixes), building the lab once per fix.
@@ -21,7 +21,8 @@ deps:
 
 vet:
 	$(GO) vet ./...
-	$(GO) vet -tags docker ./internal/rig/
+	$(GO) vet -tags docker ./internal/rig/ ./labs/...
+	$(GO) vet -tags compose ./internal/composetest/
 
 lint: vet
 	@if command -v staticcheck >/dev/null 2>&1; then staticcheck ./...; \
@@ -88,18 +89,37 @@ bench-quick: deps
 faults: deps
 	$(GO) run ./bench -scenarios faults $(BENCHARGS)
 
+# Docker (docker/README.md). images builds locklab/redis:local from this
+# machine's redis-server, for machines with no registry (the rig's Docker
+# provider and make up use it when redis:7.4 is absent).
+images:
+	docker/build.sh redis
+
 # up/down start and stop a Docker Compose stack: STACK=redlock (5 independent
 # nodes on 127.0.0.1:7101-7105) or STACK=sentinel (primary, replica, 3 sentinels).
 up:
-	docker compose -f compose/$(STACK).yaml up -d --wait
+	docker/compose.sh up $(STACK)
 
 down:
-	docker compose -f compose/$(STACK).yaml down -v
+	docker/compose.sh down $(STACK)
 
-# test-docker runs the rig's Docker provider tests, on a machine with a Docker engine.
+# test-docker runs, on Docker containers (LOCKLAB_PROVIDER=docker): the
+# Docker provider's tests, the rig's tests that hold for any provider that
+# controls servers, and labs 07 and 08 (servers killed, restarted, promoted).
+DOCKER_TESTS ?= ./internal/rig/ ./labs/07-failover/ ./labs/08-redlock/
+DOCKER_RUN   ?= Docker|^Test(KillMakesNodeUnreachable|Restart|ReplicaOf|StartAnswersPing|StartNGivesIndependentNodes)|^TestLab
 test-docker:
-	$(GO) test -race -tags docker ./internal/rig/
+	LOCKLAB_PROVIDER=docker $(GO) test -race -tags docker -count=1 -run '$(DOCKER_RUN)' $(DOCKER_TESTS)
+
+# dev runs CMD (a shell by default) in the dev container: Go, gcc and Redis,
+# for a machine with only Docker; dev-image (re)builds it, from the official
+# Go image, or with OFFLINE=1 from this machine's Go and Debian packages.
+dev:
+	docker/dev.sh $(CMD)
+
+dev-image:
+	docker/build.sh dev $(if $(OFFLINE),--offline)
 
 help:
-	@echo "make test | lab LAB=NN | red LAB=NN | exercise LAB=NN | progress | reset LAB=NN | doctor | wrongfixes LAB=NN | bench | bench-quick | faults | lint | deps | up/down [STACK=redlock|sentinel] | test-docker"
+	@echo "make test | lab LAB=NN | red LAB=NN | exercise LAB=NN | progress | reset LAB=NN | doctor | wrongfixes LAB=NN | bench | bench-quick | faults | lint | deps | up/down [STACK=redlock|sentinel] | test-docker | images | dev [CMD=...] | dev-image [OFFLINE=1]"
 	@echo "LOCKLAB_LONG=1 also runs the slow variants (lab 07's real Sentinel failover)."

@@ -23,9 +23,10 @@ func composePath(name string) string { return filepath.Join(root, "compose", nam
 
 // composeFile is the part of the Compose format the files use. Decoding is
 // strict (KnownFields), so a misspelt key fails the test instead of being
-// ignored as Docker would not ignore it.
+// ignored as Docker would not ignore it. There is no top-level name:
+// docker-compose v1 (Debian 12's) refuses it, so docker/compose.sh names
+// the project (-p locklab-<stack>).
 type composeFile struct {
-	Name     string             `yaml:"name"`
 	Services map[string]service `yaml:"services"`
 	Extra    map[string]any     `yaml:",inline"` // only x-... extension fields
 }
@@ -64,11 +65,11 @@ func load(t *testing.T, name string) composeFile {
 	}
 	for k := range f.Extra {
 		if !strings.HasPrefix(k, "x-") {
-			t.Errorf("%s: unknown top-level key %q (only name, services and x-... extensions)", name, k)
+			t.Errorf("%s: unknown top-level key %q (only services and x-... extensions; docker-compose v1 refuses name and version)", name, k)
 		}
 	}
-	if f.Name == "" || len(f.Services) == 0 {
-		t.Fatalf("%s: name %q, %d services; want a project name and services", name, f.Name, len(f.Services))
+	if len(f.Services) == 0 {
+		t.Fatalf("%s: no services", name)
 	}
 	return f
 }
@@ -83,7 +84,10 @@ func serviceNames(f composeFile) []string {
 	return names
 }
 
-var imageRE = regexp.MustCompile(`^redis:7(\.\d+){0,2}(-[a-z0-9]+)?$`)
+// imageRE is the image every service names: redis:7.x unless
+// LOCKLAB_REDIS_IMAGE names another (docker/compose.sh sets it to the
+// local build, locklab/redis:local, on a machine with no registry).
+var imageRE = regexp.MustCompile(`^\$\{LOCKLAB_REDIS_IMAGE:-redis:7(\.\d+){0,2}(-[a-z0-9]+)?\}$`)
 
 // hostPort is one port a stack takes on the host, for the clash check.
 type hostPort struct {
@@ -170,7 +174,7 @@ func TestRedlockComposeHasFiveIndependentLoopbackNodes(t *testing.T) {
 		s := f.Services[name]
 		where := "redlock.yaml " + name
 		if !imageRE.MatchString(s.Image) {
-			t.Errorf("%s: image %q; want redis:7.x", where, s.Image)
+			t.Errorf("%s: image %q; want ${LOCKLAB_REDIS_IMAGE:-redis:7.x}", where, s.Image)
 		}
 		if s.NetworkMode != "" {
 			t.Errorf("%s: network_mode %q; want the default bridge with a published port", where, s.NetworkMode)
@@ -183,6 +187,13 @@ func TestRedlockComposeHasFiveIndependentLoopbackNodes(t *testing.T) {
 		cmd := strings.Join(s.Command, " ")
 		if len(s.Command) == 0 || s.Command[0] != "redis-server" {
 			t.Errorf("%s: command %q; want redis-server ...", where, s.Command)
+		}
+		// Clients come through Docker's port forwarding, not from the
+		// container's loopback: a redis-server whose protected mode is on
+		// (Debian's, in locklab/redis:local; the official image turns it
+		// off) refuses them.
+		if !strings.Contains(cmd, "--protected-mode no") {
+			t.Errorf("%s: command %q; want --protected-mode no (the port is published on loopback only)", where, s.Command)
 		}
 		if strings.Contains(cmd, "replicaof") || strings.Contains(cmd, "slaveof") {
 			t.Errorf("%s: command %q replicates; Redlock nodes must be independent primaries", where, s.Command)
@@ -209,7 +220,7 @@ func TestSentinelComposeMonitorsItsPrimary(t *testing.T) {
 		where := "sentinel.yaml " + name
 		cmd := strings.Join(s.Command, " ")
 		if !imageRE.MatchString(s.Image) {
-			t.Errorf("%s: image %q; want redis:7.x", where, s.Image)
+			t.Errorf("%s: image %q; want ${LOCKLAB_REDIS_IMAGE:-redis:7.x}", where, s.Image)
 		}
 		// Sentinel hands out the addresses it sees, so the group shares the
 		// host's network, and each server binds loopback itself.
@@ -444,15 +455,25 @@ func TestDocumentedAddressesAreTheComposePorts(t *testing.T) {
 		t.Errorf("no -addrs flag defined in bench/*.go (%d files); compose/README.md documents one", len(benchFiles))
 	}
 
-	// The Makefile's up and down use compose/$(STACK).yaml, the Redlock
-	// file unless STACK says otherwise.
+	// The Makefile's up and down run docker/compose.sh on a stack, the
+	// Redlock one unless STACK says otherwise, and the script reads
+	// compose/<stack>.yaml.
 	mk, err := os.ReadFile(filepath.Join(root, "Makefile"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"STACK     ?= redlock", "compose/$(STACK).yaml up", "compose/$(STACK).yaml down"} {
+	for _, want := range []string{"STACK     ?= redlock", "docker/compose.sh up $(STACK)", "docker/compose.sh down $(STACK)"} {
 		if !bytes.Contains(mk, []byte(want)) {
-			t.Errorf("Makefile lacks %q: make up / make down must run docker compose on compose/redlock.yaml by default, as compose/README.md says", want)
+			t.Errorf("Makefile lacks %q: make up / make down must run docker/compose.sh on compose/redlock.yaml by default, as compose/README.md says", want)
+		}
+	}
+	script, err := os.ReadFile(filepath.Join(root, "docker", "compose.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"file=compose/$stack.yaml", "project=locklab-$stack"} {
+		if !bytes.Contains(script, []byte(want)) {
+			t.Errorf("docker/compose.sh lacks %q; compose/README.md names the projects locklab-redlock and locklab-sentinel", want)
 		}
 	}
 }

@@ -17,8 +17,11 @@
 //     with the reason;
 //   - exec, the default, when redis-server is on PATH (or named by
 //     LOCKLAB_REDIS_SERVER);
-//   - docker, when redis-server is missing and a Docker engine answers (see
-//     docker.go).
+//   - docker, when redis-server is missing and a Docker engine answers, in
+//     binaries built with -tags docker (see docker.go).
+//
+// LOCKLAB_PROVIDER=exec or LOCKLAB_PROVIDER=docker forces one (docker
+// also where redis-server exists); the error then says what is missing.
 //
 // With none of them, [Start] fails the test with a message saying how to
 // install Redis (make deps). It never skips to green.

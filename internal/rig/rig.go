@@ -17,10 +17,16 @@ import (
 // InstallHint is the message shown when no Redis can be found.
 const InstallHint = `no Redis server available to locklab:
   - redis-server is not on PATH (LOCKLAB_REDIS_SERVER can name the binary),
-  - no Docker engine answers, and
+  - no Docker engine answers (or the test binary was built without -tags docker), and
   - LOCKLAB_REDIS_ADDRS (external servers, "host:port,...") is empty.
 Install Redis 7 with "make deps" (Debian/Ubuntu, as root: apt-get install -y redis-server redis-sentinel;
-macOS: brew install redis), or start Docker.`
+macOS: brew install redis), or, with only Docker, run the labs in the dev container (make dev)
+or on Docker containers (go test -tags docker ./..., make test-docker).`
+
+// providerEnv forces a provider: "exec" (redis-server processes) or
+// "docker" (containers; the binary must be built with -tags docker).
+// Unset or empty, the rig picks one (see the package doc).
+const providerEnv = "LOCKLAB_PROVIDER"
 
 // provider makes nodes. Exactly one is chosen per process.
 type provider interface {
@@ -40,30 +46,49 @@ var (
 )
 
 func chooseProvider() (provider, error) {
-	provOnce.Do(func() {
-		if addrs := os.Getenv("LOCKLAB_REDIS_ADDRS"); strings.TrimSpace(addrs) != "" {
-			prov, provErr = newExternal(addrs)
-			return
-		}
-		bin := os.Getenv("LOCKLAB_REDIS_SERVER")
-		if bin == "" {
-			bin, _ = exec.LookPath("redis-server")
-		}
-		if bin != "" {
-			prov = execProvider{bin: bin}
-			return
-		}
-		reason := ""
-		if dockerProvider != nil {
-			var err error
-			if prov, err = dockerProvider(); err == nil {
-				return
-			}
-			reason = "\n(docker: " + err.Error() + ")"
-		}
-		provErr = errors.New(InstallHint + reason)
-	})
+	provOnce.Do(func() { prov, provErr = pickProvider() })
 	return prov, provErr
+}
+
+func pickProvider() (provider, error) {
+	forced := strings.TrimSpace(os.Getenv(providerEnv))
+	addrs := strings.TrimSpace(os.Getenv("LOCKLAB_REDIS_ADDRS"))
+	switch {
+	case forced != "" && forced != "exec" && forced != "docker":
+		return nil, fmt.Errorf("rig: %s=%q; want exec, docker or nothing (the rig chooses)", providerEnv, forced)
+	case forced != "" && addrs != "":
+		return nil, fmt.Errorf("rig: %s=%s and LOCKLAB_REDIS_ADDRS are both set; unset one (external servers are a provider of their own)", providerEnv, forced)
+	case addrs != "":
+		return newExternal(addrs)
+	case forced == "docker":
+		if dockerProvider == nil {
+			return nil, fmt.Errorf("rig: %s=docker, but this test binary was built without the Docker provider: add -tags docker (go test -tags docker ./..., or make test-docker)", providerEnv)
+		}
+		p, err := dockerProvider()
+		if err != nil {
+			return nil, fmt.Errorf("rig: %s=docker: %w", providerEnv, err)
+		}
+		return p, nil
+	}
+	bin := os.Getenv("LOCKLAB_REDIS_SERVER")
+	if bin == "" {
+		bin, _ = exec.LookPath("redis-server")
+	}
+	if bin != "" {
+		return execProvider{bin: bin}, nil
+	}
+	if forced == "exec" {
+		return nil, fmt.Errorf("rig: %s=exec, but redis-server is not on PATH (LOCKLAB_REDIS_SERVER can name it): install Redis 7 with \"make deps\"", providerEnv)
+	}
+	reason := ""
+	if dockerProvider != nil {
+		p, err := dockerProvider()
+		if err == nil {
+			return p, nil
+		}
+		reason = "\n(docker: " + err.Error() + ")"
+	}
+	return nil, errors.New(InstallHint + reason)
 }
 
 // ProviderName names the provider in use ("exec (/usr/bin/redis-server)",
