@@ -16,13 +16,12 @@ import (
 // COMMIT to release), a row per key in pglock_rows.
 func init() {
 	gaveUp := func(err error) bool { return errors.Is(err, pglock.ErrNotObtained) }
-	register(&impl{name: "pglock", nodes: 1, scenarios: otherScenarios, connect: connectPG(false), gaveUp: gaveUp})
-	register(&impl{name: "pglock-row", nodes: 1, scenarios: otherScenarios, connect: connectPG(true), gaveUp: gaveUp})
+	register(&impl{name: "pglock", nodes: 1, scenarios: otherScenarios, noFaults: otherNoFaults, connect: connectPG(false), gaveUp: gaveUp})
+	register(&impl{name: "pglock-row", nodes: 1, scenarios: otherScenarios, noFaults: otherNoFaults, connect: connectPG(true), gaveUp: gaveUp})
 }
 
 func connectPG(row bool) func(e env) (contender, error) {
 	return func(e env) (contender, error) {
-		others.sawRedis(e.addrs[0])
 		dsn, err := others.pgDSN()
 		if err != nil {
 			return contender{}, err

@@ -11,13 +11,12 @@ import (
 // session per contending client (session timeout the common TTL), the lock
 // for key k at /locklab/bench/<k>.
 func init() {
-	register(&impl{name: "zklock", nodes: 1, scenarios: otherScenarios, connect: connectZK, gaveUp: func(err error) bool {
+	register(&impl{name: "zklock", nodes: 1, scenarios: otherScenarios, noFaults: otherNoFaults, connect: connectZK, gaveUp: func(err error) bool {
 		return errors.Is(err, zklock.ErrNotObtained)
 	}})
 }
 
 func connectZK(e env) (contender, error) {
-	others.sawRedis(e.addrs[0])
 	servers, err := others.zkServers()
 	if err != nil {
 		return contender{}, err
