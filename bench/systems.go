@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"sync"
 
@@ -29,9 +30,19 @@ type systemServers struct {
 	pg   *rig.Postgres
 }
 
+// errNotHere is returned by the starters in a fault scoreboard child
+// process: a client process must never start servers of its own (a killed
+// child would leave a whole cluster's directories behind, one per run).
+var errNotHere = errors.New("the locks on etcd, ZooKeeper and PostgreSQL do not run under the fault scoreboard: " + otherNoFaults)
+
+func inFaultChild() bool { return os.Getenv(faultChildEnv) != "" }
+
 // etcdEndpoints returns the cluster's client addresses, starting it if it
 // is not running.
 func (s *systemServers) etcdEndpoints() ([]string, error) {
+	if inFaultChild() {
+		return nil, errNotHere
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.etcd == nil {
@@ -51,6 +62,9 @@ func (s *systemServers) etcdEndpoints() ([]string, error) {
 // zkServers returns the ensemble's client addresses, starting it if it is
 // not running.
 func (s *systemServers) zkServers() ([]string, error) {
+	if inFaultChild() {
+		return nil, errNotHere
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.zk == nil {
@@ -70,6 +84,9 @@ func (s *systemServers) zkServers() ([]string, error) {
 // pgDSN returns the PostgreSQL server's connection URL, starting it if it
 // is not running.
 func (s *systemServers) pgDSN() (string, error) {
+	if inFaultChild() {
+		return "", errNotHere
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.pg == nil {
