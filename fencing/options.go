@@ -2,9 +2,9 @@ package fencing
 
 import (
 	"context"
-	"fmt"
 	"time"
 
+	"github.com/locklab/locklab/internal/args"
 	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/observe"
 )
@@ -68,9 +68,7 @@ func newOptions(opts []Option) (options, error) {
 
 // invalid returns an error wrapping ErrInvalid, in the one shape every
 // locklab lock package uses: "fencing: invalid argument: WithTTL(0s): ...".
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
-}
+func invalid(format string, a ...any) error { return args.Invalid(ErrInvalid, format, a...) }
 
 // WithTTL sets the lease: how long the lock lives in Redis after an
 // acquisition unless [Mutex.Extend] or [Mutex.Unlock] changes that. Redis
@@ -101,8 +99,8 @@ func WithRetry(f DelayFunc) Option {
 // evict keys (maxmemory set, and a maxmemory-policy other than noeviction):
 // an evicted lock key lets a second holder in, and an evicted token
 // counter makes tokens go back, so a fenced store refuses the new holder.
-// The check reads CONFIG GET maxmemory* once a minute per server, where the
-// client and the server allow CONFIG. The default is true.
+// The check reads INFO memory once a minute per server, where the
+// client and the server allow INFO. The default is true.
 func WithEvictionCheck(on bool) Option {
 	return func(o *options) { o.evictionCheck = on }
 }

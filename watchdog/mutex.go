@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locklab/locklab/internal/args"
 	"github.com/locklab/locklab/internal/keyslot"
 	"github.com/locklab/locklab/internal/preflight"
 	"github.com/locklab/locklab/internal/retry"
@@ -94,7 +94,7 @@ func New(client Client, key string, opts ...Option) *Mutex {
 	o, err := newOptions(opts)
 	switch {
 	case err != nil:
-	case client == nil || reflect.ValueOf(client).Kind() == reflect.Pointer && reflect.ValueOf(client).IsNil():
+	case args.IsNil(client):
 		err = invalid("nil client")
 	case key == "":
 		err = invalid("empty key")
