@@ -78,10 +78,10 @@ wrongfixes:
 	LOCKLAB_WRONG_FIXES=1 $(GO) test -count=1 -v -run 'WrongFixes' ./$(LABDIR)/
 
 bench: deps
-	@if [ -d bench ]; then $(GO) run ./bench $(BENCHARGS); else echo "bench: not built yet"; fi
+	$(GO) run ./bench $(BENCHARGS)
 
 bench-quick: deps
-	@if [ -d bench ]; then $(GO) run ./bench -quick $(BENCHARGS); else echo "bench-quick: not built yet"; fi
+	$(GO) run ./bench -quick $(BENCHARGS)
 
 # faults runs the fault scoreboard: every lock under the same nine fault
 # schedules, 20 seeded runs each; writes faults.md, faults.json and a heatmap

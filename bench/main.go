@@ -7,8 +7,8 @@
 //	go run ./bench -scenarios contended -impls correct,redsync-1 -clients 32 -hold 1ms -duration 3s
 //
 // Progress goes to stderr; the tables and the results path to stdout.
-// See DESIGN.md section 7 for the output and report.md's Method section for
-// how each figure is measured.
+// The README's "What the bench measures" describes the output, and
+// report.md's Method section how each figure is measured.
 package main
 
 import (

@@ -195,7 +195,8 @@ type row struct {
 	PerRound []roundFigures `json:"per_round"`
 }
 
-// requiredFields are the summary.json fields DESIGN.md section 7 requires.
+// requiredFields are the summary.json fields every row carries (the README's
+// "What the bench measures" lists them).
 var requiredFields = []string{
 	"impl", "scenario", "clients", "hold_us", "ops_per_sec", "wait_p50_us",
 	"wait_p99_us", "wait_p999_us", "wait_max_us", "jain", "redis_cmds_per_op",

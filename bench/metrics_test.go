@@ -143,8 +143,8 @@ func TestAggregateRatiosSameRound(t *testing.T) {
 	}
 }
 
-// TestSummarySchema checks that a row carries every field DESIGN.md
-// section 7 requires, with JSON types a reader can rely on.
+// TestSummarySchema checks that a row carries every field of the
+// summary.json schema, with JSON types a reader can rely on.
 func TestSummarySchema(t *testing.T) {
 	c := cell{scenario: scContended, clients: 2, keys: 1}
 	rows := aggregate([]*runResult{fakeRun(registry["redsync-1"], c, 0, 10, []int64{5}, []int64{5, 5})},

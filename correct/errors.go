@@ -1,6 +1,10 @@
 package correct
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/locklab/locklab/internal/preflight"
+)
 
 // The sentinel errors below have the same names and meanings in every
 // locklab lock package, so callers (and the labs) can test them with
@@ -36,3 +40,15 @@ var (
 	// returns the error; nothing is sent to Redis.
 	ErrInvalid = errors.New("correct: invalid argument")
 )
+
+// ErrEviction is wrapped by the error Lock and TryLock return for a server
+// that may evict keys (maxmemory with a policy other than noeviction): an
+// evicted lock key lets a second holder in, and nobody is told. See
+// [WithEvictionCheck]. It is one error value in every locklab package.
+var ErrEviction = preflight.ErrEviction
+
+// ErrNoScripting is wrapped by the error Lock and TryLock return when the
+// user may not run the lock's scripts (its ACL lacks EVALSHA or EVAL):
+// the lock would be taken, and could never be released. It is one error
+// value in every locklab package.
+var ErrNoScripting = preflight.ErrNoScripting

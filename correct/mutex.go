@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locklab/locklab/internal/args"
 	"github.com/locklab/locklab/internal/keyslot"
 	"github.com/locklab/locklab/internal/preflight"
 	"github.com/locklab/locklab/internal/retry"
@@ -77,7 +77,7 @@ type Mutex struct {
 func New(client Client, key string, opts ...Option) *Mutex {
 	o, err := newOptions(opts)
 	errs := []error{err}
-	if isNil(client) {
+	if args.IsNil(client) {
 		errs = append(errs, invalid("nil client"))
 	}
 	if key == "" {
@@ -407,16 +407,6 @@ func (m *Mutex) check() error {
 		return invalid("Mutex not made by New")
 	}
 	return m.err
-}
-
-// isNil reports whether c is nil or holds a nil pointer, such as a
-// *redis.Client variable that was never assigned.
-func isNil(c any) bool {
-	if c == nil {
-		return true
-	}
-	v := reflect.ValueOf(c)
-	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // at calls the hook, if any, at the named step.

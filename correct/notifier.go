@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locklab/locklab/internal/args"
 	"github.com/locklab/locklab/internal/keyslot"
 	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/internal/token"
@@ -99,7 +100,7 @@ type registration struct {
 // goroutine that delivers hand-offs. It returns an error if the
 // subscription cannot be made before ctx ends.
 func NewNotifier(ctx context.Context, client NotifyClient) (*Notifier, error) {
-	if isNil(client) {
+	if args.IsNil(client) {
 		return nil, invalid("NewNotifier: nil client")
 	}
 	id := token.New()

@@ -2,9 +2,9 @@ package correct
 
 import (
 	"context"
-	"fmt"
 	"time"
 
+	"github.com/locklab/locklab/internal/args"
 	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/observe"
 )
@@ -47,9 +47,7 @@ func newOptions(opts []Option) (options, error) {
 
 // invalid returns an error wrapping ErrInvalid, in the one shape every
 // locklab lock package uses: "correct: invalid argument: WithTTL(0s): ...".
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
-}
+func invalid(format string, a ...any) error { return args.Invalid(ErrInvalid, format, a...) }
 
 // A DelayFunc returns how long [Mutex.Lock] waits before its next try,
 // given how many tries have failed so far (1 after the first). A delay <= 0
@@ -131,8 +129,8 @@ func WithObserver(f observe.Func) Option {
 // WithEvictionCheck sets whether Lock and TryLock refuse a server that may
 // evict keys (maxmemory set, and a maxmemory-policy other than noeviction):
 // an evicted lock key lets a second holder in, and nobody is told. The
-// check reads CONFIG GET maxmemory* once a minute per server, where the
-// client and the server allow CONFIG; it is skipped where they do not.
+// check reads INFO memory once a minute per server, where the
+// client and the server allow INFO; it is skipped where they do not.
 // Turn it off only for a server whose memory you know the locks will never
 // press. The default is true.
 func WithEvictionCheck(on bool) Option {

@@ -473,11 +473,21 @@ func TestUnfitServerIsRefused(t *testing.T) {
 		preflight.Forget()
 		key := newKey(t)
 		err := correct.New(c, key).Lock(ctx)
-		if err == nil || !strings.Contains(err.Error(), "maxmemory-policy allkeys-lru") || !errors.Is(err, preflight.ErrEviction) {
+		if err == nil || !strings.Contains(err.Error(), "maxmemory-policy allkeys-lru") || !errors.Is(err, correct.ErrEviction) {
 			t.Fatalf("Lock on an evicting server = %v; want an error naming maxmemory-policy allkeys-lru", err)
 		}
 		if n := c.Exists(ctx, key).Val(); n != 0 {
 			t.Errorf("EXISTS after the refused Lock = %d; want 0", n)
+		}
+		// A managed service forbids CONFIG, and allows INFO: the check
+		// still sees.
+		if err := c.Do(ctx, "ACL", "SETUSER", "noconfig", "on", ">pw", "~*", "&*", "+@all", "-config").Err(); err != nil {
+			t.Fatal(err)
+		}
+		preflight.Forget()
+		noConfig := node.Client(func(o *redis.Options) { o.Username, o.Password = "noconfig", "pw" })
+		if err := correct.New(noConfig, key).Lock(ctx); !errors.Is(err, correct.ErrEviction) {
+			t.Fatalf("Lock on an evicting server, as a user without CONFIG = %v; want ErrEviction", err)
 		}
 		m := correct.New(c, key, correct.WithEvictionCheck(false))
 		if err := m.Lock(ctx); err != nil {
@@ -497,7 +507,7 @@ func TestUnfitServerIsRefused(t *testing.T) {
 		preflight.Forget()
 		key := newKey(t)
 		err := correct.New(c, key).Lock(ctx)
-		if err == nil || !errors.Is(err, preflight.ErrNoScripting) || !strings.Contains(err.Error(), "evalsha") {
+		if err == nil || !errors.Is(err, correct.ErrNoScripting) || !strings.Contains(err.Error(), "evalsha") {
 			t.Fatalf("Lock as a user who may not run scripts = %v; want an error naming the missing EVALSHA right", err)
 		}
 		if n := admin.Exists(ctx, key).Val(); n != 0 {

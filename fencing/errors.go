@@ -1,6 +1,10 @@
 package fencing
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/locklab/locklab/internal/preflight"
+)
 
 // ErrNotObtained is returned by [Mutex.Lock] when it gave up: the retry
 // budget set by [WithTries] ran out, or the context ended. In the second case
@@ -24,3 +28,15 @@ var ErrInvalid = errors.New("fencing: invalid argument")
 // row is left unchanged. The wrapping error names the resource, the token
 // the write carried and the newest token the resource has seen.
 var ErrStaleToken = errors.New("fencing: stale token")
+
+// ErrEviction is wrapped by the error Lock and TryLock return for a server
+// that may evict keys (maxmemory with a policy other than noeviction): an
+// evicted lock key lets a second holder in, and nobody is told. See
+// [WithEvictionCheck]. It is one error value in every locklab package.
+var ErrEviction = preflight.ErrEviction
+
+// ErrNoScripting is wrapped by the error Lock and TryLock return when the
+// user may not run the lock's scripts (its ACL lacks EVALSHA or EVAL):
+// the lock would be taken, and could never be released. It is one error
+// value in every locklab package.
+var ErrNoScripting = preflight.ErrNoScripting

@@ -24,13 +24,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locklab/locklab/internal/args"
 	"github.com/locklab/locklab/internal/keyslot"
 	"github.com/locklab/locklab/internal/preflight"
 	"github.com/locklab/locklab/internal/retry"
@@ -90,7 +90,7 @@ func New(client Client, key string, opts ...Option) *Mutex {
 	case m.err != nil:
 	case kerr != nil:
 		m.err = kerr
-	case isNil(client):
+	case args.IsNil(client):
 		m.err = invalid("nil client")
 	}
 	if kerr == nil {
@@ -379,18 +379,4 @@ func (m *Mutex) hook(ctx context.Context, point string) {
 	if m.opts.hook != nil {
 		m.opts.hook(ctx, point)
 	}
-}
-
-// isNil reports whether c is nil or an interface holding a nil pointer (a
-// nil *redis.Client would panic on first use).
-func isNil(c Client) bool {
-	if c == nil {
-		return true
-	}
-	v := reflect.ValueOf(c)
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Func, reflect.Slice, reflect.Chan:
-		return v.IsNil()
-	}
-	return false
 }

@@ -2,35 +2,15 @@ package fencing
 
 import (
 	"context"
-	"fmt"
 	"time"
 
+	"github.com/locklab/locklab/internal/args"
 	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/observe"
 )
 
 // defaultTTL is the lease of a lock when [WithTTL] is not given.
 const defaultTTL = 8 * time.Second
-
-// Hook points passed to the function given to [WithHook]. Each names the
-// step of the protocol about to run or just finished.
-const (
-	// HookBeforeAcquire fires before each run of the acquire script, in
-	// [Mutex.TryLock] and in every attempt of [Mutex.Lock].
-	HookBeforeAcquire = "before-acquire"
-	// HookAcquired fires after the acquire script granted the lock, when
-	// [Mutex.Token] and [Mutex.Until] already report the new hold, before
-	// Lock or TryLock returns. Parking a client here is how a lab pauses a
-	// holder that believes it holds the lock.
-	HookAcquired = "acquired"
-	// HookBeforeRelease fires in [Mutex.Unlock] before the release script.
-	HookBeforeRelease = "before-release"
-	// HookReleased fires in [Mutex.Unlock] after the release script deleted
-	// the lock.
-	HookReleased = "released"
-	// HookBeforeExtend fires in [Mutex.Extend] before the extend script.
-	HookBeforeExtend = "before-extend"
-)
 
 // DelayFunc returns how long [Mutex.Lock] waits after its attempt-th failed
 // attempt (attempt counts from 1) before trying again. A delay <= 0 means
@@ -68,9 +48,7 @@ func newOptions(opts []Option) (options, error) {
 
 // invalid returns an error wrapping ErrInvalid, in the one shape every
 // locklab lock package uses: "fencing: invalid argument: WithTTL(0s): ...".
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
-}
+func invalid(format string, a ...any) error { return args.Invalid(ErrInvalid, format, a...) }
 
 // WithTTL sets the lease: how long the lock lives in Redis after an
 // acquisition unless [Mutex.Extend] or [Mutex.Unlock] changes that. Redis
@@ -101,8 +79,8 @@ func WithRetry(f DelayFunc) Option {
 // evict keys (maxmemory set, and a maxmemory-policy other than noeviction):
 // an evicted lock key lets a second holder in, and an evicted token
 // counter makes tokens go back, so a fenced store refuses the new holder.
-// The check reads CONFIG GET maxmemory* once a minute per server, where the
-// client and the server allow CONFIG. The default is true.
+// The check reads INFO memory once a minute per server, where the
+// client and the server allow INFO. The default is true.
 func WithEvictionCheck(on bool) Option {
 	return func(o *options) { o.evictionCheck = on }
 }

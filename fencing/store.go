@@ -77,9 +77,9 @@ type Store struct {
 func OpenStore(ctx context.Context, path string) (*Store, error) {
 	switch {
 	case path == "":
-		return nil, fmt.Errorf("%w: empty store path", ErrInvalid)
+		return nil, invalid("empty store path")
 	case strings.Contains(path, "?"):
-		return nil, fmt.Errorf("%w: store path %q contains '?'", ErrInvalid, path)
+		return nil, invalid("store path %q contains '?'", path)
 	}
 	dsn := fmt.Sprintf("%s?_pragma=busy_timeout(%d)", path, storeBusyTimeout)
 	if path != ":memory:" {
@@ -109,7 +109,7 @@ func OpenStore(ctx context.Context, path string) (*Store, error) {
 // caller owns it.
 func NewStore(ctx context.Context, db *sql.DB) (*Store, error) {
 	if db == nil {
-		return nil, fmt.Errorf("%w: nil *sql.DB", ErrInvalid)
+		return nil, invalid("nil *sql.DB")
 	}
 	s := &Store{db: db}
 	if err := s.init(ctx); err != nil {
@@ -140,7 +140,7 @@ func (s *Store) Write(ctx context.Context, id, data string, tok Token) error {
 		return err
 	}
 	if tok == 0 || tok > math.MaxInt64 {
-		return fmt.Errorf("%w: write %q with token %d (want 1 to 2^63-1)", ErrInvalid, id, tok)
+		return invalid("write %q with token %d (want 1 to 2^63-1)", id, tok)
 	}
 	res, err := s.db.ExecContext(ctx, writeSQL, id, data, int64(tok))
 	if err != nil {
@@ -185,7 +185,7 @@ func (s *Store) Read(ctx context.Context, id string) (data string, last Token, e
 // errors.
 func (s *Store) Close() error {
 	if s == nil {
-		return fmt.Errorf("%w: nil *Store", ErrInvalid)
+		return invalid("nil *Store")
 	}
 	if !s.own {
 		return nil
@@ -199,9 +199,9 @@ func (s *Store) Close() error {
 func (s *Store) checkArgs(id string) error {
 	switch {
 	case s == nil || s.db == nil:
-		return fmt.Errorf("%w: nil *Store (use OpenStore or NewStore)", ErrInvalid)
+		return invalid("nil *Store (use OpenStore or NewStore)")
 	case id == "":
-		return fmt.Errorf("%w: empty resource id", ErrInvalid)
+		return invalid("empty resource id")
 	}
 	return nil
 }

@@ -26,7 +26,6 @@ package fencing
 //
 
 import (
-	"fmt"
 	"strconv"
 
 	"github.com/locklab/locklab/internal/keyslot"
@@ -57,7 +56,7 @@ const counterSuffix = ":fence"
 // its slot. Only the empty key is refused.
 func counterKey(key string) (string, error) {
 	if key == "" {
-		return "", fmt.Errorf("%w: empty key", ErrInvalid)
+		return "", invalid("empty key")
 	}
 	return keyslot.Base(key) + counterSuffix, nil
 }

@@ -26,6 +26,9 @@ type Env struct {
 	Spread bool `json:"spread,omitempty"`
 	// SlowSubscribe delays the client's SUBSCRIBEs (see [SlowSubscribe]).
 	SlowSubscribe bool `json:"slow_subscribe,omitempty"`
+	// Defaults makes the client's pools go-redis's own defaults, as users
+	// run it (see [GoRedisDefaults]).
+	Defaults bool `json:"defaults,omitempty"`
 
 	hook func(ctx context.Context, point string)
 
@@ -41,6 +44,12 @@ type ClientOption func(*Env)
 // Addrs points a client at these servers instead of the scene's nodes, for
 // example at a promoted replica or a fault proxy.
 func Addrs(addrs ...string) ClientOption { return func(e *Env) { e.Addrs = addrs } }
+
+// GoRedisDefaults gives one client go-redis on its default options
+// (rig.UserOptions), as users run it: a command whose reply is lost is
+// sent again, up to 3 times. The harness's clients otherwise never retry,
+// so that a lab sees every network error.
+func GoRedisDefaults() ClientOption { return func(e *Env) { e.Defaults = true } }
 
 // Param sets one parameter for one client (see [Env.Param]).
 func Param(name, value string) ClientOption {
@@ -66,7 +75,11 @@ func (e *Env) Redis(i int) *redis.Client {
 	if i < 0 || i >= len(e.Addrs) {
 		panic(fmt.Sprintf("labs: Env.Redis(%d) but the scene has %d nodes", i, len(e.Addrs)))
 	}
-	c := e.newClient(rig.ClientOptions(e.Addrs[i]))
+	opts := rig.ClientOptions(e.Addrs[i])
+	if e.Defaults {
+		opts = rig.UserOptions(e.Addrs[i])
+	}
+	c := e.newClient(opts)
 	e.conns[i] = c
 	return c
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/locklab/locklab/correct"
 	"github.com/locklab/locklab/naive"
 	"github.com/locklab/locklab/redlock"
+	"github.com/locklab/locklab/reentrant"
 )
 
 // Recipes every lab may use, registered once here so that no lab copies
@@ -32,6 +33,16 @@ var (
 	})
 	GetThenDelete = Register("naive-get-then-delete", func(e *Env) Locker {
 		return naive.NewGetThenDelete(e.Redis(0), e.Key, naive.WithTTL(e.TTL), naive.WithHook(e.Hook))
+	})
+	Counted = Register("naive-counted", func(e *Env) Locker {
+		return naive.NewCounted(e.Redis(0), e.Key, naive.WithTTL(e.TTL), naive.WithHook(e.Hook))
+	})
+
+	// Reentrant is package reentrant's Mutex on the first node, run as one
+	// call path per client ([CallPath]): a count per owner in a Redis
+	// hash, each call safe to send twice.
+	Reentrant = Register("reentrant", func(e *Env) Locker {
+		return NewCallPath(reentrant.New(e.Redis(0), e.Key, reentrant.WithTTL(e.TTL), reentrant.WithHook(e.Hook)))
 	})
 )
 

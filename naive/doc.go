@@ -18,11 +18,15 @@
 //   - [BlindRenewal] is the "watchdog" from popular tutorials: a goroutine
 //     that renews with a plain EXPIRE, without checking the owner, so it
 //     renews a lock that now belongs to someone else (lab 05).
+//   - [Counted] is a reentrant lock whose scripts count every run: when a
+//     reply is lost and go-redis sends the command again, a nested Unlock
+//     takes two counts back and frees the outer hold (lab 12).
 //
 // Each mistake's race window is a named hook point ([HookAfterSetNX],
 // [HookAfterGetEmpty], [HookBeforeDel], [HookAfterGetMatch],
 // [HookBeforeRenew]) where the labs' step controller parks a client to force
-// the bad interleaving every time, instead of hoping for it.
+// the bad interleaving every time, instead of hoping for it. Counted's
+// window is the network: lab 12 loses a reply for real, in the rig's proxy.
 //
 // What the types share: a Mutex per holder made by its constructor, a
 // random 128-bit token per acquisition, Lock polling TryLock every

@@ -9,6 +9,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locklab/locklab/internal/args"
+	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/internal/token"
 )
 
@@ -36,14 +38,16 @@ type lock struct {
 }
 
 func (l *lock) init(client Client, key string, opts []Option) {
-	l.client, l.key, l.opts = client, key, newOptions(opts)
+	var err error
+	l.client, l.key = client, key
+	l.opts, err = newOptions(opts)
 	switch {
-	case client == nil:
-		l.err = fmt.Errorf("%w: nil client", ErrInvalid)
+	case args.IsNil(client):
+		l.err = invalid("nil client")
 	case key == "":
-		l.err = fmt.Errorf("%w: empty key", ErrInvalid)
-	case l.opts.err != nil:
-		l.err = fmt.Errorf("%w: ttl %v is not positive", ErrInvalid, l.opts.ttl)
+		l.err = invalid("empty key")
+	case err != nil:
+		l.err = err
 	}
 }
 
@@ -81,27 +85,18 @@ func (l *lock) hook(ctx context.Context, point string) {
 // poll calls try every poll interval until it takes the lock, fails, or
 // ctx ends.
 func (l *lock) poll(ctx context.Context, try func(context.Context) (bool, error)) error {
-	for {
-		if err := ctx.Err(); err != nil {
-			return errors.Join(ErrNotObtained, err)
-		}
+	fixed := retry.Policy{Delay: func(int) time.Duration { return l.opts.poll }}
+	return retry.Do(ctx, fixed, ErrNotObtained, func(ctx context.Context, _ int) (bool, error) {
 		ok, err := try(ctx)
 		if err != nil {
-			if cerr := ctxErr(ctx); cerr != nil {
+			if cerr := retry.CtxErr(ctx); cerr != nil {
 				// The deadline cut a command short (go-redis reports an
 				// i/o timeout): the context ended the wait, not Redis.
-				return errors.Join(ErrNotObtained, cerr)
+				return false, errors.Join(ErrNotObtained, cerr)
 			}
 		}
-		if err != nil || ok {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return errors.Join(ErrNotObtained, ctx.Err())
-		case <-time.After(l.opts.poll):
-		}
-	}
+		return ok, err
+	})
 }
 
 // release runs the owner-checked release script for tok.
@@ -131,18 +126,4 @@ func (l *lock) setNXPX(ctx context.Context) (bool, error) {
 	}
 	l.held(tok)
 	return true, nil
-}
-
-// ctxErr returns ctx.Err(), or context.DeadlineExceeded once ctx's
-// deadline has passed even if ctx has not noticed yet: go-redis sets socket
-// deadlines from ctx, and its "i/o timeout" can come before the context's
-// own timer fires.
-func ctxErr(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
-		return context.DeadlineExceeded
-	}
-	return nil
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locklab/locklab/internal/faultproxy"
 	"github.com/locklab/locklab/internal/leakcheck"
 	"github.com/locklab/locklab/internal/rig"
 	"github.com/locklab/locklab/labs"
@@ -29,6 +31,7 @@ var (
 	_ labs.Locker = (*naive.BlindDelete)(nil)
 	_ labs.Locker = (*naive.GetThenDelete)(nil)
 	_ labs.Locker = (*naive.BlindRenewal)(nil)
+	_ labs.Locker = (*naive.Counted)(nil)
 )
 
 var keySeq atomic.Int64
@@ -55,6 +58,13 @@ var kinds = map[string]maker{
 	"BlindDelete":     func(c naive.Client, k string, o ...naive.Option) locker { return naive.NewBlindDelete(c, k, o...) },
 	"GetThenDelete":   func(c naive.Client, k string, o ...naive.Option) locker { return naive.NewGetThenDelete(c, k, o...) },
 	"BlindRenewal":    func(c naive.Client, k string, o ...naive.Option) locker { return naive.NewBlindRenewal(c, k, o...) },
+}
+
+// allKinds is kinds and Counted, whose key is a hash, not a token.
+func allKinds() map[string]maker {
+	m := maps.Clone(kinds)
+	m["Counted"] = func(c naive.Client, k string, o ...naive.Option) locker { return naive.NewCounted(c, k, o...) }
+	return m
 }
 
 // Without the bad interleaving, every naive lock behaves like a lock.
@@ -94,7 +104,7 @@ func TestUncontendedLockUnlock(t *testing.T) {
 func TestBadInput(t *testing.T) {
 	ctx := t.Context()
 	c := client(t)
-	for name, mk := range kinds {
+	for name, mk := range allKinds() {
 		t.Run(name, func(t *testing.T) {
 			tests := []struct {
 				name string
@@ -148,7 +158,7 @@ func TestUnreachableRedis(t *testing.T) {
 	if err := n.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	for name, mk := range kinds {
+	for name, mk := range allKinds() {
 		err := mk(c, lockKey()).Lock(t.Context())
 		if err == nil || errors.Is(err, naive.ErrNotObtained) {
 			t.Errorf("%s.Lock() on a dead server = %v; want the transport error", name, err)
@@ -321,5 +331,50 @@ func waitGone(t *testing.T, c *redis.Client, key string) {
 			t.Fatalf("%s still exists after 10s", key)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// Counted is reentrant and owner-checked; its mistake is the second run of
+// a script, which go-redis sends when a reply is lost (lab 12).
+func TestCountedCountsEveryRun(t *testing.T) {
+	ctx := t.Context()
+	c := client(t)
+	key := lockKey()
+	p := faultproxy.Start(t, redisAddr)
+	retrying := redis.NewClient(rig.UserOptions(p.Addr())) // go-redis's defaults: retries on
+	t.Cleanup(func() { retrying.Close() })
+	a, b := naive.NewCounted(retrying, key), naive.NewCounted(c, key)
+	for range 2 {
+		if err := a.Lock(ctx); err != nil {
+			t.Fatalf("Lock() = %v", err)
+		}
+	}
+	if n, err := c.HGet(ctx, key, a.Token()).Int(); n != 2 || err != nil {
+		t.Fatalf("HGET count after two Locks = %d, %v; want 2", n, err)
+	}
+	if ok, err := b.TryLock(ctx); ok || err != nil {
+		t.Fatalf("B.TryLock() while A holds = %v, %v; want false, nil", ok, err)
+	}
+	// B's refused Unlock has also loaded the release script, so the reply
+	// lost below is the script's, not a NOSCRIPT.
+	if err := b.Unlock(ctx); !errors.Is(err, naive.ErrNotHeld) {
+		t.Fatalf("B.Unlock() = %v; want ErrNotHeld", err)
+	}
+
+	lost := p.DropReply(faultproxy.Match{Key: key}, 1)
+	if err := a.Unlock(ctx); err != nil {
+		t.Fatalf("inner Unlock() with its reply lost = %v; want nil (go-redis sent it again)", err)
+	}
+	if lost.Hits() != 1 {
+		t.Fatalf("the proxy lost %d replies; want 1", lost.Hits())
+	}
+	if n, _ := c.Exists(ctx, key).Result(); n != 0 {
+		t.Fatalf("after one Unlock of two, sent twice, the key still exists; Counted is meant to count the second run too")
+	}
+	if ok, err := b.TryLock(ctx); !ok || err != nil {
+		t.Fatalf("B.TryLock() after A's doubled Unlock = %v, %v; want true: A's outer hold is gone", ok, err)
+	}
+	if err := b.Unlock(ctx); err != nil {
+		t.Fatalf("B.Unlock() = %v", err)
 	}
 }

@@ -3,6 +3,8 @@ package redlock
 import (
 	"errors"
 	"fmt"
+
+	"github.com/locklab/locklab/internal/preflight"
 )
 
 // ErrNotObtained is returned by [Mutex.Lock] when it gives up: every
@@ -63,3 +65,15 @@ func (e *NodeError) Unwrap() error { return e.Err }
 // errNodeTimeout is the Err of a NodeError for a node that did not reply
 // within the per-node timeout.
 var errNodeTimeout = errors.New("no reply within the per-node timeout")
+
+// ErrEviction is wrapped by the error Lock and TryLock return for a node
+// that may evict keys (maxmemory with a policy other than noeviction): an
+// evicted lock key lets a second holder in, and nobody is told. See
+// [WithEvictionCheck]. It is one error value in every locklab package.
+var ErrEviction = preflight.ErrEviction
+
+// ErrNoScripting is wrapped by the error Lock and TryLock return when the
+// user may not run the lock's scripts (its ACL lacks EVALSHA or EVAL):
+// the lock would be taken, and could never be released. It is one error
+// value in every locklab package.
+var ErrNoScripting = preflight.ErrNoScripting

@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locklab/locklab/internal/args"
 	"github.com/locklab/locklab/internal/preflight"
 	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/internal/token"
@@ -94,8 +94,8 @@ func (m *Mutex) validate() error {
 	}
 	same := make([]string, len(m.clients)) // canonical addresses
 	for i, c := range m.clients {
-		if isNil(c) {
-			return invalid("client %d is nil (%T)", i, c)
+		if args.IsNil(c) {
+			return invalid("nil client: clients[%d]", i)
 		}
 		m.addrs[i] = addrOf(c)
 		if m.addrs[i] == "" {
@@ -180,7 +180,7 @@ func (m *Mutex) lock(ctx context.Context) error {
 // or is slow, is left to the rounds (a minority may be down), and its
 // check goes on in the background, within the per-node timeout.
 func (m *Mutex) ready(ctx context.Context) error {
-	if err := ctxErr(ctx); err != nil {
+	if err := retry.CtxErr(ctx); err != nil {
 		return errors.Join(ErrNotObtained, err)
 	}
 	results := make(chan error, len(m.clients)) // room for all: no goroutine blocks
@@ -384,12 +384,12 @@ func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) error {
 	if tok == "" {
 		return ErrNotHeld
 	}
-	if err := ctxErr(ctx); err != nil {
+	if err := retry.CtxErr(ctx); err != nil {
 		return fmt.Errorf("redlock: extend %q: %w", m.key, err)
 	}
 	start := time.Now()
 	res, elapsed := m.extendRound(ctx, tok, ttl)
-	switch err := ctxErr(ctx); {
+	switch err := retry.CtxErr(ctx); {
 	case err != nil:
 		return fmt.Errorf("redlock: extend %q: %w", m.key, err)
 	case m.unreachable(res):
@@ -445,16 +445,6 @@ func (m *Mutex) hook(ctx context.Context, point string) {
 	if m.opts.hook != nil {
 		m.opts.hook(ctx, point)
 	}
-}
-
-// isNil reports whether c is nil or holds a nil pointer, such as a
-// *redis.Client variable that was never assigned.
-func isNil(c any) bool {
-	if c == nil {
-		return true
-	}
-	v := reflect.ValueOf(c)
-	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // addrOf returns the address of the node behind c, or "" if c does not

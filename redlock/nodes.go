@@ -7,6 +7,8 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+
+	"github.com/locklab/locklab/internal/retry"
 )
 
 // This file is the transport: one call per node, in parallel, bounded by
@@ -160,7 +162,7 @@ func (m *Mutex) fanOut(parent context.Context, enough int, call nodeCall, done l
 			rp.pending = true // released when its earlier call ends
 		case s.err != nil:
 			err := s.err
-			if ctxErr(parent) == nil && isTimeout(err) {
+			if retry.CtxErr(parent) == nil && isTimeout(err) {
 				// A client that honours deadlines gives up with its own
 				// error as the per-node timeout fires; say which it was.
 				err = fmt.Errorf("%w (%v): %w", errNodeTimeout, m.opts.nodeTimeout, err)

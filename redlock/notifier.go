@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locklab/locklab/internal/args"
 	"github.com/locklab/locklab/internal/keyslot"
 	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/internal/token"
@@ -93,16 +94,16 @@ type Notifier struct {
 // ends.
 func NewNotifier(ctx context.Context, clients []NotifyClient) (*Notifier, error) {
 	if len(clients) == 0 {
-		return nil, fmt.Errorf("%w: notifier: no clients", ErrInvalid)
+		return nil, invalid("NewNotifier: no clients")
 	}
 	addrs := make([]string, len(clients))
 	for i, c := range clients {
-		if isNil(c) {
-			return nil, fmt.Errorf("%w: notifier: client %d is nil (%T)", ErrInvalid, i, c)
+		if args.IsNil(c) {
+			return nil, invalid("NewNotifier: nil client: clients[%d]", i)
 		}
 		addrs[i] = addrOf(c)
 		if j := slices.Index(addrs[:i], addrs[i]); addrs[i] != "" && j >= 0 {
-			return nil, fmt.Errorf("%w: notifier: clients %d and %d both address %s", ErrInvalid, j, i, addrs[i])
+			return nil, invalid("NewNotifier: clients %d and %d both address %s", j, i, addrs[i])
 		}
 	}
 	n := &Notifier{
@@ -356,11 +357,11 @@ func (n *Notifier) unregister(id string) {
 // the nodes at addrs, in that order (where both sides know the address).
 func (n *Notifier) check(addrs []string) error {
 	if len(n.addrs) != len(addrs) {
-		return fmt.Errorf("%w: the notifier watches %d nodes, the Mutex uses %d", ErrInvalid, len(n.addrs), len(addrs))
+		return invalid("the notifier watches %d nodes, the Mutex uses %d", len(n.addrs), len(addrs))
 	}
 	for i, a := range addrs {
 		if a != "" && n.addrs[i] != "" && a != n.addrs[i] {
-			return fmt.Errorf("%w: node %d is %s for the Mutex but %s for the notifier", ErrInvalid, i, a, n.addrs[i])
+			return invalid("node %d is %s for the Mutex but %s for the notifier", i, a, n.addrs[i])
 		}
 	}
 	return nil

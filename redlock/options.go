@@ -2,10 +2,10 @@ package redlock
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"time"
 
+	"github.com/locklab/locklab/internal/args"
 	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/observe"
 )
@@ -155,8 +155,8 @@ func WithRetry(f DelayFunc) Option {
 // WithEvictionCheck sets whether Lock and TryLock refuse nodes that may
 // evict keys (maxmemory set, and a maxmemory-policy other than noeviction):
 // an evicted key on a majority of nodes lets a second holder in, and
-// nobody is told. The check reads CONFIG GET maxmemory* once a minute per
-// node, where the client and the node allow CONFIG. The default is true.
+// nobody is told. The check reads INFO memory once a minute per
+// node, where the client and the node allow INFO. The default is true.
 func WithEvictionCheck(on bool) Option {
 	return func(o *options) { o.evictionCheck = on }
 }
@@ -209,15 +209,13 @@ func newOptions(opts []Option) (options, error) {
 
 // invalid records the first invalid argument, in the one shape every
 // locklab lock package uses: "redlock: invalid argument: WithTTL(0s): ...".
-func (o *options) invalid(format string, args ...any) {
+func (o *options) invalid(format string, a ...any) {
 	if o.err == nil {
-		o.err = invalid(format, args...)
+		o.err = invalid(format, a...)
 	}
 }
 
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
-}
+func invalid(format string, a ...any) error { return args.Invalid(ErrInvalid, format, a...) }
 
 // defaultNodeTimeout is 5% of ttl, at least minNodeTimeout, at most ttl/2.
 func defaultNodeTimeout(ttl time.Duration) time.Duration {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/keyslot"
+	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/internal/token"
 )
 
@@ -227,7 +228,7 @@ func (w *waiter) partial() bool {
 // the last Lock or Unlock showed other clients waiting, it waits in the
 // queues.
 func (m *Mutex) lockQueued(ctx context.Context) error {
-	if err := ctxErr(ctx); err != nil {
+	if err := retry.CtxErr(ctx); err != nil {
 		return errors.Join(ErrNotObtained, err)
 	}
 	n := m.opts.notifier
@@ -418,7 +419,7 @@ func (w *waiter) roundOnce(ctx context.Context, old string) (err error, again bo
 	}
 	w.ahead = max(w.ahead, 0)
 	w.reg.take(w.held) // hand-offs that came before the replies
-	switch err := ctxErr(ctx); {
+	switch err := retry.CtxErr(ctx); {
 	case err != nil:
 		return w.abandon(ctx, errors.Join(ErrNotObtained, err)), false
 	case m.unreachable(res) && res.onlyTimeouts():

@@ -213,7 +213,7 @@ func (a *attempt) giveUp() (now []bool) {
 // answered. GET makes the SET safe to send twice: a node whose first reply
 // was lost, and that go-redis asked again, answers with our own token.
 func (m *Mutex) setRound(ctx context.Context, a *attempt) (outcome, result, error) {
-	if err := ctxErr(ctx); err != nil {
+	if err := retry.CtxErr(ctx); err != nil {
 		return failed, result{}, errors.Join(ErrNotObtained, err)
 	}
 	ttl := m.opts.ttl
@@ -240,7 +240,7 @@ func (m *Mutex) setRound(ctx context.Context, a *attempt) (outcome, result, erro
 		}
 	}
 	elapsed := time.Since(start)
-	switch err := ctxErr(ctx); {
+	switch err := retry.CtxErr(ctx); {
 	case err != nil:
 		return failed, res, errors.Join(ErrNotObtained, err)
 	case res.ok >= m.quorum():
@@ -349,7 +349,3 @@ func (m *Mutex) extendRound(ctx context.Context, tok string, ttl time.Duration) 
 	}, nil)
 	return res, time.Since(start)
 }
-
-// ctxErr is retry.CtxErr: ctx's error, or DeadlineExceeded once its
-// deadline has passed even if ctx has not noticed yet.
-func ctxErr(ctx context.Context) error { return retry.CtxErr(ctx) }

@@ -1,6 +1,10 @@
 package reentrant
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/locklab/locklab/internal/preflight"
+)
 
 // ErrNotObtained is returned by [Mutex.Lock] when it gave up: every try
 // found the lock held by another owner. When the context ended the wait,
@@ -18,3 +22,15 @@ var ErrNotHeld = errors.New("reentrant: lock not held")
 // by every method), a context without an owner, or an empty owner. The
 // error names the argument.
 var ErrInvalid = errors.New("reentrant: invalid argument")
+
+// ErrEviction is wrapped by the error Lock and TryLock return for a server
+// that may evict keys (maxmemory with a policy other than noeviction): an
+// evicted lock key lets a second holder in, and nobody is told. See
+// [WithEvictionCheck]. It is one error value in every locklab package.
+var ErrEviction = preflight.ErrEviction
+
+// ErrNoScripting is wrapped by the error Lock and TryLock return when the
+// user may not run the lock's scripts (its ACL lacks EVALSHA or EVAL):
+// the lock would be taken, and could never be released. It is one error
+// value in every locklab package.
+var ErrNoScripting = preflight.ErrNoScripting

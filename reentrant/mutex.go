@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locklab/locklab/internal/args"
 	"github.com/locklab/locklab/internal/keyslot"
 	"github.com/locklab/locklab/internal/preflight"
 	"github.com/locklab/locklab/internal/retry"
@@ -27,20 +27,6 @@ const probeOwner = "preflight-probe"
 type Client interface {
 	redis.Scripter
 }
-
-// Hook points, passed to the function given to [WithHook].
-const (
-	// HookBeforeAcquire fires before each run of the acquire script.
-	HookBeforeAcquire = "before-acquire"
-	// HookAcquired fires after the acquire script took or re-entered the
-	// lock, before Lock returns.
-	HookAcquired = "acquired"
-	// HookBeforeRelease fires before the release script runs.
-	HookBeforeRelease = "before-release"
-	// HookReleased fires after the release script decremented the count
-	// (and deleted the key if it reached 0).
-	HookReleased = "released"
-)
 
 // Mutex is a counted, reentrant lock on one Redis key. The owner of each
 // call is the [Owner] carried by its context ([WithOwner]). Create it with
@@ -77,7 +63,7 @@ func New(client Client, key string, opts ...Option) *Mutex {
 	o, err := newOptions(opts)
 	switch {
 	case err != nil:
-	case client == nil || reflect.ValueOf(client).Kind() == reflect.Pointer && reflect.ValueOf(client).IsNil():
+	case args.IsNil(client):
 		err = invalid("nil client")
 	case key == "":
 		err = invalid("empty key")

@@ -3,9 +3,9 @@ package reentrant
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
+	"github.com/locklab/locklab/internal/args"
 	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/observe"
 )
@@ -74,8 +74,8 @@ func WithTries(n int) Option {
 // WithEvictionCheck sets whether Lock and TryLock refuse a server that may
 // evict keys (maxmemory set, and a maxmemory-policy other than noeviction):
 // an evicted lock key lets a second owner in, and nobody is told. The
-// check reads CONFIG GET maxmemory* once a minute per server, where the
-// client and the server allow CONFIG. The default is true.
+// check reads INFO memory once a minute per server, where the
+// client and the server allow INFO. The default is true.
 func WithEvictionCheck(on bool) Option {
 	return func(o *options) { o.evictionCheck = on }
 }
@@ -110,13 +110,11 @@ func WithObserver(f observe.Func) Option {
 
 // invalid records an invalid argument, in the one shape every locklab lock
 // package uses: "reentrant: invalid argument: WithTTL(0s): ...".
-func (o *options) invalid(format string, args ...any) {
-	o.errs = append(o.errs, invalid(format, args...))
+func (o *options) invalid(format string, a ...any) {
+	o.errs = append(o.errs, invalid(format, a...))
 }
 
-func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: "+format, append([]any{ErrInvalid}, args...)...)
-}
+func invalid(format string, a ...any) error { return args.Invalid(ErrInvalid, format, a...) }
 
 func newOptions(opts []Option) (options, error) {
 	o := options{ttl: defaultTTL, evictionCheck: true}

@@ -1,6 +1,10 @@
 package watchdog
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/locklab/locklab/internal/preflight"
+)
 
 // ErrNotObtained is returned by [Mutex.Lock] when it gave up: every try
 // found the lock taken. When the context ended the wait, the error is
@@ -27,3 +31,15 @@ var ErrReleased = errors.New("watchdog: lock released")
 // ErrMaxHold is the cause of the holder's context when the hold reached the
 // cap set by [WithMaxHold]. A [Mutex] releases the lock at that moment.
 var ErrMaxHold = errors.New("watchdog: maximum hold time reached")
+
+// ErrEviction is wrapped by the error Lock and TryLock return for a server
+// that may evict keys (maxmemory with a policy other than noeviction): an
+// evicted lock key lets a second holder in, and nobody is told. See
+// [WithEvictionCheck]. It is one error value in every locklab package.
+var ErrEviction = preflight.ErrEviction
+
+// ErrNoScripting is wrapped by the error Lock and TryLock return when the
+// user may not run the lock's scripts (its ACL lacks EVALSHA or EVAL):
+// the lock would be taken, and could never be released. It is one error
+// value in every locklab package.
+var ErrNoScripting = preflight.ErrNoScripting

@@ -108,7 +108,7 @@ const (
 func Keep(ctx context.Context, e Extender, opts ...Option) (*Lease, error) {
 	o, err := newOptions(opts)
 	if err == nil && e == nil {
-		err = fmt.Errorf("watchdog: Keep: nil Extender: %w", ErrInvalid)
+		err = invalid("Keep: nil Extender")
 	}
 	if err != nil {
 		return nil, err

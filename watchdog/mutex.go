@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locklab/locklab/internal/args"
 	"github.com/locklab/locklab/internal/keyslot"
 	"github.com/locklab/locklab/internal/preflight"
 	"github.com/locklab/locklab/internal/retry"
@@ -31,30 +31,6 @@ type Client interface {
 	redis.Scripter
 	SetArgs(ctx context.Context, key string, value any, a redis.SetArgs) *redis.StatusCmd
 }
-
-// Hook points, passed to the function given to [WithHook].
-const (
-	// HookBeforeAcquire fires before each SET NX try.
-	HookBeforeAcquire = "before-acquire"
-	// HookAcquired fires after SET NX succeeded, before Lock returns.
-	HookAcquired = "acquired"
-	// HookBeforeRenew fires in the refresher before each renewal. A hook
-	// that blocks here delays the renewal: a paused holder.
-	HookBeforeRenew = "before-renew"
-	// HookRenewed fires in the refresher after a renewal succeeded.
-	HookRenewed = "renewed"
-	// HookRenewFailed fires in the refresher after a renewal failed with
-	// an error that does not mean loss (a transport error); it is retried.
-	HookRenewFailed = "renew-failed"
-	// HookLost fires once when the lock is found lost: a renewal was
-	// refused or the lease ran out.
-	HookLost = "lost"
-	// HookBeforeRelease fires before the release script runs, in Unlock
-	// or in the refresher (holder's context ended, or the cap).
-	HookBeforeRelease = "before-release"
-	// HookReleased fires after the release script deleted the key.
-	HookReleased = "released"
-)
 
 // notHeldCtx is what Context returns before the first Lock.
 var notHeldCtx = func() context.Context {
@@ -94,7 +70,7 @@ func New(client Client, key string, opts ...Option) *Mutex {
 	o, err := newOptions(opts)
 	switch {
 	case err != nil:
-	case client == nil || reflect.ValueOf(client).Kind() == reflect.Pointer && reflect.ValueOf(client).IsNil():
+	case args.IsNil(client):
 		err = invalid("nil client")
 	case key == "":
 		err = invalid("empty key")

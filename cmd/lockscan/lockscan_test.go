@@ -142,6 +142,56 @@ func bucketCount(r *Report, label string) int {
 	return -1
 }
 
+// TestEvictingServerIsReported: a server with maxmemory and a policy that
+// evicts is named in the report and exits 4 when nothing leaked (3 wins
+// when something did); a user without INFO sees "unknown", and no alert.
+func TestEvictingServerIsReported(t *testing.T) {
+	node := rig.Start(t, rig.WithArgs("--maxmemory", "64mb", "--maxmemory-policy", "volatile-lru"))
+	c := node.Client()
+	ctx := t.Context()
+	if err := c.Set(ctx, "lock:job", "tok", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := lockscan(t, nil, "-addr", node.Addr())
+	if code != exitEvicts || !strings.Contains(out, "volatile-lru") || !strings.Contains(out, "YES: a held lock can vanish") {
+		t.Errorf("lockscan on an evicting server: exit %d; want %d naming volatile-lru\n%s%s", code, exitEvicts, out, errOut)
+	}
+	code, r := scanJSON(t, "-addr", node.Addr())
+	if code != exitEvicts || r.Evicting != 1 || len(r.Servers) != 1 {
+		t.Fatalf("JSON: exit %d, evicting %d, servers %v; want %d, 1, one server", code, r.Evicting, r.Servers, exitEvicts)
+	}
+	if s := r.Servers[0]; !s.Checked || !s.Evicts || s.Maxmemory != 64<<20 || s.Policy != "volatile-lru" || s.Addr != node.Addr() {
+		t.Errorf("server = %+v; want %s checked, evicting, 64 MiB, volatile-lru", s, node.Addr())
+	}
+	if err := c.Set(ctx, "lock:leak", "tok", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, _ := lockscan(t, nil, "-addr", node.Addr()); code != exitLeaks {
+		t.Errorf("leak and eviction: exit %d; want %d (the leak first)", code, exitLeaks)
+	}
+	if err := c.Del(ctx, "lock:leak").Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Without +info: unknown, not an alert and not an error.
+	if err := c.Do(ctx, "ACL", "SETUSER", "noinfo", "on", ">pw", "~lock:*", "-@all", "+scan", "+type", "+pttl", "+getrange", "+hlen", "+hscan").Err(); err != nil {
+		t.Fatal(err)
+	}
+	u := url.URL{Scheme: "redis", User: url.UserPassword("noinfo", "pw"), Host: node.Addr()}
+	code, out, errOut = lockscan(t, nil, "-url", u.String())
+	if code != exitOK || !strings.Contains(out, "unknown: INFO memory refused") {
+		t.Errorf("as a user without INFO: exit %d; want 0 and the eviction unknown\n%s%s", code, out, errOut)
+	}
+
+	// noeviction with a limit: not evicting.
+	if err := c.ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, errOut := lockscan(t, nil, "-addr", node.Addr()); code != exitOK {
+		t.Errorf("noeviction: exit %d; want 0\n%s%s", code, out, errOut)
+	}
+}
+
 func TestHealthyLocksExitZero(t *testing.T) {
 	c := admin(t)
 	ctx := t.Context()
@@ -259,7 +309,7 @@ func TestJSONSchemaIsStable(t *testing.T) {
 	// The documented schema (README.md). Adding a field is allowed within
 	// lockscan/v1 and needs this list and the README updated; removing or
 	// renaming one needs a new schema version.
-	wantTop := []string{"exclude", "excluded", "keys", "leaked", "locks", "pattern", "reentrant", "schema", "target", "truncated", "ttl_buckets", "vanished"}
+	wantTop := []string{"evicting", "exclude", "excluded", "keys", "leaked", "locks", "pattern", "reentrant", "schema", "servers", "target", "truncated", "ttl_buckets", "vanished"}
 	if got := keysOf(doc); !slices.Equal(got, wantTop) {
 		t.Errorf("top-level fields = %q; want %q", got, wantTop)
 	}
@@ -281,6 +331,13 @@ func TestJSONSchemaIsStable(t *testing.T) {
 	last := buckets[len(buckets)-1].(map[string]any)
 	if last["min_ms"] != nil || last["max_ms"] != nil {
 		t.Errorf("no-TTL bucket bounds = %v, %v; want null, null", last["min_ms"], last["max_ms"])
+	}
+	servers := doc["servers"].([]any)
+	if len(servers) != 1 {
+		t.Fatalf("servers = %v; want the one scanned", servers)
+	}
+	if got := keysOf(servers[0].(map[string]any)); !slices.Equal(got, []string{"addr", "checked", "evicts", "maxmemory", "maxmemory_policy"}) {
+		t.Errorf("server fields = %q; want addr, checked, evicts, maxmemory, maxmemory_policy", got)
 	}
 	locks := doc["locks"].([]any)
 	want := map[string][]string{
@@ -367,7 +424,7 @@ func TestLeastPrivilegeUser(t *testing.T) {
 	p := newPrefix(t, c)
 	user := fmt.Sprintf("lockscan-%d", prefixN.Add(1))
 	rules := []any{"ACL", "SETUSER", user, "reset", "on", ">scan-Secret1", "~lockscan:*", "resetchannels", "-@all",
-		"+scan", "+type", "+pttl", "+getrange", "+hlen", "+hscan"}
+		"+scan", "+type", "+pttl", "+getrange", "+hlen", "+hscan", "+info"}
 	if err := c.Do(ctx, rules...).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -431,7 +488,7 @@ func TestClusterScansEveryPrimary(t *testing.T) {
 	// node (ACLs are per node).
 	for _, n := range cl.Nodes() {
 		err := n.Client().Do(ctx, "ACL", "SETUSER", "lockscan", "reset", "on", ">scan-Secret1", "~lockscan:*", "resetchannels", "-@all",
-			"+scan", "+type", "+pttl", "+getrange", "+hlen", "+hscan", "+cluster|slots").Err()
+			"+scan", "+type", "+pttl", "+getrange", "+hlen", "+hscan", "+info", "+cluster|slots").Err()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,9 +13,14 @@
 //	lockscan -url rediss://ops:secret@redis.internal:6380/0 -json
 //	LOCKSCAN_URL=redis://... lockscan -cluster    # every primary of a cluster
 //
-// Exit status: 0 when no key without a TTL was found, 3 when at least one
-// was (the alert), 1 on an error (the server cannot be reached, a command
-// is refused), 2 on a usage error. See README.md for the flags, the JSON
+// It also reports, per server, whether the server may evict keys under
+// memory pressure (INFO memory: maxmemory and maxmemory-policy), which
+// deletes a held lock without telling anyone.
+//
+// Exit status: 0 when no key without a TTL was found and no server evicts,
+// 3 when a key without a TTL was found (the alert), 4 when none was but a
+// server may evict keys, 1 on an error (the server cannot be reached, a
+// command is refused), 2 on a usage error. See README.md for the flags, the JSON
 // schema and the ACL the command needs.
 package main
 
@@ -43,6 +48,8 @@ const (
 	exitError = 1
 	exitUsage = 2
 	exitLeaks = 3
+	// exitEvicts: no leak, but a server may evict lock keys.
+	exitEvicts = 4
 )
 
 const (
@@ -88,8 +95,9 @@ func parseArgs(args []string, getenv func(string) string, stderr io.Writer) (*co
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: lockscan (-addr host:port | -url redis://...) [flags]\n\n"+
 			"Scans a Redis with SCAN (never KEYS) for lock keys and reports those without a TTL\n"+
-			"(possible leaked locks), the TTL distribution and the holders. Exit status: 0 no leak,\n"+
-			"3 leaks found, 1 error, 2 usage. Without -addr and -url, $%s is used.\n\nFlags:\n", urlEnv)
+			"(possible leaked locks), the TTL distribution, the holders and whether each server evicts\n"+
+			"keys. Exit status: 0 all well, 3 leaks found, 4 a server evicts, 1 error, 2 usage.\n"+
+			"Without -addr and -url, $%s is used.\n\nFlags:\n", urlEnv)
 		fs.PrintDefaults()
 	}
 	c := &config{}
@@ -174,8 +182,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stderr, "lockscan: write report: %v\n", err)
 		return exitError
 	}
-	if r.Leaked > 0 {
+	switch {
+	case r.Leaked > 0:
 		return exitLeaks
+	case r.Evicting > 0:
+		return exitEvicts
 	}
 	return exitOK
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/internal/preflight"
 )
 
 // Schema names the version of the JSON report. It changes only when a
@@ -49,6 +51,25 @@ type Report struct {
 	// (the counts above always cover every key).
 	Locks     []Lock `json:"locks"`
 	Truncated bool   `json:"truncated"`
+	// Servers are the servers scanned (each primary of a cluster), with
+	// their eviction settings; Evicting counts those that may evict keys.
+	Servers  []Server `json:"servers"`
+	Evicting int      `json:"evicting"`
+}
+
+// Server is one server scanned, and whether it may evict lock keys: with
+// maxmemory set and any maxmemory-policy but noeviction, Redis deletes
+// keys under memory pressure (volatile-* policies too: every lock key has
+// a TTL), and a lock key evicted while held lets a second holder in.
+type Server struct {
+	Addr string `json:"addr"`
+	// Checked says whether the server answered INFO memory; when the ACL
+	// or the server refuses it, the fields below are unknown (zero).
+	Checked bool `json:"checked"`
+	// Maxmemory is in bytes; 0 means no limit.
+	Maxmemory int64  `json:"maxmemory"`
+	Policy    string `json:"maxmemory_policy"`
+	Evicts    bool   `json:"evicts"`
 }
 
 // Bucket counts the keys whose TTL is in [MinMS, MaxMS). MaxMS is null
@@ -141,18 +162,21 @@ type options struct {
 	exclude []string // key patterns skipped (see match)
 }
 
-// scanner is what a scan needs from a connection to one server: SCAN and
-// pipelines. *redis.Client implements it.
+// scanner is what a scan needs from a connection to one server: SCAN,
+// pipelines, INFO and its address. *redis.Client implements it.
 type scanner interface {
 	Scan(ctx context.Context, cursor uint64, match string, count int64) *redis.ScanCmd
 	Pipeline() redis.Pipeliner
+	Info(ctx context.Context, section ...string) *redis.StringCmd
+	Options() *redis.Options
 }
 
 // scan walks every server (one for a single Redis, each primary for a
 // cluster) with SCAN MATCH pattern COUNT count, never KEYS, and inspects
 // each key found: TYPE, PTTL, and the holder (GETRANGE for a string,
 // HLEN and HSCAN for a hash). Inspection is pipelined per SCAN batch.
-// The commands it needs are SCAN, TYPE, PTTL, GETRANGE, HLEN and HSCAN.
+// The commands it needs are SCAN, TYPE, PTTL, GETRANGE, HLEN and HSCAN;
+// INFO memory, for each server's eviction settings, it uses if allowed.
 func scan(ctx context.Context, target string, servers []scanner, o options) (*Report, error) {
 	if o.pattern == "" {
 		return nil, errors.New("empty pattern")
@@ -169,6 +193,14 @@ func scan(ctx context.Context, target string, servers []scanner, o options) (*Re
 	}
 	var all []Lock
 	for _, s := range servers {
+		srv, err := evictionOf(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		r.Servers = append(r.Servers, srv)
+		if srv.Evicts {
+			r.Evicting++
+		}
 		var cursor uint64
 		for {
 			keys, next, err := s.Scan(ctx, cursor, o.pattern, o.count).Result()
@@ -213,6 +245,24 @@ func scan(ctx context.Context, target string, servers []scanner, o options) (*Re
 	}
 	r.Locks = append(r.Locks, all...)
 	return r, nil
+}
+
+// evictionOf reads a server's eviction settings from INFO memory. A
+// refusal (NOPERM, or INFO renamed away) leaves them unknown; any other
+// error is the scan's.
+func evictionOf(ctx context.Context, s scanner) (Server, error) {
+	srv := Server{Addr: s.Options().Addr}
+	info, err := s.Info(ctx, "memory").Result()
+	if err != nil {
+		if msg := err.Error(); strings.HasPrefix(msg, "NOPERM") || strings.HasPrefix(msg, "ERR unknown command") {
+			return srv, nil
+		}
+		return srv, fmt.Errorf("INFO memory: %w", err)
+	}
+	srv.Checked = true
+	srv.Maxmemory, srv.Policy = preflight.Memory(info)
+	srv.Evicts = preflight.Evicts(srv.Maxmemory, srv.Policy)
+	return srv, nil
 }
 
 // tally counts locks into the report's totals and TTL buckets.

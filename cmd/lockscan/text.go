@@ -57,10 +57,35 @@ func writeText(w io.Writer, r *Report) error {
 			ew.printf("  ... %d more not listed (-limit)\n", r.Keys-len(r.Locks))
 		}
 	}
-	if r.Leaked > 0 {
+	ew.printf("\nServers\n")
+	tw = tabwriter.NewWriter(ew, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "  SERVER\tMAXMEMORY\tPOLICY\tEVICTS LOCK KEYS\n")
+	for _, s := range r.Servers {
+		if !s.Checked {
+			fmt.Fprintf(tw, "  %s\t?\t?\tunknown: INFO memory refused (grant +info to see)\n", s.Addr)
+			continue
+		}
+		evicts := "no"
+		if s.Evicts {
+			evicts = "YES: a held lock can vanish; set maxmemory-policy noeviction"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", s.Addr, maxmemoryText(s.Maxmemory), s.Policy, evicts)
+	}
+	_ = tw.Flush()
+	switch {
+	case r.Leaked > 0:
 		ew.printf("\n%d possible leaked lock(s): exit status %d\n", r.Leaked, exitLeaks)
+	case r.Evicting > 0:
+		ew.printf("\n%d server(s) may evict lock keys: exit status %d\n", r.Evicting, exitEvicts)
 	}
 	return ew.err
+}
+
+func maxmemoryText(b int64) string {
+	if b <= 0 {
+		return "no limit"
+	}
+	return strconv.FormatInt(b, 10) + " bytes"
 }
 
 func ttlText(ms int64) string {

@@ -72,10 +72,10 @@ const (
 	keysCounter = "~{lock:*}:fence" // fencing: "{<key>}:fence" for a key without a tag
 	keysReceipt = "~{lock:*}:r:*"   // release receipts: "{<key>}:r:<token>" (a release sent twice answers from it)
 
-	// configGet lets a lock check the server's eviction policy (CONFIG GET
-	// maxmemory*) before it takes a lock. Without it the check is skipped,
-	// and Redis logs the refusal in ACL LOG.
-	configGet = "+config|get"
+	// infoMemory lets a lock check the server's eviction policy (INFO
+	// memory) before it takes a lock. Without it the check is skipped, and
+	// Redis logs the refusal in ACL LOG.
+	infoMemory = "+info"
 )
 
 // Tagged keys ("lock:{orders}:x") keep their tag, so their derived keys
@@ -92,7 +92,7 @@ var kinds = []kind{
 		// waiters' channels (hence the channel pattern); enqueue.lua and
 		// queued.lua LPOS, RPUSH, LREM, PTTL and PEXPIRE on the queue.
 		// TestACLCorrectNotifier runs that path.
-		acl: []string{keysLock, keysQueue, keysReceipt, "resetchannels", "&correct:w:*", "-@all", configGet,
+		acl: []string{keysLock, keysQueue, keysReceipt, "resetchannels", "&correct:w:*", "-@all", infoMemory,
 			"+set", "+evalsha", "+eval", "+get", "+del", "+pexpire", "+pttl", "+lpop", "+lrem", "+publish",
 			"+rpush", "+lpos", "+subscribe"},
 		nodes: 1, cluster: true, exclusive: true,
@@ -105,7 +105,7 @@ var kinds = []kind{
 		// acquire.lua GET (the key; the counter, for a second run), INCR,
 		// DECR (rare: a counter gone negative), SET; release.lua GET, DEL,
 		// SET (its receipt); extend.lua GET, PEXPIRE.
-		acl: []string{keysLock, keysCounter, keysReceipt, "resetchannels", "-@all", configGet,
+		acl: []string{keysLock, keysCounter, keysReceipt, "resetchannels", "-@all", infoMemory,
 			"+evalsha", "+eval", "+incr", "+decr", "+set", "+get", "+del", "+pexpire"},
 		nodes: 1, cluster: true, exclusive: true,
 		make: func(cs []redis.UniversalClient, key string) locker {
@@ -116,7 +116,7 @@ var kinds = []kind{
 		name: "watchdog",
 		// SET NX PX GET; release.lua GET, DEL, SET (its receipt); extend.lua
 		// (each renewal) GET, PEXPIRE.
-		acl: []string{keysLock, keysReceipt, "resetchannels", "-@all", configGet,
+		acl: []string{keysLock, keysReceipt, "resetchannels", "-@all", infoMemory,
 			"+set", "+evalsha", "+eval", "+get", "+del", "+pexpire"},
 		nodes: 1, cluster: true, exclusive: true,
 		make: func(cs []redis.UniversalClient, key string) locker {
@@ -132,7 +132,7 @@ var kinds = []kind{
 		// HINCRBY, PTTL, PEXPIRE; release.lua the same and DEL; cancel.lua
 		// (a Lock whose reply never came) GET, SET, HEXISTS, HINCRBY, DEL;
 		// count.lua HGET; extend.lua HEXISTS, PEXPIRE.
-		acl: []string{keysLock, keysReceipt, "resetchannels", "-@all", configGet,
+		acl: []string{keysLock, keysReceipt, "resetchannels", "-@all", infoMemory,
 			"+evalsha", "+eval", "+get", "+set", "+exists", "+hexists", "+hincrby", "+hget", "+pttl", "+pexpire", "+del"},
 		nodes: 1, cluster: true, exclusive: true,
 		make: func(cs []redis.UniversalClient, key string) locker {
@@ -143,10 +143,11 @@ var kinds = []kind{
 		name: "naive",
 		// Every type: SET (NX PX, plain, and NX alone: go-redis v9 sends
 		// SetNX as SET key value NX, not SETNX), GET, DEL, PEXPIRE, and
-		// release.lua (GET, DEL).
+		// release.lua (GET, DEL); Counted's scripts EXISTS, HEXISTS,
+		// HINCRBY, PEXPIRE, DEL.
 		acl: []string{keysLock, "resetchannels", "-@all",
-			"+set", "+get", "+del", "+pexpire", "+evalsha", "+eval"},
-		nodes: 1, cluster: true, exclusive: false, keys: 5,
+			"+set", "+get", "+del", "+pexpire", "+evalsha", "+eval", "+exists", "+hexists", "+hincrby"},
+		nodes: 1, cluster: true, exclusive: false, keys: 6,
 		make: func(cs []redis.UniversalClient, key string) locker {
 			return naiveLock(cs[0], key)
 		},
@@ -158,7 +159,7 @@ var kinds = []kind{
 		// on the node's wait queue "{<key>}:q"; release.lua GET (the key,
 		// and a receipt), DEL, ZREM, ZPOPMIN, SET, PUBLISH (to waiters'
 		// channels redlock:w:<id>); extend.lua GET, PEXPIRE.
-		acl: []string{keysLock, keysQueue, keysReceipt, "resetchannels", "&redlock:w:*", "-@all", configGet,
+		acl: []string{keysLock, keysQueue, keysReceipt, "resetchannels", "&redlock:w:*", "-@all", infoMemory,
 			"+set", "+evalsha", "+eval", "+get", "+del", "+pexpire", "+pttl", "+zadd", "+zrank", "+zpopmin", "+zrem", "+publish"},
 		nodes: 3, cluster: false, exclusive: true,
 		make: func(cs []redis.UniversalClient, key string) locker {
@@ -172,7 +173,7 @@ var kinds = []kind{
 }
 
 // naiveTypes gives each key its own naive lock type, in turn, so that
-// five keys run all five types and both sides of a key use the same one.
+// six keys run all six types and both sides of a key use the same one.
 var (
 	naiveMu    sync.Mutex // protects naiveTypes
 	naiveTypes = map[string]int{}
@@ -182,7 +183,7 @@ func naiveLock(c redis.UniversalClient, key string) locker {
 	naiveMu.Lock()
 	i, ok := naiveTypes[key]
 	if !ok {
-		i = len(naiveTypes) % 5
+		i = len(naiveTypes) % 6
 		naiveTypes[key] = i
 	}
 	naiveMu.Unlock()
@@ -196,8 +197,10 @@ func naiveLock(c redis.UniversalClient, key string) locker {
 		return naive.NewBlindDelete(c, key, poll)
 	case 3:
 		return naive.NewGetThenDelete(c, key, poll)
-	default:
+	case 4:
 		return naive.NewBlindRenewal(c, key, poll)
+	default:
+		return naive.NewCounted(c, key, poll)
 	}
 }
 

@@ -6,9 +6,11 @@
 //     key, volatile-* any key with a TTL, which every lock key has. A lock
 //     key evicted while held lets a second client in, and nobody is told;
 //     fencing's counter evicted makes tokens go back. The check reads
-//     CONFIG GET maxmemory and maxmemory-policy, when the client can send
-//     CONFIG and the server allows it (managed services often rename or
-//     forbid CONFIG; the check is then skipped: it cannot see).
+//     maxmemory and maxmemory_policy from INFO memory, which managed
+//     services allow where they rename or forbid CONFIG (and where the
+//     default policy is often volatile-lru), and which shows no secrets,
+//     unlike CONFIG GET. A user or server that refuses INFO skips the
+//     check: it cannot see.
 //   - Scripting rights. A user whose ACL lets it SET but not run scripts
 //     (EVALSHA, EVAL) could take a lock it can never release: it would
 //     stay for a whole TTL. The check runs the lock's own release script
@@ -51,10 +53,10 @@ var ErrEviction = errors.New("the server evicts keys under memory pressure, lock
 // lock's scripts.
 var ErrNoScripting = errors.New("the user may not run the lock's scripts")
 
-// configGetter is the optional part of a client that lets the eviction
-// check run: *redis.Client and *redis.ClusterClient have it.
-type configGetter interface {
-	ConfigGet(ctx context.Context, parameter string) *redis.MapStringStringCmd
+// infoer is the optional part of a client that lets the eviction check
+// run: *redis.Client and *redis.ClusterClient have it.
+type infoer interface {
+	Info(ctx context.Context, section ...string) *redis.StringCmd
 }
 
 // Check returns nil, or an error saying why a lock should not be taken
@@ -78,8 +80,8 @@ func Check(ctx context.Context, pkg string, client any, evictionCheck bool, prob
 
 func check(ctx context.Context, pkg string, client any, evictionCheck bool, probe func(context.Context) error) error {
 	if evictionCheck {
-		if cg, ok := client.(configGetter); ok {
-			if err := eviction(ctx, pkg, cg); err != nil {
+		if in, ok := client.(infoer); ok {
+			if err := eviction(ctx, pkg, in); err != nil {
 				return err
 			}
 		}
@@ -93,22 +95,44 @@ func check(ctx context.Context, pkg string, client any, evictionCheck bool, prob
 	return nil
 }
 
-func eviction(ctx context.Context, pkg string, cg configGetter) error {
-	cfg, err := cg.ConfigGet(ctx, "maxmemory*").Result()
+func eviction(ctx context.Context, pkg string, in infoer) error {
+	info, err := in.Info(ctx, "memory").Result()
 	if err != nil {
 		if isNoPerm(err) || isUnknownCommand(err) {
 			return nil // the server will not say; the check cannot see
 		}
 		return err
 	}
-	policy := cfg["maxmemory-policy"]
-	limit, _ := strconv.ParseInt(cfg["maxmemory"], 10, 64)
-	if limit <= 0 || policy == "" || policy == "noeviction" {
+	limit, policy := Memory(info)
+	if !Evicts(limit, policy) {
 		return nil
 	}
 	return fmt.Errorf("%s: %w (maxmemory %d bytes, maxmemory-policy %s): a lock key evicted while held lets a second holder in, unseen; "+
 		"set maxmemory-policy noeviction (CONFIG SET maxmemory-policy noeviction), or, having weighed it, pass WithEvictionCheck(false)",
 		pkg, ErrEviction, limit, policy)
+}
+
+// Memory reads maxmemory (bytes; 0 for no limit) and maxmemory_policy
+// from the text of INFO memory.
+func Memory(info string) (limit int64, policy string) {
+	for _, line := range strings.Split(info, "\n") {
+		name, value, ok := strings.Cut(strings.TrimSpace(line), ":")
+		switch {
+		case !ok:
+		case name == "maxmemory":
+			limit, _ = strconv.ParseInt(value, 10, 64)
+		case name == "maxmemory_policy":
+			policy = value
+		}
+	}
+	return limit, policy
+}
+
+// Evicts reports whether a server with this maxmemory and policy deletes
+// keys under memory pressure: with a limit, every policy but noeviction
+// does, and every lock key has a TTL, so volatile-* policies take them too.
+func Evicts(limit int64, policy string) bool {
+	return limit > 0 && policy != "" && policy != "noeviction"
 }
 
 func isNoPerm(err error) bool { return strings.HasPrefix(err.Error(), "NOPERM") }

@@ -36,47 +36,12 @@ const (
 var (
 	// labs.Correct, correct.Mutex, is a sound lock, and not reentrant.
 	// counted is reentrant.Mutex: a count per owner in a Redis hash.
-	counted = labs.Register("lab06-reentrant", func(e *labs.Env) labs.Locker {
-		return newCallPath(reentrant.New(e.Redis(0), e.Key, reentrant.WithTTL(e.TTL), reentrant.WithHook(e.Hook)))
-	})
+	counted  = labs.Reentrant
 	exercise = labs.Register("lab06-exercise", func(e *labs.Env) labs.Locker {
-		return newCallPath(lab06.NewExercise(e.Redis(0), e.Key, e.TTL))
+		return labs.NewCallPath(lab06.NewExercise(e.Redis(0), e.Key, e.TTL))
 	})
 	_ = labs.RegisterError(lab06.ErrNotHeld, labs.LabelNotHeld)
 )
-
-// callPath is one client's lock in this lab, for the locks that take
-// their owner from the context (reentrant.Mutex and the exercise). Each
-// client here stands for one call path (one request), with its own
-// reentrant.Owner made when the client starts: processOrder carries it in
-// its context on purpose. The harness's own operations (the scenario's
-// Lock, TryLock, Unlock) carry no owner, so callPath adds the client's to
-// a context that has none. The owner is also what the lock's key records
-// as the holder, so Token returns it, and the timeline names it (a1).
-type callPath struct {
-	labs.Locker
-	owner reentrant.Owner
-}
-
-func newCallPath(l labs.Locker) *callPath { return &callPath{Locker: l, owner: reentrant.NewOwner()} }
-
-func (c *callPath) ctx(ctx context.Context) context.Context {
-	if _, ok := reentrant.OwnerFrom(ctx); ok {
-		return ctx
-	}
-	return reentrant.WithOwner(ctx, c.owner)
-}
-
-func (c *callPath) Lock(ctx context.Context) error { return c.Locker.Lock(c.ctx(ctx)) }
-
-func (c *callPath) TryLock(ctx context.Context) (bool, error) { return c.Locker.TryLock(c.ctx(ctx)) }
-
-func (c *callPath) Unlock(ctx context.Context) error { return c.Locker.Unlock(c.ctx(ctx)) }
-
-func (c *callPath) Token() string { return string(c.owner) }
-
-// Owner returns the client's call path.
-func (c *callPath) Owner() reentrant.Owner { return c.owner }
 
 // processOrder is the order service's handler, run inside a client: it
 // locks order 1001, calls reserveStock (which locks order 1001 too,
@@ -133,20 +98,20 @@ func recursiveCall(s *labs.Scene, impl *labs.Impl) {
 	a.ParkAt(hookInReserveStock, hookAfterReserveStock)
 	call := a.Go(processOrder, "")
 	if _, parked := a.WaitParkedOr(call, hookInReserveStock); parked {
-		before := show(s)
-		if before.pttl == -1 {
+		before := s.ShowKey()
+		if before.PTTL == -1 {
 			s.Violation("%s has no TTL (PTTL -1): if A's process dies while it holds the lock, nobody ever gets it again", s.Key)
 		}
 		tryOrder(s, b)
 		b.Release() // another owner's Unlock: refused, and nothing changes
-		if after := read(s); unchanged(before, after) {
+		if after := s.ReadKey(); before.Unchanged(after) {
 			s.Note("%s: %v: unchanged, not even the TTL", s.Key, after)
 		} else {
 			s.Violation("B's Unlock changed A's lock: %v before, %v after", before, after)
 		}
 		a.Continue()
 		if _, parked := a.WaitParkedOr(call, hookAfterReserveStock); parked {
-			show(s)
+			s.ShowKey()
 			tryOrder(s, b)
 			a.Continue()
 		}
@@ -160,7 +125,7 @@ func recursiveCall(s *labs.Scene, impl *labs.Impl) {
 	case err != nil:
 		s.Must(err)
 	}
-	show(s)
+	s.ShowKey()
 
 	// One Unlock more than Locks: it must be refused.
 	a.Note("one Unlock too many")
