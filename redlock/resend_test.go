@@ -44,6 +44,16 @@ func TestAttemptsUseTheirOwnTokens(t *testing.T) {
 	ctx := t.Context()
 	key := newKey(t)
 	ps, cs, _ := behindProxies(t, addrs, rig.ClientOptions)
+	// Load the scripts on every node first: a held EVALSHA of a script the
+	// node has not seen would land as a harmless NOSCRIPT, and the test
+	// would prove nothing.
+	warm := redlock.New(cs, key+":warm")
+	if err := warm.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
 	b := redlock.New(clientsFor(t, addrs[:2]), key) // nodes 0 and 1
 	if ok, err := b.TryLock(ctx); err != nil || !ok {
 		t.Fatalf("B's TryLock = %v, %v", ok, err)
