@@ -69,6 +69,38 @@ redis.call("SET", KEYS[2], 1, "PX", ARGV[2])
 return 1`
 )
 
+// The right scripts' receipt lookup, which some wrong fixes move or change.
+const lookup = `local done = redis.call("GET", KEYS[2])
+if done then
+	return tonumber(done)
+end
+`
+
+// ownerCheckFirst is rightRelease with the receipt looked up after the
+// owner check.
+var ownerCheckFirst = strings.Replace(strings.Replace(rightRelease, lookup, "", 1),
+	"\treturn 0\nend\n", "\treturn 0\nend\n"+lookup, 1)
+
+// withTime makes a script name its receipt from TIME, inside the script.
+func withTime(src string) string {
+	return `local t = redis.call("TIME")
+local receipt = "{" .. KEYS[1] .. "}:r:" .. t[1] .. t[2]
+` + strings.ReplaceAll(src, "KEYS[2]", "receipt")
+}
+
+// inHash keeps a script's receipts as fields of the lock's hash: written
+// while the hash stands, and gone when the last release deletes it.
+func inHash(src string) string {
+	src = strings.Replace(src, `redis.call("GET", KEYS[2])`, `redis.call("HGET", KEYS[1], "r:" .. ARGV[3])`, 1)
+	src = strings.Replace(src, `	redis.call("PEXPIRE", KEYS[1], ARGV[2])
+else`, `	redis.call("PEXPIRE", KEYS[1], ARGV[2])
+	redis.call("HSET", KEYS[1], "r:" .. ARGV[3], 1)
+else`, 1)
+	src = strings.Replace(src, `redis.call("SET", KEYS[2], 1, "PX", ARGV[2])
+return 1`, `return 1`, 1) // the release's own, after the else
+	return strings.Replace(src, `redis.call("SET", KEYS[2], 1, "PX", ARGV[2])`, `redis.call("HSET", KEYS[1], "r:" .. ARGV[3], 1)`, 1)
+}
+
 // fix returns the edits that make the call code run and the two scripts.
 func fix(run, acquire, release string) []labs.Edit {
 	edits := []labs.Edit{labs.Replace(shippedRun, run)}
@@ -88,37 +120,8 @@ var wrongFixes = []labs.WrongFix{
 		Right: true,
 	},
 	{
-		Name: "an id made inside the script, from TIME: each run makes a new one",
-		Edits: fix(perCallID,
-			`local t = redis.call("TIME")
-local receipt = "{" .. KEYS[1] .. "}:r:" .. t[1] .. t[2]
-local done = redis.call("GET", receipt)
-if done then
-	return tonumber(done)
-end
-if redis.call("EXISTS", KEYS[1]) == 0 or redis.call("HEXISTS", KEYS[1], ARGV[1]) == 1 then
-	redis.call("HINCRBY", KEYS[1], ARGV[1], 1)
-	redis.call("PEXPIRE", KEYS[1], ARGV[2])
-	redis.call("SET", receipt, 1, "PX", ARGV[2])
-	return 1
-end
-return 0`,
-			`local t = redis.call("TIME")
-local receipt = "{" .. KEYS[1] .. "}:r:" .. t[1] .. t[2]
-local done = redis.call("GET", receipt)
-if done then
-	return tonumber(done)
-end
-if redis.call("HEXISTS", KEYS[1], ARGV[1]) == 0 then
-	return 0
-end
-if redis.call("HINCRBY", KEYS[1], ARGV[1], -1) > 0 then
-	redis.call("PEXPIRE", KEYS[1], ARGV[2])
-else
-	redis.call("DEL", KEYS[1])
-end
-redis.call("SET", receipt, 1, "PX", ARGV[2])
-return 1`),
+		Name:   "an id made inside the script, from TIME: each run makes a new one",
+		Edits:  fix(perCallID, withTime(rightAcquire), withTime(rightRelease)),
 		Caught: "reserveStock's Unlock ran twice",
 	},
 	{
@@ -133,67 +136,19 @@ return 1`),
 		Caught: "reserveStock's Lock ran twice",
 	},
 	{
-		Name: "the receipt looked up after the owner check",
-		Edits: fix(perCallID, rightAcquire, `if redis.call("HEXISTS", KEYS[1], ARGV[1]) == 0 then
-	return 0
-end
-local done = redis.call("GET", KEYS[2])
-if done then
-	return tonumber(done)
-end
-if redis.call("HINCRBY", KEYS[1], ARGV[1], -1) > 0 then
-	redis.call("PEXPIRE", KEYS[1], ARGV[2])
-else
-	redis.call("DEL", KEYS[1])
-end
-redis.call("SET", KEYS[2], 1, "PX", ARGV[2])
-return 1`),
+		Name:   "the receipt looked up after the owner check",
+		Edits:  fix(perCallID, rightAcquire, ownerCheckFirst),
 		Caught: `processOrder's Unlock answered "not held"`,
 	},
 	{
-		Name: "receipts kept in the lock's hash, and deleted with it",
-		Edits: fix(perCallID, `local done = redis.call("HGET", KEYS[1], "r:" .. ARGV[3])
-if done then
-	return tonumber(done)
-end
-if redis.call("EXISTS", KEYS[1]) == 0 or redis.call("HEXISTS", KEYS[1], ARGV[1]) == 1 then
-	redis.call("HINCRBY", KEYS[1], ARGV[1], 1)
-	redis.call("PEXPIRE", KEYS[1], ARGV[2])
-	redis.call("HSET", KEYS[1], "r:" .. ARGV[3], 1)
-	return 1
-end
-return 0`, `local done = redis.call("HGET", KEYS[1], "r:" .. ARGV[3])
-if done then
-	return tonumber(done)
-end
-if redis.call("HEXISTS", KEYS[1], ARGV[1]) == 0 then
-	return 0
-end
-if redis.call("HINCRBY", KEYS[1], ARGV[1], -1) > 0 then
-	redis.call("PEXPIRE", KEYS[1], ARGV[2])
-	redis.call("HSET", KEYS[1], "r:" .. ARGV[3], 1)
-else
-	redis.call("DEL", KEYS[1])
-end
-return 1`),
+		// On a release that deletes the key, its receipt goes with it.
+		Name:   "receipts kept in the lock's hash, and deleted with it",
+		Edits:  fix(perCallID, inHash(rightAcquire), inHash(rightRelease)),
 		Caught: `processOrder's Unlock answered "not held"`,
 	},
 	{
 		Name: `an Unlock that treats "not held" as done, over the receipt looked up after the owner check`,
-		Edits: append(fix(perCallID, rightAcquire, `if redis.call("HEXISTS", KEYS[1], ARGV[1]) == 0 then
-	return 0
-end
-local done = redis.call("GET", KEYS[2])
-if done then
-	return tonumber(done)
-end
-if redis.call("HINCRBY", KEYS[1], ARGV[1], -1) > 0 then
-	redis.call("PEXPIRE", KEYS[1], ARGV[2])
-else
-	redis.call("DEL", KEYS[1])
-end
-redis.call("SET", KEYS[2], 1, "PX", ARGV[2])
-return 1`), labs.Replace(`n, err := m.call(ctx, releaseScript)
+		Edits: append(fix(perCallID, rightAcquire, ownerCheckFirst), labs.Replace(`n, err := m.call(ctx, releaseScript)
 	if err != nil {
 		return err
 	}
@@ -205,28 +160,13 @@ return 1`), labs.Replace(`n, err := m.call(ctx, releaseScript)
 		Caught: "A's extra Unlock succeeded",
 	},
 	{
-		Name: "receipts with no expiry",
-		Edits: fix(perCallID, rightAcquire, `local done = redis.call("GET", KEYS[2])
-if done then
-	return tonumber(done)
-end
-if redis.call("HEXISTS", KEYS[1], ARGV[1]) == 0 then
-	return 0
-end
-if redis.call("HINCRBY", KEYS[1], ARGV[1], -1) > 0 then
-	redis.call("PEXPIRE", KEYS[1], ARGV[2])
-else
-	redis.call("DEL", KEYS[1])
-end
-redis.call("SET", KEYS[2], 1)
-return 1`),
+		Name:   "receipts with no expiry",
+		Edits:  fix(perCallID, rightAcquire, strings.Replace(rightRelease, `redis.call("SET", KEYS[2], 1, "PX", ARGV[2])`, `redis.call("SET", KEYS[2], 1)`, 1)),
 		Caught: "has no TTL",
 	},
 	{
-		Name: "receipt keys outside the lock key's hash slot",
-		Edits: fix(`id := rand.Text()
-	keys := []string{m.key, "receipt:" + id}
-	return script.Run(ctx, m.client, keys, string(owner), m.ttl.Milliseconds(), id).Int()`, rightAcquire, rightRelease),
+		Name:   "receipt keys outside the lock key's hash slot",
+		Edits:  fix(strings.Replace(perCallID, `"{" + m.key + "}:r:" + id`, `"receipt:" + id`, 1), rightAcquire, rightRelease),
 		Caught: "hash slot",
 	},
 }
