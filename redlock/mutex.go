@@ -156,9 +156,12 @@ func (m *Mutex) lock(ctx context.Context) error {
 	if m.opts.notifier != nil {
 		return m.lockQueued(ctx)
 	}
-	var last error // why the last attempt missed, for running out of tries
+	var (
+		last    error    // why the last attempt missed, for running out of tries
+		earlier []string // tokens of rounds whose SET may land late
+	)
 	err := retry.Do(ctx, m.opts.retry, ErrNotObtained, func(ctx context.Context, _ int) (bool, error) {
-		out, err := m.try(ctx, token.New())
+		out, err := m.try(ctx, token.New(), &earlier)
 		switch out {
 		case acquired:
 			return true, nil
@@ -244,7 +247,7 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	got := false
 	if err == nil {
 		var out outcome
-		out, err = m.try(ctx, token.New())
+		out, err = m.try(ctx, token.New(), nil)
 		got = out == acquired
 		if got || out == contended && !errors.Is(err, ErrQuorumUnreachable) {
 			err = nil

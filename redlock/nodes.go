@@ -53,6 +53,18 @@ func (r result) onlyTimeouts() bool {
 	return true
 }
 
+// unknown reports whether some node's outcome is unknown: it failed or did
+// not answer in time (its command may have run, or may still), or its call
+// was still running when the round returned.
+func (r result) unknown() bool {
+	for _, rp := range r.replies {
+		if rp.err != nil || rp.pending {
+			return true
+		}
+	}
+	return false
+}
+
 // nodeCall is one node's part of a round: i is the node's index in the
 // slice given to New.
 type nodeCall func(ctx context.Context, i int, c Client) (int64, error)

@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -270,4 +271,53 @@ func TestStaleEntryOfALiveProcessCostsOneHop(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkNoTrace(t, admin, key)
+}
+
+// TestTimeoutsAreRetriedWhileTheContextLives: every node is slow for a
+// moment (the first SET to each is held in the network past the per-node
+// timeout), as busy nodes on a loaded machine are. Lock must try again
+// while its context lives, not give up with "quorum unreachable"; the late
+// SETs, landing after their attempt was given up, must not be left
+// holding the nodes. (Hundreds of Locks under load ended with "quorum
+// unreachable: no reply within the per-node timeout" while their context
+// still had seconds to run.)
+func TestTimeoutsAreRetriedWhileTheContextLives(t *testing.T) {
+	ctx := t.Context()
+	key := newKey(t)
+	ps, cs, _ := behindProxies(t, addrs[:3], rig.ClientOptions)
+	warm := redlock.New(cs, key+":warm")
+	if err := warm.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := warm.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var held []*faultproxy.Rule
+	for _, p := range ps {
+		held = append(held, p.Hold(faultproxy.Match{Command: "SET", Key: key}, 1))
+	}
+	m := redlock.New(cs, key, redlock.WithTTL(5*time.Second), redlock.WithNodeTimeout(50*time.Millisecond),
+		redlock.WithRetry(func(int) time.Duration {
+			for _, r := range held { // the nodes catch up: the late SETs land
+				r.Release()
+			}
+			return time.Millisecond
+		}))
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := m.Lock(lctx); err != nil {
+		t.Fatalf("Lock whose first round only timed out = %v; want nil (tried again while its context lived)", err)
+	}
+	if hits := hitsOf(held); hits[0] != 1 || hits[1] != 1 || hits[2] != 1 {
+		t.Fatalf("the first SETs were not held (hits %v)", hits)
+	}
+	settle(t, m)
+	want := []string{m.Token(), m.Token(), m.Token()}
+	eventually(t, "every node to hold the Mutex's token", func() (bool, string) {
+		got := holders(t, admin[:3], key)
+		return slices.Equal(got, want), fmt.Sprintf("nodes hold %q; want %q", got, want)
+	})
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -168,6 +169,12 @@ type attempt struct {
 	tok   string
 	queue bool           // a waiter's round (acquire.lua), not a SET round
 	state []atomic.Int32 // per node: callRunning, callEnded or releaseOnEnd
+	// earlier are the tokens of the same Lock's earlier SET rounds whose
+	// fate on some node was unknown (its call failed, or timed out): such
+	// a SET can land after its round's cleanup, and hold the node for a
+	// TTL. A SET round that finds one of them on a node releases it there
+	// and asks again (see setRound).
+	earlier []string
 }
 
 // The states of one node's call in an attempt.
@@ -219,7 +226,16 @@ func (m *Mutex) setRound(ctx context.Context, a *attempt) (outcome, result, erro
 	ttl := m.opts.ttl
 	start := time.Now() // monotonic; before the first SET is sent
 	res := m.fanOut(ctx, m.quorum(), func(ctx context.Context, _ int, c Client) (int64, error) {
-		prev, err := c.SetArgs(ctx, m.key, a.tok, redis.SetArgs{Mode: "NX", TTL: ttl, Get: true}).Result()
+		set := redis.SetArgs{Mode: "NX", TTL: ttl, Get: true}
+		prev, err := c.SetArgs(ctx, m.key, a.tok, set).Result()
+		if err == nil && prev != a.tok && slices.Contains(a.earlier, prev) {
+			// A late SET of this Lock's earlier round holds the node:
+			// ours, and given up. Free the node, and ask again.
+			if err := releaseScript.Run(ctx, c, m.releaseKeys(prev), prev, receiptMS, "1").Err(); err != nil {
+				return 0, err
+			}
+			prev, err = c.SetArgs(ctx, m.key, a.tok, set).Result()
+		}
 		switch {
 		case errors.Is(err, redis.Nil), err == nil && prev == a.tok:
 			return 1, nil // ours: set now, or by the first run of this SET
@@ -256,11 +272,23 @@ func (m *Mutex) setRound(ctx context.Context, a *attempt) (outcome, result, erro
 // unreachable only because nodes did not answer in time it reports
 // contended, so that Lock tries again; for nodes that failed otherwise,
 // failed with the error.
-func (m *Mutex) try(ctx context.Context, tok string) (outcome, error) {
+//
+// earlier are the tokens of this Lock's earlier rounds whose fate is
+// unknown somewhere; try appends tok to it when this round's is.
+func (m *Mutex) try(ctx context.Context, tok string, earlier *[]string) (outcome, error) {
 	a := m.newAttempt(tok, false)
+	if earlier != nil {
+		a.earlier = *earlier
+	}
 	out, res, err := m.setRound(ctx, a)
 	if out == acquired {
 		return out, nil
+	}
+	if earlier != nil && res.unknown() {
+		*earlier = append(*earlier, tok)
+		if len(*earlier) > maxEarlier {
+			*earlier = (*earlier)[1:]
+		}
 	}
 	m.cleanUp(ctx, a, res)
 	if out == contended && m.unreachable(res) {
@@ -271,6 +299,10 @@ func (m *Mutex) try(ctx context.Context, tok string) (outcome, error) {
 	}
 	return out, err
 }
+
+// maxEarlier bounds the earlier tokens a Lock remembers: a late SET older
+// than that many rounds has long expired or been found.
+const maxEarlier = 8
 
 // cleanUp gives up a SET round that did not acquire and releases its token
 // where it may be: on the nodes that took it, and on those whose answer is
