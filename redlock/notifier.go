@@ -316,17 +316,29 @@ func (n *Notifier) route(i int, payload string) {
 		n.mu.Unlock()
 	}
 	if bounce {
-		go n.bounce(i, key, tok)
+		var after <-chan struct{}
+		if r != nil && !held {
+			after = r.previous(i, gen)
+		}
+		go n.bounce(i, key, tok, after)
 	}
 }
 
 // bounce releases node i's key if it holds tok: a node handed to a waiter
-// of this Notifier that no longer waits. The release is owner-checked, so
-// a stale message (the node has moved on since) changes nothing.
-func (n *Notifier) bounce(i int, key, tok string) {
+// of this Notifier that no longer waits, or to a token it retired. The
+// release is owner-checked, so a stale message (the node has moved on
+// since) changes nothing. With after, it first waits until after is
+// closed (see registration.previous), within retry.ReleaseTimeout.
+func (n *Notifier) bounce(i int, key, tok string, after <-chan struct{}) {
 	defer n.wg.Done()
 	ctx, cancel := retry.Detach(context.Background())
 	defer cancel()
+	if after != nil {
+		select {
+		case <-after:
+		case <-ctx.Done():
+		}
+	}
 	keys := []string{key, queueKey(key), keyslot.Receipt(keyslot.Base(key), tok)}
 	_ = releaseScript.Run(ctx, n.clients[i], keys, tok, receiptMS, "1").Err()
 }
@@ -376,8 +388,9 @@ type registration struct {
 
 	held bool // the lock is held: messages are old news (see route); guarded by the Notifier's mu
 
-	mu     sync.Mutex // protects gen, handed and count
+	mu     sync.Mutex // protects gen, round, handed and count
 	gen    int        // the generation of the waiter's current token
+	round  *attempt   // the round that sent that token
 	handed []bool     // nodes that handed the lock to that token
 	count  int        // how many are true in handed
 }
@@ -421,14 +434,32 @@ func (r *registration) look() {
 	}
 }
 
-// setGen starts a new generation: hand-offs to older tokens no longer
-// count. It is called before the new token is sent anywhere.
-func (r *registration) setGen(gen int) {
+// setGen starts a new generation, sent by round a: hand-offs to older
+// tokens no longer count. It is called before the new token is sent
+// anywhere.
+func (r *registration) setGen(gen int, a *attempt) {
 	r.mu.Lock()
-	r.gen = gen
+	r.gen, r.round = gen, a
 	clear(r.handed)
 	r.count = 0
 	r.mu.Unlock()
+}
+
+// previous returns, for a hand-off to generation gen by node i, when gen
+// is the one just before the current generation, a channel closed once
+// the current round's call to node i has ended; otherwise nil. A node
+// handed to the previous token before that round reached it is the
+// round's to keep: acquire.lua finds the old token in the key and renames
+// it, if the waiter is still the best there. Released at once instead, the
+// node would go to the next waiter, and a waiter between two rounds would
+// lose its turn (a split, and FIFO broken).
+func (r *registration) previous(i, gen int) <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if gen != r.gen-1 || r.round == nil {
+		return nil
+	}
+	return r.round.ended[i]
 }
 
 // take marks in held the nodes that handed the current generation over.

@@ -97,6 +97,10 @@ import (
 //     the wire, so the join landed after it left), or a token a waiter
 //     retired: PUBLISH reaches its Notifier, which finds nobody counting
 //     that token and releases the node on the spot: one hop, not a TTL.
+//     A node handed to the token just retired by a round still on its way
+//     to that node is left to that round, which renames it (acquire.lua);
+//     released at once, it went to the next waiter, and a waiter caught
+//     between two rounds lost its turn (FIFO broken, seen under -race).
 //   - A frozen waiter (SIGSTOP, a long GC pause) keeps its subscription,
 //     so it is handed the lock and keeps it, unused, until it resumes or
 //     the TTL runs out.
@@ -398,9 +402,9 @@ func (w *waiter) roundOnce(ctx context.Context, old string) (err error, again bo
 		w.cur.giveUp() // retired by this round; a call of it that lands late is undone
 	}
 	w.gen++
-	w.reg.setGen(w.gen)
 	tok := w.token()
 	w.cur = m.newAttempt(tok, true)
+	w.reg.setGen(w.gen, w.cur)
 	start := time.Now() // before any node can set tok
 	args := []any{tok, w.score, w.ttl, old}
 	res := m.fanOut(ctx, 0, func(ctx context.Context, _ int, c Client) (int64, error) {

@@ -167,8 +167,9 @@ const (
 type attempt struct {
 	m     *Mutex
 	tok   string
-	queue bool           // a waiter's round (acquire.lua), not a SET round
-	state []atomic.Int32 // per node: callRunning, callEnded or releaseOnEnd
+	queue bool            // a waiter's round (acquire.lua), not a SET round
+	state []atomic.Int32  // per node: callRunning, callEnded or releaseOnEnd
+	ended []chan struct{} // per node, for a waiter's round: closed when its call has ended
 	// earlier are the tokens of the same Lock's earlier SET rounds whose
 	// fate on some node was unknown (its call failed, or timed out): such
 	// a SET can land after its round's cleanup, and hold the node for a
@@ -185,13 +186,23 @@ const (
 )
 
 func (m *Mutex) newAttempt(tok string, queue bool) *attempt {
-	return &attempt{m: m, tok: tok, queue: queue, state: make([]atomic.Int32, len(m.clients))}
+	a := &attempt{m: m, tok: tok, queue: queue, state: make([]atomic.Int32, len(m.clients))}
+	if queue { // a waiter's Notifier may wait for them (registration.previous)
+		a.ended = make([]chan struct{}, len(m.clients))
+		for i := range a.ended {
+			a.ended[i] = make(chan struct{})
+		}
+	}
+	return a
 }
 
 // landed is fanOut's done callback: node i's call has ended. If the
 // attempt was given up meanwhile, the node is released here, unless the
 // call was a SET that found someone else's key (it changed nothing).
 func (a *attempt) landed(i int, code int64, err error) {
+	if a.ended != nil {
+		defer close(a.ended[i])
+	}
 	if a.state[i].CompareAndSwap(callRunning, callEnded) {
 		return
 	}
