@@ -142,22 +142,30 @@ func isUnknownCommand(err error) bool {
 	return strings.HasPrefix(s, "ERR unknown command") || strings.Contains(s, "unknown subcommand")
 }
 
-// identity names the server and user behind a client: its address and
-// user name when the client says, else the client value itself. It reports false for a client value
+// ident names the server and user behind a client: its address and user
+// name when the client says, else the client value itself. The user
+// matters as well as the server: scripting rights are the user's. (A
+// struct, not a joined string: looking a result up allocates nothing.)
+type ident struct {
+	addr, user string
+	client     any
+}
+
+// identity returns client's ident. It reports false for a client value
 // that cannot be a map key (results are then not remembered).
-func identity(client any) (any, bool) {
-	// The user matters as well as the server: scripting rights are the
-	// user's.
+func identity(client any) (ident, bool) {
 	if o, ok := client.(interface{ Options() *redis.Options }); ok {
-		return o.Options().Addr + " " + o.Options().Username, true
+		opt := o.Options()
+		return ident{addr: opt.Addr, user: opt.Username}, true
 	}
 	if o, ok := client.(interface{ Options() *redis.ClusterOptions }); ok {
-		return strings.Join(o.Options().Addrs, ",") + " " + o.Options().Username, true
+		opt := o.Options()
+		return ident{addr: strings.Join(opt.Addrs, ","), user: opt.Username}, true
 	}
 	if client == nil || !reflect.ValueOf(client).Comparable() {
-		return nil, false
+		return ident{}, false
 	}
-	return client, true
+	return ident{client: client}, true
 }
 
 type result struct {
@@ -166,7 +174,7 @@ type result struct {
 }
 
 type cacheKey struct {
-	id       any
+	id       ident
 	eviction bool
 }
 
@@ -175,7 +183,7 @@ var (
 	results = map[cacheKey]result{}
 )
 
-func remembered(id any, eviction bool) (error, bool) {
+func remembered(id ident, eviction bool) (error, bool) {
 	mu.Lock()
 	defer mu.Unlock()
 	r, ok := results[cacheKey{id, eviction}]
@@ -185,7 +193,7 @@ func remembered(id any, eviction bool) (error, bool) {
 	return r.err, true
 }
 
-func remember(id any, eviction bool, err error) {
+func remember(id ident, eviction bool, err error) {
 	mu.Lock()
 	defer mu.Unlock()
 	if len(results) >= maxRemembered {
