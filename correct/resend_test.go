@@ -77,6 +77,45 @@ func TestAcquireSentTwiceIsOurs(t *testing.T) {
 	}
 }
 
+// TestAcquireSentTwiceAfterARefusalIsOurs: the same for the tries after
+// a refusal, which send SET ... GET: a polling Lock is refused once, the
+// holder leaves, and the reply of the second try's SET is lost.
+func TestAcquireSentTwiceAfterARefusalIsOurs(t *testing.T) {
+	p := faultproxy.Start(t, redisAddr)
+	c := userClient(t, p)
+	warm(t, c)
+	key := newKey(t)
+	ctx, cancel := context.WithTimeout(testContext(t), 5*time.Second) // far less than the TTL
+	defer cancel()
+	holder := correct.New(newClient(t), key)
+	if err := holder.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var lost *faultproxy.Rule
+	delay := func(n int) time.Duration {
+		if n == 1 { // refused once: the holder leaves, the next SET's reply is lost
+			if err := holder.Unlock(ctx); err != nil {
+				t.Error(err)
+			}
+			lost = p.DropReply(faultproxy.Match{Command: "SET", Key: key}, 1)
+		}
+		return time.Millisecond
+	}
+	m := correct.New(c, key, correct.WithTTL(time.Minute), correct.WithRetry(delay))
+	if err := m.Lock(ctx); err != nil {
+		t.Fatalf("Lock whose second SET's reply was lost = %v; want nil", err)
+	}
+	if lost == nil || lost.Hits() != 1 {
+		t.Fatalf("the second SET's reply was not lost")
+	}
+	if got := newClient(t).Get(ctx, key).Val(); got != m.Token() || got == "" {
+		t.Errorf("key holds %q; Token() = %q; want the same", got, m.Token())
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Errorf("Unlock = %v", err)
+	}
+}
+
 // TestReleaseSentTwiceAnswersTheSame: Unlock's script runs, its reply is
 // lost, go-redis sends it again; the key is gone by then. Unlock must
 // still report the release, not ErrNotHeld.
@@ -183,8 +222,7 @@ func TestEnqueueSentTwiceQueuesOnce(t *testing.T) {
 	}
 	hook, queued := signal(correct.HookQueued)
 	w := correct.New(c, key, correct.WithNotifier(n), hook)
-	// The waiter's SET NX is refused; the next script on the key is its join.
-	lost := p.DropReply(faultproxy.Match{Command: "EVALSHA", Key: key}, 1)
+	lost := p.DropReply(faultproxy.Match{Script: joinScript, Key: key}, 1)
 	got := make(chan error, 1)
 	go func() { got <- w.Lock(ctx) }()
 	<-queued
@@ -236,7 +274,7 @@ func TestStaleEntryOfALiveProcessCostsOneHop(t *testing.T) {
 	qc := redis.NewClient(rig.ClientOptions(p.Addr()))
 	t.Cleanup(func() { _ = qc.Close() })
 	for range 5 {
-		held := p.Hold(faultproxy.Match{Command: "EVALSHA", Key: key}, 1)
+		held := p.Hold(faultproxy.Match{Script: joinScript, Key: key}, 1)
 		quitter := correct.New(qc, key, correct.WithNotifier(n), correct.WithTTL(ttl))
 		qctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		got := make(chan error, 1)
@@ -422,7 +460,7 @@ func TestQueueErrorJoinsNotObtained(t *testing.T) {
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	held := p.Hold(faultproxy.Match{Command: "EVALSHA", Key: key}, 1)
+	held := p.Hold(faultproxy.Match{Script: joinScript, Key: key}, 1)
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
 	err = correct.New(c, key, correct.WithNotifier(n)).Lock(short)
@@ -517,3 +555,8 @@ func TestUnfitServerIsRefused(t *testing.T) {
 		}
 	})
 }
+
+// joinScript is the SHA-1 of enqueue.lua, a waiter's join, for the proxy's
+// rules: a refused SET NX first asks whether the key is its own (ttl.lua),
+// so "the next script on the key" is not the join.
+var joinScript = correct.Scripts["enqueue.lua"].Script.Hash()
