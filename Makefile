@@ -9,7 +9,8 @@ STACK     ?= redlock
 .PHONY: test deps vet lint lab red exercise progress reset doctor wrongfixes bench bench-quick faults strays up down test-docker images dev dev-image help
 
 # LOCKLAB_WRONG_FIXES=1: every lab also proves each wrong fix of its
-# exercise caught (labs.WrongFixes), building the lab once per fix.
+# exercise caught (labs.WrongFixes), building the lab once per fix (without
+# -race, two at a time).
 test: deps vet
 	LOCKLAB_WRONG_FIXES=1 $(GO) test -race ./...
 	@$(MAKE) --no-print-directory strays
