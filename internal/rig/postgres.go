@@ -24,7 +24,7 @@ import (
 const PostgresInstallHint = `no PostgreSQL server available to locklab: no postgres and initdb in /usr/lib/postgresql/*/bin,
 in pg_config --bindir or on PATH (LOCKLAB_POSTGRES_BIN can name their directory).
 Install it with "make deps" (Debian/Ubuntu, as root: apt-get install -y postgresql;
-macOS: brew install postgresql@15).`
+macOS: brew install postgresql@15, which is not put on PATH: then LOCKLAB_POSTGRES_BIN="$(brew --prefix postgresql@15)/bin").`
 
 const (
 	// pgUser is the superuser initdb creates, with trust authentication
@@ -78,6 +78,18 @@ func PostgresBin() (string, error) {
 		}
 	}
 	return "", errors.New(PostgresInstallHint)
+}
+
+// PostgresServiceUser returns who runs the rig's PostgreSQL servers: the
+// tests' own user, or the postgres user when the tests run as root
+// (PostgreSQL refuses to run as root). Its error says when that user is
+// missing.
+func PostgresServiceUser() (uid, gid uint32, err error) {
+	uid, gid, err = proc.ServiceUser(pgServiceUser)
+	if err != nil {
+		return 0, 0, fmt.Errorf("rig: %w", err)
+	}
+	return uid, gid, nil
 }
 
 // pgMajor is the major version in a /usr/lib/postgresql/<major>/bin path.
@@ -139,9 +151,9 @@ func NewPostgres(ctx context.Context, opts ...PostgresOption) (*Postgres, error)
 	if err != nil {
 		return nil, err
 	}
-	uid, gid, err := proc.ServiceUser(pgServiceUser)
+	uid, gid, err := PostgresServiceUser()
 	if err != nil {
-		return nil, fmt.Errorf("rig: %w", err)
+		return nil, err
 	}
 	tmpl, err := pgTemplate(ctx, bin, uid, gid)
 	if err != nil {

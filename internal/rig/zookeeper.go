@@ -48,8 +48,11 @@ const (
 	zkLogJar = "/usr/share/java/slf4j-simple.jar"
 )
 
-// zooKeeperCommand returns the java binary and the classpath of the server.
-func zooKeeperCommand() (java, classpath string, err error) {
+// ZooKeeperCommand returns the java binary and the classpath of the server
+// the rig runs: LOCKLAB_JAVA or java on PATH, and LOCKLAB_ZOOKEEPER_CLASSPATH
+// or Debian's jars (with slf4j's simple logger when it is there). Its error
+// carries [ZooKeeperInstallHint].
+func ZooKeeperCommand() (java, classpath string, err error) {
 	java = os.Getenv("LOCKLAB_JAVA")
 	if java == "" {
 		if java, err = exec.LookPath("java"); err != nil {
@@ -127,7 +130,7 @@ func NewZooKeeper(ctx context.Context, n int, opts ...ZooKeeperOption) (*ZooKeep
 	if n < 1 || n > zkMaxServers {
 		return nil, fmt.Errorf("rig: ZooKeeper ensemble of %d servers; want 1 to %d", n, zkMaxServers)
 	}
-	java, cp, err := zooKeeperCommand()
+	java, cp, err := ZooKeeperCommand()
 	if err != nil {
 		return nil, err
 	}
