@@ -10,17 +10,14 @@ import (
 
 	"github.com/locklab/locklab/correct"
 	"github.com/locklab/locklab/fencing"
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/redlock"
 	"github.com/locklab/locklab/reentrant"
 	"github.com/locklab/locklab/watchdog"
 )
 
 // locker is what every lock kind offers.
-type locker interface {
-	Lock(ctx context.Context) error
-	TryLock(ctx context.Context) (bool, error)
-	Unlock(ctx context.Context) error
-}
+type locker = locktest.Locker
 
 // env is what a kind gets to make one party's lock: that party's own
 // clients (one per node, each through the party's proxy when it is under

@@ -13,6 +13,7 @@ import (
 
 	"github.com/locklab/locklab/correct"
 	"github.com/locklab/locklab/fencing"
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/naive"
 	"github.com/locklab/locklab/redlock"
 	"github.com/locklab/locklab/reentrant"
@@ -21,11 +22,7 @@ import (
 
 // locker is what every lock kind offers; reentrant's Mutex is adapted by
 // ownerLock, which carries the Owner in the context.
-type locker interface {
-	Lock(ctx context.Context) error
-	TryLock(ctx context.Context) (bool, error)
-	Unlock(ctx context.Context) error
-}
+type locker = locktest.Locker
 
 // kind is one lock package as a deployment sees it: the ACL rules its user
 // needs, and how to make a lock on one or more clients.
