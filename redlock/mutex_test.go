@@ -593,11 +593,11 @@ func TestLockGivesUp(t *testing.T) {
 		// the key was someone else's), so count the SETs to node 0.
 		var rounds atomic.Int32
 		counted := clientsFor(t, addrs)
-		counted[0].(*redis.Client).AddHook(countHook{func(name string) {
+		rig.OnCommand(counted[0].(*redis.Client), func(name string) {
 			if name == "set" {
 				rounds.Add(1)
 			}
-		}})
+		})
 		err := redlock.New(counted, key, fast, redlock.WithTries(3)).Lock(ctx)
 		if !errors.Is(err, redlock.ErrNotObtained) || errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("Lock() = %v; want ErrNotObtained without a context error", err)

@@ -234,14 +234,8 @@ func TestStaleEntryOfALiveProcessCostsOneHop(t *testing.T) {
 	key := newKey(t)
 	cs, n := withNotifier(t, addrs)
 	holder := redlock.New(clientsFor(t, addrs), key, redlock.WithTTL(time.Minute))
-	if err := holder.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	settle(t, holder)
-	hook, isQueued := signal(redlock.HookQueued)
-	live := redlock.New(cs, key, redlock.WithNotifier(n), redlock.WithTTL(ttl), hook)
-	got := lockAsync(ctx, live)
-	await(t, isQueued, 10*time.Second, "the live waiter queued")
+	mustLock(t, ctx, holder)
+	live, got := queueWaiter(t, ctx, cs, key, redlock.WithNotifier(n), redlock.WithTTL(ttl))
 	mine := lastQueued(t, key) // "<notifier id>.<ttl>.<random>.<generation>"
 	notifier := strings.SplitN(mine, ".", 2)[0]
 	score := queued(t, admin[0], key)[0].Score

@@ -91,6 +91,33 @@ func UserOptions(addr string) *redis.Options {
 	return &redis.Options{Addr: addr}
 }
 
+// OnCommand calls seen with the name of every command c sends from now on
+// ("set", "evalsha", ...), each command of a pipeline too, in the
+// goroutine that sends it, before it is sent: how tests and the bench
+// count what a lock costs. seen must be safe for concurrent use if c is
+// used from several goroutines.
+func OnCommand(c *redis.Client, seen func(name string)) { c.AddHook(commandHook(seen)) }
+
+type commandHook func(name string)
+
+func (commandHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h commandHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h(cmd.Name())
+		return next(ctx, cmd)
+	}
+}
+
+func (h commandHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			h(cmd.Name())
+		}
+		return next(ctx, cmds)
+	}
+}
+
 // UserClient returns a go-redis client for the node on go-redis's default
 // options ([UserOptions]), closed by [Node.Close].
 func (n *Node) UserClient() *redis.Client {
