@@ -3,6 +3,7 @@ package correct_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -19,12 +20,37 @@ import (
 func newNotifier(t *testing.T) (*correct.Notifier, *redis.Client) {
 	t.Helper()
 	c := newClient(t)
+	return notifierOn(t, c), c
+}
+
+// notifierOn returns a Notifier on c, closed in Cleanup.
+func notifierOn(t *testing.T, c *redis.Client) *correct.Notifier {
+	t.Helper()
 	n, err := correct.NewNotifier(testContext(t), c)
 	if err != nil {
 		t.Fatalf("NewNotifier = %v", err)
 	}
 	t.Cleanup(func() { _ = n.Close() })
-	return n, c
+	return n
+}
+
+// queueWaiter starts the Lock of a new Mutex on c and key, made with opts
+// (a Notifier among them), waits until it has joined the queue, and
+// returns the Mutex and its Lock's result channel.
+func queueWaiter(t *testing.T, ctx context.Context, c correct.Client, key string, opts ...correct.Option) (*correct.Mutex, <-chan error) {
+	t.Helper()
+	hook, queued := signal(correct.HookQueued)
+	w := correct.New(c, key, append(slices.Clip(opts), hook)...)
+	got := make(chan error, 1)
+	go func() { got <- w.Lock(ctx) }()
+	select {
+	case <-queued:
+	case err := <-got:
+		t.Fatalf("the waiter's Lock returned %v before it queued", err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter did not queue within 10s")
+	}
+	return w, got
 }
 
 // queueOf is the wait queue's key for key (see New).
@@ -55,16 +81,12 @@ func TestAbandonPassesTheLockOn(t *testing.T) {
 	ctx := testContext(t)
 	n, c := newNotifier(t)
 	key := newKey(t)
-	hook, queued := signal(correct.HookQueued)
-	next := correct.New(c, key, correct.WithNotifier(n), hook)
 	// The lock was just handed to the quitter's token; next is queued.
 	quitter := "quitter.8000.token"
 	if err := c.Set(ctx, key, quitter, time.Minute).Err(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- next.Lock(ctx) }()
-	<-queued
+	next, done := queueWaiter(t, ctx, c, key, correct.WithNotifier(n))
 	s := correct.Scripts["release.lua"].Script
 	keys := []string{key, queueOf(key), "{" + key + "}:r:" + quitter}
 	r, err := s.Run(ctx, c, keys, quitter, "correct:w:", "1", correct.ReceiptMS).Int64()
@@ -196,11 +218,7 @@ func TestHandoffGivesTheWaitersOwnTTL(t *testing.T) {
 		t.Fatal(err)
 	}
 	const short = 3 * time.Second
-	hook, queued := signal(correct.HookQueued)
-	w := correct.New(c, key, correct.WithNotifier(n), correct.WithTTL(short), hook)
-	done := make(chan error, 1)
-	go func() { done <- w.Lock(ctx) }()
-	<-queued
+	w, done := queueWaiter(t, ctx, c, key, correct.WithNotifier(n), correct.WithTTL(short))
 	if err := holder.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -142,7 +142,7 @@ var kinds = []kind{
 		name: "reentrant", nodes: 1, reentrant: true,
 		errNotObtained: reentrant.ErrNotObtained, errNotHeld: reentrant.ErrNotHeld,
 		make: func(_ *testing.T, e env) locker {
-			return ownerLock{reentrant.New(e.clients[0], e.key, reentrant.WithTTL(e.ttl), reentrant.WithHook(e.hook), reentrant.WithRetry(fastRetry)), reentrant.NewOwner()}
+			return asOwner(reentrant.New(e.clients[0], e.key, reentrant.WithTTL(e.ttl), reentrant.WithHook(e.hook), reentrant.WithRetry(fastRetry)))
 		},
 	},
 	{
@@ -166,19 +166,10 @@ func redlockClients(cs []*redis.Client) []redlock.Client {
 // holder, not for its backoff.
 func fastRetry(int) time.Duration { return time.Millisecond }
 
-// ownerLock runs a reentrant Mutex as one Owner.
-type ownerLock struct {
-	m     *reentrant.Mutex
-	owner reentrant.Owner
-}
-
-func (o ownerLock) ctx(ctx context.Context) context.Context { return reentrant.WithOwner(ctx, o.owner) }
-
-func (o ownerLock) Lock(ctx context.Context) error            { return o.m.Lock(o.ctx(ctx)) }
-func (o ownerLock) TryLock(ctx context.Context) (bool, error) { return o.m.TryLock(o.ctx(ctx)) }
-func (o ownerLock) Unlock(ctx context.Context) error          { return o.m.Unlock(o.ctx(ctx)) }
-func (o ownerLock) Extend(ctx context.Context, ttl time.Duration) error {
-	return o.m.Extend(o.ctx(ctx), ttl)
+// asOwner runs m as one Owner of its own.
+func asOwner(m *reentrant.Mutex) locktest.Bound {
+	owner := reentrant.NewOwner()
+	return locktest.Bound{L: m, Bind: func(ctx context.Context) context.Context { return reentrant.WithOwner(ctx, owner) }}
 }
 
 // forKinds runs scenario as a subtest for each kind that which admits

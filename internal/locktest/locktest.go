@@ -8,8 +8,8 @@
 // [Run]; what is particular to it (its sessions, its faults) stays in its
 // own tests.
 //
-// [Locker] and [Turns], the mutual-exclusion count, also serve the Redis
-// locks' tests.
+// [Locker], [Bound] and [Turns], the mutual-exclusion count, also serve
+// the Redis locks' tests.
 package locktest
 
 import (
@@ -33,6 +33,27 @@ type Locker interface {
 	Lock(ctx context.Context) error
 	TryLock(ctx context.Context) (bool, error)
 	Unlock(ctx context.Context) error
+}
+
+// Extender is a lock whose hold can be extended.
+type Extender interface {
+	Locker
+	Extend(ctx context.Context, ttl time.Duration) error
+}
+
+// Bound is L with every call's context passed through Bind first:
+// reentrant's Mutex, run as one Owner, is a Bound whose Bind puts the
+// Owner in the context.
+type Bound struct {
+	L    Extender
+	Bind func(context.Context) context.Context
+}
+
+func (b Bound) Lock(ctx context.Context) error            { return b.L.Lock(b.Bind(ctx)) }
+func (b Bound) TryLock(ctx context.Context) (bool, error) { return b.L.TryLock(b.Bind(ctx)) }
+func (b Bound) Unlock(ctx context.Context) error          { return b.L.Unlock(b.Bind(ctx)) }
+func (b Bound) Extend(ctx context.Context, ttl time.Duration) error {
+	return b.L.Extend(b.Bind(ctx), ttl)
 }
 
 // Fenced is a lock whose holds carry a fencing token (0 when not held).
@@ -372,6 +393,29 @@ func Turns(ctx context.Context, locks []Locker, rounds int, hold time.Duration) 
 	}
 	err = g.Wait()
 	return most, total, err
+}
+
+// HandedOnWithin unlocks holder and checks that the waiter, whose Lock's
+// result got carries, holds the lock within d; then it unlocks the
+// waiter. It logs how long the hand-over took, with what it went through
+// ("behind 5 stale entries").
+func HandedOnWithin(t *testing.T, ctx context.Context, holder, waiter Locker, got <-chan error, d time.Duration, what string) {
+	t.Helper()
+	start := time.Now()
+	if err := holder.Unlock(ctx); err != nil {
+		t.Fatalf("the holder's Unlock = %v", err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("the waiter's Lock = %v", err)
+	}
+	took := time.Since(start)
+	t.Logf("the waiter got the lock %v after the release, %s (bound %v)", took, what, d)
+	if took > d {
+		t.Errorf("the waiter got the lock %v after the release, %s; want well under %v", took, what, d)
+	}
+	if err := waiter.Unlock(ctx); err != nil {
+		t.Fatalf("the waiter's Unlock = %v", err)
+	}
 }
 
 // SurvivesFailover: a holds the lock when fail kills the system's leader;
