@@ -145,44 +145,62 @@ func TestIdleTimeoutEndsHold(t *testing.T) {
 	}
 }
 
-// TestPartitionedHolderKeepsLock: a holder cut off by the network keeps its
-// lock as long as the server sees the connection open: there is no lease.
-// When the connection is reset, the server ends the session and the lock
-// is free at once.
-func TestPartitionedHolderKeepsLock(t *testing.T) {
+// partitioned runs scenario in parallel with the other tests, for each
+// kind, on a server of its own with a fault proxy in front: a, on one
+// key, reaches the server through the proxy, b directly.
+func partitioned(t *testing.T, scenario func(t *testing.T, proxy *faultproxy.Proxy, a, b locktest.Fenced)) {
 	t.Parallel() // no leakcheck.Guard: other tests run meanwhile; TestMain checks for leaks
 	srv := rig.StartPostgres(t)
 	proxy := faultproxy.Start(t, srv.Addr())
 	for _, k := range kinds {
 		t.Run(k.Name, func(t *testing.T) {
-			ctx := context.Background()
 			key := lockKey(t)
-			a, b := lock(k, pool(t, srv.DSN(proxy.Addr())), key), lock(k, pool(t, srv.DSN(srv.Addr())), key)
-			if err := a.Lock(ctx); err != nil {
-				t.Fatal(err)
-			}
-			proxy.Blackhole()
-			wctx, cancel := context.WithTimeout(ctx, time.Second)
-			err := b.Lock(wctx)
-			cancel()
-			if !errors.Is(err, pglock.ErrNotObtained) {
-				t.Fatalf("b.Lock while a is cut off = %v; want ErrNotObtained (a keeps the lock)", err)
-			}
-			proxy.Reset()
-			start := time.Now()
-			if err := b.Lock(ctx); err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("b got the lock %v after a's connection was reset", time.Since(start).Round(time.Millisecond))
-			proxy.Heal()
-			if err := a.Unlock(ctx); err == nil {
-				t.Error("a.Unlock after its connection was reset = nil; want an error")
-			}
-			if err := b.Unlock(ctx); err != nil {
-				t.Fatal(err)
-			}
+			scenario(t, proxy, lock(k, pool(t, srv.DSN(proxy.Addr())), key), lock(k, pool(t, srv.DSN(srv.Addr())), key))
 		})
 	}
+}
+
+// getsTheLock waits until l gets the lock, 10s at most, and unlocks it.
+func getsTheLock(t *testing.T, ctx context.Context, l locktest.Locker) {
+	t.Helper()
+	locktest.Eventually(t, 10*time.Second, "the next client gets the lock", func() bool {
+		ok, err := l.TryLock(ctx)
+		return ok && err == nil
+	})
+	_ = l.Unlock(ctx)
+}
+
+// TestPartitionedHolderKeepsLock: a holder cut off by the network keeps its
+// lock as long as the server sees the connection open: there is no lease.
+// When the connection is reset, the server ends the session and the lock
+// is free at once.
+func TestPartitionedHolderKeepsLock(t *testing.T) {
+	partitioned(t, func(t *testing.T, proxy *faultproxy.Proxy, a, b locktest.Fenced) {
+		ctx := context.Background()
+		if err := a.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		proxy.Blackhole()
+		wctx, cancel := context.WithTimeout(ctx, time.Second)
+		err := b.Lock(wctx)
+		cancel()
+		if !errors.Is(err, pglock.ErrNotObtained) {
+			t.Fatalf("b.Lock while a is cut off = %v; want ErrNotObtained (a keeps the lock)", err)
+		}
+		proxy.Reset()
+		start := time.Now()
+		if err := b.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("b got the lock %v after a's connection was reset", time.Since(start).Round(time.Millisecond))
+		proxy.Heal()
+		if err := a.Unlock(ctx); err == nil {
+			t.Error("a.Unlock after its connection was reset = nil; want an error")
+		}
+		if err := b.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // TestLockRequestHeldInNetwork: the lock statement is held by the
@@ -190,36 +208,24 @@ func TestPartitionedHolderKeepsLock(t *testing.T) {
 // network heals, the statement reaches the server late, may be granted,
 // and dies with its session: the lock is free for the next client.
 func TestLockRequestHeldInNetwork(t *testing.T) {
-	t.Parallel()
-	srv := rig.StartPostgres(t)
-	proxy := faultproxy.Start(t, srv.Addr())
-	for _, k := range kinds {
-		t.Run(k.Name, func(t *testing.T) {
-			ctx := context.Background()
-			key := lockKey(t)
-			cut := pool(t, srv.DSN(proxy.Addr()))
-			a, b := lock(k, cut, key), lock(k, pool(t, srv.DSN(srv.Addr())), key)
-			if err := a.Lock(ctx); err != nil { // opens a's connection; tables exist
-				t.Fatal(err)
-			}
-			if err := a.Unlock(ctx); err != nil {
-				t.Fatal(err)
-			}
-			proxy.Blackhole()
-			lctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-			err := a.Lock(lctx)
-			cancel()
-			if !errors.Is(err, pglock.ErrNotObtained) {
-				t.Fatalf("a.Lock with its request held = %v; want ErrNotObtained", err)
-			}
-			proxy.Heal()
-			locktest.Eventually(t, 10*time.Second, "b gets the lock", func() bool {
-				ok, err := b.TryLock(ctx)
-				return ok && err == nil
-			})
-			_ = b.Unlock(ctx)
-		})
-	}
+	partitioned(t, func(t *testing.T, proxy *faultproxy.Proxy, a, b locktest.Fenced) {
+		ctx := context.Background()
+		if err := a.Lock(ctx); err != nil { // opens a's connection; tables exist
+			t.Fatal(err)
+		}
+		if err := a.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		proxy.Blackhole()
+		lctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		err := a.Lock(lctx)
+		cancel()
+		if !errors.Is(err, pglock.ErrNotObtained) {
+			t.Fatalf("a.Lock with its request held = %v; want ErrNotObtained", err)
+		}
+		proxy.Heal()
+		getsTheLock(t, ctx, b)
+	})
 }
 
 func TestBackstops(t *testing.T) {
@@ -267,30 +273,19 @@ func TestBackstops(t *testing.T) {
 // the error and closes the connection, and once the network heals the
 // server ends that session and the lock is free for the next client.
 func TestUnlockReplyLost(t *testing.T) {
-	t.Parallel()
-	srv := rig.StartPostgres(t)
-	proxy := faultproxy.Start(t, srv.Addr())
-	for _, k := range kinds {
-		t.Run(k.Name, func(t *testing.T) {
-			ctx := context.Background()
-			key := lockKey(t)
-			a, b := lock(k, pool(t, srv.DSN(proxy.Addr())), key), lock(k, pool(t, srv.DSN(srv.Addr())), key)
-			if err := a.Lock(ctx); err != nil {
-				t.Fatal(err)
-			}
-			proxy.Blackhole()
-			if err := a.Unlock(ctx); err == nil || errors.Is(err, pglock.ErrNotHeld) {
-				t.Fatalf("Unlock into a partition = %v; want a transport error", err)
-			}
-			if a.Fence() != 0 {
-				t.Error("the lock still reports a hold after its connection was closed")
-			}
-			proxy.Heal()
-			locktest.Eventually(t, 10*time.Second, "b gets the lock", func() bool {
-				ok, err := b.TryLock(ctx)
-				return ok && err == nil
-			})
-			_ = b.Unlock(ctx)
-		})
-	}
+	partitioned(t, func(t *testing.T, proxy *faultproxy.Proxy, a, b locktest.Fenced) {
+		ctx := context.Background()
+		if err := a.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		proxy.Blackhole()
+		if err := a.Unlock(ctx); err == nil || errors.Is(err, pglock.ErrNotHeld) {
+			t.Fatalf("Unlock into a partition = %v; want a transport error", err)
+		}
+		if a.Fence() != 0 {
+			t.Error("the lock still reports a hold after its connection was closed")
+		}
+		proxy.Heal()
+		getsTheLock(t, ctx, b)
+	})
 }
