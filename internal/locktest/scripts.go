@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/internal/faultproxy"
+	"github.com/locklab/locklab/internal/rig"
 )
 
 // The helpers below are for the Redis locks' tests.
@@ -30,6 +33,17 @@ func ScriptsLoad(t *testing.T, c redis.Scripter, scripts map[string]*redis.Scrip
 			t.Errorf("SCRIPT EXISTS %s = %v; want [true]", name, ok)
 		}
 	}
+}
+
+// ThroughProxy returns a fault proxy in front of the server at addr and a
+// go-redis client through it on go-redis's default options, which send a
+// command again when its reply is lost; both end with the test.
+func ThroughProxy(t *testing.T, addr string) (*faultproxy.Proxy, *redis.Client) {
+	t.Helper()
+	p := faultproxy.Start(t, addr)
+	c := redis.NewClient(rig.UserOptions(p.Addr()))
+	t.Cleanup(func() { _ = c.Close() })
+	return p, c
 }
 
 var keySeq atomic.Int64
