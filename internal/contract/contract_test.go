@@ -269,15 +269,10 @@ func TestEachReplyLostNoRetries(t *testing.T) {
 // kind), extend, unlock, with an observer that must be refused while the
 // party holds the lock and must get it at once after.
 func sequence(t *testing.T, k kind, step int, f flavour) *faultproxy.Rule {
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	key := newKey(t, k)
-	ps := proxiesFor(t, k)
-	rule := lossAt(ps, step)
+	ctx, key, ps, rule := lossScene(t, k, step)
 	a := newParty(t, k, "A", key, longTTL, f, ps)
 	b := newParty(t, k, "B", key, longTTL, strict, nil)
-	defer settle(context.Background(), b.lock)
-	defer settle(context.Background(), a.lock)
+	settleAtEnd(t, a, b)
 
 	check := func(what string, err error) bool {
 		t.Helper()
@@ -321,15 +316,42 @@ func sequence(t *testing.T, k kind, step int, f flavour) *faultproxy.Rule {
 		}
 	}
 	// Whatever A saw, the lock must now be free: nobody waits for a TTL.
-	ok, err := b.lock.TryLock(op(ctx))
-	if !ok || err != nil {
-		t.Errorf("%s: B's TryLock after A unlocked = %v, %v %s; want true, nil (the key is held for nothing)", k.name, ok, err, lost(rule))
-		return rule
-	}
-	if err := b.lock.Unlock(ctx); err != nil {
+	checkFree(t, ctx, k, b, "after A unlocked", rule)
+	return rule
+}
+
+// lossScene begins one step of a sweep for kind k: a context of 30s, a
+// fresh key, a proxy in front of each node, and the rule that loses the
+// reply of the step-th command through them.
+func lossScene(t *testing.T, k kind, step int) (ctx context.Context, key string, ps []*faultproxy.Proxy, rule *faultproxy.Rule) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	key = newKey(t, k)
+	ps = proxiesFor(t, k)
+	return ctx, key, ps, lossAt(ps, step)
+}
+
+// settleAtEnd waits, when the test ends and before its key is checked,
+// for the commands the parties' locks still have in flight (redlock
+// returns at a majority), party by party.
+func settleAtEnd(t *testing.T, parties ...*party) {
+	t.Cleanup(func() {
+		for _, p := range parties {
+			settle(context.Background(), p.lock)
+		}
+	})
+}
+
+// checkFree fails the test unless B gets the lock at once, when, and lets
+// it go: nobody waits for a TTL.
+func checkFree(t *testing.T, ctx context.Context, k kind, b *party, when string, rule *faultproxy.Rule) {
+	t.Helper()
+	if ok, err := b.lock.TryLock(op(ctx)); !ok || err != nil {
+		t.Errorf("%s: B's TryLock %s = %v, %v %s; want true, nil (the key is held for nothing)", k.name, when, ok, err, lost(rule))
+	} else if err := b.lock.Unlock(ctx); err != nil {
 		t.Errorf("%s: B's Unlock = %v", k.name, err)
 	}
-	return rule
 }
 
 // TestHandOffEachReplyLost: A holds the lock, W1 and W2 wait in the queue,
@@ -346,27 +368,19 @@ func TestHandOffEachReplyLost(t *testing.T) {
 const shortTTL = 3 * time.Second
 
 func handOff(t *testing.T, k kind, step int) *faultproxy.Rule {
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	key := newKey(t, k)
-	ps := proxiesFor(t, k)
-	rule := lossAt(ps, step)
+	ctx, key, ps, rule := lossScene(t, k, step)
 	a := newParty(t, k, "A", key, longTTL, user, ps)
 	w1 := newParty(t, k, "W1", key, longTTL, user, ps)
 	w2 := newParty(t, k, "W2", key, shortTTL, user, ps)
 	b := newParty(t, k, "B", key, longTTL, strict, nil)
 	admin := servers[0].Client()
-	for _, p := range []*party{b, w2, w1, a} {
-		defer settle(context.Background(), p.lock)
-	}
+	settleAtEnd(t, a, w1, w2, b)
 
 	if err := a.lock.Lock(op(ctx)); err != nil {
 		t.Fatalf("%s: A's Lock = %v %s", k.name, err, lost(rule))
 	}
-	got1 := lockAsync(ctx, w1)
-	waitQueued(t, w1, got1)
-	got2 := lockAsync(ctx, w2) // behind W1, which is queued
-	waitQueued(t, w2, got2)
+	got1 := queueUp(t, ctx, w1)
+	got2 := queueUp(t, ctx, w2) // behind W1, which is queued
 
 	if err := a.lock.Unlock(op(ctx)); err != nil {
 		t.Errorf("%s: A's Unlock (a hand-off) = %v %s; want nil", k.name, err, lost(rule))
@@ -395,11 +409,7 @@ func handOff(t *testing.T, k kind, step int) *faultproxy.Rule {
 	if err := w2.lock.Unlock(ctx); err != nil {
 		t.Errorf("%s: W2's Unlock = %v %s; want nil", k.name, err, lost(rule))
 	}
-	if ok, err := b.lock.TryLock(ctx); !ok || err != nil {
-		t.Errorf("%s: B's TryLock after everyone unlocked = %v, %v %s; want true, nil", k.name, ok, err, lost(rule))
-	} else if err := b.lock.Unlock(ctx); err != nil {
-		t.Errorf("%s: B's Unlock = %v", k.name, err)
-	}
+	checkFree(t, ctx, k, b, "after everyone unlocked", rule)
 	return rule
 }
 
@@ -409,23 +419,16 @@ func handOff(t *testing.T, k kind, step int) *faultproxy.Rule {
 func TestAbandonEachReplyLost(t *testing.T) {
 	forQueued(t, func(t *testing.T, k kind) {
 		sweep(t, k, func(t *testing.T, step int) *faultproxy.Rule {
-			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-			defer cancel()
-			key := newKey(t, k)
-			ps := proxiesFor(t, k)
-			rule := lossAt(ps, step)
+			ctx, key, ps, rule := lossScene(t, k, step)
 			a := newParty(t, k, "A", key, longTTL, user, ps)
 			w := newParty(t, k, "W", key, longTTL, user, ps)
 			b := newParty(t, k, "B", key, longTTL, strict, nil)
-			for _, p := range []*party{b, w, a} {
-				defer settle(context.Background(), p.lock)
-			}
+			settleAtEnd(t, a, w, b)
 			if err := a.lock.Lock(ctx); err != nil {
 				t.Fatalf("%s: A's Lock = %v %s", k.name, err, lost(rule))
 			}
 			wctx, giveUp := context.WithCancel(ctx)
-			got := lockAsync(wctx, w)
-			waitQueued(t, w, got)
+			got := queueUp(t, wctx, w)
 			giveUp()
 			if err := wait(op(ctx), got); !errors.Is(err, context.Canceled) {
 				t.Errorf("%s: W's Lock after its context was cancelled = %v %s; want an error wrapping context.Canceled", k.name, err, lost(rule))
@@ -433,11 +436,7 @@ func TestAbandonEachReplyLost(t *testing.T) {
 			if err := a.lock.Unlock(ctx); err != nil {
 				t.Errorf("%s: A's Unlock = %v %s; want nil", k.name, err, lost(rule))
 			}
-			if ok, err := b.lock.TryLock(op(ctx)); !ok || err != nil {
-				t.Errorf("%s: B's TryLock after A unlocked, W gone = %v, %v %s; want true, nil", k.name, ok, err, lost(rule))
-			} else if err := b.lock.Unlock(ctx); err != nil {
-				t.Errorf("%s: B's Unlock = %v", k.name, err)
-			}
+			checkFree(t, ctx, k, b, "after A unlocked, W gone", rule)
 			return rule
 		})
 	})
