@@ -12,6 +12,7 @@ import (
 	"github.com/locklab/locklab/correct"
 	"github.com/locklab/locklab/internal/faultproxy"
 	"github.com/locklab/locklab/internal/leakcheck"
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/preflight"
 	"github.com/locklab/locklab/internal/rig"
 )
@@ -210,22 +211,14 @@ func TestEnqueueSentTwiceQueuesOnce(t *testing.T) {
 	p := faultproxy.Start(t, redisAddr)
 	c := userClient(t, p)
 	warm(t, c)
-	n, err := correct.NewNotifier(ctx, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
+	n := notifierOn(t, c)
 	key := newKey(t)
 	holder := correct.New(newClient(t), key)
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	hook, queued := signal(correct.HookQueued)
-	w := correct.New(c, key, correct.WithNotifier(n), hook)
 	lost := p.DropReply(faultproxy.Match{Script: joinScript, Key: key}, 1)
-	got := make(chan error, 1)
-	go func() { got <- w.Lock(ctx) }()
-	<-queued
+	w, got := queueWaiter(t, ctx, c, key, correct.WithNotifier(n))
 	if lost.Hits() != 1 {
 		t.Fatalf("the join's reply was not lost (%d hits)", lost.Hits())
 	}
@@ -257,11 +250,7 @@ func TestStaleEntryOfALiveProcessCostsOneHop(t *testing.T) {
 	p := faultproxy.Start(t, redisAddr)
 	c := userClient(t, p)
 	warm(t, c)
-	n, err := correct.NewNotifier(ctx, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
+	n := notifierOn(t, c)
 	key := newKey(t)
 	holder := correct.New(newClient(t), key, correct.WithTTL(time.Minute))
 	if err := holder.Lock(ctx); err != nil {
@@ -290,28 +279,10 @@ func TestStaleEntryOfALiveProcessCostsOneHop(t *testing.T) {
 		held.Release() // the join lands after the quitter left
 	}
 	waitQueueLen(t, newClient(t), key, 5)
-	hook, queued := signal(correct.HookQueued)
-	live := correct.New(c, key, correct.WithNotifier(n), correct.WithTTL(ttl), hook)
-	got := make(chan error, 1)
-	go func() { got <- live.Lock(ctx) }()
-	<-queued
-	start := time.Now()
-	if err := holder.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-got; err != nil {
-		t.Fatal(err)
-	}
+	live, got := queueWaiter(t, ctx, c, key, correct.WithNotifier(n), correct.WithTTL(ttl))
 	// Each stale entry costs one hop (a script run by the Notifier): well
 	// under 250ms; the bug cost a TTL each.
-	took := time.Since(start)
-	t.Logf("the live waiter got the lock %v after the release, behind 5 stale entries (TTL %v)", took, ttl)
-	if took > ttl/4 {
-		t.Errorf("the live waiter got the lock %v after the release, behind 5 stale entries; want well under %v", took, ttl/4)
-	}
-	if err := live.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	locktest.HandedOnWithin(t, ctx, holder, live, got, ttl/4, "behind 5 stale entries")
 }
 
 // waitQueueLen waits until key's queue holds n tokens.
@@ -339,22 +310,14 @@ func TestStaleHandOffMessageIsNotALease(t *testing.T) {
 	p := faultproxy.Start(t, redisAddr) // W's network
 	wc := userClient(t, p)
 	warm(t, wc)
-	n, err := correct.NewNotifier(ctx, wc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
+	n := notifierOn(t, wc)
 	key := newKey(t)
 	direct := newClient(t)
 	a := correct.New(direct, key, correct.WithTTL(10*time.Second))
 	if err := a.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	hook, queued := signal(correct.HookQueued)
-	w := correct.New(wc, key, correct.WithNotifier(n), correct.WithTTL(ttl), hook)
-	got := make(chan error, 1)
-	go func() { got <- w.Lock(ctx) }()
-	<-queued
+	w, got := queueWaiter(t, ctx, wc, key, correct.WithNotifier(n), correct.WithTTL(ttl))
 	// W freezes, as a process under SIGSTOP or a long GC pause: nothing it
 	// sends or is sent moves, though its connections stay open (PUBLISH
 	// still counts its subscription).
@@ -400,22 +363,14 @@ func TestNotifierNoticesASilentDeath(t *testing.T) {
 	const ttl = 40 * time.Second // a look every 10s: longer than the test waits
 	p := faultproxy.Start(t, redisAddr)
 	wc := userClient(t, p)
-	n, err := correct.NewNotifier(ctx, wc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
+	n := notifierOn(t, wc)
 	key := newKey(t)
 	direct := newClient(t)
 	a := correct.New(direct, key, correct.WithTTL(ttl))
 	if err := a.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	hook, queued := signal(correct.HookQueued)
-	w := correct.New(wc, key, correct.WithNotifier(n), correct.WithTTL(ttl), hook)
-	got := make(chan error, 1)
-	go func() { got <- w.Lock(ctx) }()
-	<-queued
+	w, got := queueWaiter(t, ctx, wc, key, correct.WithNotifier(n), correct.WithTTL(ttl))
 	p.Stall(faultproxy.Match{Command: "SUBSCRIBE"}) // never released: a dead peer
 	if err := a.Unlock(ctx); err != nil {           // handed to W, whose message never comes
 		t.Fatal(err)
@@ -449,11 +404,7 @@ func TestQueueErrorJoinsNotObtained(t *testing.T) {
 	c := redis.NewClient(rig.ClientOptions(p.Addr())) // honours ctx deadlines
 	t.Cleanup(func() { _ = c.Close() })
 	warm(t, c)
-	n, err := correct.NewNotifier(ctx, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
+	n := notifierOn(t, c)
 	key := newKey(t)
 	direct := newClient(t)
 	holder := correct.New(direct, key)
@@ -463,7 +414,7 @@ func TestQueueErrorJoinsNotObtained(t *testing.T) {
 	held := p.Hold(faultproxy.Match{Script: joinScript, Key: key}, 1)
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
-	err = correct.New(c, key, correct.WithNotifier(n)).Lock(short)
+	err := correct.New(c, key, correct.WithNotifier(n)).Lock(short)
 	if !errors.Is(err, correct.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Lock whose join was held past its deadline = %v; want ErrNotObtained joined with DeadlineExceeded", err)
 	}
@@ -488,12 +439,8 @@ func TestQueueKeyExpires(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer holder.Unlock(ctx)
-	hook, queued := signal(correct.HookQueued)
-	w := correct.New(c, key, correct.WithNotifier(n), correct.WithTTL(3*time.Second), hook)
 	wctx, cancel := context.WithCancel(ctx)
-	got := make(chan error, 1)
-	go func() { got <- w.Lock(wctx) }()
-	<-queued
+	_, got := queueWaiter(t, wctx, c, key, correct.WithNotifier(n), correct.WithTTL(3*time.Second))
 	pttl := c.PTTL(ctx, queueOf(key)).Val()
 	cancel()
 	<-got

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/locklab/locklab/internal/leakcheck"
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/observetest"
 	"github.com/locklab/locklab/internal/rig"
 	"github.com/locklab/locklab/redlock"
@@ -593,11 +594,11 @@ func TestLockGivesUp(t *testing.T) {
 		// the key was someone else's), so count the SETs to node 0.
 		var rounds atomic.Int32
 		counted := clientsFor(t, addrs)
-		counted[0].(*redis.Client).AddHook(countHook{func(name string) {
+		rig.OnCommand(counted[0].(*redis.Client), func(name string) {
 			if name == "set" {
 				rounds.Add(1)
 			}
-		}})
+		})
 		err := redlock.New(counted, key, fast, redlock.WithTries(3)).Lock(ctx)
 		if !errors.Is(err, redlock.ErrNotObtained) || errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("Lock() = %v; want ErrNotObtained without a context error", err)
@@ -753,19 +754,7 @@ func TestScriptsUseTheChannelPrefix(t *testing.T) {
 
 // TestScriptsLoad loads every script into a real server and checks that
 // the server computes the same SHA1 that EVALSHA will send.
-func TestScriptsLoad(t *testing.T) {
-	ctx := ctxFor(t)
-	for name, s := range redlock.Scripts {
-		sha, err := s.Load(ctx, admin[0]).Result()
-		if err != nil {
-			t.Errorf("SCRIPT LOAD %s = %v; want its SHA1", name, err)
-			continue
-		}
-		if sha != s.Hash() {
-			t.Errorf("SCRIPT LOAD %s = %s; want %s", name, sha, s.Hash())
-		}
-	}
-}
+func TestScriptsLoad(t *testing.T) { locktest.ScriptsLoad(t, admin[0], redlock.Scripts) }
 
 // TestObserver sees what a Mutex reports: an acquisition with its wait, a
 // release with its hold time, and a give-up with its cause.
