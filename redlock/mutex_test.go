@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/locklab/locklab/internal/leakcheck"
 	"github.com/locklab/locklab/internal/locktest"
@@ -650,37 +649,16 @@ func TestMutualExclusion(t *testing.T) {
 	cs := clientsFor(t, addrs)
 	const clients, rounds = 4, 10
 	retry := redlock.WithRetry(func(int) time.Duration { return time.Duration(1+rand.IntN(5)) * time.Millisecond })
-	var inside, peak, total atomic.Int32
-	var g errgroup.Group
+	var locks []locktest.Locker
 	for range clients {
-		m := redlock.New(cs, key, retry, redlock.WithTries(1<<30), redlock.WithTTL(10*time.Second))
-		g.Go(func() error {
-			for range rounds {
-				if err := m.Lock(ctx); err != nil {
-					return err
-				}
-				n := inside.Add(1)
-				for { // record the highest occupancy seen
-					old := peak.Load()
-					if n <= old || peak.CompareAndSwap(old, n) {
-						break
-					}
-				}
-				total.Add(1)
-				time.Sleep(time.Millisecond) // hold the lock for a moment
-				inside.Add(-1)
-				if err := m.Unlock(ctx); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		locks = append(locks, redlock.New(cs, key, retry, redlock.WithTries(1<<30), redlock.WithTTL(10*time.Second)))
 	}
-	if err := g.Wait(); err != nil {
+	peak, total, err := locktest.Turns(ctx, locks, rounds, time.Millisecond) // each holds the lock for a moment
+	if err != nil {
 		t.Fatal(err)
 	}
-	if peak.Load() != 1 || total.Load() != clients*rounds {
-		t.Errorf("%d critical sections, at most %d at once; want %d, at most 1", total.Load(), peak.Load(), clients*rounds)
+	if peak != 1 || total != clients*rounds {
+		t.Errorf("%d critical sections, at most %d at once; want %d, at most 1", total, peak, clients*rounds)
 	}
 }
 

@@ -15,6 +15,7 @@ package locktest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -360,18 +361,18 @@ func Contention[C any](t *testing.T, k Kind[C], key string) {
 // rounds times, holding it for hold each time, and counts who is inside
 // the critical section. It returns the most holders seen at once (1 for a
 // lock that excludes) and the acquisitions made, or the first error of a
-// Lock or Unlock.
+// Lock or Unlock, saying which lock's and which turn's.
 func Turns(ctx context.Context, locks []Locker, rounds int, hold time.Duration) (most, total int, err error) {
 	var (
 		mu     sync.Mutex // guards the counters, not the lock's work
 		inside int
 	)
 	var g errgroup.Group
-	for _, m := range locks {
+	for i, m := range locks {
 		g.Go(func() error {
-			for range rounds {
+			for r := range rounds {
 				if err := m.Lock(ctx); err != nil {
-					return err
+					return fmt.Errorf("lock %d, turn %d: Lock: %w", i, r, err)
 				}
 				mu.Lock()
 				inside++
@@ -385,7 +386,7 @@ func Turns(ctx context.Context, locks []Locker, rounds int, hold time.Duration) 
 				inside--
 				mu.Unlock()
 				if err := m.Unlock(ctx); err != nil {
-					return err
+					return fmt.Errorf("lock %d, turn %d: Unlock: %w", i, r, err)
 				}
 			}
 			return nil
