@@ -7,7 +7,8 @@
 #                              the libraries they link (about 20 MB)
 #   docker/build.sh dev-base   locklab/dev-base:local: a root filesystem made of
 #                              this machine's Go and the Debian packages the
-#                              labs need (gcc for -race, Redis, make, procps)
+#                              labs need (gcc for -race, Redis, etcd,
+#                              ZooKeeper with Java, PostgreSQL, make, procps)
 #   docker/build.sh dev        locklab/dev:local from docker/dev.Dockerfile on
 #                              the official Go image (needs a registry)
 #   docker/build.sh dev --offline
@@ -129,46 +130,52 @@ build_redis() {
 	echo "the rig's Docker provider and make up use it where the engine has no redis:7.4 (LOCKLAB_REDIS_IMAGE=$REDIS_IMAGE forces it)"
 }
 
-# The Debian packages of the dev base; their dependencies come too.
+# The Debian packages of the dev base; their dependencies come too. Past
+# Redis, they are what internal/rig looks for: etcd on PATH (etcd-server),
+# java on PATH and /usr/share/java/zookeeper.jar with slf4j-simple.jar
+# (default-jre-headless, libzookeeper-java: the server without the
+# zookeeper package's desktop Java), postgres and initdb in
+# /usr/lib/postgresql/*/bin (postgresql). .ci/deps and make deps install
+# them all.
 DEV_PACKAGES=(bash coreutils dash grep sed mawk findutils diffutils tar gzip make procps
-	gcc libc6-dev redis-server redis-sentinel redis-tools ca-certificates)
+	gcc libc6-dev redis-server redis-sentinel redis-tools ca-certificates
+	etcd-server default-jre-headless libzookeeper-java postgresql)
 
 # closure prints the installed packages DEV_PACKAGES need, dependencies
-# included (of alternatives, the first one installed).
+# included (of alternatives, the first one installed; a virtual package,
+# through the first installed package that provides it). One dpkg-query
+# and one awk: a query per package took half a minute.
 closure() {
-	local -A seen=()
-	local -a queue=("$@")
-	local p deps group alt name
-	local provides
-	provides=$(dpkg-query -W -f='${db:Status-Status} ${Package} ${Provides}\n' | awk '$1 == "installed"')
-	while ((${#queue[@]})); do
-		p=${queue[0]}
-		queue=("${queue[@]:1}")
-		[ -n "${seen[$p]:-}" ] && continue
-		if [ "$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null)" != installed ]; then
-			# A virtual package: take an installed package that provides it.
-			name=$(awk -v n="$p" '{for (i = 3; i <= NF; i++) {x = $i; gsub(/,/, "", x); if (x == n) {print $2; exit}}}' <<<"$provides")
-			[ -n "$name" ] || die "package $p is not installed: apt-get install -y $p"
-			queue+=("$name")
-			continue
-		fi
-		seen[$p]=1
-		deps=$(dpkg-query -W -f='${Pre-Depends}, ${Depends}' "$p")
-		IFS=',' read -ra groups <<<"$deps"
-		for group in "${groups[@]}"; do
-			IFS='|' read -ra alts <<<"$group"
-			for alt in "${alts[@]}"; do
-				name=$(sed -E 's/\(.*\)//; s/:any//; s/[[:space:]]//g' <<<"$alt")
-				[ -n "$name" ] || continue
-				if [ "$(dpkg-query -W -f='${db:Status-Status}' "$name" 2>/dev/null)" = installed ] ||
-					awk -v n="$name" '{for (i = 3; i <= NF; i++) {x = $i; gsub(/,/, "", x); if (x == n) found = 1}} END {exit !found}' <<<"$provides"; then
-					queue+=("$name")
-					break
-				fi
-			done
-		done
-	done
-	printf '%s\n' "${!seen[@]}" | sort
+	dpkg-query -W -f='${db:Status-Status}\t${Package}\t${Provides}\t${Pre-Depends}, ${Depends}\n' |
+		awk -F'\t' -v roots="$*" '
+		function bare(x) { sub(/\(.*\)/, "", x); sub(/:any$/, "", x); gsub(/[[:space:]]/, "", x); return x }
+		$1 == "installed" {
+			inst[$2] = 1
+			deps[$2] = $4
+			n = split($3, pv, ",")
+			for (i = 1; i <= n; i++) if ((x = bare(pv[i])) != "" && !(x in prov)) prov[x] = $2
+		}
+		END {
+			nq = split(roots, q, " ")
+			for (h = 1; h <= nq; h++) {
+				p = q[h]
+				if (!(p in inst)) {
+					if (!(p in prov)) { print p > "/dev/stderr"; exit 3 }
+					q[++nq] = prov[p]
+					continue
+				}
+				if (p in seen) continue
+				seen[p] = 1
+				ng = split(deps[p], groups, ",")
+				for (g = 1; g <= ng; g++) {
+					na = split(groups[g], alts, "|")
+					for (a = 1; a <= na; a++) {
+						if ((x = bare(alts[a])) != "" && (x in inst || x in prov)) { q[++nq] = x; break }
+					}
+				}
+			}
+			for (p in seen) print p
+		}' | sort
 }
 
 # canonical maps a path under the merged-/usr symlinks (/bin, /lib, ...)
@@ -190,7 +197,9 @@ build_dev_base() {
 	trap 'rm -rf "$work"; trap - RETURN' RETURN
 
 	echo "dev-base: packages ${DEV_PACKAGES[*]} and their dependencies, Go $(go env GOVERSION) from $goroot"
-	closure "${DEV_PACKAGES[@]}" >"$work/packages"
+	local missing
+	missing=$(closure "${DEV_PACKAGES[@]}" 2>&1 >"$work/packages") ||
+		die "package $missing is not installed: apt-get install -y $missing (make deps installs what the labs need)"
 	# Files of those packages, but no docs, manuals or translations, and
 	# only paths that exist (conffiles may have been removed).
 	# shellcheck disable=SC2046
@@ -214,10 +223,14 @@ build_dev_base() {
 	local extra="$work/extra"
 	mkdir -p "$extra/etc/ssl/certs" "$extra/tmp" "$extra/root" "$extra/src" "$extra/var/tmp"
 	chmod 1777 "$extra/tmp" "$extra/var/tmp"
-	printf 'root:x:0:0:root:/root:/bin/bash\nredis:x:999:999:redis:/var/lib/redis:/usr/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n' >"$extra/etc/passwd"
-	printf 'root:x:0:\nredis:x:999:\nnogroup:x:65534:\n' >"$extra/etc/group"
+	# No package's scripts run, so the users they would add are written
+	# here: the rig runs PostgreSQL as postgres when it runs as root.
+	printf '%s\n' 'root:x:0:0:root:/root:/bin/bash' 'redis:x:999:999:redis:/var/lib/redis:/usr/sbin/nologin' \
+		'postgres:x:998:998:PostgreSQL administrator:/var/lib/postgresql:/bin/bash' \
+		'nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin' >"$extra/etc/passwd"
+	printf '%s\n' 'root:x:0:' 'redis:x:999:' 'postgres:x:998:' 'nogroup:x:65534:' >"$extra/etc/group"
 	[ -f /etc/ssl/certs/ca-certificates.crt ] && cp /etc/ssl/certs/ca-certificates.crt "$extra/etc/ssl/certs/"
-	printf 'hosts: files dns\n' >"$extra/etc/nsswitch.conf"
+	printf 'passwd: files\ngroup: files\nhosts: files dns\n' >"$extra/etc/nsswitch.conf"
 	local d
 	for d in bin sbin lib lib64; do ln -s "usr/$d" "$extra/$d"; done
 
@@ -240,8 +253,8 @@ build_dev_base() {
 			--message "locklab dev base: $(go env GOVERSION) and $(wc -l <"$work/packages") Debian packages from $(hostname)" \
 			- "$DEV_BASE_IMAGE" >/dev/null
 	drop_old "$DEV_BASE_IMAGE" "$OLD_DEV_BASE"
-	docker run --rm "$DEV_BASE_IMAGE" sh -c 'go version && redis-server --version && gcc --version | head -1' ||
-		die "$DEV_BASE_IMAGE was imported but does not run Go, Redis and gcc"
+	docker run --rm -i "$DEV_BASE_IMAGE" sh -s -- -q <docker/dev-check.sh ||
+		die "$DEV_BASE_IMAGE was imported but lacks what the labs need (docker/dev-check.sh, above)"
 	echo "built $DEV_BASE_IMAGE ($(docker image inspect -f '{{.Size}}' "$DEV_BASE_IMAGE" | awk '{printf "%.0f MB", $1/1e6}'))"
 }
 

@@ -38,6 +38,7 @@ flush() {
 passed=0 skipped=0
 for lab in "$@"; do
 	lab=${lab%/}
+	lab_t0=$SECONDS lab_passed=$passed lab_skipped=$skipped
 	[ -d "$lab" ] || { echo "docker/labs-on-servers.sh: no lab $lab" >&2; exit 2; }
 	bin=$tmp/$(basename "$lab").test
 	# shellcheck disable=SC2086
@@ -55,6 +56,7 @@ for lab in "$@"; do
 			passed=$((passed + 1))
 		fi
 	done
+	echo "$lab: $((passed - lab_passed)) passed, $((skipped - lab_skipped)) skipped, $((SECONDS - lab_t0)) s"
 done
 flush
 echo "labs against $addrs: $passed tests passed, $skipped skipped (they need process control)"

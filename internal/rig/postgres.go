@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -114,9 +113,7 @@ type Postgres struct {
 	dir  string
 	port int
 	d    *daemon
-
-	mu     sync.Mutex // protects closed
-	closed bool
+	closer
 }
 
 // PostgresOption configures a server started by [NewPostgres] or
@@ -227,13 +224,12 @@ func StartPostgres(tb testing.TB, opts ...PostgresOption) *Postgres {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() {
-		if tb.Failed() {
-			tb.Logf("PostgreSQL server %s log, last lines:\n%s", p.Addr(), p.LogTail(20))
-		}
-		_ = p.Close()
-	})
+	closeAtEnd(tb, p)
 	return p
+}
+
+func (p *Postgres) logTails(lines int) string {
+	return fmt.Sprintf("PostgreSQL server %s log, last lines:\n%s", p.Addr(), p.LogTail(lines))
 }
 
 func (p *Postgres) start(ctx context.Context) error {
@@ -330,17 +326,7 @@ func (p *Postgres) Version() string {
 
 // Close kills the server, waits for it and removes its directory. It is
 // safe to call more than once.
-func (p *Postgres) Close() error {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return nil
-	}
-	p.closed = true
-	p.mu.Unlock()
-	_ = p.kill()
-	return os.RemoveAll(p.dir)
-}
+func (p *Postgres) Close() error { return p.close(p.dir, p.kill) }
 
 // groupAlive reports whether a process of group pgid is alive (running,
 // sleeping or stopped: anything but a zombie or gone), from /proc.

@@ -85,9 +85,7 @@ func ZooKeeperCommand() (java, classpath string, err error) {
 type ZooKeeper struct {
 	dir     string
 	servers []*ZKServer
-
-	mu     sync.Mutex // protects closed
-	closed bool
+	closer
 }
 
 // ZKServer is one ZooKeeper server.
@@ -245,15 +243,16 @@ func StartZooKeeper(tb testing.TB, n int, opts ...ZooKeeperOption) *ZooKeeper {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() {
-		if tb.Failed() {
-			for _, s := range z.servers {
-				tb.Logf("ZooKeeper server %d (%s) log, last lines:\n%s", s.id, s.Addr(), s.LogTail(20))
-			}
-		}
-		_ = z.Close()
-	})
+	closeAtEnd(tb, z)
 	return z
+}
+
+func (z *ZooKeeper) logTails(lines int) string {
+	var b strings.Builder
+	for _, s := range z.servers {
+		fmt.Fprintf(&b, "ZooKeeper server %d (%s) log, last lines:\n%s\n", s.id, s.Addr(), s.LogTail(lines))
+	}
+	return b.String()
 }
 
 // Servers returns the servers in the order of their ids (1, 2, ...).
@@ -309,19 +308,11 @@ func (z *ZooKeeper) Version(ctx context.Context) (string, error) {
 // Close kills every server, waits for them and removes the directory. It
 // is safe to call more than once.
 func (z *ZooKeeper) Close() error {
-	z.mu.Lock()
-	if z.closed {
-		z.mu.Unlock()
-		return nil
-	}
-	z.closed = true
-	z.mu.Unlock()
-	var wg sync.WaitGroup
+	var kills []func() error
 	for _, s := range z.servers {
-		wg.Go(func() { _ = s.d.kill() })
+		kills = append(kills, s.d.kill)
 	}
-	wg.Wait()
-	return os.RemoveAll(z.dir)
+	return z.close(z.dir, kills...)
 }
 
 // ID returns the server's id in the ensemble (its myid), from 1.

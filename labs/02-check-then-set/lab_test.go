@@ -15,6 +15,7 @@ import (
 
 	"github.com/locklab/locklab/correct"
 	"github.com/locklab/locklab/internal/history"
+	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/labs"
 	"github.com/locklab/locklab/naive"
 )
@@ -162,17 +163,22 @@ func rush(s *labs.Scene, impl *labs.Impl) {
 		g.Go(func() error {
 			for range rushRounds {
 				if err := l.Lock(ctx); err != nil {
-					if ctx.Err() != nil {
-						return nil // out of time: judge what ran
+					// Out of time: judge what ran. ctx.Err() alone
+					// would miss a lock that saw the deadline pass
+					// before ctx's timer fired.
+					if retry.CtxErr(ctx) != nil {
+						return nil
 					}
 					return err
 				}
+				// An acquisition the budget let in runs to its end:
+				// the budget bounds waiting, not the critical section.
 				l.Enter()
-				if _, err := l.Do(ctx, charge, ""); err != nil {
+				if _, err := l.Do(s.Ctx, charge, ""); err != nil {
 					return err
 				}
 				l.Exit()
-				if err := l.Unlock(ctx); err != nil && !labs.NotHeld(err) {
+				if err := l.Unlock(s.Ctx); err != nil && !labs.NotHeld(err) {
 					return err
 				}
 			}
