@@ -107,12 +107,24 @@ func TestLab10_FixedWakeAllSubscribesFirst(t *testing.T) {
 	labs.Fixed(t, lostTitle, lostWakeup, wakeAll)
 }
 
+// holderLease is A's lease in deadWaiter, far longer than the scene's.
+const holderLease = 30 * time.Second
+
 // deadWaiter: A holds the lock; W queues, then W's process is killed; C
 // queues behind W. A releases. Does C get the lock, or does it sit with the
 // dead W?
+//
+// A's lease is long: the scene waits for W's process to queue and die
+// while A holds the lock, which on a loaded machine can take longer than
+// the waiters' 300 ms (TestLab10_FixedDeadWaiterSkipped failed once in CI
+// with the scene's lease for everyone; A's lock running out first would
+// let C in by expiry, not by hand-off, or leave A's Unlock "not held").
+// C's wait counts from its call, and most of it can go by before A
+// releases: 10 of its leases, where a hand-off to the dead W keeps the
+// lock W's for A's whole lease, 100 times longer.
 func deadWaiter(s *labs.Scene, impl *labs.Impl) {
 	s.TTL = 300 * time.Millisecond
-	a, w, c := s.Client("A", impl), s.Process("W", impl), s.Client("C", impl)
+	a, w, c := s.Client("A", impl, labs.TTL(holderLease)), s.Process("W", impl), s.Client("C", impl)
 	s.Must(a.Lock())
 	a.Enter()
 
@@ -120,7 +132,7 @@ func deadWaiter(s *labs.Scene, impl *labs.Impl) {
 	w.Go("lock", "")
 	w.WaitParked(correct.HookQueued)
 	c.ParkAt(correct.HookQueued)
-	wait := 5 * s.TTL
+	wait := 10 * s.TTL
 	call := c.Go("lock", wait.String())
 	c.WaitParked(correct.HookQueued)
 	c.Continue()
@@ -139,7 +151,7 @@ func deadWaiter(s *labs.Scene, impl *labs.Impl) {
 		c.Continue()
 	}
 	if err := call.Err(); err != nil {
-		s.Violation("C waited %v (5 leases) and never got the lock: A handed it to W, whose process was dead", wait)
+		s.Violation("C waited %v (10 leases) and never got the lock: A handed it to W, whose process was dead", wait)
 		return
 	}
 	c.Enter()
