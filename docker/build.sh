@@ -200,6 +200,17 @@ build_dev_base() {
 	local missing
 	missing=$(closure "${DEV_PACKAGES[@]}" 2>&1 >"$work/packages") ||
 		die "package $missing is not installed: apt-get install -y $missing (make deps installs what the labs need)"
+	# What the base is made of: the packages at their versions, Go, and
+	# this script. An image made of the same is kept, not imported again
+	# (LOCKLAB_REBUILD=1 imports it all the same).
+	local inputs
+	# shellcheck disable=SC2046
+	inputs=$({ dpkg-query -W -f='${Package}=${Version}\n' $(cat "$work/packages"); go env GOVERSION GOROOT; cat docker/build.sh; } | sha256sum | cut -c1-16)
+	if [ -z "${LOCKLAB_REBUILD:-}" ] &&
+		[ "$(docker image inspect -f '{{index .Config.Labels "org.locklab.inputs"}}' "$DEV_BASE_IMAGE" 2>/dev/null)" = "$inputs" ]; then
+		echo "dev-base: $DEV_BASE_IMAGE is made of these packages, this Go and this script already (inputs $inputs): kept; LOCKLAB_REBUILD=1 imports it again"
+		return
+	fi
 	# Files of those packages, but no docs, manuals or translations, and
 	# only paths that exist (conffiles may have been removed).
 	# shellcheck disable=SC2046
@@ -250,6 +261,7 @@ build_dev_base() {
 			--change 'ENV GOPATH=/root/go' \
 			--change 'WORKDIR /src' \
 			--change 'CMD ["bash"]' \
+			--change "LABEL org.locklab.inputs=$inputs" \
 			--message "locklab dev base: $(go env GOVERSION) and $(wc -l <"$work/packages") Debian packages from $(hostname)" \
 			- "$DEV_BASE_IMAGE" >/dev/null
 	drop_old "$DEV_BASE_IMAGE" "$OLD_DEV_BASE"
@@ -275,7 +287,9 @@ build_dev() {
 	old=$(image_id "$DEV_IMAGE")
 	docker_build -t "$DEV_IMAGE" -f docker/dev.Dockerfile "${base[@]}" docker/
 	drop_old "$DEV_IMAGE" "$old"
-	drop_old "$DEV_BASE_IMAGE" "${OLD_DEV_BASE:-}"
+	# Earlier bases, untagged by a new import, once no image is built on
+	# them any more.
+	docker image prune -f --filter label=org.locklab.inputs >/dev/null 2>&1 || true
 	echo "built $DEV_IMAGE; run it: make dev (a shell), make dev CMD='go test ./labs/...'"
 }
 
