@@ -9,7 +9,8 @@ STACK     ?= redlock
 .PHONY: test deps vet lint lab red exercise progress reset doctor wrongfixes bench bench-quick faults strays up down test-docker images dev dev-image help
 
 # LOCKLAB_WRONG_FIXES=1: every lab also proves each wrong fix of its
-# exercise caught (labs.WrongFixes), building the lab once per fix.
+# exercise caught (labs.WrongFixes), building the lab once per fix (without
+# -race, two at a time).
 test: deps vet
 	LOCKLAB_WRONG_FIXES=1 $(GO) test -race ./...
 	@$(MAKE) --no-print-directory strays
@@ -67,7 +68,9 @@ reset:
 	@$(GO) run ./labs/learn reset $(LAB)
 
 # doctor checks a laptop (or a training room) before the labs: Go, Redis,
-# a server on a free port, the module cache for offline use, a warm build.
+# a server on a free port, the module cache for offline use, a warm build;
+# and etcd, ZooKeeper and PostgreSQL where the rig looks for them, which
+# only labs 13 and 14 need (a warning when missing, not a failure).
 doctor:
 	@command -v $(GO) >/dev/null 2>&1 || { echo "Go is not installed: https://go.dev/dl/ (Go 1.26 or later)"; exit 1; }
 	@$(GO) run ./labs/learn doctor

@@ -322,15 +322,7 @@ func (a *actor) writeRes(ctx context.Context) {
 }
 
 func (a *actor) unlock() {
-	a.mu.Lock()
-	if a.stop != nil {
-		select {
-		case <-a.stop:
-		default:
-			close(a.stop)
-		}
-	}
-	a.mu.Unlock()
+	a.halt()
 	tok, fence := lockTokens(a.l)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	err := a.l.Unlock(ctx)
@@ -342,9 +334,10 @@ func (a *actor) unlock() {
 	a.event(e)
 }
 
-func (a *actor) close() {
-	a.release()
+// halt closes a.stop, once, when it is set.
+func (a *actor) halt() {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	if a.stop != nil {
 		select {
 		case <-a.stop:
@@ -352,7 +345,11 @@ func (a *actor) close() {
 			close(a.stop)
 		}
 	}
-	a.mu.Unlock()
+}
+
+func (a *actor) close() {
+	a.release()
+	a.halt()
 	if a.con.close != nil {
 		_ = a.con.close()
 	}

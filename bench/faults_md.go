@@ -235,23 +235,25 @@ func (fr *faultReport) detailSection(b *bytes.Buffer) {
 		}
 	}
 	b.WriteString("\n")
-	var notes []string
+	var notes, refusals []string
 	for _, c := range fr.cells {
 		if c.inconclusive > 0 {
 			notes = append(notes, fmt.Sprintf("- %s under %s: %d inconclusive, first: %s", c.impl.name, c.sch.id, c.inconclusive, c.whyNot))
 		}
-	}
-	if len(notes) > 0 {
-		b.WriteString("Inconclusive runs (not counted either way):\n\n" + strings.Join(notes, "\n") + "\n\n")
-	}
-	var refusals []string
-	for _, c := range fr.cells {
 		if c.declined > 0 {
 			refusals = append(refusals, fmt.Sprintf("- %s under %s: refused to run in %d runs (counted safe): %s", c.impl.name, c.sch.id, c.declined, c.whyDeclined))
 		}
 	}
-	if len(refusals) > 0 {
-		b.WriteString("Locks that refused the servers they were given:\n\n" + strings.Join(refusals, "\n") + "\n\n")
+	for _, l := range []struct {
+		title string
+		items []string
+	}{
+		{"Inconclusive runs (not counted either way):", notes},
+		{"Locks that refused the servers they were given:", refusals},
+	} {
+		if len(l.items) > 0 {
+			b.WriteString(l.title + "\n\n" + strings.Join(l.items, "\n") + "\n\n")
+		}
 	}
 }
 

@@ -64,7 +64,7 @@ func (e env) client(i int, sent *atomic.Int64) *redis.Client {
 		c = redis.NewClient(rig.ClientOptions(e.addrs[i]))
 	}
 	if sent != nil {
-		c.AddHook(countHook{sent})
+		rig.OnCommand(c, func(string) { sent.Add(1) })
 	}
 	return c
 }
@@ -87,25 +87,6 @@ func closeAll(cs []*redis.Client) error {
 		}
 	}
 	return first
-}
-
-// countHook counts the commands a go-redis client sends.
-type countHook struct{ n *atomic.Int64 }
-
-func (h countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.n.Add(1)
-		return next(ctx, cmd)
-	}
-}
-
-func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		h.n.Add(int64(len(cmds)))
-		return next(ctx, cmds)
-	}
 }
 
 // impl describes one lock implementation the bench can run. Each lives in

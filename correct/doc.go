@@ -4,7 +4,7 @@
 //
 // It is the reference the other lock packages build on, and it fixes the
 // classic mistakes that package naive makes on purpose: SETNX then EXPIRE
-// (acquiring is one command, SET key token NX PX ttl GET), a blind DEL and
+// (acquiring is one command, SET key token NX PX ttl), a blind DEL and
 // GET then DEL (every acquisition writes a fresh 128-bit token, and only
 // its holder can delete or extend the key, in one Lua script), and a
 // script that breaks when the client sends it twice (go-redis does, on its

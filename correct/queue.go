@@ -79,7 +79,7 @@ type queue struct{ n *Notifier }
 
 func (q queue) wait(ctx context.Context, m *Mutex) error {
 	if !m.contended.Load() {
-		ok, err := m.acquire(ctx)
+		ok, err := m.acquire(ctx, false)
 		if err != nil || ok {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/locklab/locklab/correct"
 	"github.com/locklab/locklab/internal/faultproxy"
 	"github.com/locklab/locklab/internal/leakcheck"
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/preflight"
 	"github.com/locklab/locklab/internal/rig"
 )
@@ -68,6 +69,45 @@ func TestAcquireSentTwiceIsOurs(t *testing.T) {
 	}
 	if lost.Hits() != 1 {
 		t.Fatalf("the SET's reply was not lost (%d hits)", lost.Hits())
+	}
+	if got := newClient(t).Get(ctx, key).Val(); got != m.Token() || got == "" {
+		t.Errorf("key holds %q; Token() = %q; want the same", got, m.Token())
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Errorf("Unlock = %v", err)
+	}
+}
+
+// TestAcquireSentTwiceAfterARefusalIsOurs: the same for the tries after
+// a refusal, which send SET ... GET: a polling Lock is refused once, the
+// holder leaves, and the reply of the second try's SET is lost.
+func TestAcquireSentTwiceAfterARefusalIsOurs(t *testing.T) {
+	p := faultproxy.Start(t, redisAddr)
+	c := userClient(t, p)
+	warm(t, c)
+	key := newKey(t)
+	ctx, cancel := context.WithTimeout(testContext(t), 5*time.Second) // far less than the TTL
+	defer cancel()
+	holder := correct.New(newClient(t), key)
+	if err := holder.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var lost *faultproxy.Rule
+	delay := func(n int) time.Duration {
+		if n == 1 { // refused once: the holder leaves, the next SET's reply is lost
+			if err := holder.Unlock(ctx); err != nil {
+				t.Error(err)
+			}
+			lost = p.DropReply(faultproxy.Match{Command: "SET", Key: key}, 1)
+		}
+		return time.Millisecond
+	}
+	m := correct.New(c, key, correct.WithTTL(time.Minute), correct.WithRetry(delay))
+	if err := m.Lock(ctx); err != nil {
+		t.Fatalf("Lock whose second SET's reply was lost = %v; want nil", err)
+	}
+	if lost == nil || lost.Hits() != 1 {
+		t.Fatalf("the second SET's reply was not lost")
 	}
 	if got := newClient(t).Get(ctx, key).Val(); got != m.Token() || got == "" {
 		t.Errorf("key holds %q; Token() = %q; want the same", got, m.Token())
@@ -171,23 +211,14 @@ func TestEnqueueSentTwiceQueuesOnce(t *testing.T) {
 	p := faultproxy.Start(t, redisAddr)
 	c := userClient(t, p)
 	warm(t, c)
-	n, err := correct.NewNotifier(ctx, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
+	n := notifierOn(t, c)
 	key := newKey(t)
 	holder := correct.New(newClient(t), key)
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	hook, queued := signal(correct.HookQueued)
-	w := correct.New(c, key, correct.WithNotifier(n), hook)
-	// The waiter's SET NX is refused; the next script on the key is its join.
-	lost := p.DropReply(faultproxy.Match{Command: "EVALSHA", Key: key}, 1)
-	got := make(chan error, 1)
-	go func() { got <- w.Lock(ctx) }()
-	<-queued
+	lost := p.DropReply(faultproxy.Match{Script: joinScript, Key: key}, 1)
+	w, got := queueWaiter(t, ctx, c, key, correct.WithNotifier(n))
 	if lost.Hits() != 1 {
 		t.Fatalf("the join's reply was not lost (%d hits)", lost.Hits())
 	}
@@ -219,11 +250,7 @@ func TestStaleEntryOfALiveProcessCostsOneHop(t *testing.T) {
 	p := faultproxy.Start(t, redisAddr)
 	c := userClient(t, p)
 	warm(t, c)
-	n, err := correct.NewNotifier(ctx, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
+	n := notifierOn(t, c)
 	key := newKey(t)
 	holder := correct.New(newClient(t), key, correct.WithTTL(time.Minute))
 	if err := holder.Lock(ctx); err != nil {
@@ -236,7 +263,7 @@ func TestStaleEntryOfALiveProcessCostsOneHop(t *testing.T) {
 	qc := redis.NewClient(rig.ClientOptions(p.Addr()))
 	t.Cleanup(func() { _ = qc.Close() })
 	for range 5 {
-		held := p.Hold(faultproxy.Match{Command: "EVALSHA", Key: key}, 1)
+		held := p.Hold(faultproxy.Match{Script: joinScript, Key: key}, 1)
 		quitter := correct.New(qc, key, correct.WithNotifier(n), correct.WithTTL(ttl))
 		qctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		got := make(chan error, 1)
@@ -252,28 +279,10 @@ func TestStaleEntryOfALiveProcessCostsOneHop(t *testing.T) {
 		held.Release() // the join lands after the quitter left
 	}
 	waitQueueLen(t, newClient(t), key, 5)
-	hook, queued := signal(correct.HookQueued)
-	live := correct.New(c, key, correct.WithNotifier(n), correct.WithTTL(ttl), hook)
-	got := make(chan error, 1)
-	go func() { got <- live.Lock(ctx) }()
-	<-queued
-	start := time.Now()
-	if err := holder.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-got; err != nil {
-		t.Fatal(err)
-	}
+	live, got := queueWaiter(t, ctx, c, key, correct.WithNotifier(n), correct.WithTTL(ttl))
 	// Each stale entry costs one hop (a script run by the Notifier): well
 	// under 250ms; the bug cost a TTL each.
-	took := time.Since(start)
-	t.Logf("the live waiter got the lock %v after the release, behind 5 stale entries (TTL %v)", took, ttl)
-	if took > ttl/4 {
-		t.Errorf("the live waiter got the lock %v after the release, behind 5 stale entries; want well under %v", took, ttl/4)
-	}
-	if err := live.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	locktest.HandedOnWithin(t, ctx, holder, live, got, ttl/4, "behind 5 stale entries")
 }
 
 // waitQueueLen waits until key's queue holds n tokens.
@@ -301,22 +310,14 @@ func TestStaleHandOffMessageIsNotALease(t *testing.T) {
 	p := faultproxy.Start(t, redisAddr) // W's network
 	wc := userClient(t, p)
 	warm(t, wc)
-	n, err := correct.NewNotifier(ctx, wc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
+	n := notifierOn(t, wc)
 	key := newKey(t)
 	direct := newClient(t)
 	a := correct.New(direct, key, correct.WithTTL(10*time.Second))
 	if err := a.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	hook, queued := signal(correct.HookQueued)
-	w := correct.New(wc, key, correct.WithNotifier(n), correct.WithTTL(ttl), hook)
-	got := make(chan error, 1)
-	go func() { got <- w.Lock(ctx) }()
-	<-queued
+	w, got := queueWaiter(t, ctx, wc, key, correct.WithNotifier(n), correct.WithTTL(ttl))
 	// W freezes, as a process under SIGSTOP or a long GC pause: nothing it
 	// sends or is sent moves, though its connections stay open (PUBLISH
 	// still counts its subscription).
@@ -362,22 +363,14 @@ func TestNotifierNoticesASilentDeath(t *testing.T) {
 	const ttl = 40 * time.Second // a look every 10s: longer than the test waits
 	p := faultproxy.Start(t, redisAddr)
 	wc := userClient(t, p)
-	n, err := correct.NewNotifier(ctx, wc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
+	n := notifierOn(t, wc)
 	key := newKey(t)
 	direct := newClient(t)
 	a := correct.New(direct, key, correct.WithTTL(ttl))
 	if err := a.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	hook, queued := signal(correct.HookQueued)
-	w := correct.New(wc, key, correct.WithNotifier(n), correct.WithTTL(ttl), hook)
-	got := make(chan error, 1)
-	go func() { got <- w.Lock(ctx) }()
-	<-queued
+	w, got := queueWaiter(t, ctx, wc, key, correct.WithNotifier(n), correct.WithTTL(ttl))
 	p.Stall(faultproxy.Match{Command: "SUBSCRIBE"}) // never released: a dead peer
 	if err := a.Unlock(ctx); err != nil {           // handed to W, whose message never comes
 		t.Fatal(err)
@@ -411,21 +404,17 @@ func TestQueueErrorJoinsNotObtained(t *testing.T) {
 	c := redis.NewClient(rig.ClientOptions(p.Addr())) // honours ctx deadlines
 	t.Cleanup(func() { _ = c.Close() })
 	warm(t, c)
-	n, err := correct.NewNotifier(ctx, c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
+	n := notifierOn(t, c)
 	key := newKey(t)
 	direct := newClient(t)
 	holder := correct.New(direct, key)
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	held := p.Hold(faultproxy.Match{Command: "EVALSHA", Key: key}, 1)
+	held := p.Hold(faultproxy.Match{Script: joinScript, Key: key}, 1)
 	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
-	err = correct.New(c, key, correct.WithNotifier(n)).Lock(short)
+	err := correct.New(c, key, correct.WithNotifier(n)).Lock(short)
 	if !errors.Is(err, correct.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Lock whose join was held past its deadline = %v; want ErrNotObtained joined with DeadlineExceeded", err)
 	}
@@ -450,12 +439,8 @@ func TestQueueKeyExpires(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer holder.Unlock(ctx)
-	hook, queued := signal(correct.HookQueued)
-	w := correct.New(c, key, correct.WithNotifier(n), correct.WithTTL(3*time.Second), hook)
 	wctx, cancel := context.WithCancel(ctx)
-	got := make(chan error, 1)
-	go func() { got <- w.Lock(wctx) }()
-	<-queued
+	_, got := queueWaiter(t, wctx, c, key, correct.WithNotifier(n), correct.WithTTL(3*time.Second))
 	pttl := c.PTTL(ctx, queueOf(key)).Val()
 	cancel()
 	<-got
@@ -517,3 +502,8 @@ func TestUnfitServerIsRefused(t *testing.T) {
 		}
 	})
 }
+
+// joinScript is the SHA-1 of enqueue.lua, a waiter's join, for the proxy's
+// rules: a refused SET NX first asks whether the key is its own (ttl.lua),
+// so "the next script on the key" is not the join.
+var joinScript = correct.Scripts["enqueue.lua"].Script.Hash()

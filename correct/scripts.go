@@ -16,8 +16,10 @@ import (
 // restart, a failover or SCRIPT FLUSH), after which the server has cached
 // it again.
 //
-// Acquiring needs no script: SET key token NX PX ttl GET is one atomic
-// command, and the GET lets a second run see that the first succeeded.
+// Acquiring needs no script: SET key token NX PX ttl is one atomic
+// command. A SET sent a second time is refused by our own token, so a
+// refusal asks ttl.lua whether the key is ours, and the tries after it
+// send SET ... GET, which says so itself (see Mutex.Lock).
 var (
 	// handoffLua is the hand-off step release.lua, enqueue.lua and
 	// queued.lua share; it is put in front of each of them.

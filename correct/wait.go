@@ -32,7 +32,7 @@ type waiter interface {
 type poll struct{ policy retry.Policy }
 
 func (p poll) wait(ctx context.Context, m *Mutex) error {
-	return retry.Do(ctx, p.policy, ErrNotObtained, func(ctx context.Context, _ int) (bool, error) {
-		return m.acquire(ctx)
+	return retry.Do(ctx, p.policy, ErrNotObtained, func(ctx context.Context, n int) (bool, error) {
+		return m.acquire(ctx, n > 1) // after a refusal, another is likely
 	})
 }

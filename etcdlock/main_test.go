@@ -9,6 +9,8 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/locklab/locklab/etcdlock"
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/rig"
 	"github.com/locklab/locklab/internal/sysclient"
 )
@@ -67,14 +69,16 @@ func claims(t testing.TB, c *clientv3.Client, key string) []string {
 	return out
 }
 
-// eventually polls cond every 10ms for up to d.
-func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not true after %v: %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+// kind is etcdlock as the shared scenarios of internal/locktest see it.
+var kind = locktest.Kind[*clientv3.Client]{
+	Name: "etcdlock",
+	Conn: func(t *testing.T) *clientv3.Client { return client(t) },
+	New: func(c *clientv3.Client, key string, o locktest.Options) locktest.Fenced {
+		return etcdlock.New(c, key, etcdlock.WithHook(o.Hook), etcdlock.WithObserver(o.Observer))
+	},
+	ErrNotHeld:     etcdlock.ErrNotHeld,
+	ErrNotObtained: etcdlock.ErrNotObtained,
+	Line:           claims,
+	Claim:          func(l locktest.Fenced) string { return l.(*etcdlock.Mutex).Claim() },
+	HookClaimed:    etcdlock.HookClaimed,
 }

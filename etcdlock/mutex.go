@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
+	"github.com/locklab/locklab/internal/held"
+	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/internal/token"
 	"github.com/locklab/locklab/observe"
 )
@@ -35,8 +36,7 @@ type Mutex struct {
 
 	// The fields above are set by New and never change.
 
-	mu   sync.Mutex // protects held
-	held *hold      // nil when not held
+	cur held.Slot[hold] // the current hold
 }
 
 // hold is one acquisition: its claim key, the claim's create revision (the
@@ -46,7 +46,6 @@ type hold struct {
 	own     bool   // the session was made for this hold: Unlock revokes it
 	claim   string // key/<lease hex>-<token>
 	rev     int64  // the claim's create revision; 0 until known
-	since   time.Time
 }
 
 // New returns a Mutex for the lock named key, using client to reach etcd.
@@ -116,7 +115,7 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 
 // acquire writes a claim and, with wait, waits for its turn.
 func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
-	if err := ctxErr(ctx); err != nil {
+	if err := retry.CtxErr(ctx); err != nil {
 		return false, errors.Join(ErrNotObtained, err)
 	}
 	s, own, err := m.session(ctx)
@@ -158,10 +157,7 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 			return false, m.abandon(ctx, h, err)
 		}
 	}
-	m.mu.Lock()
-	h.since = time.Now()
-	m.held = h
-	m.mu.Unlock()
+	m.cur.Set(h)
 	m.at(ctx, HookAcquired)
 	return true, nil
 }
@@ -180,14 +176,14 @@ func (m *Mutex) session(ctx context.Context) (*concurrency.Session, bool, error)
 	}
 	lease, err := m.client.Grant(ctx, m.ttl)
 	if err != nil {
-		if cerr := ctxErr(ctx); cerr != nil {
+		if cerr := retry.CtxErr(ctx); cerr != nil {
 			return nil, false, errors.Join(ErrNotObtained, cerr)
 		}
 		return nil, false, fmt.Errorf("etcdlock: grant a lease for %q: %w", m.key, err)
 	}
 	s, err := concurrency.NewSession(m.client, concurrency.WithLease(lease.ID), concurrency.WithTTL(int(m.ttl)))
 	if err != nil {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), retry.ReleaseTimeout)
 		defer cancel()
 		_, rerr := m.client.Revoke(rctx, lease.ID)
 		return nil, false, errors.Join(fmt.Errorf("etcdlock: keep lease %x alive for %q: %w", lease.ID, m.key, err), rerr)
@@ -203,14 +199,14 @@ func (m *Mutex) abandon(ctx context.Context, h *hold, err error) error {
 	if werr != nil && !h.own {
 		m.sweep(h)
 	}
-	if cerr := ctxErr(ctx); cerr != nil {
+	if cerr := retry.CtxErr(ctx); cerr != nil {
 		return errors.Join(ErrNotObtained, cerr, werr)
 	}
 	return errors.Join(err, werr)
 }
 
 // withdraw removes h's claim, on a context detached from ctx's
-// cancellation and bounded by releaseTimeout: it revokes the hold's own
+// cancellation and bounded by retry.ReleaseTimeout: it revokes the hold's own
 // lease (which deletes the claim), or deletes the claim by its unique name.
 // It reports whether the claim was still there.
 func (m *Mutex) withdraw(ctx context.Context, h *hold) error {
@@ -233,7 +229,7 @@ func (m *Mutex) sweep(h *hold) {
 				return
 			case <-t.C:
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), retry.ReleaseTimeout)
 			_, err := m.client.Delete(ctx, h.claim)
 			cancel()
 			if err == nil {
@@ -244,7 +240,7 @@ func (m *Mutex) sweep(h *hold) {
 }
 
 func (m *Mutex) release(ctx context.Context, h *hold) (bool, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), retry.ReleaseTimeout)
 	defer cancel()
 	if h.own {
 		h.session.Orphan() // no more keep-alives, whatever the revoke says
@@ -281,7 +277,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if err := m.check(); err != nil {
 		return err
 	}
-	h := m.current()
+	h := m.cur.Get()
 	if h == nil {
 		return ErrNotHeld
 	}
@@ -290,15 +286,15 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	held := m.forget(h)
+	heldFor := m.cur.Forget(h)
 	if !was {
 		if m.obs != nil {
-			m.emit(observe.Event{Kind: observe.Lost, Held: held, Err: ErrNotHeld})
+			m.emit(observe.Event{Kind: observe.Lost, Held: heldFor, Err: ErrNotHeld})
 		}
 		return ErrNotHeld
 	}
 	if m.obs != nil {
-		m.emit(observe.Event{Kind: observe.Released, Held: held})
+		m.emit(observe.Event{Kind: observe.Released, Held: heldFor})
 	}
 	return nil
 }
@@ -310,7 +306,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 // while paused. It returns 0 when the Mutex does not hold the lock as far
 // as it knows.
 func (m *Mutex) Fence() uint64 {
-	if h := m.current(); h != nil {
+	if h := m.cur.Get(); h != nil {
 		return uint64(h.rev)
 	}
 	return 0
@@ -322,7 +318,7 @@ func (m *Mutex) Fence() uint64 {
 // one step). When the Mutex does not hold the lock, the comparison never
 // holds.
 func (m *Mutex) IsOwner() clientv3.Cmp {
-	if h := m.current(); h != nil {
+	if h := m.cur.Get(); h != nil {
 		return clientv3.Compare(clientv3.CreateRevision(h.claim), "=", h.rev)
 	}
 	return clientv3.Compare(clientv3.CreateRevision(m.prefix), "=", -1)
@@ -336,7 +332,7 @@ func (m *Mutex) IsOwner() clientv3.Cmp {
 // sees Done only when it runs again. When the Mutex does not hold the
 // lock, Done returns a closed channel.
 func (m *Mutex) Done() <-chan struct{} {
-	if h := m.current(); h != nil {
+	if h := m.cur.Get(); h != nil {
 		return h.session.Done()
 	}
 	return closed
@@ -350,28 +346,10 @@ func (m *Mutex) Key() string { return m.key }
 // Claim returns the etcd key of the current hold's claim, or "" when the
 // Mutex does not hold the lock.
 func (m *Mutex) Claim() string {
-	if h := m.current(); h != nil {
+	if h := m.cur.Get(); h != nil {
 		return h.claim
 	}
 	return ""
-}
-
-func (m *Mutex) current() *hold {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.held
-}
-
-// forget clears the held state if it is still h (a concurrent Lock may
-// have replaced it) and returns how long h was held.
-func (m *Mutex) forget(h *hold) time.Duration {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.held != h {
-		return 0
-	}
-	m.held = nil
-	return time.Since(h.since)
 }
 
 func (m *Mutex) emit(e observe.Event) {
@@ -390,16 +368,4 @@ func (m *Mutex) at(ctx context.Context, point string) {
 	if m.hook != nil {
 		m.hook(ctx, point)
 	}
-}
-
-// ctxErr returns ctx.Err(), or [context.DeadlineExceeded] once ctx's
-// deadline has passed even if ctx has not noticed yet.
-func ctxErr(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
-		return context.DeadlineExceeded
-	}
-	return nil
 }

@@ -3,187 +3,36 @@ package etcdlock_test
 import (
 	"context"
 	"errors"
-	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
-	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
 
 	"github.com/locklab/locklab/etcdlock"
 	"github.com/locklab/locklab/internal/faultproxy"
 	"github.com/locklab/locklab/internal/leakcheck"
-	"github.com/locklab/locklab/internal/observetest"
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/rig"
 )
 
 func TestInvalidArguments(t *testing.T) {
 	c := client(t)
-	ctx := context.Background()
-	cases := []struct {
-		name string
-		m    *etcdlock.Mutex
-	}{
-		{"nil client", etcdlock.New(nil, "k")},
-		{"empty key", etcdlock.New(c, "")},
-		{"ttl under 1s", etcdlock.New(c, "k", etcdlock.WithTTL(500*time.Millisecond))},
-		{"zero ttl", etcdlock.New(c, "k", etcdlock.WithTTL(0))},
-		{"zero value", &etcdlock.Mutex{}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if err := tc.m.Lock(ctx); !errors.Is(err, etcdlock.ErrInvalid) {
-				t.Errorf("Lock = %v; want ErrInvalid", err)
-			}
-			if ok, err := tc.m.TryLock(ctx); ok || !errors.Is(err, etcdlock.ErrInvalid) {
-				t.Errorf("TryLock = %v, %v; want false, ErrInvalid", ok, err)
-			}
-			if err := tc.m.Unlock(ctx); !errors.Is(err, etcdlock.ErrInvalid) {
-				t.Errorf("Unlock = %v; want ErrInvalid", err)
-			}
-		})
-	}
+	locktest.RefusesInvalid(t, etcdlock.ErrInvalid, map[string]locktest.Locker{
+		"nil client":   etcdlock.New(nil, "k"),
+		"empty key":    etcdlock.New(c, ""),
+		"ttl under 1s": etcdlock.New(c, "k", etcdlock.WithTTL(500*time.Millisecond)),
+		"zero ttl":     etcdlock.New(c, "k", etcdlock.WithTTL(0)),
+		"zero value":   &etcdlock.Mutex{},
+	})
 }
 
-func TestLockUnlockAndFence(t *testing.T) {
-	leakcheck.Guard(t)
-	c := client(t)
-	ctx := context.Background()
-	key := lockKey(t)
-	a, b := etcdlock.New(c, key), etcdlock.New(c, key)
-
-	if err := a.Lock(ctx); err != nil {
-		t.Fatalf("a.Lock = %v", err)
-	}
-	fa := a.Fence()
-	if fa == 0 {
-		t.Fatal("a.Fence() = 0 while held")
-	}
-	if ok, err := b.TryLock(ctx); ok || err != nil {
-		t.Fatalf("b.TryLock while a holds = %v, %v; want false, nil", ok, err)
-	}
-	if got := claims(t, c, key); len(got) != 1 || got[0] != a.Claim() {
-		t.Fatalf("claims after b's refused TryLock = %q; want only a's %q", got, a.Claim())
-	}
-	if err := a.Unlock(ctx); err != nil {
-		t.Fatalf("a.Unlock = %v", err)
-	}
-	if a.Fence() != 0 || a.Claim() != "" {
-		t.Errorf("after Unlock: Fence() = %d, Claim() = %q; want 0, \"\"", a.Fence(), a.Claim())
-	}
-	if err := a.Unlock(ctx); !errors.Is(err, etcdlock.ErrNotHeld) {
-		t.Errorf("second a.Unlock = %v; want ErrNotHeld", err)
-	}
-	if ok, err := b.TryLock(ctx); !ok || err != nil {
-		t.Fatalf("b.TryLock after a released = %v, %v; want true, nil", ok, err)
-	}
-	if fb := b.Fence(); fb <= fa {
-		t.Errorf("b.Fence() = %d after a's %d; want larger", fb, fa)
-	}
-	if err := b.Unlock(ctx); err != nil {
-		t.Fatalf("b.Unlock = %v", err)
-	}
-	if got := claims(t, c, key); len(got) != 0 {
-		t.Errorf("claims after both released = %q; want none", got)
-	}
-}
-
-func TestNeverLockedUnlock(t *testing.T) {
-	m := etcdlock.New(client(t), lockKey(t))
-	if err := m.Unlock(context.Background()); !errors.Is(err, etcdlock.ErrNotHeld) {
-		t.Errorf("Unlock of a never locked Mutex = %v; want ErrNotHeld", err)
-	}
-	select {
-	case <-m.Done():
-	default:
-		t.Error("Done() of a Mutex that holds nothing is not closed")
-	}
-}
-
-// TestWaitersServedInOrder: waiters queue by claim revision, and each
-// release wakes the next one. Claims are ordered by waiting for each
-// waiter's claim to appear before starting the next.
-func TestWaitersServedInOrder(t *testing.T) {
-	leakcheck.Guard(t)
-	c := client(t)
-	ctx := context.Background()
-	key := lockKey(t)
-	holder := etcdlock.New(c, key)
-	if err := holder.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		order []int
-	)
-	var g errgroup.Group
-	waiters := make([]*etcdlock.Mutex, 4)
-	for i := range waiters {
-		waiters[i] = etcdlock.New(c, key)
-		g.Go(func() error {
-			if err := waiters[i].Lock(ctx); err != nil {
-				return err
-			}
-			mu.Lock()
-			order = append(order, i)
-			mu.Unlock()
-			return waiters[i].Unlock(ctx)
-		})
-		eventually(t, 10*time.Second, "waiter's claim appears", func() bool { return len(claims(t, c, key)) == i+2 })
-	}
-	if err := holder.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	if want := []int{0, 1, 2, 3}; !slices.Equal(order, want) {
-		t.Errorf("waiters got the lock in order %v; want %v", order, want)
-	}
-}
-
-// TestGiveUpWhileWaitingWithdrawsClaim: a Lock whose ctx ends while it is
-// in line returns ErrNotObtained joined with the ctx error and leaves no
-// claim behind, so the next waiter is not held up by it.
-func TestGiveUpWhileWaitingWithdrawsClaim(t *testing.T) {
-	leakcheck.Guard(t)
-	c := client(t)
-	key := lockKey(t)
-	holder := etcdlock.New(c, key)
-	if err := holder.Lock(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Unlock(context.Background())
-
-	ctx, cancel := context.WithCancel(context.Background())
-	w := etcdlock.New(c, key, etcdlock.WithHook(func(_ context.Context, point string) {
-		if point == etcdlock.HookClaimed {
-			cancel() // the caller gives up right after its claim is written
-		}
-	}))
-	err := w.Lock(ctx)
-	if !errors.Is(err, etcdlock.ErrNotObtained) || !errors.Is(err, context.Canceled) {
-		t.Fatalf("Lock cancelled in line = %v; want ErrNotObtained and context.Canceled", err)
-	}
-	if got := claims(t, c, key); len(got) != 1 || got[0] != holder.Claim() {
-		t.Errorf("claims after the waiter gave up = %q; want only the holder's %q", got, holder.Claim())
-	}
-	// A ctx that has already ended sends nothing.
-	if err := w.Lock(ctx); !errors.Is(err, etcdlock.ErrNotObtained) || !errors.Is(err, context.Canceled) {
-		t.Errorf("Lock with an ended ctx = %v; want ErrNotObtained and context.Canceled", err)
-	}
-	dctx, dcancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer dcancel()
-	if err := w.Lock(dctx); !errors.Is(err, etcdlock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Lock past its deadline = %v; want ErrNotObtained and context.DeadlineExceeded", err)
-	}
-	if got := claims(t, c, key); len(got) != 1 {
-		t.Errorf("claims after the timed-out Lock = %q; want only the holder's", got)
-	}
-}
+// TestBasics runs the scenarios every lock on a system keeps, from
+// internal/locktest: one holder and growing fences, waiters served in the
+// order of their claims' revisions, a Lock that gives up withdrawing its
+// claim, the observer, contention.
+func TestBasics(t *testing.T) { locktest.Run(t, kind, lockKey) }
 
 // TestSharedSessionExcludes: two Mutexes on one session and one key
 // exclude each other, which concurrency.Mutex does not (its claim is
@@ -316,7 +165,7 @@ func TestReleaseSentTwice(t *testing.T) {
 			}
 			got := make(chan error, 1)
 			go func() { got <- b.Lock(ctx) }()
-			eventually(t, 5*time.Second, "b is in line", func() bool { return len(claims(t, client(t), key+tc.name)) == 2 })
+			locktest.Eventually(t, 5*time.Second, "b is in line", func() bool { return len(claims(t, client(t), key+tc.name)) == 2 })
 			err := a.Unlock(ctx)
 			if err != nil && !errors.Is(err, etcdlock.ErrNotHeld) {
 				t.Fatalf("a.Unlock sent twice = %v", err)
@@ -383,105 +232,19 @@ func TestPartitionedHolderLosesLease(t *testing.T) {
 // leader: the holder is still the holder, and nobody else gets it.
 func TestLeaderFailoverKeepsLock(t *testing.T) {
 	t.Parallel() // no leakcheck.Guard: other tests run meanwhile; TestMain checks for leaks
-	ctx := context.Background()
 	e := rig.StartEtcd(t, 3)
 	c := client(t, e.Endpoints()...)
 	key := lockKey(t)
-	a, b := etcdlock.New(c, key), etcdlock.New(c, key)
-	if err := a.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	leader, err := e.Leader(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := leader.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.WaitHealthy(ctx); err != nil {
-		t.Fatal(err)
-	}
-	tctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if ok, err := b.TryLock(tctx); ok || err != nil {
-		t.Errorf("b.TryLock after the leader died = %v, %v; want false, nil", ok, err)
-	}
-	if err := a.Unlock(tctx); err != nil {
-		t.Errorf("a.Unlock after the leader died = %v; want nil", err)
-	}
-	if ok, err := b.TryLock(tctx); !ok || err != nil {
-		t.Errorf("b.TryLock after a released = %v, %v; want true, nil", ok, err)
-	}
-	_ = b.Unlock(ctx)
-}
-
-func TestObserver(t *testing.T) {
-	leakcheck.Guard(t)
-	rec := observetest.New()
-	ctx := context.Background()
-	key := lockKey(t)
-	m := etcdlock.New(client(t), key, etcdlock.WithObserver(rec.Observe))
-	if err := m.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if ok, err := etcdlock.New(client(t), key).TryLock(ctx); ok || err != nil {
-		t.Fatalf("TryLock while held = %v, %v", ok, err)
-	}
-	if err := m.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	rec.Expect(t, "Lock, Unlock", "etcdlock", key, "acquired released")
-	cctx, cancel := context.WithCancel(ctx)
-	cancel()
-	_ = m.Lock(cctx)
-	rec.Expect(t, "Lock with an ended ctx", "etcdlock", key, "gave-up")
-	if err := m.Unlock(ctx); !errors.Is(err, etcdlock.ErrNotHeld) {
-		t.Fatalf("Unlock not held = %v", err)
-	}
-	rec.Expect(t, "Unlock not held", "etcdlock", key, "")
-}
-
-// TestContention: many Mutexes, one key; the critical section is never
-// shared, and every claim is gone at the end.
-func TestContention(t *testing.T) {
-	leakcheck.Guard(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	key := lockKey(t)
-	cs := []*clientv3.Client{client(t), client(t)}
-	var inside, maxInside, total int
-	var mu sync.Mutex
-	var g errgroup.Group
-	for i := range 6 {
-		m := etcdlock.New(cs[i%2], key)
-		g.Go(func() error {
-			for range 5 {
-				if err := m.Lock(ctx); err != nil {
-					return err
-				}
-				mu.Lock()
-				inside++
-				maxInside = max(maxInside, inside)
-				total++
-				mu.Unlock()
-				time.Sleep(time.Millisecond)
-				mu.Lock()
-				inside--
-				mu.Unlock()
-				if err := m.Unlock(ctx); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	if maxInside != 1 || total != 30 {
-		t.Errorf("max holders at once %d, acquisitions %d; want 1, 30", maxInside, total)
-	}
-	if got := claims(t, cs[0], key); len(got) != 0 {
-		t.Errorf("claims left = %q", got)
-	}
+	locktest.SurvivesFailover(t, etcdlock.New(c, key), etcdlock.New(c, key), 10*time.Second, func(ctx context.Context) {
+		leader, err := e.Leader(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := leader.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.WaitHealthy(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

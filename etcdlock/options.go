@@ -16,10 +16,6 @@ const (
 	// froze, lost the network). It is the TTL of the chapter's example,
 	// concurrency.WithTTL(10).
 	defaultTTL = 10 * time.Second
-
-	// releaseTimeout bounds a release sent on a context detached from the
-	// caller's: by Unlock, and by Lock when it withdraws a claim.
-	releaseTimeout = 2 * time.Second
 )
 
 // An Option configures a [Mutex]. Options are applied by [New] in order;

@@ -3,11 +3,9 @@ package fencing_test
 import (
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/locklab/locklab/fencing"
 	"github.com/locklab/locklab/internal/faultproxy"
-	"github.com/locklab/locklab/internal/rig"
+	"github.com/locklab/locklab/internal/locktest"
 )
 
 // TestAcquireSentTwiceKeepsItsToken: the acquire script runs, its reply is
@@ -15,9 +13,7 @@ import (
 // and return the same token: not "taken" (the Mutex would forget its lock
 // and the key block everyone for a TTL), and no token burned.
 func TestAcquireSentTwiceKeepsItsToken(t *testing.T) {
-	p := faultproxy.Start(t, rdb.Options().Addr)
-	c := redis.NewClient(rig.UserOptions(p.Addr()))
-	t.Cleanup(func() { _ = c.Close() })
+	p, c := locktest.ThroughProxy(t, rdb.Options().Addr)
 	ctx := t.Context()
 	warm := fencing.New(c, newKey(t))
 	lockOrFatal(t, warm) // loads the scripts, runs the server check

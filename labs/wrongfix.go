@@ -56,6 +56,12 @@ const wrongFixesEnv = "LOCKLAB_WRONG_FIXES"
 // wrongFixTimeout bounds one wrong fix: its build and its exercise tests.
 const wrongFixTimeout = 5 * time.Minute
 
+// wrongFixSlots bounds how many wrong fixes of a lab are built and run at
+// once: two keep both cores of a small machine busy (a link is mostly one
+// core) without crowding the exercise runs, whose servers and clients
+// need CPU too.
+var wrongFixSlots = make(chan struct{}, 2)
+
 // WrongFixes proves that the lab's exercise tests catch every wrong fix in
 // fixes, each with a message that names the mistake:
 //
@@ -65,7 +71,11 @@ const wrongFixTimeout = 5 * time.Minute
 // lab's tests with -tags exercise and the edited file in its place (go
 // test -overlay: the working tree is not touched), runs the lab's exercise
 // tests (TestLabNN_Exercise...) and demands that they fail with the fix's
-// Caught phrase in their output.
+// Caught phrase in their output. The variants are built without -race, a
+// link several times quicker (the exercise tests catch a fix by what it
+// does, never by a data race), and run two at a time, each a subtest with
+// its own verdict; the first runs alone, filling the build cache the
+// others share.
 //
 // It runs when LOCKLAB_WRONG_FIXES is set (make test sets it); a plain go
 // test skips it, so a learner's loop stays fast. It skips, too, when
@@ -93,8 +103,13 @@ func WrongFixes(t *testing.T, fixes []WrongFix) {
 		}
 		names[f.Name] = true
 	}
-	for _, f := range fixes {
+	for i, f := range fixes {
 		t.Run(testName(f.Name), func(t *testing.T) {
+			if i > 0 {
+				t.Parallel()
+			}
+			wrongFixSlots <- struct{}{}
+			defer func() { <-wrongFixSlots }()
 			src, err := f.apply(string(shipped))
 			if err != nil {
 				t.Fatalf("wrong fix %q: %v (update its edits to the shipped exercise.go)", f.Name, err)
@@ -171,10 +186,8 @@ func runWrongFix(t *testing.T, src string) (string, time.Duration, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), wrongFixTimeout)
 	defer cancel()
 	bin := filepath.Join(dir, "lab.test")
-	args := []string{"test", "-c", "-tags", "exercise", "-overlay", overlayPath, "-ldflags=-s -w", "-o", bin} // no symbols or DWARF: a quicker link
-	if raceEnabled {
-		args = append(args, "-race") // shares the build cache with the run that got us here
-	}
+	// No -race, and no symbols or DWARF: a quicker link.
+	args := []string{"test", "-c", "-tags", "exercise", "-overlay", overlayPath, "-ldflags=-s -w", "-o", bin}
 	start := time.Now()
 	build := exec.CommandContext(ctx, goTool, append(args, ".")...)
 	if out, err := build.CombinedOutput(); err != nil {

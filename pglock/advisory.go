@@ -105,7 +105,7 @@ func (m *Mutex) Key() string { return m.c.key }
 // when not held): what pg_locks and pg_stat_activity show, and what an
 // administrator would pg_terminate_backend.
 func (m *Mutex) PID() uint32 {
-	if h := m.c.current(); h != nil {
+	if h := m.c.cur.Get(); h != nil {
 		return h.conn.Conn().PgConn().PID()
 	}
 	return 0

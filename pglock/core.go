@@ -10,12 +10,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/locklab/locklab/internal/held"
+	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/observe"
 )
-
-// releaseTimeout bounds a release sent on a context detached from the
-// caller's, as Unlock sends it.
-const releaseTimeout = 2 * time.Second
 
 // Pool is the part of a pgx pool that the locks use: a connection of their
 // own for each hold. *pgxpool.Pool satisfies it.
@@ -33,8 +31,7 @@ type core struct {
 	obs  observe.Func
 	err  error
 
-	mu   sync.Mutex // protects held
-	held *hold
+	cur held.Slot[hold] // the current hold
 }
 
 // hold is one acquisition: the connection it lives on (and, for a row
@@ -43,7 +40,6 @@ type hold struct {
 	conn  *pgxpool.Conn
 	tx    pgx.Tx // RowMutex only
 	fence uint64
-	since time.Time
 }
 
 // attempt is one kind's lock statement on conn: it reports whether the
@@ -90,7 +86,7 @@ func (c *core) lock(ctx context.Context, wait bool, try attempt) (bool, error) {
 }
 
 func (c *core) lock1(ctx context.Context, wait bool, try attempt) (bool, error) {
-	if err := ctxErr(ctx); err != nil {
+	if err := retry.CtxErr(ctx); err != nil {
 		return false, errors.Join(ErrNotObtained, err)
 	}
 	conn, err := c.pool.Acquire(ctx)
@@ -106,16 +102,14 @@ func (c *core) lock1(ctx context.Context, wait bool, try attempt) (bool, error) 
 		conn.Release()
 		return false, nil
 	}
-	h.conn, h.since = conn, time.Now()
-	c.mu.Lock()
-	c.held = h
-	c.mu.Unlock()
+	h.conn = conn
+	c.cur.Set(h)
 	c.at(ctx, HookAcquired)
 	return true, nil
 }
 
 // unlock runs release on the hold's connection, on a context detached from
-// ctx's cancellation and bounded by releaseTimeout, then returns the
+// ctx's cancellation and bounded by retry.ReleaseTimeout, then returns the
 // connection to the pool, or destroys it when its state is unknown. The
 // hold is forgotten whatever happens: a connection whose release failed is
 // closed, which ends the session and its locks on the server.
@@ -123,9 +117,7 @@ func (c *core) unlock(ctx context.Context, release func(ctx context.Context, h *
 	if err := c.check(); err != nil {
 		return err
 	}
-	c.mu.Lock()
-	h := c.held
-	c.mu.Unlock()
+	h := c.cur.Get()
 	if h == nil {
 		return ErrNotHeld
 	}
@@ -134,58 +126,42 @@ func (c *core) unlock(ctx context.Context, release func(ctx context.Context, h *
 		// The connection died before the release was sent (the server
 		// ended the session, or a failed statement closed it): nothing
 		// committed, and the session's locks end with it.
-		held := c.forget(h)
+		heldFor := c.cur.Forget(h)
 		destroy(h.conn)
-		c.report(observe.Lost, held, ErrNotHeld)
+		c.report(observe.Lost, heldFor, ErrNotHeld)
 		return fmt.Errorf("%w: its connection was closed before the release (the server ends the session, and its locks and transaction, once it notices)", ErrNotHeld)
 	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), retry.ReleaseTimeout)
 	defer cancel()
 	was, err := release(rctx, h)
-	held := c.forget(h)
+	heldFor := c.cur.Forget(h)
 	switch {
 	case err != nil && sessionEnded(err):
 		destroy(h.conn)
-		c.report(observe.Lost, held, ErrNotHeld)
+		c.report(observe.Lost, heldFor, ErrNotHeld)
 		return fmt.Errorf("%w: the server ended the session: %v", ErrNotHeld, err)
 	case err != nil:
 		destroy(h.conn)
 		return fmt.Errorf("%s: unlock %q (the connection is closed, which ends the session and its locks once the server notices): %w", c.name, c.key, err)
 	case !was:
 		h.conn.Release()
-		c.report(observe.Lost, held, ErrNotHeld)
+		c.report(observe.Lost, heldFor, ErrNotHeld)
 		return ErrNotHeld
 	}
 	h.conn.Release()
-	c.report(observe.Released, held, nil)
+	c.report(observe.Released, heldFor, nil)
 	return nil
 }
 
-func (c *core) report(kind observe.Kind, held time.Duration, err error) {
+func (c *core) report(kind observe.Kind, heldFor time.Duration, err error) {
 	if c.obs != nil {
-		c.obs(observe.Event{Kind: kind, Lock: c.name, Key: c.key, Held: held, Err: err})
+		c.obs(observe.Event{Kind: kind, Lock: c.name, Key: c.key, Held: heldFor, Err: err})
 	}
-}
-
-func (c *core) current() *hold {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.held
-}
-
-func (c *core) forget(h *hold) time.Duration {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.held != h {
-		return 0
-	}
-	c.held = nil
-	return time.Since(h.since)
 }
 
 // fence returns the current hold's token, 0 when not held.
 func (c *core) fence() uint64 {
-	if h := c.current(); h != nil {
+	if h := c.cur.Get(); h != nil {
 		return h.fence
 	}
 	return 0
@@ -194,7 +170,7 @@ func (c *core) fence() uint64 {
 // failed returns ErrNotObtained joined with ctx's error if ctx ended, err
 // otherwise.
 func (c *core) failed(ctx context.Context, err error) error {
-	if cerr := ctxErr(ctx); cerr != nil {
+	if cerr := retry.CtxErr(ctx); cerr != nil {
 		return errors.Join(ErrNotObtained, cerr)
 	}
 	return err
@@ -210,22 +186,10 @@ func (c *core) at(ctx context.Context, point string) {
 // locks and transaction with it, once it sees the connection close) and
 // hands it back to the pool, which discards it.
 func destroy(conn *pgxpool.Conn) {
-	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), retry.ReleaseTimeout)
 	defer cancel()
 	_ = conn.Conn().Close(ctx)
 	conn.Release()
-}
-
-// ctxErr returns ctx.Err(), or [context.DeadlineExceeded] once ctx's
-// deadline has passed even if ctx has not noticed yet.
-func ctxErr(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
-		return context.DeadlineExceeded
-	}
-	return nil
 }
 
 // schemas remembers which tables and sequences exist, per pool, so that

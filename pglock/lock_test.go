@@ -3,140 +3,64 @@ package pglock_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
-	"golang.org/x/sync/errgroup"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/locklab/locklab/internal/faultproxy"
 	"github.com/locklab/locklab/internal/leakcheck"
-	"github.com/locklab/locklab/internal/observetest"
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/rig"
 	"github.com/locklab/locklab/pglock"
 )
 
-// locker is what both lock kinds share.
-type locker interface {
-	Lock(ctx context.Context) error
-	TryLock(ctx context.Context) (bool, error)
-	Unlock(ctx context.Context) error
-	Fence() uint64
+// kinds are the two locks, as the shared scenarios of internal/locktest
+// see them. PostgreSQL's lock manager keeps its waiters out of sight: no
+// Line.
+var kinds = []locktest.Kind[*pgxpool.Pool]{
+	{
+		Name: "pglock", Conn: func(t *testing.T) *pgxpool.Pool { return pool(t) },
+		New: func(p *pgxpool.Pool, key string, o locktest.Options) locktest.Fenced {
+			return pglock.New(p, key, pglock.WithHook(o.Hook), pglock.WithObserver(o.Observer))
+		},
+		ErrNotHeld: pglock.ErrNotHeld, ErrNotObtained: pglock.ErrNotObtained,
+	},
+	{
+		Name: "pglock-row", Conn: func(t *testing.T) *pgxpool.Pool { return pool(t) },
+		New: func(p *pgxpool.Pool, key string, o locktest.Options) locktest.Fenced {
+			return pglock.NewRow(p, key, pglock.WithHook(o.Hook), pglock.WithObserver(o.Observer))
+		},
+		ErrNotHeld: pglock.ErrNotHeld, ErrNotObtained: pglock.ErrNotObtained,
+	},
 }
 
-// kinds are the two locks, made on a pool.
-var kinds = []struct {
-	name string
-	make func(p pglock.Pool, key string, opts ...pglock.Option) locker
-}{
-	{"advisory", func(p pglock.Pool, key string, opts ...pglock.Option) locker { return pglock.New(p, key, opts...) }},
-	{"row", func(p pglock.Pool, key string, opts ...pglock.Option) locker { return pglock.NewRow(p, key, opts...) }},
+// lock makes k's lock on key over p, with no options.
+func lock(k locktest.Kind[*pgxpool.Pool], p *pgxpool.Pool, key string) locktest.Fenced {
+	return k.New(p, key, locktest.Options{})
 }
 
 func TestInvalidArguments(t *testing.T) {
 	p := pool(t)
-	ctx := context.Background()
-	cases := []struct {
-		name string
-		l    locker
-	}{
-		{"advisory nil pool", pglock.New(nil, "k")},
-		{"advisory empty key", pglock.New(p, "")},
-		{"advisory zero value", &pglock.Mutex{}},
-		{"row nil pool", pglock.NewRow(nil, "k")},
-		{"row empty key", pglock.NewRow(p, "")},
-		{"row empty table", pglock.NewRow(p, "k", pglock.WithTable(""))},
-		{"row zero value", &pglock.RowMutex{}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if err := tc.l.Lock(ctx); !errors.Is(err, pglock.ErrInvalid) {
-				t.Errorf("Lock = %v; want ErrInvalid", err)
-			}
-			if ok, err := tc.l.TryLock(ctx); ok || !errors.Is(err, pglock.ErrInvalid) {
-				t.Errorf("TryLock = %v, %v; want false, ErrInvalid", ok, err)
-			}
-			if err := tc.l.Unlock(ctx); !errors.Is(err, pglock.ErrInvalid) {
-				t.Errorf("Unlock = %v; want ErrInvalid", err)
-			}
-		})
-	}
+	locktest.RefusesInvalid(t, pglock.ErrInvalid, map[string]locktest.Locker{
+		"advisory nil pool":   pglock.New(nil, "k"),
+		"advisory empty key":  pglock.New(p, ""),
+		"advisory zero value": &pglock.Mutex{},
+		"row nil pool":        pglock.NewRow(nil, "k"),
+		"row empty key":       pglock.NewRow(p, ""),
+		"row empty table":     pglock.NewRow(p, "k", pglock.WithTable("")),
+		"row zero value":      &pglock.RowMutex{},
+	})
 }
 
-func TestLockUnlockAndFence(t *testing.T) {
+// TestBasics runs, for each kind, the scenarios every lock on a system
+// keeps, from internal/locktest: one holder and growing fences, a Lock
+// that gives up while the server makes it wait leaving no waiter behind
+// that would take the lock when the holder releases, the observer,
+// contention.
+func TestBasics(t *testing.T) {
 	for _, k := range kinds {
-		t.Run(k.name, func(t *testing.T) {
-			leakcheck.Guard(t)
-			p := pool(t)
-			ctx := context.Background()
-			key := lockKey(t)
-			a, b := k.make(p, key), k.make(p, key)
-			if err := b.Unlock(ctx); !errors.Is(err, pglock.ErrNotHeld) {
-				t.Errorf("Unlock never locked = %v; want ErrNotHeld", err)
-			}
-			if err := a.Lock(ctx); err != nil {
-				t.Fatalf("a.Lock = %v", err)
-			}
-			fa := a.Fence()
-			if fa == 0 {
-				t.Fatal("a.Fence() = 0 while held")
-			}
-			if ok, err := b.TryLock(ctx); ok || err != nil {
-				t.Fatalf("b.TryLock while a holds = %v, %v; want false, nil", ok, err)
-			}
-			if err := a.Unlock(ctx); err != nil {
-				t.Fatalf("a.Unlock = %v", err)
-			}
-			if a.Fence() != 0 {
-				t.Errorf("a.Fence() = %d after Unlock; want 0", a.Fence())
-			}
-			if err := a.Unlock(ctx); !errors.Is(err, pglock.ErrNotHeld) {
-				t.Errorf("second a.Unlock = %v; want ErrNotHeld", err)
-			}
-			if ok, err := b.TryLock(ctx); !ok || err != nil {
-				t.Fatalf("b.TryLock after a released = %v, %v; want true, nil", ok, err)
-			}
-			if fb := b.Fence(); fb <= fa {
-				t.Errorf("b.Fence() = %d after a's %d; want larger", fb, fa)
-			}
-			if err := b.Unlock(ctx); err != nil {
-				t.Fatal(err)
-			}
-		})
-	}
-}
-
-// TestGiveUpWhileWaiting: a Lock whose ctx ends while the server makes it
-// wait returns ErrNotObtained joined with the ctx error, and leaves no
-// waiter behind that would take the lock when the holder releases.
-func TestGiveUpWhileWaiting(t *testing.T) {
-	for _, k := range kinds {
-		t.Run(k.name, func(t *testing.T) {
-			leakcheck.Guard(t)
-			p := pool(t)
-			key := lockKey(t)
-			holder, w, next := k.make(p, key), k.make(p, key), k.make(p, key)
-			if err := holder.Lock(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-			defer cancel()
-			err := w.Lock(ctx)
-			if !errors.Is(err, pglock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("Lock past its deadline = %v; want ErrNotObtained and DeadlineExceeded", err)
-			}
-			if err := w.Lock(ctx); !errors.Is(err, pglock.ErrNotObtained) {
-				t.Errorf("Lock with an ended ctx = %v; want ErrNotObtained", err)
-			}
-			if err := holder.Unlock(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			eventually(t, 5*time.Second, "the next client gets the lock", func() bool {
-				ok, err := next.TryLock(context.Background())
-				return ok && err == nil
-			})
-			_ = next.Unlock(context.Background())
-		})
+		t.Run(k.Name, func(t *testing.T) { locktest.Run(t, k, lockKey) })
 	}
 }
 
@@ -188,16 +112,16 @@ func TestRowWorkCommitsWithUnlock(t *testing.T) {
 // next statement fails. The holder's Unlock says ErrNotHeld.
 func TestIdleTimeoutEndsHold(t *testing.T) {
 	for _, k := range kinds {
-		t.Run(k.name, func(t *testing.T) {
+		t.Run(k.Name, func(t *testing.T) {
 			leakcheck.Guard(t)
 			setting := "idle_session_timeout"
-			if k.name == "row" {
+			if k.Name == "pglock-row" {
 				setting = "idle_in_transaction_session_timeout"
 			}
 			ctx := context.Background()
 			key := lockKey(t)
 			short := pool(t, dsn+"&"+setting+"=300")
-			a, b := k.make(short, key), k.make(pool(t), key)
+			a, b := lock(k, short, key), lock(k, pool(t), key)
 			if err := a.Lock(ctx); err != nil {
 				t.Fatal(err)
 			}
@@ -206,7 +130,7 @@ func TestIdleTimeoutEndsHold(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("b got the lock %v after a went idle", time.Since(start).Round(time.Millisecond))
-			if k.name == "row" {
+			if k.Name == "pglock-row" {
 				if _, err := a.(*pglock.RowMutex).Tx().Exec(ctx, `SELECT 1`); err == nil {
 					t.Error("a's transaction still works after the server ended its session")
 				}
@@ -221,44 +145,62 @@ func TestIdleTimeoutEndsHold(t *testing.T) {
 	}
 }
 
+// partitioned runs scenario in parallel with the other tests, for each
+// kind, on a server of its own with a fault proxy in front: a, on one
+// key, reaches the server through the proxy, b directly.
+func partitioned(t *testing.T, scenario func(t *testing.T, proxy *faultproxy.Proxy, a, b locktest.Fenced)) {
+	t.Parallel() // no leakcheck.Guard: other tests run meanwhile; TestMain checks for leaks
+	srv := rig.StartPostgres(t)
+	proxy := faultproxy.Start(t, srv.Addr())
+	for _, k := range kinds {
+		t.Run(k.Name, func(t *testing.T) {
+			key := lockKey(t)
+			scenario(t, proxy, lock(k, pool(t, srv.DSN(proxy.Addr())), key), lock(k, pool(t, srv.DSN(srv.Addr())), key))
+		})
+	}
+}
+
+// getsTheLock waits until l gets the lock, 10s at most, and unlocks it.
+func getsTheLock(t *testing.T, ctx context.Context, l locktest.Locker) {
+	t.Helper()
+	locktest.Eventually(t, 10*time.Second, "the next client gets the lock", func() bool {
+		ok, err := l.TryLock(ctx)
+		return ok && err == nil
+	})
+	_ = l.Unlock(ctx)
+}
+
 // TestPartitionedHolderKeepsLock: a holder cut off by the network keeps its
 // lock as long as the server sees the connection open: there is no lease.
 // When the connection is reset, the server ends the session and the lock
 // is free at once.
 func TestPartitionedHolderKeepsLock(t *testing.T) {
-	t.Parallel() // no leakcheck.Guard: other tests run meanwhile; TestMain checks for leaks
-	srv := rig.StartPostgres(t)
-	proxy := faultproxy.Start(t, srv.Addr())
-	for _, k := range kinds {
-		t.Run(k.name, func(t *testing.T) {
-			ctx := context.Background()
-			key := lockKey(t)
-			a, b := k.make(pool(t, srv.DSN(proxy.Addr())), key), k.make(pool(t, srv.DSN(srv.Addr())), key)
-			if err := a.Lock(ctx); err != nil {
-				t.Fatal(err)
-			}
-			proxy.Blackhole()
-			wctx, cancel := context.WithTimeout(ctx, time.Second)
-			err := b.Lock(wctx)
-			cancel()
-			if !errors.Is(err, pglock.ErrNotObtained) {
-				t.Fatalf("b.Lock while a is cut off = %v; want ErrNotObtained (a keeps the lock)", err)
-			}
-			proxy.Reset()
-			start := time.Now()
-			if err := b.Lock(ctx); err != nil {
-				t.Fatal(err)
-			}
-			t.Logf("b got the lock %v after a's connection was reset", time.Since(start).Round(time.Millisecond))
-			proxy.Heal()
-			if err := a.Unlock(ctx); err == nil {
-				t.Error("a.Unlock after its connection was reset = nil; want an error")
-			}
-			if err := b.Unlock(ctx); err != nil {
-				t.Fatal(err)
-			}
-		})
-	}
+	partitioned(t, func(t *testing.T, proxy *faultproxy.Proxy, a, b locktest.Fenced) {
+		ctx := context.Background()
+		if err := a.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		proxy.Blackhole()
+		wctx, cancel := context.WithTimeout(ctx, time.Second)
+		err := b.Lock(wctx)
+		cancel()
+		if !errors.Is(err, pglock.ErrNotObtained) {
+			t.Fatalf("b.Lock while a is cut off = %v; want ErrNotObtained (a keeps the lock)", err)
+		}
+		proxy.Reset()
+		start := time.Now()
+		if err := b.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("b got the lock %v after a's connection was reset", time.Since(start).Round(time.Millisecond))
+		proxy.Heal()
+		if err := a.Unlock(ctx); err == nil {
+			t.Error("a.Unlock after its connection was reset = nil; want an error")
+		}
+		if err := b.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // TestLockRequestHeldInNetwork: the lock statement is held by the
@@ -266,36 +208,24 @@ func TestPartitionedHolderKeepsLock(t *testing.T) {
 // network heals, the statement reaches the server late, may be granted,
 // and dies with its session: the lock is free for the next client.
 func TestLockRequestHeldInNetwork(t *testing.T) {
-	t.Parallel()
-	srv := rig.StartPostgres(t)
-	proxy := faultproxy.Start(t, srv.Addr())
-	for _, k := range kinds {
-		t.Run(k.name, func(t *testing.T) {
-			ctx := context.Background()
-			key := lockKey(t)
-			cut := pool(t, srv.DSN(proxy.Addr()))
-			a, b := k.make(cut, key), k.make(pool(t, srv.DSN(srv.Addr())), key)
-			if err := a.Lock(ctx); err != nil { // opens a's connection; tables exist
-				t.Fatal(err)
-			}
-			if err := a.Unlock(ctx); err != nil {
-				t.Fatal(err)
-			}
-			proxy.Blackhole()
-			lctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
-			err := a.Lock(lctx)
-			cancel()
-			if !errors.Is(err, pglock.ErrNotObtained) {
-				t.Fatalf("a.Lock with its request held = %v; want ErrNotObtained", err)
-			}
-			proxy.Heal()
-			eventually(t, 10*time.Second, "b gets the lock", func() bool {
-				ok, err := b.TryLock(ctx)
-				return ok && err == nil
-			})
-			_ = b.Unlock(ctx)
-		})
-	}
+	partitioned(t, func(t *testing.T, proxy *faultproxy.Proxy, a, b locktest.Fenced) {
+		ctx := context.Background()
+		if err := a.Lock(ctx); err != nil { // opens a's connection; tables exist
+			t.Fatal(err)
+		}
+		if err := a.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		proxy.Blackhole()
+		lctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		err := a.Lock(lctx)
+		cancel()
+		if !errors.Is(err, pglock.ErrNotObtained) {
+			t.Fatalf("a.Lock with its request held = %v; want ErrNotObtained", err)
+		}
+		proxy.Heal()
+		getsTheLock(t, ctx, b)
+	})
 }
 
 func TestBackstops(t *testing.T) {
@@ -338,107 +268,24 @@ func TestBackstops(t *testing.T) {
 	}
 }
 
-func TestObserver(t *testing.T) {
-	for _, k := range kinds {
-		t.Run(k.name, func(t *testing.T) {
-			leakcheck.Guard(t)
-			rec := observetest.New()
-			p := pool(t)
-			ctx := context.Background()
-			key := lockKey(t)
-			m := k.make(p, key, pglock.WithObserver(rec.Observe))
-			if err := m.Lock(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if err := m.Unlock(ctx); err != nil {
-				t.Fatal(err)
-			}
-			name := "pglock"
-			if k.name == "row" {
-				name = "pglock-row"
-			}
-			rec.Expect(t, "Lock, Unlock", name, key, "acquired released")
-			cctx, cancel := context.WithCancel(ctx)
-			cancel()
-			_ = m.Lock(cctx)
-			rec.Expect(t, "Lock with an ended ctx", name, key, "gave-up")
-		})
-	}
-}
-
-func TestContention(t *testing.T) {
-	for _, k := range kinds {
-		t.Run(k.name, func(t *testing.T) {
-			leakcheck.Guard(t)
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			p := pool(t)
-			key := lockKey(t)
-			var inside, maxInside, total int
-			var mu sync.Mutex
-			var g errgroup.Group
-			for range 6 {
-				m := k.make(p, key)
-				g.Go(func() error {
-					for range 5 {
-						if err := m.Lock(ctx); err != nil {
-							return err
-						}
-						mu.Lock()
-						inside++
-						maxInside = max(maxInside, inside)
-						total++
-						mu.Unlock()
-						time.Sleep(time.Millisecond)
-						mu.Lock()
-						inside--
-						mu.Unlock()
-						if err := m.Unlock(ctx); err != nil {
-							return err
-						}
-					}
-					return nil
-				})
-			}
-			if err := g.Wait(); err != nil {
-				t.Fatal(err)
-			}
-			if maxInside != 1 || total != 30 {
-				t.Errorf("max holders at once %d, acquisitions %d; want 1, 30", maxInside, total)
-			}
-		})
-	}
-}
-
 // TestUnlockReplyLost: the release (COMMIT, pg_advisory_unlock) is sent
 // into a partition and gets no answer within Unlock's 2s; Unlock returns
 // the error and closes the connection, and once the network heals the
 // server ends that session and the lock is free for the next client.
 func TestUnlockReplyLost(t *testing.T) {
-	t.Parallel()
-	srv := rig.StartPostgres(t)
-	proxy := faultproxy.Start(t, srv.Addr())
-	for _, k := range kinds {
-		t.Run(k.name, func(t *testing.T) {
-			ctx := context.Background()
-			key := lockKey(t)
-			a, b := k.make(pool(t, srv.DSN(proxy.Addr())), key), k.make(pool(t, srv.DSN(srv.Addr())), key)
-			if err := a.Lock(ctx); err != nil {
-				t.Fatal(err)
-			}
-			proxy.Blackhole()
-			if err := a.Unlock(ctx); err == nil || errors.Is(err, pglock.ErrNotHeld) {
-				t.Fatalf("Unlock into a partition = %v; want a transport error", err)
-			}
-			if a.Fence() != 0 {
-				t.Error("the lock still reports a hold after its connection was closed")
-			}
-			proxy.Heal()
-			eventually(t, 10*time.Second, "b gets the lock", func() bool {
-				ok, err := b.TryLock(ctx)
-				return ok && err == nil
-			})
-			_ = b.Unlock(ctx)
-		})
-	}
+	partitioned(t, func(t *testing.T, proxy *faultproxy.Proxy, a, b locktest.Fenced) {
+		ctx := context.Background()
+		if err := a.Lock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		proxy.Blackhole()
+		if err := a.Unlock(ctx); err == nil || errors.Is(err, pglock.ErrNotHeld) {
+			t.Fatalf("Unlock into a partition = %v; want a transport error", err)
+		}
+		if a.Fence() != 0 {
+			t.Error("the lock still reports a hold after its connection was closed")
+		}
+		proxy.Heal()
+		getsTheLock(t, ctx, b)
+	})
 }

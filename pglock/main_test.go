@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -47,16 +46,4 @@ func pool(t testing.TB, url ...string) *pgxpool.Pool {
 	}
 	t.Cleanup(p.Close)
 	return p
-}
-
-// eventually polls cond every 10ms for up to d.
-func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not true after %v: %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

@@ -68,6 +68,36 @@ func lockAsync(ctx context.Context, m *redlock.Mutex) <-chan error {
 	return done
 }
 
+// queueWaiter starts the Lock of a new Mutex on cs and key, made with opts
+// (a Notifier among them), waits until it has joined the queues, and
+// returns the Mutex and its Lock's result channel.
+func queueWaiter(t *testing.T, ctx context.Context, cs []redlock.Client, key string, opts ...redlock.Option) (*redlock.Mutex, <-chan error) {
+	t.Helper()
+	hook, isQueued := signal(redlock.HookQueued)
+	w := redlock.New(cs, key, append(slices.Clip(opts), hook)...)
+	done := lockAsync(ctx, w)
+	await(t, isQueued, 10*time.Second, "waiter queued")
+	return w, done
+}
+
+// mustLock locks m and waits for its SETs still in flight: waiters queued
+// next find its token on every node.
+func mustLock(t *testing.T, ctx context.Context, m *redlock.Mutex) {
+	t.Helper()
+	if err := m.Lock(ctx); err != nil {
+		t.Fatalf("Lock() = %v", err)
+	}
+	settle(t, m)
+}
+
+// mustUnlock unlocks m, failing the test if Unlock fails.
+func mustUnlock(t *testing.T, ctx context.Context, m *redlock.Mutex) {
+	t.Helper()
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatalf("Unlock() = %v", err)
+	}
+}
+
 // queued returns the tokens in key's wait queue on node c, best first.
 func queued(t *testing.T, c *redis.Client, key string) []redis.Z {
 	t.Helper()
@@ -101,176 +131,6 @@ func checkNoTrace(t *testing.T, cs []*redis.Client, key string) {
 	}
 }
 
-// TestHandoffIsFirstComeFirstServed queues five waiters in a known order
-// (each starts once the one before has queued on every node) and checks
-// that they get the lock in that order, each handed it by the one before.
-func TestHandoffIsFirstComeFirstServed(t *testing.T) {
-	leakcheck.Guard(t)
-	ctx := ctxFor(t)
-	cs, n := withNotifier(t, addrs)
-	key := newKey(t)
-	holder := redlock.New(cs, key, redlock.WithNotifier(n))
-	if err := holder.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	settle(t, holder)
-	var (
-		mu    sync.Mutex
-		order []int
-	)
-	var g errgroup.Group
-	for i := range 5 {
-		hook, isQueued := signal(redlock.HookQueued)
-		w := redlock.New(cs, key, redlock.WithNotifier(n), hook)
-		g.Go(func() error {
-			if err := w.Lock(ctx); err != nil {
-				return err
-			}
-			mu.Lock()
-			order = append(order, i)
-			mu.Unlock()
-			return w.Unlock(ctx)
-		})
-		await(t, isQueued, 10*time.Second, "waiter queued")
-	}
-	if err := holder.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(order, []int{0, 1, 2, 3, 4}) {
-		t.Errorf("waiters got the lock in order %v; want [0 1 2 3 4]", order)
-	}
-	checkNoTrace(t, admin, key)
-}
-
-// TestHandoffSkipsADeadWaiter puts a dead waiter's token at the head of
-// every node's queue (its process is gone: nobody listens on its channel).
-// The release must pass it by at once instead of leaving the lock with it
-// for a whole TTL.
-func TestHandoffSkipsADeadWaiter(t *testing.T) {
-	leakcheck.Guard(t)
-	ctx := ctxFor(t)
-	cs, n := withNotifier(t, addrs)
-	key := newKey(t)
-	const ttl = 10 * time.Second // a stall would last this long
-	holder := redlock.New(cs, key, redlock.WithNotifier(n), redlock.WithTTL(ttl))
-	if err := holder.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	settle(t, holder)
-	dead := redis.Z{Score: 0, Member: "deadnotifier.10000.deadwaiter.1"} // ranks before everyone
-	for _, c := range admin {
-		if err := c.ZAdd(ctx, redlock.QueueKey(key), dead).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	hook, isQueued := signal(redlock.HookQueued)
-	w := redlock.New(cs, key, redlock.WithNotifier(n), redlock.WithTTL(ttl), hook)
-	done := lockAsync(ctx, w)
-	await(t, isQueued, 10*time.Second, "waiter queued")
-	if err := holder.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(ttl / 8): // well before the waiter's own round at ttl/4
-		t.Fatal("the live waiter did not get the lock: the release left it with the dead waiter")
-	}
-	settle(t, holder) // its Unlock returned at a majority; the rest land now
-	for i, v := range holders(t, admin, key) {
-		if v != w.Token() {
-			t.Errorf("node %d holds %q; want the live waiter's token", i, v)
-		}
-	}
-	if err := w.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	checkNoTrace(t, admin, key)
-}
-
-// TestHandoffRecoversFromADeadHolder: the holder never unlocks (its process
-// died). The queued waiters get the lock once its keys expire, through
-// their own rounds, within about the TTL plus a quarter TTL.
-func TestHandoffRecoversFromADeadHolder(t *testing.T) {
-	leakcheck.Guard(t)
-	ctx := ctxFor(t)
-	cs, n := withNotifier(t, addrs)
-	key := newKey(t)
-	const ttl = 250 * time.Millisecond
-	opts := []redlock.Option{redlock.WithTTL(ttl), redlock.WithNodeTimeout(ttl / 2)}
-	dead := redlock.New(cs, key, opts...) // never unlocked
-	if err := lockWithin(ctx, dead); err != nil {
-		t.Fatal(err)
-	}
-	start := time.Now()
-	var g errgroup.Group
-	for range 3 {
-		w := redlock.New(cs, key, append(opts, redlock.WithNotifier(n))...)
-		g.Go(func() error {
-			if err := w.Lock(ctx); err != nil {
-				return err
-			}
-			return w.Unlock(ctx)
-		})
-	}
-	if err := g.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	// One lease runs out, then the waiters' rounds every ttl/4 find the
-	// nodes free; then they hand the lock on. 5x margin for a loaded machine.
-	if took := time.Since(start); took > 5*(ttl+ttl/4) {
-		t.Errorf("waiters took %v to get past a dead holder; want about %v", took, ttl+ttl/4)
-	}
-	checkNoTrace(t, admin, key)
-}
-
-// TestHandoffNoLostWakeup forces the lost wake-up race: the waiter's SET
-// round is refused, and before it joins the queues the holder releases
-// with nobody queued, so no hand-off message will ever come. The waiter
-// must still get the lock at once, not at its periodic round.
-func TestHandoffNoLostWakeup(t *testing.T) {
-	leakcheck.Guard(t)
-	ctx := ctxFor(t)
-	cs, n := withNotifier(t, addrs)
-	key := newKey(t)
-	const ttl = 10 * time.Second
-	holder := redlock.New(cs, key, redlock.WithTTL(ttl))
-	if err := holder.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	settle(t, holder)
-	refused, release := make(chan struct{}), make(chan struct{})
-	w := redlock.New(cs, key, redlock.WithNotifier(n), redlock.WithTTL(ttl), redlock.WithHook(func(_ context.Context, p string) {
-		if p == redlock.HookRefused {
-			close(refused)
-			<-release
-		}
-	}))
-	done := lockAsync(ctx, w)
-	await(t, refused, 10*time.Second, "SET round refused")
-	if err := holder.Unlock(ctx); err != nil { // nobody queued: a plain DEL, no message
-		t.Fatal(err)
-	}
-	close(release)
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(ttl / 8):
-		t.Fatal("the waiter slept through the release (lost wake-up)")
-	}
-	if err := w.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	checkNoTrace(t, admin, key)
-}
-
 // TestHandoffWithANodeDown: one of five nodes is killed while waiters are
 // queued. The other four hand the lock on as before, in order, without
 // waiting for the waiters' periodic rounds.
@@ -282,20 +142,16 @@ func TestHandoffWithANodeDown(t *testing.T) {
 	cs, n := withNotifier(t, addrsOf(nodes))
 	const key, ttl = "lock:node-down", 10 * time.Second
 	holder := redlock.New(cs, key, redlock.WithNotifier(n), redlock.WithTTL(ttl))
-	if err := holder.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	settle(t, holder)
+	mustLock(t, ctx, holder)
 	var (
 		mu    sync.Mutex
 		order []int
 	)
 	var g errgroup.Group
 	for i := range 2 {
-		hook, isQueued := signal(redlock.HookQueued)
-		w := redlock.New(cs, key, redlock.WithNotifier(n), redlock.WithTTL(ttl), hook)
+		w, done := queueWaiter(t, ctx, cs, key, redlock.WithNotifier(n), redlock.WithTTL(ttl))
 		g.Go(func() error {
-			if err := w.Lock(ctx); err != nil {
+			if err := <-done; err != nil {
 				return err
 			}
 			mu.Lock()
@@ -303,7 +159,6 @@ func TestHandoffWithANodeDown(t *testing.T) {
 			mu.Unlock()
 			return w.Unlock(ctx)
 		})
-		await(t, isQueued, 10*time.Second, "waiter queued")
 	}
 	if err := nodes[4].Kill(); err != nil {
 		t.Fatal(err)
@@ -343,10 +198,7 @@ func TestHandoffSplitIsResolved(t *testing.T) {
 	key := newKey(t)
 	const ttl = 10 * time.Second
 	holder := redlock.New(cs, key, redlock.WithNotifier(n), redlock.WithTTL(ttl))
-	if err := holder.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	settle(t, holder)
+	mustLock(t, ctx, holder)
 	var (
 		mu      sync.Mutex
 		order   []string
@@ -358,10 +210,9 @@ func TestHandoffSplitIsResolved(t *testing.T) {
 		name   string
 		missed []int // nodes whose queue loses this waiter
 	}{{"A", []int{2, 3, 4}}, {"B", []int{0, 1, 4}}, {"C", []int{0, 1, 2, 3}}} {
-		hook, isQueued := signal(redlock.HookQueued)
-		m := redlock.New(cs, key, redlock.WithNotifier(n), redlock.WithTTL(ttl), hook)
+		m, done := queueWaiter(t, ctx, cs, key, redlock.WithNotifier(n), redlock.WithTTL(ttl))
 		g.Go(func() error {
-			if err := m.Lock(ctx); err != nil {
+			if err := <-done; err != nil {
 				return err
 			}
 			mu.Lock()
@@ -374,7 +225,6 @@ func TestHandoffSplitIsResolved(t *testing.T) {
 			mu.Unlock()
 			return m.Unlock(ctx)
 		})
-		await(t, isQueued, 10*time.Second, w.name+" queued")
 		tok := lastQueued(t, key)
 		for _, i := range w.missed {
 			if err := admin[i].ZRem(ctx, redlock.QueueKey(key), tok).Err(); err != nil {
@@ -383,9 +233,7 @@ func TestHandoffSplitIsResolved(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	if err := holder.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	mustUnlock(t, ctx, holder)
 	if err := g.Wait(); err != nil {
 		t.Fatal(err)
 	}
@@ -395,44 +243,6 @@ func TestHandoffSplitIsResolved(t *testing.T) {
 	slices.Sort(order)
 	if !slices.Equal(order, []string{"A", "B", "C"}) || overlap {
 		t.Errorf("waiters got the lock %v (overlap %v); want A, B and C once each, one at a time", order, overlap)
-	}
-	checkNoTrace(t, admin, key)
-}
-
-// TestHandoffWaiterGivesUp: a queued waiter whose ctx ends leaves every
-// queue and returns ErrNotObtained joined with the ctx error; the holder
-// is unaffected, and its Unlock leaves nothing behind.
-func TestHandoffWaiterGivesUp(t *testing.T) {
-	leakcheck.Guard(t)
-	ctx := ctxFor(t)
-	cs, n := withNotifier(t, addrs)
-	key := newKey(t)
-	holder := redlock.New(cs, key, redlock.WithNotifier(n))
-	if err := holder.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	settle(t, holder)
-	hook, isQueued := signal(redlock.HookQueued)
-	quitter := redlock.New(cs, key, redlock.WithNotifier(n), hook)
-	qctx, cancel := context.WithCancel(ctx)
-	done := lockAsync(qctx, quitter)
-	await(t, isQueued, 10*time.Second, "waiter queued")
-	cancel()
-	if err := <-done; !errors.Is(err, redlock.ErrNotObtained) || !errors.Is(err, context.Canceled) {
-		t.Fatalf("Lock() after cancel = %v; want ErrNotObtained joined with context.Canceled", err)
-	}
-	for i, c := range admin {
-		if z := queued(t, c, key); len(z) != 0 {
-			t.Errorf("node %d queue after the waiter gave up = %v; want empty", i, z)
-		}
-	}
-	for i, v := range holders(t, admin, key) {
-		if v != holder.Token() {
-			t.Errorf("node %d holds %q; want the holder's token", i, v)
-		}
-	}
-	if err := holder.Unlock(ctx); err != nil {
-		t.Fatal(err)
 	}
 	checkNoTrace(t, admin, key)
 }
@@ -450,10 +260,7 @@ func TestGivingUpPassesTheLockOn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	hook, isQueued := signal(redlock.HookQueued)
-	next := redlock.New(cs, key, redlock.WithNotifier(n), hook)
-	done := lockAsync(ctx, next)
-	await(t, isQueued, 10*time.Second, "next waiter queued")
+	next, done := queueWaiter(t, ctx, cs, key, redlock.WithNotifier(n))
 	for i, c := range admin {
 		keys := []string{key, redlock.QueueKey(key), keyslot.Receipt(keyslot.Base(key), quitter)}
 		r, err := redlock.Scripts["release"].Run(ctx, c, keys, quitter, "4000", "1").Int64()
@@ -464,9 +271,7 @@ func TestGivingUpPassesTheLockOn(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if err := next.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	mustUnlock(t, ctx, next)
 	checkNoTrace(t, admin, key)
 }
 
@@ -484,14 +289,8 @@ func TestLateReleaseLeavesTheNextHolderAlone(t *testing.T) {
 	}
 	waitGone(t, admin, key)
 	holder := redlock.New(cs, key, redlock.WithNotifier(n))
-	if err := holder.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	settle(t, holder)
-	hook, isQueued := signal(redlock.HookQueued)
-	w := redlock.New(cs, key, redlock.WithNotifier(n), hook)
-	done := lockAsync(ctx, w)
-	await(t, isQueued, 10*time.Second, "waiter queued")
+	mustLock(t, ctx, holder)
+	w, done := queueWaiter(t, ctx, cs, key, redlock.WithNotifier(n))
 	before := make([][]redis.Z, len(admin))
 	for i, c := range admin {
 		before[i] = queued(t, c, key)
@@ -509,62 +308,11 @@ func TestLateReleaseLeavesTheNextHolderAlone(t *testing.T) {
 			t.Errorf("node %d queue after the late release = %v; want %v, the one waiter", i, got, before[i])
 		}
 	}
-	if err := holder.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	mustUnlock(t, ctx, holder)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	checkNoTrace(t, admin, key)
-}
-
-// TestHandoffMutualExclusion: 16 clients, each with its own connections
-// and Notifier (as separate processes would have), take turns; no two are
-// ever inside the critical section at once, and nothing is left behind.
-func TestHandoffMutualExclusion(t *testing.T) {
-	leakcheck.Guard(t)
-	ctx := ctxFor(t)
-	key := newKey(t)
-	const clients, rounds = 16, 10
-	var (
-		mu                      sync.Mutex // guards the counters, not the lock's work
-		inside, overlaps, total int
-	)
-	var g errgroup.Group
-	for range clients {
-		cs, n := withNotifier(t, addrs)
-		m := redlock.New(cs, key, redlock.WithNotifier(n))
-		g.Go(func() error {
-			for range rounds {
-				if err := m.Lock(ctx); err != nil {
-					return err
-				}
-				mu.Lock()
-				inside++
-				if inside > 1 {
-					overlaps++
-				}
-				total++
-				mu.Unlock()
-				mu.Lock()
-				inside--
-				mu.Unlock()
-				if err := m.Unlock(ctx); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	if overlaps != 0 || total != clients*rounds {
-		t.Fatalf("overlaps = %d, acquisitions = %d; want 0, %d", overlaps, total, clients*rounds)
-	}
+	mustUnlock(t, ctx, w)
 	checkNoTrace(t, admin, key)
 }
 
@@ -593,23 +341,21 @@ func TestUncontendedCostsOneRoundEach(t *testing.T) {
 				if err := c.(*redis.Client).Ping(ctx).Err(); err != nil { // dial first: its HELLO would count
 					t.Fatal(err)
 				}
-				c.(*redis.Client).AddHook(countHook{func(name string) {
+				rig.OnCommand(c.(*redis.Client), func(name string) {
 					if name == "hello" || name == "client" {
 						return // a new connection's handshake: not the protocol's
 					}
 					mu.Lock()
 					sent[i] = append(sent[i], name)
 					mu.Unlock()
-				}})
+				})
 			}
 			m := redlock.New(cs, newKey(t), tt.opts...)
 			for range 3 {
 				if err := m.Lock(ctx); err != nil {
 					t.Fatal(err)
 				}
-				if err := m.Unlock(ctx); err != nil {
-					t.Fatal(err)
-				}
+				mustUnlock(t, ctx, m)
 			}
 			settle(t, m) // the last commands to the slowest nodes have ended
 			mu.Lock()
@@ -638,30 +384,13 @@ func TestUncontendedCostsOneRoundEach(t *testing.T) {
 	}
 }
 
-// countHook reports the name of every command a client sends.
-type countHook struct{ seen func(string) }
-
-func (countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.seen(cmd.Name())
-		return next(ctx, cmd)
-	}
-}
-func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
-}
-
 // TestHandoffHookPoints lists the hook points a queued Lock passes.
 func TestHandoffHookPoints(t *testing.T) {
 	ctx := ctxFor(t)
 	cs, n := withNotifier(t, addrs)
 	key := newKey(t)
 	holder := redlock.New(cs, key, redlock.WithNotifier(n))
-	if err := holder.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	settle(t, holder)
+	mustLock(t, ctx, holder)
 	var mu sync.Mutex
 	var points []string
 	queuedCh := make(chan struct{}, 1)
@@ -675,15 +404,11 @@ func TestHandoffHookPoints(t *testing.T) {
 	}))
 	done := lockAsync(ctx, w)
 	await(t, queuedCh, 10*time.Second, "waiter queued")
-	if err := holder.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	mustUnlock(t, ctx, holder)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if err := w.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	mustUnlock(t, ctx, w)
 	want := []string{redlock.HookRefused, redlock.HookQueued, redlock.HookAcquiredQuorum, redlock.HookBeforeRelease}
 	mu.Lock()
 	defer mu.Unlock()
@@ -692,7 +417,11 @@ func TestHandoffHookPoints(t *testing.T) {
 	}
 }
 
-func TestNotifierBadInputAndClose(t *testing.T) {
+// TestNotifierBadInput: NewNotifier refuses no clients, nil ones and a
+// node given twice, and fails when it reaches no quorum; a Mutex whose
+// Notifier is for other nodes is refused. (What a Notifier's Close does to
+// its waiters is internal/contract's TestNotifierClose.)
+func TestNotifierBadInput(t *testing.T) {
 	leakcheck.Guard(t)
 	ctx := ctxFor(t)
 	cs := clientsFor(t, addrs)
@@ -736,32 +465,6 @@ func TestNotifierBadInputAndClose(t *testing.T) {
 			t.Errorf("%s: Lock() with a notifier for other nodes = %v; want ErrInvalid", name, err)
 		}
 	}
-
-	holder := redlock.New(cs, key)
-	if err := holder.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	settle(t, holder)
-	hook, isQueued := signal(redlock.HookQueued)
-	w := redlock.New(cs, key, redlock.WithNotifier(n), hook)
-	done := lockAsync(ctx, w)
-	await(t, isQueued, 10*time.Second, "waiter queued")
-	if err := n.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; !errors.Is(err, redlock.ErrNotObtained) {
-		t.Errorf("Lock() when its Notifier closes = %v; want ErrNotObtained", err)
-	}
-	if err := n.Close(); err != nil {
-		t.Errorf("second Close() = %v; want nil", err)
-	}
-	if err := w.Lock(ctx); !errors.Is(err, redlock.ErrNotObtained) {
-		t.Errorf("Lock() with a closed Notifier = %v; want ErrNotObtained", err)
-	}
-	if err := holder.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	checkNoTrace(t, admin, key)
 }
 
 // checkUntilIsConservative fails the test unless, on every node that holds
@@ -808,23 +511,15 @@ func TestHandoffValidity(t *testing.T) {
 	const ttl = 400 * time.Millisecond
 	opts := []redlock.Option{redlock.WithNotifier(n), redlock.WithTTL(ttl), redlock.WithNodeTimeout(ttl / 2)}
 	holder := redlock.New(cs, key, opts...)
-	if err := holder.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	settle(t, holder)
-	hook, isQueued := signal(redlock.HookQueued)
-	w := redlock.New(cs, key, append(opts, hook)...)
-	done := lockAsync(ctx, w)
-	await(t, isQueued, 10*time.Second, "waiter queued")
+	mustLock(t, ctx, holder)
+	w, done := queueWaiter(t, ctx, cs, key, opts...)
 	for end := time.Now().Add(ttl + ttl/4); time.Now().Before(end); { // hold on for longer than a TTL
 		if err := holder.Extend(ctx, ttl); err != nil {
 			t.Fatalf("Extend() = %v", err)
 		}
 		time.Sleep(ttl / 8)
 	}
-	if err := holder.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	mustUnlock(t, ctx, holder)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -834,9 +529,7 @@ func TestHandoffValidity(t *testing.T) {
 		t.Errorf("after a wait longer than the TTL, the lock has %v left; want most of the %v TTL", left, ttl)
 	}
 	checkUntilIsConservative(t, w, key)
-	if err := w.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	mustUnlock(t, ctx, w)
 	checkNoTrace(t, admin, key)
 }
 
@@ -853,10 +546,7 @@ func TestHandoffPausedWaiterRefreshes(t *testing.T) {
 	const ttl = 300 * time.Millisecond
 	opts := []redlock.Option{redlock.WithNotifier(n), redlock.WithTTL(ttl), redlock.WithNodeTimeout(ttl / 2)}
 	holder := redlock.New(cs, key, opts...)
-	if err := holder.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	settle(t, holder)
+	mustLock(t, ctx, holder)
 	var quorums, paused int
 	queuedCh := make(chan struct{}, 1)
 	w := redlock.New(cs, key, append(opts, redlock.WithHook(func(_ context.Context, p string) {
@@ -873,9 +563,7 @@ func TestHandoffPausedWaiterRefreshes(t *testing.T) {
 	}))...)
 	done := lockAsync(ctx, w)
 	await(t, queuedCh, 10*time.Second, "waiter queued")
-	if err := holder.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	mustUnlock(t, ctx, holder)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -883,9 +571,7 @@ func TestHandoffPausedWaiterRefreshes(t *testing.T) {
 		t.Errorf("HookAcquiredQuorum fired %d times; want 2 (the hand-off, then the fresh round)", quorums)
 	}
 	checkUntilIsConservative(t, w, key)
-	if err := w.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	mustUnlock(t, ctx, w)
 	checkNoTrace(t, admin, key)
 }
 
@@ -926,19 +612,12 @@ func TestNotifierWithAFrozenNode(t *testing.T) {
 	if err := holder.Lock(ctx); err != nil {
 		t.Fatalf("Lock() with 1 of 5 nodes frozen = %v; want nil", err)
 	}
-	hook, isQueued := signal(redlock.HookQueued)
-	w := redlock.New(cs, key, append(opts, hook)...)
-	done := lockAsync(ctx, w)
-	await(t, isQueued, 10*time.Second, "waiter queued")
-	if err := holder.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	w, done := queueWaiter(t, ctx, cs, key, opts...)
+	mustUnlock(t, ctx, holder)
 	if err := <-done; err != nil {
 		t.Fatalf("Lock() of the waiter with 1 of 5 nodes frozen = %v; want nil", err)
 	}
-	if err := w.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	mustUnlock(t, ctx, w)
 	if err := frozen.Resume(); err != nil {
 		t.Fatal(err)
 	}
@@ -947,53 +626,4 @@ func TestNotifierWithAFrozenNode(t *testing.T) {
 		live[i] = nodes[i].Client()
 	}
 	checkNoTrace(t, live, key)
-}
-
-// TestReleaseWithinValidityUndoesAForeignHandoff: a release within the
-// validity skips the owner read on the nodes the Mutex knows it holds, and
-// checks the value its SET ... GET replaced. When an operator deleted the
-// key on every node and another client locked, A's release must leave the
-// new holder's keys and the queues as they were.
-func TestReleaseWithinValidityUndoesAForeignHandoff(t *testing.T) {
-	leakcheck.Guard(t)
-	ctx := ctxFor(t)
-	cs, n := withNotifier(t, addrs)
-	key := newKey(t)
-	a := redlock.New(cs, key, redlock.WithNotifier(n))
-	if err := a.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	settle(t, a)
-	for _, c := range admin {
-		c.Del(ctx, key) // an operator deletes the lock under A
-	}
-	b := redlock.New(cs, key, redlock.WithNotifier(n))
-	if err := b.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	settle(t, b) // B holds all five nodes before W queues
-	hook, queued := signal(redlock.HookQueued)
-	w := redlock.New(cs, key, redlock.WithNotifier(n), hook)
-	done := lockAsync(ctx, w)
-	await(t, queued, 10*time.Second, "W queued")
-	if !time.Now().Before(a.Until()) {
-		t.Fatal("A's validity ran out; the test needs a release within it")
-	}
-	if err := a.Unlock(ctx); !errors.Is(err, redlock.ErrNotHeld) {
-		t.Fatalf("A.Unlock after its keys were taken over = %v; want ErrNotHeld", err)
-	}
-	for i, c := range admin {
-		if got, _ := c.Get(ctx, key).Result(); got != b.Token() {
-			t.Fatalf("node %d holds %q after A's release; want B's token (hand-off undone)", i, got)
-		}
-	}
-	if err := b.Unlock(ctx); err != nil { // B hands over to W
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
 }

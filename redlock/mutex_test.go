@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/locklab/locklab/internal/leakcheck"
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/observetest"
 	"github.com/locklab/locklab/internal/rig"
 	"github.com/locklab/locklab/redlock"
@@ -593,11 +593,11 @@ func TestLockGivesUp(t *testing.T) {
 		// the key was someone else's), so count the SETs to node 0.
 		var rounds atomic.Int32
 		counted := clientsFor(t, addrs)
-		counted[0].(*redis.Client).AddHook(countHook{func(name string) {
+		rig.OnCommand(counted[0].(*redis.Client), func(name string) {
 			if name == "set" {
 				rounds.Add(1)
 			}
-		}})
+		})
 		err := redlock.New(counted, key, fast, redlock.WithTries(3)).Lock(ctx)
 		if !errors.Is(err, redlock.ErrNotObtained) || errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("Lock() = %v; want ErrNotObtained without a context error", err)
@@ -649,37 +649,16 @@ func TestMutualExclusion(t *testing.T) {
 	cs := clientsFor(t, addrs)
 	const clients, rounds = 4, 10
 	retry := redlock.WithRetry(func(int) time.Duration { return time.Duration(1+rand.IntN(5)) * time.Millisecond })
-	var inside, peak, total atomic.Int32
-	var g errgroup.Group
+	var locks []locktest.Locker
 	for range clients {
-		m := redlock.New(cs, key, retry, redlock.WithTries(1<<30), redlock.WithTTL(10*time.Second))
-		g.Go(func() error {
-			for range rounds {
-				if err := m.Lock(ctx); err != nil {
-					return err
-				}
-				n := inside.Add(1)
-				for { // record the highest occupancy seen
-					old := peak.Load()
-					if n <= old || peak.CompareAndSwap(old, n) {
-						break
-					}
-				}
-				total.Add(1)
-				time.Sleep(time.Millisecond) // hold the lock for a moment
-				inside.Add(-1)
-				if err := m.Unlock(ctx); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		locks = append(locks, redlock.New(cs, key, retry, redlock.WithTries(1<<30), redlock.WithTTL(10*time.Second)))
 	}
-	if err := g.Wait(); err != nil {
+	peak, total, err := locktest.Turns(ctx, locks, rounds, time.Millisecond) // each holds the lock for a moment
+	if err != nil {
 		t.Fatal(err)
 	}
-	if peak.Load() != 1 || total.Load() != clients*rounds {
-		t.Errorf("%d critical sections, at most %d at once; want %d, at most 1", total.Load(), peak.Load(), clients*rounds)
+	if peak != 1 || total != clients*rounds {
+		t.Errorf("%d critical sections, at most %d at once; want %d, at most 1", total, peak, clients*rounds)
 	}
 }
 
@@ -753,19 +732,7 @@ func TestScriptsUseTheChannelPrefix(t *testing.T) {
 
 // TestScriptsLoad loads every script into a real server and checks that
 // the server computes the same SHA1 that EVALSHA will send.
-func TestScriptsLoad(t *testing.T) {
-	ctx := ctxFor(t)
-	for name, s := range redlock.Scripts {
-		sha, err := s.Load(ctx, admin[0]).Result()
-		if err != nil {
-			t.Errorf("SCRIPT LOAD %s = %v; want its SHA1", name, err)
-			continue
-		}
-		if sha != s.Hash() {
-			t.Errorf("SCRIPT LOAD %s = %s; want %s", name, sha, s.Hash())
-		}
-	}
-}
+func TestScriptsLoad(t *testing.T) { locktest.ScriptsLoad(t, admin[0], redlock.Scripts) }
 
 // TestObserver sees what a Mutex reports: an acquisition with its wait, a
 // release with its hold time, and a give-up with its cause.

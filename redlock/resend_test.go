@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/internal/faultproxy"
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/rig"
 	"github.com/locklab/locklab/redlock"
 )
@@ -234,14 +235,8 @@ func TestStaleEntryOfALiveProcessCostsOneHop(t *testing.T) {
 	key := newKey(t)
 	cs, n := withNotifier(t, addrs)
 	holder := redlock.New(clientsFor(t, addrs), key, redlock.WithTTL(time.Minute))
-	if err := holder.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	settle(t, holder)
-	hook, isQueued := signal(redlock.HookQueued)
-	live := redlock.New(cs, key, redlock.WithNotifier(n), redlock.WithTTL(ttl), hook)
-	got := lockAsync(ctx, live)
-	await(t, isQueued, 10*time.Second, "the live waiter queued")
+	mustLock(t, ctx, holder)
+	live, got := queueWaiter(t, ctx, cs, key, redlock.WithNotifier(n), redlock.WithTTL(ttl))
 	mine := lastQueued(t, key) // "<notifier id>.<ttl>.<random>.<generation>"
 	notifier := strings.SplitN(mine, ".", 2)[0]
 	score := queued(t, admin[0], key)[0].Score
@@ -253,23 +248,9 @@ func TestStaleEntryOfALiveProcessCostsOneHop(t *testing.T) {
 			}
 		}
 	}
-	start := time.Now()
-	if err := holder.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-got; err != nil {
-		t.Fatal(err)
-	}
 	// Each stale entry costs one hop (the Notifier releases the node on
 	// the spot): well under 250ms. The bug cost a TTL each.
-	took := time.Since(start)
-	t.Logf("the live waiter got the lock %v after the release, behind 5 stale entries (TTL %v)", took, ttl)
-	if took > ttl/4 {
-		t.Errorf("the live waiter got the lock %v after the release, behind 5 stale entries; want well under %v", took, ttl/4)
-	}
-	if err := live.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	locktest.HandedOnWithin(t, ctx, holder, live, got, ttl/4, "behind 5 stale entries")
 	checkNoTrace(t, admin, key)
 }
 

@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/internal/faultproxy"
-	"github.com/locklab/locklab/internal/rig"
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/reentrant"
 )
 
@@ -17,9 +17,7 @@ import (
 // through a fault proxy.
 func throughProxy(t *testing.T) (*faultproxy.Proxy, *redis.Client) {
 	t.Helper()
-	p := faultproxy.Start(t, rdb.Options().Addr)
-	c := redis.NewClient(rig.UserOptions(p.Addr()))
-	t.Cleanup(func() { _ = c.Close() })
+	p, c := locktest.ThroughProxy(t, rdb.Options().Addr)
 	// Warm up: load the scripts and run the server check, so that a rule
 	// that loses "the next script" loses the one the test means.
 	m := reentrant.New(c, "reentrant-test:warm")

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/rig"
 )
 
@@ -22,15 +23,8 @@ func TestMain(m *testing.M) {
 	rig.Main(m, 1, func(nodes []*rig.Node) { rdb = nodes[0].Client() })
 }
 
-var keySeq atomic.Int64
-
 // newKey returns a key unique to this test and deletes it at the end.
-func newKey(t *testing.T) string {
-	t.Helper()
-	key := fmt.Sprintf("watchdog-test:%s:%d", t.Name(), keySeq.Add(1))
-	t.Cleanup(func() { rdb.Del(context.Background(), key) })
-	return key
-}
+func newKey(t *testing.T) string { return locktest.Key(t, rdb, "watchdog-test") }
 
 // witness measures how long this machine stalls a goroutine: it sleeps
 // 5ms and PINGs the shared server in a loop, and keeps the worst excess
@@ -116,17 +110,7 @@ func waitClosed(t *testing.T, ch <-chan struct{}, d time.Duration, what string) 
 // waitKeyGone waits until key no longer exists on c, failing t after d.
 func waitKeyGone(t *testing.T, c *redis.Client, key string, d time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		n, err := c.Exists(context.Background(), key).Result()
-		if err == nil && n == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("key %q still there after %v (EXISTS = %d, %v)", key, d, n, err)
-		}
-		time.Sleep(2 * time.Millisecond) // poll interval, not a wait for an event
-	}
+	locktest.WaitGone(t, c, key, d)
 }
 
 // hookRecorder sends every hook point to a buffered channel and keeps a

@@ -11,21 +11,11 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/locklab/locklab/internal/leakcheck"
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/watchdog"
 )
 
-func TestScriptsLoad(t *testing.T) {
-	for name, s := range watchdog.Scripts {
-		sha, err := s.Load(context.Background(), rdb).Result()
-		if err != nil {
-			t.Errorf("SCRIPT LOAD %s: %v", name, err)
-			continue
-		}
-		if sha != s.Hash() {
-			t.Errorf("SCRIPT LOAD %s = %s; want %s", name, sha, s.Hash())
-		}
-	}
-}
+func TestScriptsLoad(t *testing.T) { locktest.ScriptsLoad(t, rdb, watchdog.Scripts) }
 
 func TestBadInput(t *testing.T) {
 	tests := []struct {

@@ -5,10 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/locklab/locklab/internal/faultproxy"
-	"github.com/locklab/locklab/internal/rig"
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/watchdog"
 )
 
@@ -18,9 +16,7 @@ import (
 // TTL for its own key). Then the release's reply is lost and it is sent
 // again: Unlock must still report the release.
 func TestAcquireAndReleaseSentTwice(t *testing.T) {
-	p := faultproxy.Start(t, rdb.Options().Addr)
-	c := redis.NewClient(rig.UserOptions(p.Addr()))
-	t.Cleanup(func() { _ = c.Close() })
+	p, c := locktest.ThroughProxy(t, rdb.Options().Addr)
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second) // half the TTL
 	defer cancel()
 	warm := watchdog.New(c, newKey(t))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/rig"
 	"github.com/locklab/locklab/zklock"
 )
@@ -77,14 +78,23 @@ func cmpSeq(a, b string) int {
 	return 0
 }
 
-// eventually polls cond every 10ms for up to d.
-func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not true after %v: %s", d, what)
+// kind is zklock as the shared scenarios of internal/locktest see it: its
+// line is the lock's children, by full path.
+var kind = locktest.Kind[*zklock.Session]{
+	Name: "zklock",
+	Conn: func(t *testing.T) *zklock.Session { return session(t, timeout) },
+	New: func(s *zklock.Session, p string, o locktest.Options) locktest.Fenced {
+		return zklock.New(s, p, zklock.WithHook(o.Hook), zklock.WithObserver(o.Observer))
+	},
+	ErrNotHeld:     zklock.ErrNotHeld,
+	ErrNotObtained: zklock.ErrNotObtained,
+	Line: func(t testing.TB, s *zklock.Session, p string) []string {
+		var line []string
+		for _, c := range children(t, s, p) {
+			line = append(line, p+"/"+c)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return line
+	},
+	Claim:       func(l locktest.Fenced) string { return l.(*zklock.Mutex).Node() },
+	HookClaimed: zklock.HookClaimed,
 }

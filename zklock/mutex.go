@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/locklab/locklab/internal/held"
+	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/internal/token"
 	"github.com/locklab/locklab/observe"
 )
@@ -43,9 +45,9 @@ type Mutex struct {
 
 	// The fields above are set by New and never change.
 
-	mu      sync.Mutex // protects held and parents
-	held    *hold      // nil when not held
-	parents bool       // the lock's node and its ancestors exist
+	cur     held.Slot[hold] // the current hold
+	mu      sync.Mutex      // protects parents
+	parents bool            // the lock's node and its ancestors exist
 }
 
 // hold is one acquisition.
@@ -55,7 +57,6 @@ type hold struct {
 	czxid int64
 	sid   int64 // the session that owns the child
 	lost  <-chan struct{}
-	since time.Time
 }
 
 // New returns a Mutex for the lock at path, an absolute ZooKeeper path
@@ -195,9 +196,7 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 	if err != nil {
 		return false, m.abandon(ctx, tok, fmt.Errorf("zklock: lock %q: %w", m.path, err))
 	}
-	m.mu.Lock()
-	m.held = &hold{node: node, seq: seq, czxid: stat.Czxid, sid: sid, lost: lost, since: time.Now()}
-	m.mu.Unlock()
+	m.cur.Set(&hold{node: node, seq: seq, czxid: stat.Czxid, sid: sid, lost: lost})
 	m.at(ctx, HookAcquired)
 	return true, nil
 }
@@ -320,7 +319,7 @@ func (m *Mutex) waitGone(ctx context.Context, node string) error {
 // reports: ErrNotObtained joined with ctx's error if ctx ended, err
 // otherwise (nil for a TryLock that found the lock taken).
 func (m *Mutex) abandon(ctx context.Context, tok string, err error) error {
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), retry.ReleaseTimeout)
 	derr := func() error {
 		defer cancel()
 		_, err := call(dctx, func() (struct{}, error) { return struct{}{}, deleteByToken(m.s.conn, m.path, tok) })
@@ -341,10 +340,6 @@ func (m *Mutex) failed(ctx context.Context, err error) error {
 	return err
 }
 
-// releaseTimeout bounds a delete sent on a context detached from the
-// caller's: by Unlock, and by Lock when it withdraws its child.
-const releaseTimeout = 2 * time.Second
-
 // Unlock releases the lock if this Mutex still holds it: it deletes its
 // child, whose name is unique to this acquisition, so it can only remove
 // its own. It returns [ErrNotHeld] if the lock was never acquired, was
@@ -361,7 +356,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if err := m.check(); err != nil {
 		return err
 	}
-	h := m.current()
+	h := m.cur.Get()
 	if h == nil {
 		return ErrNotHeld
 	}
@@ -369,7 +364,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	var err error
 	gone := m.s.conn.SessionID() != h.sid // the session expired: its children are gone
 	if !gone {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), retry.ReleaseTimeout)
 		defer cancel()
 		_, err = call(dctx, func() (struct{}, error) { return struct{}{}, m.s.conn.Delete(h.node, -1) })
 		gone = errors.Is(err, zk.ErrNoNode)
@@ -377,15 +372,15 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if err != nil && !gone {
 		return fmt.Errorf("zklock: delete %q: %w", h.node, err)
 	}
-	held := m.forget(h)
+	heldFor := m.cur.Forget(h)
 	if gone {
 		if m.obs != nil {
-			m.emit(observe.Event{Kind: observe.Lost, Held: held, Err: ErrNotHeld})
+			m.emit(observe.Event{Kind: observe.Lost, Held: heldFor, Err: ErrNotHeld})
 		}
 		return ErrNotHeld
 	}
 	if m.obs != nil {
-		m.emit(observe.Event{Kind: observe.Released, Held: held})
+		m.emit(observe.Event{Kind: observe.Released, Held: heldFor})
 	}
 	return nil
 }
@@ -395,7 +390,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 // change, has a larger one. It returns 0 when the Mutex does not hold the
 // lock as far as it knows.
 func (m *Mutex) Fence() uint64 {
-	if h := m.current(); h != nil {
+	if h := m.cur.Get(); h != nil {
 		return uint64(h.czxid)
 	}
 	return 0
@@ -406,7 +401,7 @@ func (m *Mutex) Fence() uint64 {
 // lock's node is deleted and made again, which is why [Mutex.Fence] is
 // the zxid instead.
 func (m *Mutex) Seq() int64 {
-	if h := m.current(); h != nil {
+	if h := m.cur.Get(); h != nil {
 		return h.seq
 	}
 	return -1
@@ -415,7 +410,7 @@ func (m *Mutex) Seq() int64 {
 // Node returns the path of the current hold's child, or "" when the Mutex
 // does not hold the lock.
 func (m *Mutex) Node() string {
-	if h := m.current(); h != nil {
+	if h := m.cur.Get(); h != nil {
 		return h.node
 	}
 	return ""
@@ -426,7 +421,7 @@ func (m *Mutex) Node() string {
 // write kept in ZooKeeper conditional on still holding the lock. When the
 // Mutex does not hold the lock, the check never passes.
 func (m *Mutex) IsOwner() *zk.CheckVersionRequest {
-	if h := m.current(); h != nil {
+	if h := m.cur.Get(); h != nil {
 		return &zk.CheckVersionRequest{Path: h.node, Version: 0}
 	}
 	return &zk.CheckVersionRequest{Path: m.path + "/" + childPrefix + "not-held", Version: 0}
@@ -440,7 +435,7 @@ func (m *Mutex) IsOwner() *zk.CheckVersionRequest {
 // Done only when it runs again. When the Mutex does not hold the lock, Done
 // returns a closed channel.
 func (m *Mutex) Done() <-chan struct{} {
-	if h := m.current(); h != nil {
+	if h := m.cur.Get(); h != nil {
 		return h.lost
 	}
 	return closedChan
@@ -450,22 +445,6 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 
 // Path returns the lock's path.
 func (m *Mutex) Path() string { return m.path }
-
-func (m *Mutex) current() *hold {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.held
-}
-
-func (m *Mutex) forget(h *hold) time.Duration {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.held != h {
-		return 0
-	}
-	m.held = nil
-	return time.Since(h.since)
-}
 
 func (m *Mutex) emit(e observe.Event) {
 	e.Lock, e.Key = "zklock", m.path

@@ -4,18 +4,15 @@ import (
 	"context"
 	"errors"
 	"path"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-zookeeper/zk"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/locklab/locklab/internal/faultproxy"
 	"github.com/locklab/locklab/internal/leakcheck"
-	"github.com/locklab/locklab/internal/observetest"
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/rig"
 	"github.com/locklab/locklab/zklock"
 )
@@ -24,34 +21,17 @@ const timeout = 10 * time.Second
 
 func TestInvalidArguments(t *testing.T) {
 	s := session(t, timeout)
-	ctx := context.Background()
-	cases := []struct {
-		name string
-		m    *zklock.Mutex
-	}{
-		{"nil session", zklock.New(nil, "/locks/a")},
-		{"empty path", zklock.New(s, "")},
-		{"relative path", zklock.New(s, "locks/a")},
-		{"root", zklock.New(s, "/")},
-		{"trailing slash", zklock.New(s, "/locks/a/")},
-		{"double slash", zklock.New(s, "/locks//a")},
-		{"dot component", zklock.New(s, "/locks/../a")},
-		{"reserved", zklock.New(s, "/zookeeper/a")},
-		{"zero value", &zklock.Mutex{}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			if err := tc.m.Lock(ctx); !errors.Is(err, zklock.ErrInvalid) {
-				t.Errorf("Lock = %v; want ErrInvalid", err)
-			}
-			if ok, err := tc.m.TryLock(ctx); ok || !errors.Is(err, zklock.ErrInvalid) {
-				t.Errorf("TryLock = %v, %v; want false, ErrInvalid", ok, err)
-			}
-			if err := tc.m.Unlock(ctx); !errors.Is(err, zklock.ErrInvalid) {
-				t.Errorf("Unlock = %v; want ErrInvalid", err)
-			}
-		})
-	}
+	locktest.RefusesInvalid(t, zklock.ErrInvalid, map[string]locktest.Locker{
+		"nil session":    zklock.New(nil, "/locks/a"),
+		"empty path":     zklock.New(s, ""),
+		"relative path":  zklock.New(s, "locks/a"),
+		"root":           zklock.New(s, "/"),
+		"trailing slash": zklock.New(s, "/locks/a/"),
+		"double slash":   zklock.New(s, "/locks//a"),
+		"dot component":  zklock.New(s, "/locks/../a"),
+		"reserved":       zklock.New(s, "/zookeeper/a"),
+		"zero value":     &zklock.Mutex{},
+	})
 	if _, err := zklock.Connect(nil, timeout); !errors.Is(err, zklock.ErrInvalid) {
 		t.Errorf("Connect(no servers) = %v; want ErrInvalid", err)
 	}
@@ -60,134 +40,11 @@ func TestInvalidArguments(t *testing.T) {
 	}
 }
 
-func TestLockUnlockAndFence(t *testing.T) {
-	leakcheck.Guard(t)
-	s := session(t, timeout)
-	ctx := context.Background()
-	p := lockPath(t)
-	a, b := zklock.New(s, p), zklock.New(s, p)
-
-	if err := a.Lock(ctx); err != nil {
-		t.Fatalf("a.Lock = %v", err)
-	}
-	fa := a.Fence()
-	if fa == 0 || a.Seq() < 0 {
-		t.Fatalf("a.Fence(), Seq() = %d, %d while held", fa, a.Seq())
-	}
-	if ok, err := b.TryLock(ctx); ok || err != nil {
-		t.Fatalf("b.TryLock while a holds = %v, %v; want false, nil", ok, err)
-	}
-	if got := children(t, s, p); len(got) != 1 || p+"/"+got[0] != a.Node() {
-		t.Fatalf("children after b's refused TryLock = %q; want only a's %q", got, a.Node())
-	}
-	if err := a.Unlock(ctx); err != nil {
-		t.Fatalf("a.Unlock = %v", err)
-	}
-	if a.Fence() != 0 || a.Node() != "" {
-		t.Errorf("after Unlock: Fence() = %d, Node() = %q; want 0, \"\"", a.Fence(), a.Node())
-	}
-	if err := a.Unlock(ctx); !errors.Is(err, zklock.ErrNotHeld) {
-		t.Errorf("second a.Unlock = %v; want ErrNotHeld", err)
-	}
-	if ok, err := b.TryLock(ctx); !ok || err != nil {
-		t.Fatalf("b.TryLock after a released = %v, %v; want true, nil", ok, err)
-	}
-	if fb := b.Fence(); fb <= fa {
-		t.Errorf("b.Fence() = %d after a's %d; want larger", fb, fa)
-	}
-	if err := b.Unlock(ctx); err != nil {
-		t.Fatalf("b.Unlock = %v", err)
-	}
-	if got := children(t, s, p); len(got) != 0 {
-		t.Errorf("children after both released = %q; want none", got)
-	}
-}
-
-func TestNeverLockedUnlock(t *testing.T) {
-	m := zklock.New(session(t, timeout), lockPath(t))
-	if err := m.Unlock(context.Background()); !errors.Is(err, zklock.ErrNotHeld) {
-		t.Errorf("Unlock of a never locked Mutex = %v; want ErrNotHeld", err)
-	}
-	select {
-	case <-m.Done():
-	default:
-		t.Error("Done() of a Mutex that holds nothing is not closed")
-	}
-}
-
-func TestWaitersServedInOrder(t *testing.T) {
-	leakcheck.Guard(t)
-	s := session(t, timeout)
-	ctx := context.Background()
-	p := lockPath(t)
-	holder := zklock.New(s, p)
-	if err := holder.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	var (
-		mu    sync.Mutex
-		order []int
-	)
-	var g errgroup.Group
-	for i := range 4 {
-		w := zklock.New(s, p)
-		g.Go(func() error {
-			if err := w.Lock(ctx); err != nil {
-				return err
-			}
-			mu.Lock()
-			order = append(order, i)
-			mu.Unlock()
-			return w.Unlock(ctx)
-		})
-		eventually(t, 10*time.Second, "waiter's child appears", func() bool { return len(children(t, s, p)) == i+2 })
-	}
-	if err := holder.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	if want := []int{0, 1, 2, 3}; !slices.Equal(order, want) {
-		t.Errorf("waiters got the lock in order %v; want %v", order, want)
-	}
-}
-
-func TestGiveUpWhileWaitingDeletesChild(t *testing.T) {
-	leakcheck.Guard(t)
-	s := session(t, timeout)
-	p := lockPath(t)
-	holder := zklock.New(s, p)
-	if err := holder.Lock(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer holder.Unlock(context.Background())
-
-	ctx, cancel := context.WithCancel(context.Background())
-	w := zklock.New(s, p, zklock.WithHook(func(_ context.Context, point string) {
-		if point == zklock.HookClaimed {
-			cancel()
-		}
-	}))
-	err := w.Lock(ctx)
-	if !errors.Is(err, zklock.ErrNotObtained) || !errors.Is(err, context.Canceled) {
-		t.Fatalf("Lock cancelled in line = %v; want ErrNotObtained and context.Canceled", err)
-	}
-	if got := children(t, s, p); len(got) != 1 || p+"/"+got[0] != holder.Node() {
-		t.Errorf("children after the waiter gave up = %q; want only the holder's", got)
-	}
-	if err := w.Lock(ctx); !errors.Is(err, zklock.ErrNotObtained) || !errors.Is(err, context.Canceled) {
-		t.Errorf("Lock with an ended ctx = %v; want ErrNotObtained and context.Canceled", err)
-	}
-	dctx, dcancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer dcancel()
-	if err := w.Lock(dctx); !errors.Is(err, zklock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Lock past its deadline = %v; want ErrNotObtained and context.DeadlineExceeded", err)
-	}
-	if got := children(t, s, p); len(got) != 1 {
-		t.Errorf("children after the timed-out Lock = %q; want only the holder's", got)
-	}
-}
+// TestBasics runs the scenarios every lock on a system keeps, from
+// internal/locktest: one holder and growing fences, waiters served in the
+// order of their children, a Lock that gives up deleting its child, the
+// observer, contention.
+func TestBasics(t *testing.T) { locktest.Run(t, kind, lockPath) }
 
 // TestSessionCloseReleases: the ephemeral child dies with its session, so
 // closing a holder's session releases the lock with no Unlock: the
@@ -260,7 +117,7 @@ func TestPartitionedHolderLosesSession(t *testing.T) {
 	proxy.Heal()
 	// Until a's client has reconnected and learnt that its session
 	// expired, Unlock fails with a transport error.
-	eventually(t, 5*short, "a.Unlock says not held", func() bool {
+	locktest.Eventually(t, 5*short, "a.Unlock says not held", func() bool {
 		return errors.Is(a.Unlock(ctx), zklock.ErrNotHeld)
 	})
 	if err := b.Unlock(ctx); err != nil {
@@ -295,7 +152,7 @@ func TestCreateReplyLost(t *testing.T) {
 	proxy.Blackhole()
 	got := make(chan error, 1)
 	go func() { got <- a.Lock(ctx) }()
-	eventually(t, 5*short, "a's client gives up on the connection", func() bool {
+	locktest.Eventually(t, 5*short, "a's client gives up on the connection", func() bool {
 		return s.Conn().State() != zk.StateHasSession
 	})
 	proxy.Heal()
@@ -309,115 +166,35 @@ func TestCreateReplyLost(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 2*short, "no child left", func() bool { return len(children(t, direct, p)) == 0 })
+	locktest.Eventually(t, 2*short, "no child left", func() bool { return len(children(t, direct, p)) == 0 })
 }
 
 // TestLeaderFailoverKeepsLock: on a 3-server ensemble, the lock survives
 // the death of the leader.
 func TestLeaderFailoverKeepsLock(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
 	z := rig.StartZooKeeper(t, 3, rig.WithZooKeeperForTests())
-	s := session(t, timeout, z.Addrs()...)
-	other := session(t, timeout, z.Addrs()...)
 	p := lockPath(t)
-	a, b := zklock.New(s, p), zklock.New(other, p)
-	if err := a.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	leader, err := z.Leader(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := leader.Kill(); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 30*time.Second, "a new leader", func() bool {
-		l, err := z.Leader(ctx)
-		return err == nil && l != leader
-	})
-	tctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	if ok, err := b.TryLock(tctx); ok || err != nil {
-		t.Errorf("b.TryLock after the leader died = %v, %v; want false, nil", ok, err)
-	}
-	if err := a.Unlock(tctx); err != nil {
-		t.Errorf("a.Unlock after the leader died = %v; want nil", err)
-	}
-	if ok, err := b.TryLock(tctx); !ok || err != nil {
-		t.Errorf("b.TryLock after a released = %v, %v; want true, nil", ok, err)
-	}
-	_ = b.Unlock(ctx)
-}
-
-func TestObserver(t *testing.T) {
-	leakcheck.Guard(t)
-	rec := observetest.New()
-	s := session(t, timeout)
-	ctx := context.Background()
-	p := lockPath(t)
-	m := zklock.New(s, p, zklock.WithObserver(rec.Observe))
-	if err := m.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if ok, err := zklock.New(s, p).TryLock(ctx); ok || err != nil {
-		t.Fatalf("TryLock while held = %v, %v", ok, err)
-	}
-	if err := m.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	rec.Expect(t, "Lock, Unlock", "zklock", p, "acquired released")
-	cctx, cancel := context.WithCancel(ctx)
-	cancel()
-	_ = m.Lock(cctx)
-	rec.Expect(t, "Lock with an ended ctx", "zklock", p, "gave-up")
-}
-
-func TestContention(t *testing.T) {
-	leakcheck.Guard(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	p := lockPath(t)
-	ss := []*zklock.Session{session(t, timeout), session(t, timeout)}
-	var inside, maxInside, total int
-	var mu sync.Mutex
-	var g errgroup.Group
-	for i := range 6 {
-		m := zklock.New(ss[i%2], p)
-		g.Go(func() error {
-			for range 5 {
-				if err := m.Lock(ctx); err != nil {
-					return err
-				}
-				mu.Lock()
-				inside++
-				maxInside = max(maxInside, inside)
-				total++
-				mu.Unlock()
-				time.Sleep(time.Millisecond)
-				mu.Lock()
-				inside--
-				mu.Unlock()
-				if err := m.Unlock(ctx); err != nil {
-					return err
-				}
-			}
-			return nil
+	a := zklock.New(session(t, timeout, z.Addrs()...), p)
+	b := zklock.New(session(t, timeout, z.Addrs()...), p)
+	locktest.SurvivesFailover(t, a, b, 20*time.Second, func(ctx context.Context) {
+		leader, err := z.Leader(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := leader.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		locktest.Eventually(t, 30*time.Second, "a new leader", func() bool {
+			l, err := z.Leader(ctx)
+			return err == nil && l != leader
 		})
-	}
-	if err := g.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	if maxInside != 1 || total != 30 {
-		t.Errorf("max holders at once %d, acquisitions %d; want 1, 30", maxInside, total)
-	}
-	if got := children(t, ss[0], p); len(got) != 0 {
-		t.Errorf("children left = %q", got)
-	}
+	})
 }
 
 // TestChildNames: children are named lock-<token>-<sequence> under the
-// lock's path, so a lost create can be found by its token.
+// lock's path, so a lost create can be found by its token; Seq reports the
+// sequence while held.
 func TestChildNames(t *testing.T) {
 	s := session(t, timeout)
 	ctx := context.Background()
@@ -427,6 +204,9 @@ func TestChildNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Unlock(ctx)
+	if m.Seq() < 0 {
+		t.Errorf("Seq() = %d while held; want the child's sequence", m.Seq())
+	}
 	if dir, name := path.Split(m.Node()); dir != p+"/" || !strings.HasPrefix(name, "lock-") || len(name) != len("lock-")+22+1+10 {
 		t.Errorf("Node() = %q; want %s/lock-<22-char token>-<10 digits>", m.Node(), p)
 	}
@@ -457,7 +237,7 @@ func TestUnlockReplyLost(t *testing.T) {
 		t.Fatal("the Mutex forgot its hold after an Unlock whose outcome is unknown")
 	}
 	proxy.Heal()
-	eventually(t, 10*time.Second, "Unlock answered", func() bool {
+	locktest.Eventually(t, 10*time.Second, "Unlock answered", func() bool {
 		err := a.Unlock(ctx)
 		return err == nil || errors.Is(err, zklock.ErrNotHeld)
 	})

@@ -168,6 +168,15 @@ func (s *Session) waitConnected(d time.Duration) bool {
 // sweepAfter deletes, in the background, the child a create still in
 // flight makes: once done yields the create's outcome, as sweep does.
 func (s *Session) sweepAfter(done <-chan error, parent, tok string) {
+	s.janitor(func() {
+		<-done // the create's reply, or the connection's loss (within 2/3 of the timeout)
+		s.sweep(parent, tok)
+	})
+}
+
+// janitor runs f in a goroutine of its own, which Close waits for, unless
+// the session is closed.
+func (s *Session) janitor(f func()) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -177,8 +186,7 @@ func (s *Session) sweepAfter(done <-chan error, parent, tok string) {
 	s.mu.Unlock()
 	go func() {
 		defer s.janitors.Done()
-		<-done // the create's reply, or the connection's loss (within 2/3 of the timeout)
-		s.sweep(parent, tok)
+		f()
 	}()
 }
 
@@ -188,15 +196,7 @@ func (s *Session) sweepAfter(done <-chan error, parent, tok string) {
 // line. The goroutine ends once the child is gone (or never existed), or
 // the session is closed or has expired.
 func (s *Session) sweep(parent, tok string) {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return
-	}
-	s.janitors.Add(1)
-	s.mu.Unlock()
-	go func() {
-		defer s.janitors.Done()
+	s.janitor(func() {
 		id := s.conn.SessionID()
 		for {
 			err := deleteByToken(s.conn, parent, tok)
@@ -207,7 +207,7 @@ func (s *Session) sweep(parent, tok string) {
 				return // closed, or a new session: the old one's children are gone
 			}
 		}
-	}()
+	})
 }
 
 // deleteByToken deletes parent's child whose name carries tok, if any.

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/locklab/locklab/internal/faultproxy"
 	"github.com/locklab/locklab/internal/keyslot"
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/internal/rig"
 )
@@ -106,18 +106,24 @@ type party struct {
 	// kinds whose Lock queues).
 	queued    chan struct{}
 	queueOnce sync.Once
+	// notifier is the party's process's Notifier (queued kinds).
+	notifier any
+	// at, when set before the party's first Lock, is called at every hook
+	// point (after queued is closed).
+	at func(point string)
 }
 
 // newParty makes a party for kind k on key. Through proxies (one per node)
-// when given, directly to the servers otherwise.
-func newParty(t *testing.T, k kind, name, key string, ttl time.Duration, f flavour, proxies []*faultproxy.Proxy) *party {
+// when given, directly to the servers otherwise. opts adjust the lock's
+// env.
+func newParty(t *testing.T, k kind, name, key string, ttl time.Duration, f flavour, proxies []*faultproxy.Proxy, opts ...func(*env)) *party {
 	t.Helper()
 	clients := partyClients(t, k, f, proxies)
 	var n any
 	if k.notifier != nil {
 		n = k.notifier(t, clients)
 	}
-	return partyOn(t, k, name, key, ttl, clients, n)
+	return partyOn(t, k, name, key, ttl, clients, n, opts...)
 }
 
 // partyClients makes one client per node of kind k, through proxies when
@@ -142,29 +148,37 @@ func partyClients(t *testing.T, k kind, f flavour, proxies []*faultproxy.Proxy) 
 }
 
 // partyOn makes a party whose lock uses clients and, for queued kinds, the
-// Notifier n: parties made on the same ones share a process.
-func partyOn(t *testing.T, k kind, name, key string, ttl time.Duration, clients []*redis.Client, n any) *party {
+// Notifier n: parties made on the same ones share a process. opts adjust
+// the lock's env.
+func partyOn(t *testing.T, k kind, name, key string, ttl time.Duration, clients []*redis.Client, n any, opts ...func(*env)) *party {
 	t.Helper()
-	p := &party{name: name, queued: make(chan struct{})}
+	p := &party{name: name, queued: make(chan struct{}), notifier: n}
 	hook := func(_ context.Context, point string) {
 		if point == k.queuedHook {
 			p.queueOnce.Do(func() { close(p.queued) })
 		}
+		if p.at != nil {
+			p.at(point)
+		}
 	}
-	p.lock = k.make(t, env{clients: clients, key: key, ttl: ttl, hook: hook, notifier: n})
+	e := env{clients: clients, key: key, ttl: ttl, hook: hook, notifier: n}
+	for _, o := range opts {
+		o(&e)
+	}
+	p.lock = k.make(t, e)
 	return p
 }
 
 // sharedParties returns a maker of parties with TTL ttl that share one
 // process's clients (go-redis defaults) and Notifier.
-func sharedParties(t *testing.T, k kind, key string, ttl time.Duration) func(name string) *party {
+func sharedParties(t *testing.T, k kind, key string, ttl time.Duration, opts ...func(*env)) func(name string) *party {
 	t.Helper()
 	clients := partyClients(t, k, user, nil)
 	var n any
 	if k.notifier != nil {
 		n = k.notifier(t, clients)
 	}
-	return func(name string) *party { return partyOn(t, k, name, key, ttl, clients, n) }
+	return func(name string) *party { return partyOn(t, k, name, key, ttl, clients, n, opts...) }
 }
 
 // proxiesFor starts one fault proxy per node of kind k.
@@ -234,42 +248,31 @@ func lost(r *faultproxy.Rule) string {
 // lost. Every operation must then still give the answer it would have
 // given, and the lock must stay exclusive and free itself on Unlock.
 func TestEachReplyLostDefaultOptions(t *testing.T) {
-	for _, k := range kinds {
-		t.Run(k.name, func(t *testing.T) {
-			k.skipPending(t)
-			sweep(t, k, func(t *testing.T, step int) *faultproxy.Rule {
-				return sequence(t, k, step, user)
-			})
+	forKinds(t, anyKind, func(t *testing.T, k kind) {
+		sweep(t, k, func(t *testing.T, step int) *faultproxy.Rule {
+			return sequence(t, k, step, user)
 		})
-	}
+	})
 }
 
 // TestEachReplyLostNoRetries: a client that never retries sees the lost
 // reply as an error. The operation may fail; nothing may stall.
 func TestEachReplyLostNoRetries(t *testing.T) {
-	for _, k := range kinds {
-		t.Run(k.name, func(t *testing.T) {
-			k.skipPending(t)
-			sweep(t, k, func(t *testing.T, step int) *faultproxy.Rule {
-				return sequence(t, k, step, strict)
-			})
+	forKinds(t, anyKind, func(t *testing.T, k kind) {
+		sweep(t, k, func(t *testing.T, step int) *faultproxy.Rule {
+			return sequence(t, k, step, strict)
 		})
-	}
+	})
 }
 
 // sequence is one party's life: lock, (lock again, unlock, for a reentrant
 // kind), extend, unlock, with an observer that must be refused while the
 // party holds the lock and must get it at once after.
 func sequence(t *testing.T, k kind, step int, f flavour) *faultproxy.Rule {
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	key := newKey(t, k)
-	ps := proxiesFor(t, k)
-	rule := lossAt(ps, step)
+	ctx, key, ps, rule := lossScene(t, k, step)
 	a := newParty(t, k, "A", key, longTTL, f, ps)
 	b := newParty(t, k, "B", key, longTTL, strict, nil)
-	defer settle(context.Background(), b.lock)
-	defer settle(context.Background(), a.lock)
+	settleAtEnd(t, a, b)
 
 	check := func(what string, err error) bool {
 		t.Helper()
@@ -313,15 +316,42 @@ func sequence(t *testing.T, k kind, step int, f flavour) *faultproxy.Rule {
 		}
 	}
 	// Whatever A saw, the lock must now be free: nobody waits for a TTL.
-	ok, err := b.lock.TryLock(op(ctx))
-	if !ok || err != nil {
-		t.Errorf("%s: B's TryLock after A unlocked = %v, %v %s; want true, nil (the key is held for nothing)", k.name, ok, err, lost(rule))
-		return rule
-	}
-	if err := b.lock.Unlock(ctx); err != nil {
+	checkFree(t, ctx, k, b, "after A unlocked", rule)
+	return rule
+}
+
+// lossScene begins one step of a sweep for kind k: a context of 30s, a
+// fresh key, a proxy in front of each node, and the rule that loses the
+// reply of the step-th command through them.
+func lossScene(t *testing.T, k kind, step int) (ctx context.Context, key string, ps []*faultproxy.Proxy, rule *faultproxy.Rule) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	key = newKey(t, k)
+	ps = proxiesFor(t, k)
+	return ctx, key, ps, lossAt(ps, step)
+}
+
+// settleAtEnd waits, when the test ends and before its key is checked,
+// for the commands the parties' locks still have in flight (redlock
+// returns at a majority), party by party.
+func settleAtEnd(t *testing.T, parties ...*party) {
+	t.Cleanup(func() {
+		for _, p := range parties {
+			settle(context.Background(), p.lock)
+		}
+	})
+}
+
+// checkFree fails the test unless B gets the lock at once, when, and lets
+// it go: nobody waits for a TTL.
+func checkFree(t *testing.T, ctx context.Context, k kind, b *party, when string, rule *faultproxy.Rule) {
+	t.Helper()
+	if ok, err := b.lock.TryLock(op(ctx)); !ok || err != nil {
+		t.Errorf("%s: B's TryLock %s = %v, %v %s; want true, nil (the key is held for nothing)", k.name, when, ok, err, lost(rule))
+	} else if err := b.lock.Unlock(ctx); err != nil {
 		t.Errorf("%s: B's Unlock = %v", k.name, err)
 	}
-	return rule
 }
 
 // TestHandOffEachReplyLost: A holds the lock, W1 and W2 wait in the queue,
@@ -330,41 +360,27 @@ func sequence(t *testing.T, k kind, step int, f flavour) *faultproxy.Rule {
 // not pop the next waiter or give W1's key W2's TTL, a re-sent join must
 // not queue a waiter twice.
 func TestHandOffEachReplyLost(t *testing.T) {
-	for _, k := range kinds {
-		if !k.queued {
-			continue
-		}
-		t.Run(k.name, func(t *testing.T) {
-			k.skipPending(t)
-			sweep(t, k, func(t *testing.T, step int) *faultproxy.Rule { return handOff(t, k, step) })
-		})
-	}
+	forQueued(t, func(t *testing.T, k kind) {
+		sweep(t, k, func(t *testing.T, step int) *faultproxy.Rule { return handOff(t, k, step) })
+	})
 }
 
 const shortTTL = 3 * time.Second
 
 func handOff(t *testing.T, k kind, step int) *faultproxy.Rule {
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	key := newKey(t, k)
-	ps := proxiesFor(t, k)
-	rule := lossAt(ps, step)
+	ctx, key, ps, rule := lossScene(t, k, step)
 	a := newParty(t, k, "A", key, longTTL, user, ps)
 	w1 := newParty(t, k, "W1", key, longTTL, user, ps)
 	w2 := newParty(t, k, "W2", key, shortTTL, user, ps)
 	b := newParty(t, k, "B", key, longTTL, strict, nil)
 	admin := servers[0].Client()
-	for _, p := range []*party{b, w2, w1, a} {
-		defer settle(context.Background(), p.lock)
-	}
+	settleAtEnd(t, a, w1, w2, b)
 
 	if err := a.lock.Lock(op(ctx)); err != nil {
 		t.Fatalf("%s: A's Lock = %v %s", k.name, err, lost(rule))
 	}
-	got1 := lockAsync(ctx, w1)
-	waitQueued(t, w1, got1)
-	got2 := lockAsync(ctx, w2) // behind W1, which is queued
-	waitQueued(t, w2, got2)
+	got1 := queueUp(t, ctx, w1)
+	got2 := queueUp(t, ctx, w2) // behind W1, which is queued
 
 	if err := a.lock.Unlock(op(ctx)); err != nil {
 		t.Errorf("%s: A's Unlock (a hand-off) = %v %s; want nil", k.name, err, lost(rule))
@@ -393,11 +409,7 @@ func handOff(t *testing.T, k kind, step int) *faultproxy.Rule {
 	if err := w2.lock.Unlock(ctx); err != nil {
 		t.Errorf("%s: W2's Unlock = %v %s; want nil", k.name, err, lost(rule))
 	}
-	if ok, err := b.lock.TryLock(ctx); !ok || err != nil {
-		t.Errorf("%s: B's TryLock after everyone unlocked = %v, %v %s; want true, nil", k.name, ok, err, lost(rule))
-	} else if err := b.lock.Unlock(ctx); err != nil {
-		t.Errorf("%s: B's Unlock = %v", k.name, err)
-	}
+	checkFree(t, ctx, k, b, "after everyone unlocked", rule)
 	return rule
 }
 
@@ -405,100 +417,61 @@ func handOff(t *testing.T, k kind, step int) *faultproxy.Rule {
 // cancelled). Its Lock must say so, and A's Unlock must then leave the
 // lock free for B at once, not hand it to W's leftovers.
 func TestAbandonEachReplyLost(t *testing.T) {
-	for _, k := range kinds {
-		if !k.queued {
-			continue
-		}
-		t.Run(k.name, func(t *testing.T) {
-			k.skipPending(t)
-			sweep(t, k, func(t *testing.T, step int) *faultproxy.Rule {
-				ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-				defer cancel()
-				key := newKey(t, k)
-				ps := proxiesFor(t, k)
-				rule := lossAt(ps, step)
-				a := newParty(t, k, "A", key, longTTL, user, ps)
-				w := newParty(t, k, "W", key, longTTL, user, ps)
-				b := newParty(t, k, "B", key, longTTL, strict, nil)
-				for _, p := range []*party{b, w, a} {
-					defer settle(context.Background(), p.lock)
-				}
-				if err := a.lock.Lock(ctx); err != nil {
-					t.Fatalf("%s: A's Lock = %v %s", k.name, err, lost(rule))
-				}
-				wctx, giveUp := context.WithCancel(ctx)
-				got := lockAsync(wctx, w)
-				waitQueued(t, w, got)
-				giveUp()
-				if err := wait(op(ctx), got); !errors.Is(err, context.Canceled) {
-					t.Errorf("%s: W's Lock after its context was cancelled = %v %s; want an error wrapping context.Canceled", k.name, err, lost(rule))
-				}
-				if err := a.lock.Unlock(ctx); err != nil {
-					t.Errorf("%s: A's Unlock = %v %s; want nil", k.name, err, lost(rule))
-				}
-				if ok, err := b.lock.TryLock(op(ctx)); !ok || err != nil {
-					t.Errorf("%s: B's TryLock after A unlocked, W gone = %v, %v %s; want true, nil", k.name, ok, err, lost(rule))
-				} else if err := b.lock.Unlock(ctx); err != nil {
-					t.Errorf("%s: B's Unlock = %v", k.name, err)
-				}
-				return rule
-			})
+	forQueued(t, func(t *testing.T, k kind) {
+		sweep(t, k, func(t *testing.T, step int) *faultproxy.Rule {
+			ctx, key, ps, rule := lossScene(t, k, step)
+			a := newParty(t, k, "A", key, longTTL, user, ps)
+			w := newParty(t, k, "W", key, longTTL, user, ps)
+			b := newParty(t, k, "B", key, longTTL, strict, nil)
+			settleAtEnd(t, a, w, b)
+			if err := a.lock.Lock(ctx); err != nil {
+				t.Fatalf("%s: A's Lock = %v %s", k.name, err, lost(rule))
+			}
+			wctx, giveUp := context.WithCancel(ctx)
+			got := queueUp(t, wctx, w)
+			giveUp()
+			if err := wait(op(ctx), got); !errors.Is(err, context.Canceled) {
+				t.Errorf("%s: W's Lock after its context was cancelled = %v %s; want an error wrapping context.Canceled", k.name, err, lost(rule))
+			}
+			if err := a.lock.Unlock(ctx); err != nil {
+				t.Errorf("%s: A's Unlock = %v %s; want nil", k.name, err, lost(rule))
+			}
+			checkFree(t, ctx, k, b, "after A unlocked, W gone", rule)
+			return rule
 		})
-	}
+	})
 }
 
 // TestExclusiveWithRepliesLost: four parties, each behind its own proxies
 // losing every fifth reply, take the lock in turn. Never two at once.
 func TestExclusiveWithRepliesLost(t *testing.T) {
 	const parties, rounds = 4, 15
-	for _, k := range kinds {
-		t.Run(k.name, func(t *testing.T) {
-			k.skipPending(t)
-			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-			defer cancel()
-			key := newKey(t, k)
-			var inside, overlaps, done atomic.Int32
-			g, gctx := errgroup.WithContext(ctx)
-			var locks []locker
-			for i := range parties {
-				ps := proxiesFor(t, k)
-				for j, p := range ps {
-					p.DropReply(faultproxy.Match{}, 0).After(i + j).Every(5)
-				}
-				p := newParty(t, k, fmt.Sprint("P", i), key, longTTL, user, ps)
-				locks = append(locks, p.lock)
-				g.Go(func() error {
-					for r := range rounds {
-						if err := p.lock.Lock(gctx); err != nil {
-							return fmt.Errorf("%s: %s's Lock #%d = %w", k.name, p.name, r, err)
-						}
-						if inside.Add(1) != 1 {
-							overlaps.Add(1)
-						}
-						inside.Add(-1)
-						if err := p.lock.Unlock(gctx); err != nil {
-							return fmt.Errorf("%s: %s's Unlock #%d = %w", k.name, p.name, r, err)
-						}
-						done.Add(1)
-					}
-					return nil
-				})
+	forKinds(t, anyKind, func(t *testing.T, k kind) {
+		ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+		defer cancel()
+		key := newKey(t, k)
+		var locks []locker
+		for i := range parties { // lock i is party P<i>'s
+			ps := proxiesFor(t, k)
+			for j, p := range ps {
+				p.DropReply(faultproxy.Match{}, 0).After(i + j).Every(5)
 			}
-			err := g.Wait()
-			for _, l := range locks {
-				settle(context.Background(), l)
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n := overlaps.Load(); n > 0 {
-				t.Errorf("%s: %d overlapping holds with every fifth reply lost; want none", k.name, n)
-			}
-			if n := done.Load(); n != parties*rounds {
-				t.Errorf("%s: %d rounds done; want %d", k.name, n, parties*rounds)
-			}
-		})
-	}
+			locks = append(locks, newParty(t, k, fmt.Sprint("P", i), key, longTTL, user, ps).lock)
+		}
+		most, total, err := locktest.Turns(ctx, locks, rounds, 0)
+		for _, l := range locks {
+			settle(context.Background(), l)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", k.name, err)
+		}
+		if most > 1 {
+			t.Errorf("%s: %d holders at once with every fifth reply lost; want 1", k.name, most)
+		}
+		if total != parties*rounds {
+			t.Errorf("%s: %d rounds done; want %d", k.name, total, parties*rounds)
+		}
+	})
 }
 
 // dump describes the lock's keys on every node, for failure messages.

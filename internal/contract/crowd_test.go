@@ -36,6 +36,25 @@ func crowdTTL() time.Duration {
 	return d
 }
 
+// crowdOn locks a fresh key for k with a holder H, and returns it with a
+// maker of waiters on the key: waiter i is W<i>, a party of process i%10
+// (ten processes, each with its own clients and Notifier) with a lease of
+// crowdTTL.
+func crowdOn(t *testing.T, ctx context.Context, k kind) (holder *party, waiter func(i int) *party) {
+	t.Helper()
+	key := newKey(t, k)
+	holder = newParty(t, k, "H", key, longTTL, strict, nil)
+	if err := holder.lock.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const processes = 10
+	var procs []func(string) *party
+	for range processes {
+		procs = append(procs, sharedParties(t, k, key, crowdTTL()))
+	}
+	return holder, func(i int) *party { return procs[i%processes](fmt.Sprint("W", i)) }
+}
+
 // TestThousandWaiters: a crowd waits for one key, spread over ten
 // processes (ten parties, each with its own clients and Notifier), while
 // one holder keeps the lock until they have all queued. Every waiter must
@@ -44,76 +63,61 @@ func crowdTTL() time.Duration {
 // takes" (go test -run TestThousandWaiters -v ./internal/contract).
 func TestThousandWaiters(t *testing.T) {
 	n := crowd()
-	for _, k := range kinds {
-		if !k.queued {
-			continue
+	forQueued(t, func(t *testing.T, k kind) {
+		ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
+		defer cancel()
+		holder, waiter := crowdOn(t, ctx, k)
+		var (
+			mu       sync.Mutex
+			order    []int // waiters in the order they got the lock
+			inside   atomic.Int32
+			overlaps atomic.Int32
+		)
+		g, gctx := errgroup.WithContext(ctx)
+		for i := range n {
+			w := waiter(i)
+			got := make(chan error, 1)
+			go func() { got <- w.lock.Lock(gctx) }()
+			select { // queue one by one: the order is known
+			case <-w.queued:
+			case err := <-got:
+				t.Fatalf("W%d's Lock returned %v before it queued", i, err)
+			case <-gctx.Done():
+				t.Fatalf("W%d did not queue", i)
+			}
+			g.Go(func() error {
+				if err := <-got; err != nil {
+					return fmt.Errorf("W%d's Lock = %w", i, err)
+				}
+				if inside.Add(1) != 1 {
+					overlaps.Add(1)
+				}
+				mu.Lock()
+				order = append(order, i)
+				mu.Unlock()
+				inside.Add(-1)
+				return w.lock.Unlock(gctx)
+			})
 		}
-		t.Run(k.name, func(t *testing.T) {
-			k.skipPending(t)
-			ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
-			defer cancel()
-			key := newKey(t, k)
-			holder := newParty(t, k, "H", key, longTTL, strict, nil)
-			if err := holder.lock.Lock(ctx); err != nil {
-				t.Fatal(err)
+		start := time.Now()
+		if err := holder.lock.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		took := time.Since(start)
+		t.Logf("%s: %d waiters served in %v (%v per hand-off)", k.name, n, took.Round(time.Millisecond), (took / time.Duration(n)).Round(time.Microsecond))
+		if overlaps.Load() != 0 {
+			t.Errorf("%d overlaps", overlaps.Load())
+		}
+		for i, w := range order {
+			if w != i {
+				t.Errorf("waiter %d was served %d-th; want first come, first served", w, i)
+				break
 			}
-			const processes = 10
-			var procs []func(string) *party
-			for range processes {
-				procs = append(procs, sharedParties(t, k, key, crowdTTL()))
-			}
-			var (
-				mu       sync.Mutex
-				order    []int // waiters in the order they got the lock
-				inside   atomic.Int32
-				overlaps atomic.Int32
-			)
-			g, gctx := errgroup.WithContext(ctx)
-			for i := range n {
-				w := procs[i%processes](fmt.Sprint("W", i))
-				got := make(chan error, 1)
-				go func() { got <- w.lock.Lock(gctx) }()
-				select { // queue one by one: the order is known
-				case <-w.queued:
-				case err := <-got:
-					t.Fatalf("W%d's Lock returned %v before it queued", i, err)
-				case <-gctx.Done():
-					t.Fatalf("W%d did not queue", i)
-				}
-				g.Go(func() error {
-					if err := <-got; err != nil {
-						return fmt.Errorf("W%d's Lock = %w", i, err)
-					}
-					if inside.Add(1) != 1 {
-						overlaps.Add(1)
-					}
-					mu.Lock()
-					order = append(order, i)
-					mu.Unlock()
-					inside.Add(-1)
-					return w.lock.Unlock(gctx)
-				})
-			}
-			start := time.Now()
-			if err := holder.lock.Unlock(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if err := g.Wait(); err != nil {
-				t.Fatal(err)
-			}
-			took := time.Since(start)
-			t.Logf("%s: %d waiters served in %v (%v per hand-off)", k.name, n, took.Round(time.Millisecond), (took / time.Duration(n)).Round(time.Microsecond))
-			if overlaps.Load() != 0 {
-				t.Errorf("%d overlaps", overlaps.Load())
-			}
-			for i, w := range order {
-				if w != i {
-					t.Errorf("waiter %d was served %d-th; want first come, first served", w, i)
-					break
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // TestThousandWaitersAtOnce: the same crowd, but every waiter calls Lock at
@@ -121,72 +125,57 @@ func TestThousandWaiters(t *testing.T) {
 // and then must all be served, none twice at once.
 func TestThousandWaitersAtOnce(t *testing.T) {
 	n := crowd()
-	for _, k := range kinds {
-		if !k.queued {
-			continue
-		}
-		t.Run(k.name, func(t *testing.T) {
-			k.skipPending(t)
-			ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
-			defer cancel()
-			key := newKey(t, k)
-			holder := newParty(t, k, "H", key, longTTL, strict, nil)
-			if err := holder.lock.Lock(ctx); err != nil {
-				t.Fatal(err)
-			}
-			const processes = 10
-			var procs []func(string) *party
-			for range processes {
-				procs = append(procs, sharedParties(t, k, key, crowdTTL()))
-			}
-			var began0 time.Time
-			var inside, overlaps, served atomic.Int32
-			var gapMu sync.Mutex
-			var times []time.Duration
-			g, gctx := errgroup.WithContext(ctx)
-			start := make(chan struct{})
-			for i := range n {
-				w := procs[i%processes](fmt.Sprint("W", i))
-				g.Go(func() error {
-					<-start
-					if err := w.lock.Lock(gctx); err != nil {
-						return fmt.Errorf("W%d's Lock = %w", i, err)
-					}
-					if inside.Add(1) != 1 {
-						overlaps.Add(1)
-					}
-					served.Add(1)
-					gapMu.Lock()
-					times = append(times, time.Since(began0))
-					gapMu.Unlock()
-					inside.Add(-1)
-					return w.lock.Unlock(gctx)
-				})
-			}
-			began0 = time.Now()
-			began := began0
-			close(start)
-			if err := holder.lock.Unlock(ctx); err != nil {
-				t.Fatal(err)
-			}
-			err := g.Wait()
-			took := time.Since(began)
-			t.Logf("%s: %d of %d waiters who came at once served in %v", k.name, served.Load(), n, took.Round(time.Millisecond))
-			if os.Getenv("LOCKLAB_CROWD_GAPS") != "" {
-				var prev time.Duration
-				for i, at := range times {
-					if at-prev > 100*time.Millisecond {
-						t.Logf("gap of %v before acquisition %d (at %v)", at-prev, i, at)
-					}
-					prev = at
+	forQueued(t, func(t *testing.T, k kind) {
+		ctx, cancel := context.WithTimeout(t.Context(), 120*time.Second)
+		defer cancel()
+		holder, waiter := crowdOn(t, ctx, k)
+		var began0 time.Time
+		var inside, overlaps, served atomic.Int32
+		var gapMu sync.Mutex
+		var times []time.Duration
+		g, gctx := errgroup.WithContext(ctx)
+		start := make(chan struct{})
+		for i := range n {
+			w := waiter(i)
+			g.Go(func() error {
+				<-start
+				if err := w.lock.Lock(gctx); err != nil {
+					return fmt.Errorf("W%d's Lock = %w", i, err)
 				}
+				if inside.Add(1) != 1 {
+					overlaps.Add(1)
+				}
+				served.Add(1)
+				gapMu.Lock()
+				times = append(times, time.Since(began0))
+				gapMu.Unlock()
+				inside.Add(-1)
+				return w.lock.Unlock(gctx)
+			})
+		}
+		began0 = time.Now()
+		began := began0
+		close(start)
+		if err := holder.lock.Unlock(ctx); err != nil {
+			t.Fatal(err)
+		}
+		err := g.Wait()
+		took := time.Since(began)
+		t.Logf("%s: %d of %d waiters who came at once served in %v", k.name, served.Load(), n, took.Round(time.Millisecond))
+		if os.Getenv("LOCKLAB_CROWD_GAPS") != "" {
+			var prev time.Duration
+			for i, at := range times {
+				if at-prev > 100*time.Millisecond {
+					t.Logf("gap of %v before acquisition %d (at %v)", at-prev, i, at)
+				}
+				prev = at
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if overlaps.Load() != 0 {
-				t.Errorf("%d overlaps", overlaps.Load())
-			}
-		})
-	}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if overlaps.Load() != 0 {
+			t.Errorf("%d overlaps", overlaps.Load())
+		}
+	})
 }

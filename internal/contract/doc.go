@@ -15,7 +15,11 @@
 //     never be left held for a TTL, and leave no key without a TTL;
 //   - with clients that never retry, losing each reply in turn: the
 //     operation may fail, but nothing stalls and nothing is left behind;
-//   - contended, with every fifth reply lost: no two holders, ever.
+//   - contended, with every fifth reply lost: no two holders, ever;
+//   - for the kinds with a Notifier, the hand-off with no fault injected
+//     (handoff_test.go): the queue's order, a dead waiter passed by, a
+//     dead holder outlived, no lost wake-up, a waiter giving up, a closed
+//     Notifier, a release of a key someone else took.
 //
 // The table of kinds is in kinds_test.go; adding a lock kind is one entry.
 package contract

@@ -39,30 +39,25 @@ func TestEnvironmentErrorsAreOneValue(t *testing.T) {
 }
 
 func TestEveryLockRefusesAnEvictingServer(t *testing.T) {
-	for _, k := range kinds {
-		t.Run(k.name, func(t *testing.T) {
-			// A managed service's usual settings, and CONFIG forbidden:
-			// the check reads INFO memory.
-			nodes := rig.StartN(t, k.nodes, rig.WithArgs("--maxmemory", "64mb", "--maxmemory-policy", "volatile-lru"))
-			preflight.Forget()
-			clients := userClients(t, nodes, "managed", "+@all", "-config")
-			refused(t, k, nodes, clients, correct.ErrEviction, "maxmemory-policy volatile-lru")
-		})
-	}
+	forKinds(t, anyKind, func(t *testing.T, k kind) {
+		// A managed service's usual settings, and CONFIG forbidden:
+		// the check reads INFO memory.
+		nodes := rig.StartN(t, k.nodes, rig.WithArgs("--maxmemory", "64mb", "--maxmemory-policy", "volatile-lru"))
+		preflight.Forget()
+		clients := userClients(t, nodes, "managed", "+@all", "-config")
+		refused(t, k, nodes, clients, correct.ErrEviction, "maxmemory-policy volatile-lru")
+	})
 }
 
 func TestEveryLockRefusesAUserWithoutScripts(t *testing.T) {
-	for _, k := range kinds {
-		if k.queued {
-			continue // a Notifier's user runs the same scripts; the kind without one shows it
-		}
-		t.Run(k.name, func(t *testing.T) {
-			nodes := rig.StartN(t, k.nodes)
-			preflight.Forget()
-			clients := userClients(t, nodes, "noscripts", "-@all", "+@string", "+@keyspace", "+@hash", "+@list", "+info", "+ping", "+hello", "+client")
-			refused(t, k, nodes, clients, correct.ErrNoScripting, "evalsha")
-		})
-	}
+	// A Notifier's user runs the same scripts; the kind without one shows it.
+	notQueued := func(k kind) bool { return !k.queued }
+	forKinds(t, notQueued, func(t *testing.T, k kind) {
+		nodes := rig.StartN(t, k.nodes)
+		preflight.Forget()
+		clients := userClients(t, nodes, "noscripts", "-@all", "+@string", "+@keyspace", "+@hash", "+@list", "+info", "+ping", "+hello", "+client")
+		refused(t, k, nodes, clients, correct.ErrNoScripting, "evalsha")
+	})
 }
 
 // refused checks that k's Lock and TryLock on clients fail with want, the

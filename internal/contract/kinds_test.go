@@ -10,17 +10,14 @@ import (
 
 	"github.com/locklab/locklab/correct"
 	"github.com/locklab/locklab/fencing"
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/redlock"
 	"github.com/locklab/locklab/reentrant"
 	"github.com/locklab/locklab/watchdog"
 )
 
 // locker is what every lock kind offers.
-type locker interface {
-	Lock(ctx context.Context) error
-	TryLock(ctx context.Context) (bool, error)
-	Unlock(ctx context.Context) error
-}
+type locker = locktest.Locker
 
 // env is what a kind gets to make one party's lock: that party's own
 // clients (one per node, each through the party's proxy when it is under
@@ -31,6 +28,8 @@ type env struct {
 	ttl      time.Duration
 	hook     func(ctx context.Context, point string)
 	notifier any // the party's process's Notifier, for queued kinds
+	// nodeTimeout is redlock's per-node timeout; 0 for its default.
+	nodeTimeout time.Duration
 }
 
 // kind is one lock package, or one way of using it.
@@ -41,8 +40,14 @@ type kind struct {
 	// the hand-off scenarios apply.
 	queued bool
 	// queuedHook is the hook point that fires once a waiter is in the
-	// queue.
-	queuedHook string
+	// queue; refusedHook, after its first try found the lock taken and
+	// before it joins the queue.
+	queuedHook, refusedHook string
+	// deadWaiter puts the token of a waiter whose process is gone (nobody
+	// listens on its channel) at the head of key's queue on node c.
+	deadWaiter func(ctx context.Context, c *redis.Client, key string) error
+	// errNotObtained and errNotHeld are the package's sentinels.
+	errNotObtained, errNotHeld error
 	// reentrant: the party may lock again while it holds the lock.
 	reentrant bool
 	// persistent are suffixes of keys the kind keeps on purpose with no
@@ -69,12 +74,17 @@ func (k kind) keeps(key string) bool {
 var kinds = []kind{
 	{
 		name: "correct", nodes: 1,
+		errNotObtained: correct.ErrNotObtained, errNotHeld: correct.ErrNotHeld,
 		make: func(_ *testing.T, e env) locker {
 			return correct.New(e.clients[0], e.key, correct.WithTTL(e.ttl), correct.WithHook(e.hook), correct.WithRetry(fastRetry))
 		},
 	},
 	{
-		name: "correct+notifier", nodes: 1, queued: true, queuedHook: correct.HookQueued,
+		name: "correct+notifier", nodes: 1, queued: true, queuedHook: correct.HookQueued, refusedHook: correct.HookRefused,
+		errNotObtained: correct.ErrNotObtained, errNotHeld: correct.ErrNotHeld,
+		deadWaiter: func(ctx context.Context, c *redis.Client, key string) error {
+			return c.RPush(ctx, queueKey(key), "deadnotifier.10000.deadtoken").Err()
+		},
 		notifier: func(t *testing.T, cs []*redis.Client) any {
 			n, err := correct.NewNotifier(t.Context(), cs[0])
 			if err != nil {
@@ -89,12 +99,18 @@ var kinds = []kind{
 	},
 	{
 		name: "redlock", nodes: 3,
+		errNotObtained: redlock.ErrNotObtained, errNotHeld: redlock.ErrNotHeld,
 		make: func(_ *testing.T, e env) locker {
 			return redlock.New(redlockClients(e.clients), e.key, redlock.WithTTL(e.ttl), redlock.WithHook(e.hook), redlock.WithRetry(fastRetry))
 		},
 	},
 	{
-		name: "redlock+notifier", nodes: 3, queued: true, queuedHook: redlock.HookQueued,
+		name: "redlock+notifier", nodes: 3, queued: true, queuedHook: redlock.HookQueued, refusedHook: redlock.HookRefused,
+		errNotObtained: redlock.ErrNotObtained, errNotHeld: redlock.ErrNotHeld,
+		deadWaiter: func(ctx context.Context, c *redis.Client, key string) error {
+			dead := redis.Z{Score: 0, Member: "deadnotifier.10000.deadwaiter.1"} // ranks before everyone
+			return c.ZAdd(ctx, queueKey(key), dead).Err()
+		},
 		notifier: func(t *testing.T, cs []*redis.Client) any {
 			ncs := make([]redlock.NotifyClient, len(cs))
 			for i, c := range cs {
@@ -108,23 +124,30 @@ var kinds = []kind{
 			return n
 		},
 		make: func(t *testing.T, e env) locker {
-			return redlock.New(redlockClients(e.clients), e.key, redlock.WithTTL(e.ttl), redlock.WithHook(e.hook), redlock.WithNotifier(e.notifier.(*redlock.Notifier)))
+			opts := []redlock.Option{redlock.WithTTL(e.ttl), redlock.WithHook(e.hook), redlock.WithNotifier(e.notifier.(*redlock.Notifier))}
+			if e.nodeTimeout > 0 {
+				opts = append(opts, redlock.WithNodeTimeout(e.nodeTimeout))
+			}
+			return redlock.New(redlockClients(e.clients), e.key, opts...)
 		},
 	},
 	{
 		name: "watchdog", nodes: 1,
+		errNotObtained: watchdog.ErrNotObtained, errNotHeld: watchdog.ErrNotHeld,
 		make: func(_ *testing.T, e env) locker {
 			return watchdog.New(e.clients[0], e.key, watchdog.WithTTL(e.ttl), watchdog.WithHook(e.hook), watchdog.WithRetry(fastRetry))
 		},
 	},
 	{
 		name: "reentrant", nodes: 1, reentrant: true,
+		errNotObtained: reentrant.ErrNotObtained, errNotHeld: reentrant.ErrNotHeld,
 		make: func(_ *testing.T, e env) locker {
-			return ownerLock{reentrant.New(e.clients[0], e.key, reentrant.WithTTL(e.ttl), reentrant.WithHook(e.hook), reentrant.WithRetry(fastRetry)), reentrant.NewOwner()}
+			return asOwner(reentrant.New(e.clients[0], e.key, reentrant.WithTTL(e.ttl), reentrant.WithHook(e.hook), reentrant.WithRetry(fastRetry)))
 		},
 	},
 	{
 		name: "fencing", nodes: 1, persistent: []string{":fence"},
+		errNotObtained: fencing.ErrNotObtained, errNotHeld: fencing.ErrNotHeld,
 		make: func(_ *testing.T, e env) locker {
 			return fencing.New(e.clients[0], e.key, fencing.WithTTL(e.ttl), fencing.WithHook(e.hook), fencing.WithRetry(fastRetry))
 		},
@@ -143,20 +166,31 @@ func redlockClients(cs []*redis.Client) []redlock.Client {
 // holder, not for its backoff.
 func fastRetry(int) time.Duration { return time.Millisecond }
 
-// ownerLock runs a reentrant Mutex as one Owner.
-type ownerLock struct {
-	m     *reentrant.Mutex
-	owner reentrant.Owner
+// asOwner runs m as one Owner of its own.
+func asOwner(m *reentrant.Mutex) locktest.Bound {
+	owner := reentrant.NewOwner()
+	return locktest.Bound{L: m, Bind: func(ctx context.Context) context.Context { return reentrant.WithOwner(ctx, owner) }}
 }
 
-func (o ownerLock) ctx(ctx context.Context) context.Context { return reentrant.WithOwner(ctx, o.owner) }
-
-func (o ownerLock) Lock(ctx context.Context) error            { return o.m.Lock(o.ctx(ctx)) }
-func (o ownerLock) TryLock(ctx context.Context) (bool, error) { return o.m.TryLock(o.ctx(ctx)) }
-func (o ownerLock) Unlock(ctx context.Context) error          { return o.m.Unlock(o.ctx(ctx)) }
-func (o ownerLock) Extend(ctx context.Context, ttl time.Duration) error {
-	return o.m.Extend(o.ctx(ctx), ttl)
+// forKinds runs scenario as a subtest for each kind that which admits
+// (anyKind, queuedKind).
+func forKinds(t *testing.T, which func(kind) bool, scenario func(t *testing.T, k kind)) {
+	for _, k := range kinds {
+		if !which(k) {
+			continue
+		}
+		t.Run(k.name, func(t *testing.T) {
+			k.skipPending(t)
+			scenario(t, k)
+		})
+	}
 }
+
+func anyKind(kind) bool      { return true }
+func queuedKind(k kind) bool { return k.queued }
+
+// forQueued runs scenario for each kind whose Lock waits in a queue.
+func forQueued(t *testing.T, scenario func(t *testing.T, k kind)) { forKinds(t, queuedKind, scenario) }
 
 func (k kind) skipPending(t *testing.T) {
 	if k.pending {

@@ -74,7 +74,7 @@ var families = []family{
 	{
 		pkg: "reentrant", errInvalid: reentrant.ErrInvalid, errNotObtained: reentrant.ErrNotObtained,
 		new: func(c *redis.Client, key string, opts ...any) locker {
-			return ownerLock{reentrant.New(clientOrNil[reentrant.Client](c), key, as[reentrant.Option](opts)...), reentrant.NewOwner()}
+			return asOwner(reentrant.New(clientOrNil[reentrant.Client](c), key, as[reentrant.Option](opts)...))
 		},
 		ttl:       func(d time.Duration) any { return reentrant.WithTTL(d) },
 		hook:      func(f func(context.Context, string)) any { return reentrant.WithHook(f) },
@@ -217,7 +217,7 @@ func (f family) newTypedNil(c *redis.Client, key string) locker {
 	case "watchdog":
 		return watchdog.New(c, key)
 	case "reentrant":
-		return ownerLock{reentrant.New(c, key), reentrant.NewOwner()}
+		return asOwner(reentrant.New(c, key))
 	case "redlock":
 		return redlock.New([]redlock.Client{c}, key)
 	case "fencing":

@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/locklab/locklab/correct"
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/rig"
 )
 
@@ -185,8 +185,7 @@ func TestACLCorrectNotifier(t *testing.T) {
 	}
 	admin := secure(t, ctx, node, []kind{k})
 	key := newKey("notify")
-	var inside, overlaps atomic.Int32
-	g, gctx := errgroup.WithContext(ctx)
+	var locks []locktest.Locker
 	for range 2 {
 		c := clientFromURL(t, lockURL("redis", node.Addr(), k), nil)
 		n, err := correct.NewNotifier(ctx, c)
@@ -194,28 +193,14 @@ func TestACLCorrectNotifier(t *testing.T) {
 			t.Fatalf("NewNotifier as %s = %v", userOf(k), err)
 		}
 		t.Cleanup(func() { _ = n.Close() })
-		m := correct.New(c, key, correct.WithNotifier(n))
-		g.Go(func() error {
-			for i := range contendRounds {
-				if err := m.Lock(gctx); err != nil {
-					return fmt.Errorf("Lock #%d with a Notifier: %w", i, err)
-				}
-				if inside.Add(1) != 1 {
-					overlaps.Add(1)
-				}
-				inside.Add(-1)
-				if err := m.Unlock(gctx); err != nil {
-					return fmt.Errorf("Unlock #%d with a Notifier: %w", i, err)
-				}
-			}
-			return nil
-		})
+		locks = append(locks, correct.New(c, key, correct.WithNotifier(n)))
 	}
-	if err := g.Wait(); err != nil {
-		t.Error(err)
+	most, _, err := locktest.Turns(ctx, locks, contendRounds, 0)
+	if err != nil {
+		t.Errorf("with a Notifier: %v", err)
 	}
-	if n := overlaps.Load(); n > 0 {
-		t.Errorf("%d overlapping holds with hand-off; want none", n)
+	if most > 1 {
+		t.Errorf("%d holders at once with hand-off; want 1", most)
 	}
 	if denied, err := deniedFor(ctx, admin, userOf(k)); err != nil || len(denied) > 0 {
 		t.Errorf("ACL LOG: denied to %s: %q, %v; want nothing", userOf(k), denied, err)

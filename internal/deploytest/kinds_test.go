@@ -13,6 +13,7 @@ import (
 
 	"github.com/locklab/locklab/correct"
 	"github.com/locklab/locklab/fencing"
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/naive"
 	"github.com/locklab/locklab/redlock"
 	"github.com/locklab/locklab/reentrant"
@@ -20,12 +21,8 @@ import (
 )
 
 // locker is what every lock kind offers; reentrant's Mutex is adapted by
-// ownerLock, which carries the Owner in the context.
-type locker interface {
-	Lock(ctx context.Context) error
-	TryLock(ctx context.Context) (bool, error)
-	Unlock(ctx context.Context) error
-}
+// asOwner, which carries the Owner in the context.
+type locker = locktest.Locker
 
 // kind is one lock package as a deployment sees it: the ACL rules its user
 // needs, and how to make a lock on one or more clients.
@@ -136,7 +133,7 @@ var kinds = []kind{
 			"+evalsha", "+eval", "+get", "+set", "+exists", "+hexists", "+hincrby", "+hget", "+pttl", "+pexpire", "+del"},
 		nodes: 1, cluster: true, exclusive: true,
 		make: func(cs []redis.UniversalClient, key string) locker {
-			return ownerLock{reentrant.New(cs[0], key, reentrant.WithRetry(fastRetry)), reentrant.NewOwner()}
+			return asOwner(reentrant.New(cs[0], key, reentrant.WithRetry(fastRetry)))
 		},
 	},
 	{
@@ -208,22 +205,10 @@ func naiveLock(c redis.UniversalClient, key string) locker {
 // holder, not for a backoff.
 func fastRetry(int) time.Duration { return time.Millisecond }
 
-// ownerLock runs a reentrant Mutex as one Owner.
-type ownerLock struct {
-	m     *reentrant.Mutex
-	owner reentrant.Owner
-}
-
-func (o ownerLock) ctx(ctx context.Context) context.Context { return reentrant.WithOwner(ctx, o.owner) }
-
-func (o ownerLock) Lock(ctx context.Context) error { return o.m.Lock(o.ctx(ctx)) }
-
-func (o ownerLock) TryLock(ctx context.Context) (bool, error) { return o.m.TryLock(o.ctx(ctx)) }
-
-func (o ownerLock) Unlock(ctx context.Context) error { return o.m.Unlock(o.ctx(ctx)) }
-
-func (o ownerLock) Extend(ctx context.Context, ttl time.Duration) error {
-	return o.m.Extend(o.ctx(ctx), ttl)
+// asOwner runs m as one Owner of its own.
+func asOwner(m *reentrant.Mutex) locktest.Bound {
+	owner := reentrant.NewOwner()
+	return locktest.Bound{L: m, Bind: func(ctx context.Context) context.Context { return reentrant.WithOwner(ctx, owner) }}
 }
 
 // waitRenewal waits until the key's TTL goes up between two readings:

@@ -24,7 +24,7 @@ func Options() []goleak.Option {
 	return []goleak.Option{
 		goleak.IgnoreTopFunction("github.com/locklab/locklab/internal/proc.spawner"),
 		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"),
-		goleak.IgnoreAnyFunction("github.com/locklab/locklab/internal/rig.(*execServer).start.func1"),
+		goleak.IgnoreAnyFunction("github.com/locklab/locklab/internal/rig.reapRedis"),
 	}
 }
 

@@ -45,11 +45,8 @@ const (
 // 2s; tests that use a cluster should call t.Parallel after [StartCluster]
 // to overlap that with other tests.
 type Cluster struct {
-	nodes []*Node
-
-	mu      sync.Mutex // protects clients and closed
-	clients []*redis.ClusterClient
-	closed  bool
+	nodes   []*Node
+	clients clientSet // made by Client, closed by Close
 }
 
 // StartCluster starts a cluster of primaries nodes for a test, as
@@ -292,30 +289,15 @@ func (c *Cluster) Client(opts ...func(*redis.ClusterOptions)) *redis.ClusterClie
 		f(o)
 	}
 	cc := redis.NewClusterClient(o)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		_ = cc.Close()
-		return cc
-	}
-	c.clients = append(c.clients, cc)
+	c.clients.add(cc)
 	return cc
 }
 
 // Close closes the clients made by [Cluster.Client], then every node (see
 // [Node.Close]). It is safe to call more than once.
 func (c *Cluster) Close() error {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	if !c.clients.close() {
 		return nil
-	}
-	c.closed = true
-	clients := c.clients
-	c.clients = nil
-	c.mu.Unlock()
-	for _, cc := range clients {
-		_ = cc.Close()
 	}
 	errs := make([]error, len(c.nodes))
 	var wg sync.WaitGroup

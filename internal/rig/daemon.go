@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/locklab/locklab/internal/proc"
@@ -31,6 +33,10 @@ type daemon struct {
 	env     []string       // nil: this process's environment
 	user    *[2]uint32     // uid, gid to run as; nil: this process's
 	stopSig syscall.Signal // graceful stop, sent to the leader only
+	// redis marks a redis-server: its reaper goroutine, [reapRedis], is
+	// one package leakcheck allows to outlive a test (a package's shared
+	// servers run until TestMain ends).
+	redis bool
 
 	mu     sync.Mutex // protects cmd and exited
 	cmd    *exec.Cmd
@@ -63,16 +69,27 @@ func (d *daemon) start() error {
 		return fmt.Errorf("rig: start %s (%s): %w", d.what, d.path, err)
 	}
 	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait() // reaps it
-		logf.Close()
-		close(exited)
-	}()
+	if d.redis {
+		go reapRedis(cmd, logf, exited)
+	} else {
+		go reap(cmd, logf, exited)
+	}
 	d.mu.Lock()
 	d.cmd, d.exited = cmd, exited
 	d.mu.Unlock()
 	return nil
 }
+
+// reap waits for cmd to exit (which reaps it), closes its log and then
+// exited.
+func reap(cmd *exec.Cmd, logf *os.File, exited chan struct{}) {
+	_ = cmd.Wait()
+	logf.Close()
+	close(exited)
+}
+
+// reapRedis is reap for a redis-server, under the name leakcheck allows.
+func reapRedis(cmd *exec.Cmd, logf *os.File, exited chan struct{}) { reap(cmd, logf, exited) }
 
 func (d *daemon) current() (*exec.Cmd, chan struct{}) {
 	d.mu.Lock()
@@ -206,6 +223,80 @@ func (d *daemon) waitReady(ctx context.Context, timeout time.Duration, probe fun
 		case <-time.After(pollEvery):
 		}
 	}
+}
+
+// waitPing waits until the Redis server or sentinel d runs answers PING at
+// addr, then returns ours(ctx): nil when the process that answers is the
+// one d started, an error wrapping errAddrInUse when another process has
+// the port (other errors: not known yet, ask again). It fails with an error
+// wrapping errAddrInUse if the process exits saying its port is taken,
+// with the log's tail if it exits otherwise, and when ctx ends.
+func (d *daemon) waitPing(ctx context.Context, addr string, ours func(ctx context.Context) error) error {
+	probe := &Node{addr: addr}
+	exited := d.done()
+	for {
+		select {
+		case <-exited:
+			log := d.logTail(20)
+			if strings.Contains(log, "Address already in use") {
+				return fmt.Errorf("rig: %s: %w", d.what, errAddrInUse)
+			}
+			return fmt.Errorf("rig: %s exited at start; log:\n%s", d.what, log)
+		default:
+		}
+		if probe.Ping(200*time.Millisecond) == nil {
+			err := ours(ctx)
+			if err == nil || errors.Is(err, errAddrInUse) {
+				return err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("rig: %s not answering: %w; log:\n%s", d.what, ctx.Err(), d.logTail(20))
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// closer closes a group of servers that live under one temporary
+// directory (an etcd cluster, a ZooKeeper ensemble, a PostgreSQL server):
+// the first close kills every process at once, waits for them all, then
+// removes the directory and returns what that returned; later ones do
+// nothing and return nil.
+type closer struct {
+	once sync.Once
+}
+
+func (c *closer) close(dir string, kills ...func() error) error {
+	var err error
+	c.once.Do(func() {
+		var wg sync.WaitGroup
+		for _, kill := range kills {
+			wg.Go(func() { _ = kill() })
+		}
+		wg.Wait()
+		err = os.RemoveAll(dir)
+	})
+	return err
+}
+
+// tailer is a group of servers a test started: what closeAtEnd needs.
+type tailer interface {
+	Close() error
+	// logTails is the last lines of each server's log, each under a line
+	// naming the server.
+	logTails(lines int) string
+}
+
+// closeAtEnd closes s when tb ends; when the test failed, it first logs
+// the last 20 lines of each server's log.
+func closeAtEnd(tb testing.TB, s tailer) {
+	tb.Cleanup(func() {
+		if tb.Failed() {
+			tb.Log(s.logTails(20))
+		}
+		_ = s.Close()
+	})
 }
 
 // pollEvery is how often readiness and state checks poll a server.

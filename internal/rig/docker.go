@@ -662,18 +662,7 @@ func (s *dockerServer) restart(ctx context.Context, keepData bool) error {
 	s.mu.Lock()
 	s.ctr = nil
 	s.mu.Unlock()
-	var err error
-	for attempt := 0; attempt < 20; attempt++ {
-		if err = s.run(ctx); err == nil || !portTaken(err) {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return err
+	return retryTaken(ctx, s.run, portTaken)
 }
 
 func (s *dockerServer) close() error {

@@ -68,9 +68,7 @@ type Etcd struct {
 	initial string // --initial-cluster
 	members []*EtcdMember
 	args    []string // extra server arguments
-
-	mu     sync.Mutex // protects closed
-	closed bool
+	closer
 }
 
 // EtcdMember is one member of an [Etcd] cluster.
@@ -169,15 +167,16 @@ func StartEtcd(tb testing.TB, n int, opts ...EtcdOption) *Etcd {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() {
-		if tb.Failed() {
-			for _, m := range e.members {
-				tb.Logf("etcd member %s (%s) log, last lines:\n%s", m.name, m.Endpoint(), m.LogTail(20))
-			}
-		}
-		_ = e.Close()
-	})
+	closeAtEnd(tb, e)
 	return e
+}
+
+func (e *Etcd) logTails(lines int) string {
+	var b strings.Builder
+	for _, m := range e.members {
+		fmt.Fprintf(&b, "etcd member %s (%s) log, last lines:\n%s\n", m.name, m.Endpoint(), m.LogTail(lines))
+	}
+	return b.String()
 }
 
 // Members returns the members in the order they were created.
@@ -295,19 +294,11 @@ func (e *Etcd) Leader(ctx context.Context) (*EtcdMember, error) {
 // Close kills every member, waits for them and removes the cluster's
 // directory. It is safe to call more than once.
 func (e *Etcd) Close() error {
-	e.mu.Lock()
-	if e.closed {
-		e.mu.Unlock()
-		return nil
-	}
-	e.closed = true
-	e.mu.Unlock()
-	var wg sync.WaitGroup
+	var kills []func() error
 	for _, m := range e.members {
-		wg.Go(func() { _ = m.d.kill() })
+		kills = append(kills, m.d.kill)
 	}
-	wg.Wait()
-	return os.RemoveAll(e.dir)
+	return e.close(e.dir, kills...)
 }
 
 // Name returns the member's name: m0, m1, ...

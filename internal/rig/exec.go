@@ -9,7 +9,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -65,10 +64,7 @@ type execServer struct {
 	port    int
 	busPort int // cluster bus port when cluster mode is on and none was given
 	cfg     config
-
-	mu     sync.Mutex // protects cmd and exited
-	cmd    *exec.Cmd
-	exited chan struct{} // closed when cmd has been waited for
+	d       daemon // the process; start sets what it runs
 }
 
 func (s *execServer) addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
@@ -148,102 +144,37 @@ func serverPid(addr string) (int, error) {
 
 // start runs the server and waits until PING answers, from this process.
 func (s *execServer) start(ctx context.Context) error {
-	logf, err := os.OpenFile(s.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("rig: %w", err)
+	s.d.what, s.d.redis = fmt.Sprintf("redis-server on port %d", s.port), true
+	s.d.path, s.d.args, s.d.dir, s.d.logPath = s.bin, s.args(), s.dir, s.logPath()
+	if err := s.d.start(); err != nil {
+		return err
 	}
-	cmd := exec.Command(s.bin, s.args()...)
-	cmd.Dir = s.dir
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := proc.Start(cmd); err != nil {
-		logf.Close()
-		return fmt.Errorf("rig: start %s: %w", s.bin, err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		logf.Close()
-		close(exited)
-	}()
-	s.mu.Lock()
-	s.cmd, s.exited = cmd, exited
-	s.mu.Unlock()
-
+	cmd, _ := s.d.current()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.readyTimeout)
 	defer cancel()
-	node := &Node{addr: s.addr()}
-	for {
-		select {
-		case <-exited:
-			tail := s.logTail(20)
-			if strings.Contains(tail, "Address already in use") {
-				return fmt.Errorf("rig: port %d: %w", s.port, errAddrInUse)
-			}
-			return fmt.Errorf("rig: redis-server on port %d exited at start; log:\n%s", s.port, tail)
-		default:
+	err := s.d.waitPing(ctx, s.addr(), func(context.Context) error {
+		// Whoever answers must be the process we started: another test
+		// binary's server may have bound the port first.
+		pid, err := serverPid(s.addr())
+		if err == nil && pid != cmd.Process.Pid {
+			return fmt.Errorf("rig: port %d answered by pid %d, not ours (%d): %w", s.port, pid, cmd.Process.Pid, errAddrInUse)
 		}
-		if node.Ping(200*time.Millisecond) == nil {
-			// Whoever answers must be the process we started: another test
-			// binary's server may have bound the port first.
-			pid, err := serverPid(s.addr())
-			if err == nil && pid == cmd.Process.Pid {
-				return nil
-			}
-			if err == nil {
-				_ = s.kill()
-				return fmt.Errorf("rig: port %d answered by pid %d, not ours (%d): %w", s.port, pid, cmd.Process.Pid, errAddrInUse)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			_ = s.kill()
-			return fmt.Errorf("rig: redis-server on port %d not ready after %v: %w; log:\n%s",
-				s.port, s.cfg.readyTimeout, ctx.Err(), s.logTail(20))
-		case <-time.After(5 * time.Millisecond):
-		}
+		return err
+	})
+	if err != nil {
+		_ = s.kill()
 	}
+	return err
 }
 
-func (s *execServer) current() (*exec.Cmd, chan struct{}) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cmd, s.exited
-}
+func (s *execServer) pid() int    { return s.d.pid() }
+func (s *execServer) kill() error { return s.d.kill() }
 
-func (s *execServer) running() bool {
-	cmd, exited := s.current()
-	if cmd == nil {
-		return false
-	}
-	select {
-	case <-exited:
-		return false
-	default:
-		return true
-	}
-}
-
-func (s *execServer) pid() int {
-	if !s.running() {
-		return 0
-	}
-	cmd, _ := s.current()
-	return cmd.Process.Pid
-}
-
-func (s *execServer) kill() error {
-	cmd, exited := s.current()
-	if cmd == nil {
-		return nil
-	}
-	_ = proc.Signal(cmd, syscall.SIGKILL)
-	<-exited
-	return nil
-}
-
+// stop sends SIGTERM to the server's process group and waits up to 10s,
+// then kills it.
 func (s *execServer) stop() error {
-	cmd, exited := s.current()
-	if cmd == nil || !s.running() {
+	cmd, exited := s.d.current()
+	if cmd == nil || !s.d.running() {
 		return nil
 	}
 	_ = proc.Signal(cmd, syscall.SIGCONT)
@@ -259,24 +190,8 @@ func (s *execServer) stop() error {
 	}
 }
 
-func (s *execServer) pause() error {
-	cmd, _ := s.current()
-	if !s.running() {
-		return fmt.Errorf("rig: pause: redis-server on port %d is not running", s.port)
-	}
-	if err := proc.Signal(cmd, syscall.SIGSTOP); err != nil {
-		return err
-	}
-	return proc.WaitState(cmd.Process.Pid, "T", 5*time.Second)
-}
-
-func (s *execServer) resume() error {
-	cmd, _ := s.current()
-	if !s.running() {
-		return fmt.Errorf("rig: resume: redis-server on port %d is not running", s.port)
-	}
-	return proc.Signal(cmd, syscall.SIGCONT)
-}
+func (s *execServer) pause() error  { return s.d.pause() }
+func (s *execServer) resume() error { return s.d.resume() }
 
 func (s *execServer) restart(ctx context.Context, keepData bool) error {
 	if err := s.kill(); err != nil {
@@ -298,9 +213,17 @@ func (s *execServer) restart(ctx context.Context, keepData bool) error {
 	}
 	// The port was ours a moment ago; another process may grab it in
 	// between, which we can only report.
+	return retryTaken(ctx, s.start, func(err error) bool { return errors.Is(err, errAddrInUse) })
+}
+
+// retryTaken calls start until it returns an error that taken does not
+// count as "the port is taken", up to 20 times 50ms apart: a server
+// restarted on its port may find it held a moment longer (by the process
+// or container just removed, or by another process that grabbed it).
+func retryTaken(ctx context.Context, start func(context.Context) error, taken func(error) bool) error {
 	var err error
 	for attempt := 0; attempt < 20; attempt++ {
-		if err = s.start(ctx); !errors.Is(err, errAddrInUse) {
+		if err = start(ctx); err == nil || !taken(err) {
 			return err
 		}
 		select {
@@ -313,22 +236,11 @@ func (s *execServer) restart(ctx context.Context, keepData bool) error {
 }
 
 func (s *execServer) close() error {
-	cmd, exited := s.current()
-	if cmd != nil {
-		_ = proc.Signal(cmd, syscall.SIGCONT)
-		_ = proc.Signal(cmd, syscall.SIGKILL)
-		<-exited
-	}
+	_ = s.d.kill()
 	return os.RemoveAll(s.dir)
 }
 
-func (s *execServer) logTail(lines int) string {
-	b, err := os.ReadFile(s.logPath())
-	if err != nil {
-		return ""
-	}
-	return tail(b, lines)
-}
+func (s *execServer) logTail(lines int) string { return s.d.logTail(lines) }
 
 func tail(b []byte, lines int) string {
 	b = bytes.TrimRight(b, "\n")

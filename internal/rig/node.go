@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"sync"
@@ -22,9 +23,45 @@ type Node struct {
 	addr string
 	ctl  controller // nil when the provider has no process control
 
+	clients clientSet // made by Client, closed by Close
+}
+
+// clientSet holds the clients a [Node] or [Cluster] made for its callers,
+// to close them with it.
+type clientSet struct {
 	mu      sync.Mutex // protects clients and closed
-	clients []*redis.Client
+	clients []io.Closer
 	closed  bool
+}
+
+// add keeps c, to be closed by close, or closes it at once if close has
+// run already.
+func (s *clientSet) add(c io.Closer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		_ = c.Close()
+		return
+	}
+	s.clients = append(s.clients, c)
+}
+
+// close closes every client kept; it reports false when close had run
+// already.
+func (s *clientSet) close() bool {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return false
+	}
+	s.closed = true
+	clients := s.clients
+	s.clients = nil
+	s.mu.Unlock()
+	for _, c := range clients {
+		_ = c.Close()
+	}
+	return true
 }
 
 // controller is what a provider that owns the process implements.
@@ -55,13 +92,7 @@ func (n *Node) Client(opts ...func(*redis.Options)) *redis.Client {
 		f(o)
 	}
 	c := redis.NewClient(o)
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.closed {
-		_ = c.Close()
-		return c
-	}
-	n.clients = append(n.clients, c)
+	n.clients.add(c)
 	return c
 }
 
@@ -89,6 +120,33 @@ func ClientOptions(addr string) *redis.Options {
 // when its commands are sent twice.
 func UserOptions(addr string) *redis.Options {
 	return &redis.Options{Addr: addr}
+}
+
+// OnCommand calls seen with the name of every command c sends from now on
+// ("set", "evalsha", ...), each command of a pipeline too, in the
+// goroutine that sends it, before it is sent: how tests and the bench
+// count what a lock costs. seen must be safe for concurrent use if c is
+// used from several goroutines.
+func OnCommand(c *redis.Client, seen func(name string)) { c.AddHook(commandHook(seen)) }
+
+type commandHook func(name string)
+
+func (commandHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h commandHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h(cmd.Name())
+		return next(ctx, cmd)
+	}
+}
+
+func (h commandHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			h(cmd.Name())
+		}
+		return next(ctx, cmds)
+	}
 }
 
 // UserClient returns a go-redis client for the node on go-redis's default
@@ -176,19 +234,7 @@ func (n *Node) LogTail(lines int) string {
 // a paused one dies too), waits for it and removes its directory. It is
 // safe to call more than once.
 func (n *Node) Close() error {
-	n.mu.Lock()
-	if n.closed {
-		n.mu.Unlock()
-		return nil
-	}
-	n.closed = true
-	clients := n.clients
-	n.clients = nil
-	n.mu.Unlock()
-	for _, c := range clients {
-		_ = c.Close()
-	}
-	if n.ctl == nil {
+	if !n.clients.close() || n.ctl == nil {
 		return nil
 	}
 	return n.ctl.close()

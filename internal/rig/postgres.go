@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,7 +23,7 @@ import (
 const PostgresInstallHint = `no PostgreSQL server available to locklab: no postgres and initdb in /usr/lib/postgresql/*/bin,
 in pg_config --bindir or on PATH (LOCKLAB_POSTGRES_BIN can name their directory).
 Install it with "make deps" (Debian/Ubuntu, as root: apt-get install -y postgresql;
-macOS: brew install postgresql@15).`
+macOS: brew install postgresql@15, which is not put on PATH: then LOCKLAB_POSTGRES_BIN="$(brew --prefix postgresql@15)/bin").`
 
 const (
 	// pgUser is the superuser initdb creates, with trust authentication
@@ -80,6 +79,18 @@ func PostgresBin() (string, error) {
 	return "", errors.New(PostgresInstallHint)
 }
 
+// PostgresServiceUser returns who runs the rig's PostgreSQL servers: the
+// tests' own user, or the postgres user when the tests run as root
+// (PostgreSQL refuses to run as root). Its error says when that user is
+// missing.
+func PostgresServiceUser() (uid, gid uint32, err error) {
+	uid, gid, err = proc.ServiceUser(pgServiceUser)
+	if err != nil {
+		return 0, 0, fmt.Errorf("rig: %w", err)
+	}
+	return uid, gid, nil
+}
+
 // pgMajor is the major version in a /usr/lib/postgresql/<major>/bin path.
 func pgMajor(dir string) int {
 	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(dir)))
@@ -102,9 +113,7 @@ type Postgres struct {
 	dir  string
 	port int
 	d    *daemon
-
-	mu     sync.Mutex // protects closed
-	closed bool
+	closer
 }
 
 // PostgresOption configures a server started by [NewPostgres] or
@@ -139,9 +148,9 @@ func NewPostgres(ctx context.Context, opts ...PostgresOption) (*Postgres, error)
 	if err != nil {
 		return nil, err
 	}
-	uid, gid, err := proc.ServiceUser(pgServiceUser)
+	uid, gid, err := PostgresServiceUser()
 	if err != nil {
-		return nil, fmt.Errorf("rig: %w", err)
+		return nil, err
 	}
 	tmpl, err := pgTemplate(ctx, bin, uid, gid)
 	if err != nil {
@@ -215,13 +224,12 @@ func StartPostgres(tb testing.TB, opts ...PostgresOption) *Postgres {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() {
-		if tb.Failed() {
-			tb.Logf("PostgreSQL server %s log, last lines:\n%s", p.Addr(), p.LogTail(20))
-		}
-		_ = p.Close()
-	})
+	closeAtEnd(tb, p)
 	return p
+}
+
+func (p *Postgres) logTails(lines int) string {
+	return fmt.Sprintf("PostgreSQL server %s log, last lines:\n%s", p.Addr(), p.LogTail(lines))
 }
 
 func (p *Postgres) start(ctx context.Context) error {
@@ -318,17 +326,7 @@ func (p *Postgres) Version() string {
 
 // Close kills the server, waits for it and removes its directory. It is
 // safe to call more than once.
-func (p *Postgres) Close() error {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return nil
-	}
-	p.closed = true
-	p.mu.Unlock()
-	_ = p.kill()
-	return os.RemoveAll(p.dir)
-}
+func (p *Postgres) Close() error { return p.close(p.dir, p.kill) }
 
 // groupAlive reports whether a process of group pgid is alive (running,
 // sleeping or stopped: anything but a zombie or gone), from /proc.

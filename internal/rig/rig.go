@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -220,25 +218,7 @@ func (p *externalProvider) start(_ context.Context, cfg config, i int) (*Node, e
 // Strays returns the pids of running redis-server processes started by the
 // rig (any process, not just this one), found by the process-title marker.
 func Strays() ([]int, error) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, err
-	}
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		if strings.HasPrefix(string(b), procMarker+" ") {
-			pids = append(pids, pid)
-		}
-	}
-	return pids, nil
+	return processes(func(cmdline []byte) bool { return strings.HasPrefix(string(cmdline), procMarker+" ") })
 }
 
 // boring are log lines every healthy start writes.

@@ -13,13 +13,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/locklab/locklab/internal/proc"
 )
 
 const (
@@ -406,8 +403,7 @@ type sentinelProc struct {
 	port int
 	id   string // sentinel myid, 40 hex digits
 
-	cmd    *exec.Cmd     // set by start, before any other use
-	exited chan struct{} // closed when cmd has been waited for
+	d daemon // the process; start sets what it runs
 }
 
 func (p *sentinelProc) addr() string     { return net.JoinHostPort("127.0.0.1", strconv.Itoa(p.port)) }
@@ -415,48 +411,14 @@ func (p *sentinelProc) confPath() string { return filepath.Join(p.dir, "sentinel
 func (p *sentinelProc) logPath() string  { return filepath.Join(p.dir, "sentinel.log") }
 
 func (p *sentinelProc) start(bin string, args []string) error {
-	logf, err := os.OpenFile(p.logPath(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return fmt.Errorf("rig: %w", err)
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = p.dir
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := proc.Start(cmd); err != nil {
-		logf.Close()
-		return fmt.Errorf("rig: start %s: %w", bin, err)
-	}
-	p.cmd, p.exited = cmd, make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		logf.Close()
-		close(p.exited)
-	}()
-	return nil
+	p.d.what = fmt.Sprintf("redis-sentinel on port %d", p.port)
+	p.d.path, p.d.args, p.d.dir, p.d.logPath = bin, args, p.dir, p.logPath()
+	return p.d.start()
 }
 
-// waitPing waits until the sentinel answers PING.
+// waitPing waits until the sentinel answers PING, as itself.
 func (p *sentinelProc) waitPing(ctx context.Context) error {
-	probe := &Node{addr: p.addr()}
-	for {
-		select {
-		case <-p.exited:
-			log := p.logTail(20)
-			if strings.Contains(log, "Address already in use") {
-				return fmt.Errorf("rig: sentinel port %d: %w", p.port, errAddrInUse)
-			}
-			return fmt.Errorf("rig: redis-sentinel on port %d exited at start; log:\n%s", p.port, log)
-		default:
-		}
-		if probe.Ping(200*time.Millisecond) == nil {
-			return p.checkID(ctx)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("rig: redis-sentinel on port %d not answering: %w; log:\n%s", p.port, ctx.Err(), p.logTail(20))
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
+	return p.d.waitPing(ctx, p.addr(), p.checkID)
 }
 
 // checkID makes sure the process answering on p's port is p (it reports
@@ -489,19 +451,6 @@ func (p *sentinelProc) masterAddr(ctx context.Context) (string, error) {
 	return net.JoinHostPort(hp[0], hp[1]), nil
 }
 
-func (p *sentinelProc) kill() {
-	if p.cmd == nil {
-		return
-	}
-	_ = proc.Signal(p.cmd, syscall.SIGCONT)
-	_ = proc.Signal(p.cmd, syscall.SIGKILL)
-	<-p.exited
-}
+func (p *sentinelProc) kill() { _ = p.d.kill() }
 
-func (p *sentinelProc) logTail(lines int) string {
-	b, err := os.ReadFile(p.logPath())
-	if err != nil {
-		return ""
-	}
-	return tail(b, lines)
-}
+func (p *sentinelProc) logTail(lines int) string { return p.d.logTail(lines) }

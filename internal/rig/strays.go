@@ -15,7 +15,11 @@ import (
 // "cluster_name=locklab-rig" in its arguments and every process it starts
 // has "postgres: locklab-rig: ..." as its title. make strays reports those
 // of them that outlived their parent.
-func SystemStrays() ([]int, error) {
+func SystemStrays() ([]int, error) { return processes(isSystemServer) }
+
+// processes returns the pids of the running processes whose command line
+// (/proc/<pid>/cmdline) match accepts.
+func processes(match func(cmdline []byte) bool) ([]int, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, err
@@ -30,7 +34,7 @@ func SystemStrays() ([]int, error) {
 		if err != nil {
 			continue
 		}
-		if isSystemServer(b) {
+		if match(b) {
 			pids = append(pids, pid)
 		}
 	}

@@ -48,8 +48,11 @@ const (
 	zkLogJar = "/usr/share/java/slf4j-simple.jar"
 )
 
-// zooKeeperCommand returns the java binary and the classpath of the server.
-func zooKeeperCommand() (java, classpath string, err error) {
+// ZooKeeperCommand returns the java binary and the classpath of the server
+// the rig runs: LOCKLAB_JAVA or java on PATH, and LOCKLAB_ZOOKEEPER_CLASSPATH
+// or Debian's jars (with slf4j's simple logger when it is there). Its error
+// carries [ZooKeeperInstallHint].
+func ZooKeeperCommand() (java, classpath string, err error) {
 	java = os.Getenv("LOCKLAB_JAVA")
 	if java == "" {
 		if java, err = exec.LookPath("java"); err != nil {
@@ -82,9 +85,7 @@ func zooKeeperCommand() (java, classpath string, err error) {
 type ZooKeeper struct {
 	dir     string
 	servers []*ZKServer
-
-	mu     sync.Mutex // protects closed
-	closed bool
+	closer
 }
 
 // ZKServer is one ZooKeeper server.
@@ -127,7 +128,7 @@ func NewZooKeeper(ctx context.Context, n int, opts ...ZooKeeperOption) (*ZooKeep
 	if n < 1 || n > zkMaxServers {
 		return nil, fmt.Errorf("rig: ZooKeeper ensemble of %d servers; want 1 to %d", n, zkMaxServers)
 	}
-	java, cp, err := zooKeeperCommand()
+	java, cp, err := ZooKeeperCommand()
 	if err != nil {
 		return nil, err
 	}
@@ -242,15 +243,16 @@ func StartZooKeeper(tb testing.TB, n int, opts ...ZooKeeperOption) *ZooKeeper {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() {
-		if tb.Failed() {
-			for _, s := range z.servers {
-				tb.Logf("ZooKeeper server %d (%s) log, last lines:\n%s", s.id, s.Addr(), s.LogTail(20))
-			}
-		}
-		_ = z.Close()
-	})
+	closeAtEnd(tb, z)
 	return z
+}
+
+func (z *ZooKeeper) logTails(lines int) string {
+	var b strings.Builder
+	for _, s := range z.servers {
+		fmt.Fprintf(&b, "ZooKeeper server %d (%s) log, last lines:\n%s\n", s.id, s.Addr(), s.LogTail(lines))
+	}
+	return b.String()
 }
 
 // Servers returns the servers in the order of their ids (1, 2, ...).
@@ -306,19 +308,11 @@ func (z *ZooKeeper) Version(ctx context.Context) (string, error) {
 // Close kills every server, waits for them and removes the directory. It
 // is safe to call more than once.
 func (z *ZooKeeper) Close() error {
-	z.mu.Lock()
-	if z.closed {
-		z.mu.Unlock()
-		return nil
-	}
-	z.closed = true
-	z.mu.Unlock()
-	var wg sync.WaitGroup
+	var kills []func() error
 	for _, s := range z.servers {
-		wg.Go(func() { _ = s.d.kill() })
+		kills = append(kills, s.d.kill)
 	}
-	wg.Wait()
-	return os.RemoveAll(z.dir)
+	return z.close(z.dir, kills...)
 }
 
 // ID returns the server's id in the ensemble (its myid), from 1.

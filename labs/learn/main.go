@@ -36,7 +36,7 @@ func main() {
 			os.Exit(1)
 		}
 	case args[0] == "doctor" && len(args) == 1:
-		if !doctor(root, os.Stdout) {
+		if !doctor(root, os.Stdout, checks) {
 			os.Exit(1)
 		}
 	default:

@@ -1,0 +1,74 @@
+package locktest
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/internal/faultproxy"
+	"github.com/locklab/locklab/internal/rig"
+)
+
+// The helpers below are for the Redis locks' tests.
+
+// ScriptsLoad loads each of a Redis lock's scripts into the server behind
+// c and checks that the server computes the SHA1 that EVALSHA will send,
+// and then knows the script by it.
+func ScriptsLoad(t *testing.T, c redis.Scripter, scripts map[string]*redis.Script) {
+	ctx := context.Background()
+	for name, s := range scripts {
+		sha, err := s.Load(ctx, c).Result()
+		if err != nil {
+			t.Errorf("SCRIPT LOAD %s: %v", name, err)
+			continue
+		}
+		if sha != s.Hash() {
+			t.Errorf("SCRIPT LOAD %s = %s; want %s", name, sha, s.Hash())
+		}
+		if ok := c.ScriptExists(ctx, sha).Val(); len(ok) != 1 || !ok[0] {
+			t.Errorf("SCRIPT EXISTS %s = %v; want [true]", name, ok)
+		}
+	}
+}
+
+// ThroughProxy returns a fault proxy in front of the server at addr and a
+// go-redis client through it on go-redis's default options, which send a
+// command again when its reply is lost; both end with the test.
+func ThroughProxy(t *testing.T, addr string) (*faultproxy.Proxy, *redis.Client) {
+	t.Helper()
+	p := faultproxy.Start(t, addr)
+	c := redis.NewClient(rig.UserOptions(p.Addr()))
+	t.Cleanup(func() { _ = c.Close() })
+	return p, c
+}
+
+var keySeq atomic.Int64
+
+// Key returns a Redis key no other test of the process uses,
+// "<prefix>:<test name>:<n>", and deletes it from c when the test ends.
+func Key(t *testing.T, c redis.Cmdable, prefix string) string {
+	t.Helper()
+	key := fmt.Sprintf("%s:%s:%d", prefix, t.Name(), keySeq.Add(1))
+	t.Cleanup(func() { c.Del(context.Background(), key) })
+	return key
+}
+
+// WaitGone waits until key no longer exists on c, failing t after d.
+func WaitGone(t *testing.T, c redis.Cmdable, key string, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		n, err := c.Exists(context.Background(), key).Result()
+		if err == nil && n == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("key %q still there after %v (EXISTS = %d, %v)", key, d, n, err)
+		}
+		time.Sleep(2 * time.Millisecond) // poll interval, not a wait for an event
+	}
+}
