@@ -188,18 +188,32 @@ canonical() {
 build_dev_base() {
 	need_linux "docker/build.sh dev-base"
 	command -v dpkg-query >/dev/null 2>&1 || die "dev-base is made of this machine's Debian packages (dpkg); elsewhere use docker/build.sh dev (the official Go image)"
-	command -v go >/dev/null 2>&1 || die "dev-base copies this machine's Go, and go is not on PATH"
+	# Go where the Makefile and .ci/run look: GO, go on PATH, /usr/local/go.
+	local go=${GO:-go}
+	command -v "$go" >/dev/null 2>&1 || { [ -x /usr/local/go/bin/go ] && go=/usr/local/go/bin/go; } ||
+		die "the offline dev image copies this machine's Go, and go is not on PATH (nor in /usr/local/go/bin): install Go 1.26 (https://go.dev/dl/), or build the image from the official Go image where a registry is reachable (make dev-image)"
 	need_docker
 	local goroot
-	goroot=$(go env GOROOT)
+	goroot=$("$go" env GOROOT)
 	local work
 	work=$(mktemp -d)
 	trap 'rm -rf "$work"; trap - RETURN' RETURN
 
-	echo "dev-base: packages ${DEV_PACKAGES[*]} and their dependencies, Go $(go env GOVERSION) from $goroot"
+	echo "dev-base: packages ${DEV_PACKAGES[*]} and their dependencies, Go $("$go" env GOVERSION) from $goroot"
 	local missing
 	missing=$(closure "${DEV_PACKAGES[@]}" 2>&1 >"$work/packages") ||
 		die "package $missing is not installed: apt-get install -y $missing (make deps installs what the labs need)"
+	# What the base is made of: the packages at their versions, Go, and
+	# this script. An image made of the same is kept, not imported again
+	# (LOCKLAB_REBUILD=1 imports it all the same).
+	local inputs
+	# shellcheck disable=SC2046
+	inputs=$({ dpkg-query -W -f='${Package}=${Version}\n' $(cat "$work/packages"); "$go" env GOVERSION GOROOT; cat docker/build.sh; } | sha256sum | cut -c1-16)
+	if [ -z "${LOCKLAB_REBUILD:-}" ] &&
+		[ "$(docker image inspect -f '{{index .Config.Labels "org.locklab.inputs"}}' "$DEV_BASE_IMAGE" 2>/dev/null)" = "$inputs" ]; then
+		echo "dev-base: $DEV_BASE_IMAGE is made of these packages, this Go and this script already (inputs $inputs): kept; LOCKLAB_REBUILD=1 imports it again"
+		return
+	fi
 	# Files of those packages, but no docs, manuals or translations, and
 	# only paths that exist (conffiles may have been removed).
 	# shellcheck disable=SC2046
@@ -250,7 +264,8 @@ build_dev_base() {
 			--change 'ENV GOPATH=/root/go' \
 			--change 'WORKDIR /src' \
 			--change 'CMD ["bash"]' \
-			--message "locklab dev base: $(go env GOVERSION) and $(wc -l <"$work/packages") Debian packages from $(hostname)" \
+			--change "LABEL org.locklab.inputs=$inputs" \
+			--message "locklab dev base: $("$go" env GOVERSION) and $(wc -l <"$work/packages") Debian packages from $(hostname)" \
 			- "$DEV_BASE_IMAGE" >/dev/null
 	drop_old "$DEV_BASE_IMAGE" "$OLD_DEV_BASE"
 	docker run --rm -i "$DEV_BASE_IMAGE" sh -s -- -q <docker/dev-check.sh ||
@@ -259,23 +274,25 @@ build_dev_base() {
 }
 
 # The dev image's base where a registry is reachable (dev.Dockerfile's
-# default BASE).
-DEV_REGISTRY_BASE=golang:1.26-bookworm
+# default BASE); DEV_REGISTRY_BASE names another, such as a mirror's copy.
+DEV_REGISTRY_BASE=${DEV_REGISTRY_BASE:-golang:1.26-bookworm}
 
 build_dev() {
 	need_docker
-	local base=()
+	local base=$DEV_REGISTRY_BASE
 	if [ "${1:-}" = --offline ]; then
 		build_dev_base
-		base=(--build-arg "BASE=$DEV_BASE_IMAGE")
-	elif ! docker image inspect "$DEV_REGISTRY_BASE" >/dev/null 2>&1 && ! docker pull -q "$DEV_REGISTRY_BASE" >/dev/null 2>&1; then
-		die "$DEV_REGISTRY_BASE cannot be pulled (no registry?): build the dev image from this machine's Go and Debian packages instead: make dev-image OFFLINE=1 (docker/build.sh dev --offline)"
+		base=$DEV_BASE_IMAGE
+	elif ! docker image inspect "$base" >/dev/null 2>&1 && ! docker pull -q "$base" >/dev/null 2>&1; then
+		die "$base cannot be pulled (no registry?): where Go and the Debian packages the labs need are installed (make deps), build the dev image from them instead: make dev-image OFFLINE=1 (docker/build.sh dev --offline)"
 	fi
 	local old
 	old=$(image_id "$DEV_IMAGE")
-	docker_build -t "$DEV_IMAGE" -f docker/dev.Dockerfile "${base[@]}" docker/
+	docker_build -t "$DEV_IMAGE" -f docker/dev.Dockerfile --build-arg "BASE=$base" docker/
 	drop_old "$DEV_IMAGE" "$old"
-	drop_old "$DEV_BASE_IMAGE" "${OLD_DEV_BASE:-}"
+	# Earlier bases, untagged by a new import, once no image is built on
+	# them any more.
+	docker image prune -f --filter label=org.locklab.inputs >/dev/null 2>&1 || true
 	echo "built $DEV_IMAGE; run it: make dev (a shell), make dev CMD='go test ./labs/...'"
 }
 

@@ -51,10 +51,14 @@ DEV_LABS=${LOCKLAB_CI_DEV_LABS-00 07 08 13 14}
 tmp=$(mktemp -d)
 costs=()
 
+# The stacks this run brought up, for cleanup to bring down: no other's.
+up_stacks=()
+
 cleanup() {
-	local rc=$?
-	docker/compose.sh down redlock >/dev/null 2>&1 || true
-	docker/compose.sh down sentinel >/dev/null 2>&1 || true
+	local rc=$? s
+	for s in "${up_stacks[@]}"; do
+		docker/compose.sh down "$s" >/dev/null 2>&1 || true
+	done
 	rm -rf "$tmp"
 	exit $rc
 }
@@ -83,6 +87,21 @@ lab_dirs() {
 	done
 }
 
+# The labs of each sample, checked before anything starts: a misspelt
+# number must not widen a run to every lab, nor an empty list to none.
+labs_of() {
+	local name=$1
+	shift
+	[ $# -gt 0 ] || { echo "docker/ci.sh: $name is empty: name labs (\"00 01\") or all" >&2; exit 2; }
+	lab_dirs "$@" || exit 2
+}
+# shellcheck disable=SC2086
+REDLOCK_DIRS=$(labs_of LOCKLAB_CI_REDLOCK_LABS $REDLOCK_LABS)
+# shellcheck disable=SC2086
+SENTINEL_DIRS=$(labs_of LOCKLAB_CI_SENTINEL_LABS $SENTINEL_LABS)
+# shellcheck disable=SC2086
+DEV_DIRS=$(labs_of LOCKLAB_CI_DEV_LABS $DEV_LABS)
+
 bench_smoke() {
 	$GO run ./bench -addrs "$REDLOCK_ADDRS" -scenarios uncontended,contended -impls correct,redlock-5,redsync-1,redsync-5 \
 		-clients 8 -hold 1ms -duration 300ms -rounds 1 -plots=false -out "$tmp/bench" >"$tmp/bench.log" 2>&1 ||
@@ -95,18 +114,20 @@ bench_smoke() {
 }
 
 redlock_stack() {
+	up_stacks+=(redlock)
 	make --no-print-directory up STACK=redlock
-	# shellcheck disable=SC2046,SC2086
-	GOTESTFLAGS=-race docker/labs-on-servers.sh "$REDLOCK_ADDRS" $(lab_dirs $REDLOCK_LABS)
+	# shellcheck disable=SC2086
+	GOTESTFLAGS=-race docker/labs-on-servers.sh "$REDLOCK_ADDRS" $REDLOCK_DIRS
 	bench_smoke
 	$GO test -tags compose -count=1 -run 'Redlock' ./internal/composetest/
 	make --no-print-directory down STACK=redlock
 }
 
 sentinel_stack() {
+	up_stacks+=(sentinel)
 	make --no-print-directory up STACK=sentinel
-	# shellcheck disable=SC2046,SC2086
-	GOTESTFLAGS=-race docker/labs-on-servers.sh 127.0.0.1:7201 $(lab_dirs $SENTINEL_LABS)
+	# shellcheck disable=SC2086
+	GOTESTFLAGS=-race docker/labs-on-servers.sh 127.0.0.1:7201 $SENTINEL_DIRS
 	$GO test -tags compose -count=1 -v -run 'Sentinel' ./internal/composetest/ | grep -E '^(---|ok|FAIL|PASS)|stack_test'
 	make --no-print-directory down STACK=sentinel
 }
@@ -115,7 +136,7 @@ dev_container() {
 	docker/build.sh dev --offline
 	local pkgs=() d
 	# shellcheck disable=SC2086
-	for d in $(lab_dirs $DEV_LABS); do pkgs+=("./$d/"); done
+	for d in $DEV_DIRS; do pkgs+=("./$d/"); done
 	# Offline (GOPROXY=off), on this machine's module and build caches and
 	# with the checkout at its own path, so that what make test compiled
 	# (with -race, as here) is reused.

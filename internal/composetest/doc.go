@@ -9,6 +9,10 @@
 // addresses compose/README.md tells users to pass (LOCKLAB_REDIS_ADDRS,
 // bench -addrs) are the Compose ports, in the format the rig reads, and
 // that .devcontainer/devcontainer.json is the container make dev runs.
+// They also run docker/'s scripts with no docker command and with an
+// engine that does not answer, and, where an engine answers, with images
+// it lacks and cannot pull: each must fail at once, naming the fix
+// (scripts_test.go).
 //
 // With the tag "compose" and the stacks up (make up), they test the stacks
 // for real: Redlock over the five nodes, and a Sentinel failover (see
