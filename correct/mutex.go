@@ -180,10 +180,17 @@ func (m *Mutex) ready(ctx context.Context) error {
 // else's token when the lock is taken. Without GET a refusal does not say
 // whose token it met, so acquire asks (ttl.lua, which only reads).
 func (m *Mutex) acquire(ctx context.Context, get bool) (bool, error) {
+	return m.acquireAs(ctx, token.New(), get, !get)
+}
+
+// acquireAs is acquire with tok, and with the refusal's check (ttl.lua)
+// only when check is set: a caller that leaves it out must find out
+// another way whether a refusal met tok itself (the queue's join does:
+// enqueue.lua answers 2 when the key holds the joining token).
+func (m *Mutex) acquireAs(ctx context.Context, tok string, get, check bool) (bool, error) {
 	if err := retry.CtxErr(ctx); err != nil {
 		return false, errors.Join(ErrNotObtained, err)
 	}
-	tok := token.New()
 	start := time.Now() // before the SET is sent; see Until
 	old, err := m.client.SetArgs(ctx, m.key, tok, redis.SetArgs{Mode: "NX", TTL: m.o.ttl, Get: get}).Result()
 	ours := false
@@ -192,7 +199,7 @@ func (m *Mutex) acquire(ctx context.Context, get bool) (bool, error) {
 		ours = true // set now, or by the first run of this SET
 	case get && err == nil:
 		// The key holds another token: someone holds the lock.
-	case !get && errors.Is(err, redis.Nil):
+	case check && errors.Is(err, redis.Nil):
 		// Refused, perhaps by our own first run of this SET.
 		var ms int64
 		ms, err = ttlScript.Run(ctx, m.client, []string{m.key}, tok).Int64()

@@ -78,8 +78,12 @@ const queueTTLFactor = 2
 type queue struct{ n *Notifier }
 
 func (q queue) wait(ctx context.Context, m *Mutex) error {
+	// The first try's SET and the join share a token, so a SET that landed
+	// but was refused when sent again (its reply lost) is found by the
+	// join, which answers that the key holds it: no round trip to check.
+	before, tok := time.Now(), q.n.newToken(m.o.ttl) // before precedes the SET
 	if !m.contended.Load() {
-		ok, err := m.acquire(ctx, false)
+		ok, err := m.acquireAs(ctx, tok, false, false)
 		if err != nil || ok {
 			return err
 		}
@@ -87,18 +91,20 @@ func (q queue) wait(ctx context.Context, m *Mutex) error {
 		m.at(ctx, HookRefused)
 	}
 	for {
-		got, err := q.waitAs(ctx, m, q.n.newToken(m.o.ttl))
+		got, err := q.waitAs(ctx, m, tok, before)
 		if err != nil || got {
 			return err
 		}
 		// Passed by as dead: queue again under a new token.
+		before, tok = time.Now(), q.n.newToken(m.o.ttl)
 	}
 }
 
 // waitAs waits in the queue under tok until the lock is handed to tok or
 // taken by it (true), the waiter was passed by and must queue again under
-// a new token (false, nil), or it gives up (an error).
-func (q queue) waitAs(ctx context.Context, m *Mutex, tok string) (bool, error) {
+// a new token (false, nil), or it gives up (an error). before is a moment
+// known to precede anything that put tok in the key.
+func (q queue) waitAs(ctx context.Context, m *Mutex, tok string, before time.Time) (bool, error) {
 	n := q.n
 	w, err := n.register(tok)
 	if err != nil {
@@ -110,7 +116,7 @@ func (q queue) waitAs(ctx context.Context, m *Mutex, tok string) (bool, error) {
 			n.unregister(tok)
 		}
 	}()
-	before := time.Now() // precedes any hand-off to tok
+	// before precedes any hand-off to tok, and any SET of tok.
 	code, err := m.queueScript(ctx, enqueueScript, tok)
 
 	if err != nil {
