@@ -108,15 +108,16 @@ func New(client Client, key string, opts ...Option) *Mutex {
 // Each try writes a fresh 128-bit token with SET key token NX PX ttl. A
 // try must be safe to send twice: when the reply is lost and go-redis
 // sends the SET again, the second one is refused by our own token. So a
-// refused try asks once whether the key holds its token, and the tries
-// after it in the same Lock send SET ... GET, which answers that in the
-// same step; Lock knows the lock is ours instead of waiting a whole TTL
-// for itself. (The first try leaves out GET because a lock that is free
-// is the common case: GET's nil reply is an error in go-redis, which costs
-// a free lock 21 allocations more per Lock and Unlock.) When Lock fails, it leaves no key of its own
-// behind: if a SET got no reply at all, it deletes the key in case the SET
-// landed (only if Redis is unreachable for that too may the key stay,
-// until its TTL; the error then says so).
+// refused try asks once whether the key holds its token (with a Notifier
+// the queue's join asks, in the same step), and the tries after it in the
+// same Lock send SET ... GET, which answers that itself: Lock knows the
+// lock is ours instead of waiting a whole TTL for itself. (The first try
+// leaves out GET because a free lock is the common case, and go-redis
+// takes GET's nil reply for an error: 21 allocations more per Lock and
+// Unlock.) When Lock fails, it leaves no key of its own behind: if a SET
+// got no reply at all, it deletes the key in case the SET landed (only if
+// Redis is unreachable for that too may the key stay, until its TTL; the
+// error then says so).
 //
 // Lock is not reentrant. Locking a Mutex that already holds the lock does
 // not touch the held lock; it waits like any other client, until the lock
