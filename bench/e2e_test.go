@@ -114,9 +114,11 @@ func TestOpenLoop(t *testing.T) {
 			t.Errorf("rate %s hold %s: mode %v saturated %v; want open, %v", tt.rate, tt.hold, rows[0]["mode"], rows[0]["saturated"], tt.saturated)
 		}
 		// Saturated, about half the arrivals were still unserved at the end:
-		// they are waits cut off by it. Otherwise at most one was in flight.
-		if cut := rows[0]["cut_off"].(float64); tt.saturated && cut < 50 || !tt.saturated && cut > 1 {
-			t.Errorf("rate %s hold %s: %v waits cut off; want %s", tt.rate, tt.hold, cut, map[bool]string{true: ">= 50", false: "<= 1"}[tt.saturated])
+		// they are waits cut off by it. Otherwise one is in flight, or a
+		// few more when a loaded machine stalls the client past an arrival
+		// or two (20ms apart) as the run ends: 2 were seen at load 12.
+		if cut := rows[0]["cut_off"].(float64); tt.saturated && cut < 50 || !tt.saturated && cut > 3 {
+			t.Errorf("rate %s hold %s: %v waits cut off; want %s", tt.rate, tt.hold, cut, map[bool]string{true: ">= 50", false: "<= 3"}[tt.saturated])
 		}
 	}
 }
