@@ -16,8 +16,10 @@
 //
 // # The protocol
 //
-// A holder's liveness is a lease, kept alive by a concurrency.Session
-// (KeepAlive every TTL/3). To lock key k, the Mutex writes its own claim,
+// A holder's liveness is a lease, kept alive with clientv3's KeepAlive
+// (every TTL/3); not by a concurrency.Session, which ends when the first
+// keep-alive goes unanswered for DialTimeout+1s, however long the lease
+// (see keep.go). To lock key k, the Mutex writes its own claim,
 // k/<lease in hex>-<random token>, attached to the lease, in a transaction
 // that also reads the oldest claim under k/ (the first by create revision):
 //
@@ -61,8 +63,7 @@
 // Mutexes, as a process would (one lease for all its locks): two writes
 // per Lock and Unlock, and the session's end ends every lock on it.
 // [Mutex.Done] is closed when the hold's lease is no longer being kept
-// alive: it expired, it was revoked, or the client lost etcd for a TTL
-// (clientv3 closes the keep-alive once a TTL has passed without an
-// answer). A paused holder learns this only when it runs again, which is
+// alive: it expired, it was revoked, or no keep-alive was answered for a
+// TTL. A paused holder learns this only when it runs again, which is
 // why Done is a hint to stop work, and the fencing token is the guarantee.
 package etcdlock

@@ -40,12 +40,13 @@ type Mutex struct {
 }
 
 // hold is one acquisition: its claim key, the claim's create revision (the
-// fencing token) and the session its lease belongs to.
+// fencing token) and the lease it lives on.
 type hold struct {
-	session *concurrency.Session
-	own     bool   // the session was made for this hold: Unlock revokes it
-	claim   string // key/<lease hex>-<token>
-	rev     int64  // the claim's create revision; 0 until known
+	lease clientv3.LeaseID
+	done  <-chan struct{} // closed when the lease is no longer kept alive
+	own   *keeper         // the hold's own lease: Unlock revokes it; nil with WithSession
+	claim string          // key/<lease hex>-<token>
+	rev   int64           // the claim's create revision; 0 until known
 }
 
 // New returns a Mutex for the lock named key, using client to reach etcd.
@@ -118,11 +119,10 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 	if err := retry.CtxErr(ctx); err != nil {
 		return false, errors.Join(ErrNotObtained, err)
 	}
-	s, own, err := m.session(ctx)
+	h, err := m.newHold(ctx)
 	if err != nil {
 		return false, err
 	}
-	h := &hold{session: s, own: own, claim: fmt.Sprintf("%s%x-%s", m.prefix, s.Lease(), token.New())}
 
 	// One transaction writes the claim and reads the oldest one. The
 	// claim's name is fixed before it is sent, so the transaction sent
@@ -131,12 +131,12 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 	oldest := clientv3.OpGet(m.prefix, clientv3.WithFirstCreate()...)
 	resp, err := m.client.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(h.claim), "=", 0)).
-		Then(clientv3.OpPut(h.claim, "", clientv3.WithLease(s.Lease())), oldest).
+		Then(clientv3.OpPut(h.claim, "", clientv3.WithLease(h.lease)), oldest).
 		Else(clientv3.OpGet(h.claim), oldest).
 		Commit()
 	if err != nil {
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			err = fmt.Errorf("%w: lease %x of the session not found", ErrSessionLost, s.Lease())
+			err = fmt.Errorf("%w: lease %x of the session not found", ErrSessionLost, h.lease)
 		}
 		return false, m.abandon(ctx, h, fmt.Errorf("etcdlock: claim %q: %w", m.key, err))
 	}
@@ -162,33 +162,40 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 	return true, nil
 }
 
-// session returns the session for a new claim: the shared one, or a new
-// one whose lease Lock grants with its own ctx (so an unreachable etcd
-// cannot hold Lock past its deadline).
-func (m *Mutex) session(ctx context.Context) (*concurrency.Session, bool, error) {
+// newHold returns a hold on a new claim's lease: the shared session's, or
+// a new one that Lock grants with its own ctx (so an unreachable etcd
+// cannot hold Lock past its deadline) and a keeper keeps alive.
+func (m *Mutex) newHold(ctx context.Context) (*hold, error) {
 	if m.shared != nil {
 		select {
 		case <-m.shared.Done():
-			return nil, false, fmt.Errorf("etcdlock: lock %q: %w: the session given with WithSession has ended", m.key, ErrSessionLost)
+			return nil, fmt.Errorf("etcdlock: lock %q: %w: the session given with WithSession has ended", m.key, ErrSessionLost)
 		default:
-			return m.shared, false, nil
 		}
+		return m.claimOn(m.shared.Lease(), m.shared.Done(), nil), nil
 	}
+	granted := time.Now()
 	lease, err := m.client.Grant(ctx, m.ttl)
 	if err != nil {
 		if cerr := retry.CtxErr(ctx); cerr != nil {
-			return nil, false, errors.Join(ErrNotObtained, cerr)
+			return nil, errors.Join(ErrNotObtained, cerr)
 		}
-		return nil, false, fmt.Errorf("etcdlock: grant a lease for %q: %w", m.key, err)
+		return nil, fmt.Errorf("etcdlock: grant a lease for %q: %w", m.key, err)
 	}
-	s, err := concurrency.NewSession(m.client, concurrency.WithLease(lease.ID), concurrency.WithTTL(int(m.ttl)))
+	k, err := keep(m.client, lease.ID, time.Duration(m.ttl)*time.Second, granted)
 	if err != nil {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), retry.ReleaseTimeout)
 		defer cancel()
 		_, rerr := m.client.Revoke(rctx, lease.ID)
-		return nil, false, errors.Join(fmt.Errorf("etcdlock: keep lease %x alive for %q: %w", lease.ID, m.key, err), rerr)
+		return nil, errors.Join(fmt.Errorf("etcdlock: keep lease %x alive for %q: %w", lease.ID, m.key, err), rerr)
 	}
-	return s, true, nil
+	return m.claimOn(lease.ID, k.done, k), nil
+}
+
+// claimOn returns a hold whose claim, unique to this acquisition, lives on
+// lease.
+func (m *Mutex) claimOn(lease clientv3.LeaseID, done <-chan struct{}, own *keeper) *hold {
+	return &hold{lease: lease, done: done, own: own, claim: fmt.Sprintf("%s%x-%s", m.prefix, lease, token.New())}
 }
 
 // abandon withdraws h's claim after a failure and returns the error Lock
@@ -196,7 +203,7 @@ func (m *Mutex) session(ctx context.Context) (*concurrency.Session, bool, error)
 // otherwise, and the withdrawal's own error if it failed too.
 func (m *Mutex) abandon(ctx context.Context, h *hold, err error) error {
 	werr := m.withdraw(ctx, h)
-	if werr != nil && !h.own {
+	if werr != nil && h.own == nil {
 		m.sweep(h)
 	}
 	if cerr := retry.CtxErr(ctx); cerr != nil {
@@ -225,7 +232,7 @@ func (m *Mutex) sweep(h *hold) {
 		defer t.Stop()
 		for {
 			select {
-			case <-h.session.Done():
+			case <-h.done:
 				return
 			case <-t.C:
 			}
@@ -242,14 +249,14 @@ func (m *Mutex) sweep(h *hold) {
 func (m *Mutex) release(ctx context.Context, h *hold) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), retry.ReleaseTimeout)
 	defer cancel()
-	if h.own {
-		h.session.Orphan() // no more keep-alives, whatever the revoke says
-		_, err := m.client.Revoke(ctx, h.session.Lease())
+	if h.own != nil {
+		h.own.stop() // no more keep-alives, whatever the revoke says
+		_, err := m.client.Revoke(ctx, h.lease)
 		switch {
 		case errors.Is(err, rpctypes.ErrLeaseNotFound):
 			return false, nil
 		case err != nil:
-			return false, fmt.Errorf("etcdlock: revoke lease %x of %q (its claim ends with the lease, at most %ds from now): %w", h.session.Lease(), m.key, m.ttl, err)
+			return false, fmt.Errorf("etcdlock: revoke lease %x of %q (its claim ends with the lease, at most %ds from now): %w", h.lease, m.key, m.ttl, err)
 		}
 		return true, nil
 	}
@@ -333,7 +340,7 @@ func (m *Mutex) IsOwner() clientv3.Cmp {
 // lock, Done returns a closed channel.
 func (m *Mutex) Done() <-chan struct{} {
 	if h := m.cur.Get(); h != nil {
-		return h.session.Done()
+		return h.done
 	}
 	return closed
 }

@@ -248,3 +248,85 @@ func TestLeaderFailoverKeepsLock(t *testing.T) {
 		}
 	})
 }
+
+// TestFirstKeepAliveUnansweredKeepsLock: the member freezes right after
+// Lock, before it answers the new lease's first keep-alive, for twice the
+// time clientv3 waits for that answer (DialTimeout+1s, 3s with the tests'
+// client). The lease lives 30s, so the holder must still hold the lock
+// after the thaw: Done stays open, the lease is renewed, and nobody else
+// gets the lock. (On a concurrency.Session, clientv3 gave up the keep-alive
+// at 3s and Done closed, while etcd still kept the lease.)
+func TestFirstKeepAliveUnansweredKeepsLock(t *testing.T) {
+	t.Parallel() // no leakcheck.Guard: other tests run meanwhile; TestMain checks for leaks
+	ctx := context.Background()
+	e := rig.StartEtcd(t, 1)
+	c := client(t, e.Endpoints()...)
+	key := lockKey(t)
+	const (
+		ttl    = 30 * time.Second
+		frozen = 6 * time.Second // twice clientv3's first-answer deadline
+	)
+	a := etcdlock.New(c, key, etcdlock.WithTTL(ttl))
+	// A first hold starts the client's keep-alive stream, so the next
+	// lease's first keep-alive waits for the stream's next tick (up to
+	// 500ms): it leaves after the freeze.
+	if err := a.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m := e.Members()[0]
+	if err := m.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-a.Done():
+		_ = m.Resume()
+		t.Fatal("a's Done closed while the member was frozen, long before the lease's 30s")
+	case <-time.After(frozen):
+	}
+	if err := m.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	// The lease is renewed: its TTL, as etcd reports it, climbs back near
+	// 30s (it was granted before the freeze, so it is under 30s-6s if not).
+	lease := leaseOf(t, c, a.Claim())
+	for {
+		r, err := c.TimeToLive(ctx, lease)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.TTL > int64((ttl-frozen/2)/time.Second) {
+			break
+		}
+		select {
+		case <-a.Done():
+			t.Fatalf("a's Done closed after the thaw; lease TTL %ds", r.TTL)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	b := etcdlock.New(c, key)
+	if ok, err := b.TryLock(ctx); ok || err != nil {
+		t.Errorf("b.TryLock while a holds = %v, %v; want false, nil", ok, err)
+	}
+	if err := a.Unlock(ctx); err != nil {
+		t.Errorf("a.Unlock = %v; want nil", err)
+	}
+}
+
+// leaseOf returns the lease the claim key lives on.
+func leaseOf(t *testing.T, c *clientv3.Client, claim string) clientv3.LeaseID {
+	t.Helper()
+	resp, err := c.Get(context.Background(), claim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Kvs) == 0 {
+		t.Fatalf("claim %q is gone", claim)
+	}
+	return clientv3.LeaseID(resp.Kvs[0].Lease)
+}

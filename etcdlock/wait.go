@@ -23,7 +23,7 @@ func (m *Mutex) waitTurn(ctx context.Context, h *hold) error {
 	defer close(stop)
 	go func() {
 		select {
-		case <-h.session.Done():
+		case <-h.done:
 			cancel()
 		case <-stop:
 		}
@@ -79,7 +79,7 @@ func (m *Mutex) waitDelete(ctx context.Context, key string, rev int64) error {
 // waitErr names why a wait ended: the lease (ErrSessionLost), or err.
 func (m *Mutex) waitErr(h *hold, err error) error {
 	select {
-	case <-h.session.Done():
+	case <-h.done:
 		return fmt.Errorf("etcdlock: lock %q: %w: the lease's keep-alive ended while it waited", m.key, ErrSessionLost)
 	default:
 		return err

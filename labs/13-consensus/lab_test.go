@@ -25,7 +25,10 @@ import (
 	"github.com/locklab/locklab/zklock"
 )
 
-func TestMain(m *testing.M) { labs.Main(m) }
+// Every scenario waits for a lease, a session or an election: all ten run
+// at once, and the lab takes about as long as its slowest scenario (part
+// 3's, which waits out gRPC's 10s keep-alive floor).
+func TestMain(m *testing.M) { labs.Main(m, labs.WaitingLab(10)) }
 
 const (
 	titlePause     = "Lab 13 (etcd, paused holder)"
