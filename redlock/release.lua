@@ -36,7 +36,7 @@
 -- second waiter, nor give the one it handed to another waiter's TTL; and
 -- it answers as the first did, from the receipt the first left (KEYS[3]).
 local cur = redis.call("GET", KEYS[1])
-local code = 1
+local code = "1" -- a string: see correct/release.lua
 if #ARGV > 2 then
 	-- A node holding our token never also queues it (a hand-off pops the
 	-- waiter first), so only a node that does not can have it queued.
@@ -46,11 +46,11 @@ if #ARGV > 2 then
 	for i = 4, #ARGV do
 		redis.call("ZREM", KEYS[2], ARGV[i])
 		if cur == ARGV[i] then
-			code = 3
+			code = "3"
 		end
 	end
 end
-if cur ~= ARGV[1] and code ~= 3 then
+if cur ~= ARGV[1] and code ~= "3" then
 	return tonumber(redis.call("GET", KEYS[3]) or 0)
 end
 while true do
@@ -62,11 +62,11 @@ while true do
 	local id, ttl = string.match(nxt, "^([^.]+)%.(%d+)%.")
 	if id and tonumber(ttl) > 0 and redis.call("PUBLISH", "redlock:w:" .. id, nxt .. "\n" .. KEYS[1]) > 0 then
 		redis.call("SET", KEYS[1], nxt, "PX", ttl)
-		if code ~= 3 then
-			code = 2
+		if code ~= "3" then
+			code = "2"
 		end
 		break
 	end
 end
 redis.call("SET", KEYS[3], code, "PX", ARGV[2])
-return code
+return tonumber(code)
