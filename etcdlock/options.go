@@ -63,7 +63,10 @@ func WithTTL(ttl time.Duration) Option {
 // expired), every lock held on it is lost, and Lock returns an error
 // wrapping [ErrSessionLost]. s must come from the same client as the
 // Mutex. If s is nil, each hold has its own lease ([WithTTL]). The default
-// is nil.
+// is nil. Make s well before it is needed: a Session ends when its first
+// keep-alive goes unanswered for the client's DialTimeout plus 1s (an
+// election just then), however long its TTL; holds with their own lease
+// do not have that limit (keep.go).
 func WithSession(s *concurrency.Session) Option {
 	return func(o *options) { o.session = s }
 }
