@@ -363,7 +363,8 @@ func TestUncontendedCostsOneRoundEach(t *testing.T) {
 			// One SET and one release per node per Lock and Unlock. A node
 			// whose SET was still on its way when Unlock ran is released
 			// when the SET ends, and not at all if that SET was refused (the
-			// next Lock's SET can overtake the release of the one before).
+			// next Lock's SET can overtake the release of the one before:
+			// refused, it is asked again with GET, one SET more).
 			for i, got := range sent {
 				sets, scripts := 0, 0
 				for _, c := range got {
@@ -376,8 +377,8 @@ func TestUncontendedCostsOneRoundEach(t *testing.T) {
 						t.Errorf("node %d got %q; want only SET and EVALSHA", i, c)
 					}
 				}
-				if sets != 3 || scripts > 3 || scripts < 1 {
-					t.Errorf("node %d got %v; want 3 SETs and up to 3 releases", i, got)
+				if sets < 3 || sets > 5 || scripts > 3 || scripts < 1 {
+					t.Errorf("node %d got %v; want 3 SETs (and one more for each SET that overtook a release) and up to 3 releases", i, got)
 				}
 			}
 		})

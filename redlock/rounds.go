@@ -225,18 +225,31 @@ func (a *attempt) giveUp() (now []bool) {
 	return now
 }
 
-// setRound sends SET key tok NX PX ttl GET to every node and, if a majority
+// setRound sends SET key tok NX PX ttl to every node and, if a majority
 // took tok with validity left, records a as held. It releases nothing. It
 // returns once a majority said OK; owns then marks only the nodes that had
-// answered. GET makes the SET safe to send twice: a node whose first reply
-// was lost, and that go-redis asked again, answers with our own token.
+// answered. A node that refuses is asked again with SET ... GET, which
+// makes the SET safe to send twice: a node whose first reply was lost, and
+// that go-redis asked again, answers with our own token. When others are
+// likely to hold the key (the contended hint), the first SET has GET
+// already; otherwise it leaves GET out, since go-redis takes GET's nil
+// reply (the key was free) for an error: about 17 allocations a node.
 func (m *Mutex) setRound(ctx context.Context, a *attempt) (outcome, result, error) {
 	if err := retry.CtxErr(ctx); err != nil {
 		return failed, result{}, errors.Join(ErrNotObtained, err)
 	}
 	ttl := m.opts.ttl
+	get := m.contended.Load()
 	start := time.Now() // monotonic; before the first SET is sent
 	res := m.fanOut(ctx, m.quorum(), func(ctx context.Context, _ int, c Client) (int64, error) {
+		if !get {
+			err := c.SetArgs(ctx, m.key, a.tok, redis.SetArgs{Mode: "NX", TTL: ttl}).Err()
+			if !errors.Is(err, redis.Nil) {
+				return ownIf(err == nil), err // set now, or no answer
+			}
+			// Refused: by another holder, or by our own first run of this
+			// SET; SET ... GET says which.
+		}
 		set := redis.SetArgs{Mode: "NX", TTL: ttl, Get: true}
 		prev, err := c.SetArgs(ctx, m.key, a.tok, set).Result()
 		if err == nil && prev != a.tok && slices.Contains(a.earlier, prev) {
@@ -302,6 +315,9 @@ func (m *Mutex) try(ctx context.Context, tok string, earlier *[]string) (outcome
 		}
 	}
 	m.cleanUp(ctx, a, res)
+	if out == contended {
+		m.contended.Store(true) // the next round's SETs ask with GET at once
+	}
 	if out == contended && m.unreachable(res) {
 		if res.onlyTimeouts() {
 			return contended, m.quorumErr("lock", res)
@@ -391,4 +407,12 @@ func (m *Mutex) extendRound(ctx context.Context, tok string, ttl time.Duration) 
 		return extendScript.Run(ctx, c, []string{m.key}, tok, ms).Int64()
 	}, nil)
 	return res, time.Since(start)
+}
+
+// ownIf is a node's code for a SET: 1 when it took our token.
+func ownIf(ok bool) int64 {
+	if ok {
+		return 1
+	}
+	return 0
 }

@@ -78,6 +78,18 @@ func Check(ctx context.Context, pkg string, client any, evictionCheck bool, prob
 	return err
 }
 
+// Remembered returns the result a Check of client has remembered, and
+// false when a Check would ask the server (no result, or one older than
+// [Interval]). It sends nothing: a lock on several servers reads it first
+// and starts checks only for servers that need one.
+func Remembered(client any, evictionCheck bool) (error, bool) {
+	id, comparable := identity(client)
+	if !comparable {
+		return nil, false
+	}
+	return remembered(id, evictionCheck)
+}
+
 func check(ctx context.Context, pkg string, client any, evictionCheck bool, probe func(context.Context) error) error {
 	if evictionCheck {
 		if in, ok := client.(infoer); ok {
