@@ -263,6 +263,7 @@ func (m *Mutex) lockQueued(ctx context.Context) error {
 	old := "" // the token to retire in the first round in the queues
 	if !m.contended.Load() {
 		a := m.newAttempt(w.token(), false)
+		a.joins = true
 		out, res, err := m.setRound(ctx, a)
 		switch {
 		case out == acquired:
@@ -275,10 +276,8 @@ func (m *Mutex) lockQueued(ctx context.Context) error {
 			m.cleanUp(ctx, a, res)
 			return m.quorumErr("lock", res)
 		}
-		if res.ok > 0 || len(res.failed) > 0 {
-			old = a.tok // some nodes hold it, or may: the first round retires it
-		}
-		a.giveUp() // a SET of it that lands late is released when its reply comes
+		old = a.tok // some nodes may hold it (see attempt.joins): the first round retires it
+		a.giveUp()  // a SET of it that lands late is released when its reply comes
 		m.contended.Store(true)
 		m.hook(ctx, HookRefused)
 	}

@@ -176,6 +176,11 @@ type attempt struct {
 	// TTL. A SET round that finds one of them on a node releases it there
 	// and asks again (see setRound).
 	earlier []string
+	// joins says that a refused SET of this attempt is not asked again with
+	// GET: the queues' first round comes next and retires tok (acquire.lua's
+	// ARGV[4]), which takes a node holding it as free, so a SET of it that
+	// landed and was refused when sent again is found there.
+	joins bool
 }
 
 // The states of one node's call in an attempt.
@@ -198,7 +203,8 @@ func (m *Mutex) newAttempt(tok string, queue bool) *attempt {
 
 // landed is fanOut's done callback: node i's call has ended. If the
 // attempt was given up meanwhile, the node is released here, unless the
-// call was a SET that found someone else's key (it changed nothing).
+// call was a SET that found someone else's key (it changed nothing; a
+// refusal not asked about, refusedUnasked, is released).
 func (a *attempt) landed(i int, code int64, err error) {
 	if a.ended != nil {
 		defer close(a.ended[i])
@@ -246,6 +252,9 @@ func (m *Mutex) setRound(ctx context.Context, a *attempt) (outcome, result, erro
 			err := c.SetArgs(ctx, m.key, a.tok, redis.SetArgs{Mode: "NX", TTL: ttl}).Err()
 			if !errors.Is(err, redis.Nil) {
 				return ownIf(err == nil), err // set now, or no answer
+			}
+			if a.joins {
+				return refusedUnasked, nil
 			}
 			// Refused: by another holder, or by our own first run of this
 			// SET; SET ... GET says which.
@@ -341,7 +350,7 @@ func (m *Mutex) cleanUp(ctx context.Context, a *attempt, res result) {
 	now := a.giveUp()
 	need := false
 	for i, rp := range res.replies {
-		now[i] = now[i] && (rp.err != nil || rp.code > 0)
+		now[i] = now[i] && (rp.err != nil || rp.code != 0)
 		need = need || now[i]
 	}
 	if need {
@@ -408,6 +417,12 @@ func (m *Mutex) extendRound(ctx context.Context, tok string, ttl time.Duration) 
 	}, nil)
 	return res, time.Since(start)
 }
+
+// refusedUnasked is the code of a node that refused a SET of an attempt
+// that joins the queues next, without being asked whose token it holds: it
+// may hold ours (a SET of it that landed, then refused when sent again), so
+// it is released like a node that took it, and not counted as one.
+const refusedUnasked = -1
 
 // ownIf is a node's code for a SET: 1 when it took our token.
 func ownIf(ok bool) int64 {
