@@ -81,6 +81,7 @@ type Notifier struct {
 	mu      sync.Mutex      // protects subs, waiters and closed
 	subs    []*redis.PubSub // subs[i] is nil until node i's goroutine has subscribed
 	waiters map[string]*registration
+	queued  map[string]int // per lock key: this Notifier's waiters in its queues
 	closed  bool
 }
 
@@ -113,6 +114,7 @@ func NewNotifier(ctx context.Context, clients []NotifyClient) (*Notifier, error)
 		done:    make(chan struct{}),
 		subs:    make([]*redis.PubSub, len(clients)),
 		waiters: map[string]*registration{},
+		queued:  map[string]int{},
 	}
 	confirmations := make(chan error, len(clients)) // room for all: no goroutine blocks
 	for i, c := range clients {
@@ -358,6 +360,23 @@ func (n *Notifier) register(id string) (*registration, error) {
 
 // hold marks the waiter as holding the lock; see route.
 func (r *registration) hold() { r.n.mu.Lock(); r.held = true; r.n.mu.Unlock() }
+
+// inQueue reports whether a waiter of this Notifier is in key's queues: a
+// new Lock on key would then be refused, and joins the queues at once.
+func (n *Notifier) inQueue(key string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.queued[key] > 0
+}
+
+// queuing counts a waiter into key's queues (d = 1) or out of them (-1).
+func (n *Notifier) queuing(key string, d int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.queued[key] += d; n.queued[key] <= 0 {
+		delete(n.queued, key)
+	}
+}
 
 func (n *Notifier) unregister(id string) {
 	n.mu.Lock()

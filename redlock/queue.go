@@ -261,7 +261,7 @@ func (m *Mutex) lockQueued(ctx context.Context) error {
 	}()
 
 	old := "" // the token to retire in the first round in the queues
-	if !m.contended.Load() {
+	if !m.contended.Load() && !n.inQueue(m.key) {
 		a := m.newAttempt(w.token(), false)
 		a.joins = true
 		out, res, err := m.setRound(ctx, a)
@@ -281,7 +281,9 @@ func (m *Mutex) lockQueued(ctx context.Context) error {
 		m.contended.Store(true)
 		m.hook(ctx, HookRefused)
 	}
+	n.queuing(m.key, 1)
 	err = w.wait(ctx, old)
+	n.queuing(m.key, -1)
 	held = err == nil
 	return err
 }
