@@ -12,6 +12,9 @@
 --          microseconds since the Unix epoch (the same in every round)
 -- ARGV[3]  the waiter's TTL in milliseconds
 -- ARGV[4]  the waiter's token from its previous round, retired now, or ""
+-- ARGV[5...] tokens of the waiter's earlier rounds that failed on this
+--          node, retired now too: a node held under any of them is taken
+--          as held under ARGV[4]
 --
 -- Returns 1 when the key now holds ARGV[1], set with TTL ARGV[3] by this
 --           script: the node was free, or held under ARGV[4], and no live
@@ -37,10 +40,12 @@ if cur == ARGV[1] then
 	return 2
 end
 local free = not cur
-if ARGV[4] ~= "" then
-	redis.call("ZREM", KEYS[2], ARGV[4])
-	if cur == ARGV[4] then
-		free = true
+for i = 4, #ARGV do
+	if ARGV[i] ~= "" then
+		redis.call("ZREM", KEYS[2], ARGV[i])
+		if cur == ARGV[i] then
+			free = true
+		end
 	end
 end
 redis.call("ZADD", KEYS[2], "NX", ARGV[2], ARGV[1])

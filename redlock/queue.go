@@ -202,9 +202,11 @@ type waiter struct {
 	pause time.Duration // the wait before retrying a round that only timed out
 
 	// retired[i] are tokens retired by rounds that failed on node i: the
-	// node may still hold or queue them. Unlock, or leaving the queues,
-	// cleans them up; at most maxRetired per node are remembered (an older
-	// one left behind holds its node for at most a TTL).
+	// node may still hold or queue them. The next round that reaches node i
+	// retires them there (and comes soon, see unretired); Unlock, or
+	// leaving the queues, cleans up the rest. At most maxRetired per node
+	// are remembered (an older one left behind holds its node for at most
+	// a TTL).
 	retired [][]string
 }
 
@@ -222,6 +224,27 @@ func (w *waiter) heldCount() int {
 }
 
 // partial reports whether the waiter holds some nodes, but not a majority.
+// unretired reports whether a round failed to retire an earlier token on
+// some node: the waiter runs its next round soon, as in a split, since that
+// token may hold the node and only this waiter's rounds can free it.
+func (w *waiter) unretired() bool {
+	for _, r := range w.retired {
+		if len(r) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// toAny returns ss as script arguments.
+func toAny(ss []string) []any {
+	a := make([]any, len(ss))
+	for i, s := range ss {
+		a[i] = s
+	}
+	return a
+}
+
 func (w *waiter) partial() bool {
 	n := w.heldCount()
 	return n > 0 && n < w.m.quorum()
@@ -352,7 +375,7 @@ func (w *waiter) wait(ctx context.Context, old string) error {
 
 // nextCheck returns when the waiter should next run a round itself.
 func (w *waiter) nextCheck() time.Duration {
-	if w.partial() {
+	if w.partial() || w.unretired() {
 		d := w.split
 		w.split = min(2*w.split, max(w.m.opts.nodeTimeout, firstSplitCheck))
 		return d
@@ -407,9 +430,15 @@ func (w *waiter) roundOnce(ctx context.Context, old string) (err error, again bo
 	w.cur = m.newAttempt(tok, true)
 	w.reg.setGen(w.gen, w.cur)
 	start := time.Now() // before any node can set tok
-	args := []any{tok, w.score, w.ttl, old}
-	res := m.fanOut(ctx, 0, func(ctx context.Context, _ int, c Client) (int64, error) {
-		return acquireScript.Run(ctx, c, m.keys, args...).Int64()
+	// Each node also retires the tokens that earlier rounds failed to
+	// retire there: one may hold the node (a SET or a round that landed
+	// there after all), and nobody else can tell it is stale.
+	args := make([][]any, len(m.clients))
+	for i := range args {
+		args[i] = append([]any{tok, w.score, w.ttl, old}, toAny(w.retired[i])...)
+	}
+	res := m.fanOut(ctx, 0, func(ctx context.Context, i int, c Client) (int64, error) {
+		return acquireScript.Run(ctx, c, m.keys, args[i]...).Int64()
 	}, w.cur.landed)
 	w.since = start
 	w.ahead = -1
@@ -418,7 +447,10 @@ func (w *waiter) roundOnce(ctx context.Context, old string) (err error, again bo
 		if rp.err == nil && !rp.pending && rp.code <= 0 && (w.ahead < 0 || int(-rp.code) < w.ahead) {
 			w.ahead = int(-rp.code)
 		}
-		if rp.err != nil && old != "" && len(w.retired[i]) < maxRetired {
+		switch {
+		case rp.err == nil:
+			w.retired[i] = nil // retired there now
+		case old != "" && len(w.retired[i]) < maxRetired:
 			w.retired[i] = append(w.retired[i], old)
 		}
 	}
