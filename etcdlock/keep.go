@@ -48,18 +48,32 @@ func keep(c *clientv3.Client, id clientv3.LeaseID, ttl time.Duration, granted ti
 
 func (k *keeper) run(ctx context.Context, c *clientv3.Client, id clientv3.LeaseID, answers <-chan *clientv3.LeaseKeepAliveResponse, deadline time.Time) {
 	defer close(k.done)
+	defer k.stop() // presumed lost: no more keep-alives
+	// The deadline is the keeper's own, so Done closes a TTL after the last
+	// answer whatever clientv3's lessor does meanwhile.
+	expired := time.NewTimer(time.Until(deadline))
+	defer expired.Stop()
 	for {
-		for a := range answers {
-			deadline = time.Now().Add(time.Duration(a.TTL) * time.Second)
-		}
-		// clientv3 stopped: stop was called, etcd said the lease is gone,
-		// or its deadline for an answer passed.
-		if ctx.Err() != nil || !time.Now().Before(deadline) || leaseGone(ctx, c, id) {
+		select {
+		case a, ok := <-answers:
+			if ok {
+				expired.Reset(time.Duration(a.TTL) * time.Second)
+				continue
+			}
+			// clientv3 stopped: stop was called, etcd said the lease is
+			// gone, or its deadline for an answer passed. Ask again
+			// unless the lease is gone.
+			if ctx.Err() != nil || leaseGone(ctx, c, id) {
+				return
+			}
+			var err error
+			if answers, err = c.KeepAlive(ctx, id); err != nil {
+				return // the client is closed
+			}
+		case <-expired.C:
+			return // no answer for a whole TTL
+		case <-ctx.Done():
 			return
-		}
-		var err error
-		if answers, err = c.KeepAlive(ctx, id); err != nil {
-			return // the client is closed
 		}
 	}
 }
