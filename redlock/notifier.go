@@ -81,7 +81,7 @@ type Notifier struct {
 	mu      sync.Mutex      // protects subs, waiters and closed
 	subs    []*redis.PubSub // subs[i] is nil until node i's goroutine has subscribed
 	waiters map[string]*registration
-	queued  map[string]int // per lock key: this Notifier's waiters in its queues
+	queued  map[string]int // per lock key: this Notifier's Locks in for it (see enter)
 	closed  bool
 }
 
@@ -361,20 +361,22 @@ func (n *Notifier) register(id string) (*registration, error) {
 // hold marks the waiter as holding the lock; see route.
 func (r *registration) hold() { r.n.mu.Lock(); r.held = true; r.n.mu.Unlock() }
 
-// inQueue reports whether a waiter of this Notifier is in key's queues: a
-// new Lock on key would then be refused, and joins the queues at once.
-func (n *Notifier) inQueue(key string) bool {
+// enter counts a Lock on key in (until the returned leave is called) and
+// reports whether another Lock of this Notifier was already in for key:
+// trying its SET round or waiting in the queues. A new Lock's SET would
+// then be refused (or race the other's), so it joins the queues at once: a
+// burst of Locks in one process pays one SET round, not one each.
+func (n *Notifier) enter(key string) (others bool, leave func()) {
 	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.queued[key] > 0
-}
-
-// queuing counts a waiter into key's queues (d = 1) or out of them (-1).
-func (n *Notifier) queuing(key string, d int) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.queued[key] += d; n.queued[key] <= 0 {
-		delete(n.queued, key)
+	others = n.queued[key] > 0
+	n.queued[key]++
+	n.mu.Unlock()
+	return others, func() {
+		n.mu.Lock()
+		if n.queued[key]--; n.queued[key] <= 0 {
+			delete(n.queued, key)
+		}
+		n.mu.Unlock()
 	}
 }
 

@@ -251,9 +251,10 @@ func (w *waiter) partial() bool {
 }
 
 // lockQueued is Lock with a Notifier. While the lock looks free it makes
-// one SET round, as without a Notifier; when that misses a majority, or
-// the last Lock or Unlock showed other clients waiting, it waits in the
-// queues.
+// one SET round, as without a Notifier; when that misses a majority, when
+// the last Lock or Unlock showed other clients waiting, or when another
+// Lock of its Notifier is in for the key (see Notifier.enter), it waits in
+// the queues.
 func (m *Mutex) lockQueued(ctx context.Context) error {
 	if err := retry.CtxErr(ctx); err != nil {
 		return errors.Join(ErrNotObtained, err)
@@ -283,8 +284,10 @@ func (m *Mutex) lockQueued(ctx context.Context) error {
 		}
 	}()
 
+	others, leave := n.enter(m.key)
+	defer leave()
 	old := "" // the token to retire in the first round in the queues
-	if !m.contended.Load() && !n.inQueue(m.key) {
+	if !m.contended.Load() && !others {
 		a := m.newAttempt(w.token(), false)
 		a.joins = true
 		out, res, err := m.setRound(ctx, a)
@@ -304,9 +307,7 @@ func (m *Mutex) lockQueued(ctx context.Context) error {
 		m.contended.Store(true)
 		m.hook(ctx, HookRefused)
 	}
-	n.queuing(m.key, 1)
 	err = w.wait(ctx, old)
-	n.queuing(m.key, -1)
 	held = err == nil
 	return err
 }
