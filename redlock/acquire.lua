@@ -12,13 +12,18 @@
 --          microseconds since the Unix epoch (the same in every round)
 -- ARGV[3]  the waiter's TTL in milliseconds
 -- ARGV[4]  the waiter's token from its previous round, retired now, or ""
--- ARGV[5...] tokens of the waiter's earlier rounds that failed on this
+-- ARGV[5]  "1" when the waiter did not know this node held ARGV[4] (it was
+--          handed over while this round was on its way): the node is then
+--          kept, renamed, whoever else waits (the release chose the waiter
+--          as the best queued there); "0" when the waiter knew (a split:
+--          the node goes to a better waiter if one is queued)
+-- ARGV[6...] tokens of the waiter's earlier rounds that failed on this
 --          node, retired now too: a node held under any of them is taken
 --          as held under ARGV[4]
 --
 -- Returns 1 when the key now holds ARGV[1], set with TTL ARGV[3] by this
 --           script: the node was free, or held under ARGV[4], and no live
---           waiter ranks before ARGV[1] in the queue;
+--           waiter ranks before ARGV[1] in the queue (or ARGV[5] is "1");
 --         -r (0 or less) when ARGV[1] is queued, r waiters ahead of it: the
 --           key holds another token (perhaps a better waiter's, handed to
 --           it by this script). A waiter far back looks less often;
@@ -40,13 +45,19 @@ if cur == ARGV[1] then
 	return 2
 end
 local free = not cur
+local keep = false
 for i = 4, #ARGV do
-	if ARGV[i] ~= "" then
+	if i ~= 5 and ARGV[i] ~= "" then
 		redis.call("ZREM", KEYS[2], ARGV[i])
 		if cur == ARGV[i] then
 			free = true
+			keep = i == 4 and ARGV[5] == "1"
 		end
 	end
+end
+if keep then
+	redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[3])
+	return 1
 end
 redis.call("ZADD", KEYS[2], "NX", ARGV[2], ARGV[1])
 -- Waiters that die leave their tokens behind; the queue outlives the last

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/locklab/locklab/internal/faultproxy"
 	"github.com/locklab/locklab/internal/keyslot"
 	"github.com/locklab/locklab/internal/leakcheck"
 	"github.com/locklab/locklab/internal/rig"
@@ -444,6 +445,104 @@ func TestBurstPaysOneSetRound(t *testing.T) {
 			t.Fatal(err)
 		}
 		mustUnlock(t, ctx, w.m)
+	}
+}
+
+// TestRoundEndsAtAMajority: a waiter's round is on its way to a node that
+// does not answer (its command held in the network) when the holder lets
+// go, and the other four nodes hand the lock to the waiter. The waiter
+// must take the lock then, not once the slow node answers or its per-node
+// timeout ends. (Before, a round waited for every node: in a burst of 1000
+// Locks, waiters handed a majority waited hundreds of milliseconds for a
+// node slow to answer; here Lock took the whole 5s per-node timeout.)
+func TestRoundEndsAtAMajority(t *testing.T) {
+	ctx := ctxFor(t)
+	key := newKey(t)
+	for _, c := range admin {
+		if err := redlock.Scripts["acquire"].Load(ctx, c).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ps, cs, rs := behindProxies(t, addrs, rig.ClientOptions)
+	ncs := make([]redlock.NotifyClient, len(rs))
+	for i, c := range rs {
+		ncs[i] = c
+	}
+	n, err := redlock.NewNotifier(ctx, ncs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	holder := redlock.New(clientsFor(t, addrs), key)
+	mustLock(t, ctx, holder)
+
+	const nodeTimeout = 5 * time.Second
+	slow := ps[len(ps)-1].Hold(faultproxy.Match{Script: redlock.Scripts["acquire"].Hash(), Key: key}, 1)
+	w := redlock.New(cs, key, redlock.WithNotifier(n), redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(nodeTimeout))
+	start := time.Now()
+	done := lockAsync(ctx, w)
+	if err := slow.Wait(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range admin[:len(admin)-1] {
+		eventually(t, fmt.Sprintf("waiter queued on node %d", i), func() (bool, string) {
+			z := queued(t, c, key)
+			return len(z) == 1, fmt.Sprint(z)
+		})
+	}
+	mustUnlock(t, ctx, holder)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(nodeTimeout / 5):
+		t.Errorf("Lock() had not returned %v after it began (the holder let go at once); want it at the hand-offs, not at the slow node's answer", time.Since(start))
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	slow.Release()
+	mustUnlock(t, ctx, w)
+	checkNoTrace(t, admin, key)
+}
+
+// TestRoundKeepsANodeHandedOnTheWay runs acquire.lua on one node that
+// holds the waiter W's previous token, with a better live waiter X queued
+// there. A node W knew it held (a split; ARGV[5] "0") goes to X; a node
+// handed to W while its round was on the way ("1") is W's: the release
+// chose W as the best queued there, and X joined since. (Given to X, as
+// before, it broke up majorities in the making: in a burst of 1000 Locks a
+// waiter handed all three nodes lost two to late joiners in its next
+// round, and nobody held the lock for 100-300ms.)
+func TestRoundKeepsANodeHandedOnTheWay(t *testing.T) {
+	ctx := ctxFor(t)
+	c := admin[0]
+	ps := c.Subscribe(ctx, "redlock:w:x") // X is live: its Notifier listens
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	const wOld, wNew, x = "w.60000.r.1", "w.60000.r.2", "x.60000.r.1"
+	for _, tt := range []struct {
+		keep, want string
+		code       int64
+	}{{"0", x, 0}, {"1", wNew, 1}} {
+		key := newKey(t)
+		keys := []string{key, redlock.QueueKey(key)}
+		if err := c.Set(ctx, key, wOld, time.Minute).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.ZAdd(ctx, redlock.QueueKey(key), redis.Z{Score: 100, Member: x}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		code, err := redlock.Scripts["acquire"].Run(ctx, c, keys, wNew, 200, 60000, wOld, tt.keep).Int64()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Get(ctx, key).Val(); got != tt.want || code != tt.code {
+			t.Errorf("ARGV[5] %q: acquire.lua = %d, key holds %q; want %d, %q", tt.keep, code, got, tt.code, tt.want)
+		}
 	}
 }
 

@@ -85,9 +85,10 @@ type slot struct {
 // fanOut runs call on every node at once, each in its own goroutine with a
 // context bounded by the per-node timeout, and returns when every node has
 // answered, when enough nodes (if enough > 0) have answered with a positive
-// code, or when the timeout (or ctx) has ended, whichever comes first. A
-// node that has not answered by then counts as failed, or, when enough
-// nodes succeeded, as pending. The calling goroutine is woken once, not
+// code, when stop (if not nil) is closed, or when the timeout (or ctx) has
+// ended, whichever comes first. A node that has not answered by then
+// counts as failed, or, when enough nodes succeeded or stop was closed, as
+// pending. The calling goroutine is woken once, not
 // once per node.
 //
 // The nodes' calls see ctx's values, not its cancellation: a command that
@@ -114,7 +115,7 @@ type slot struct {
 // or WriteTimeout, when the node answers, or when the client is closed.
 // It writes only its own slot, which fanOut no longer reads once it has
 // moved on.
-func (m *Mutex) fanOut(parent context.Context, enough int, call nodeCall, done landed) result {
+func (m *Mutex) fanOut(parent context.Context, enough int, call nodeCall, done landed, stop <-chan struct{}) result {
 	ctx, cancel := context.WithTimeoutCause(context.WithoutCancel(parent), m.opts.nodeTimeout, errNodeTimeout)
 	release := cancel // by the last node to end, which may be after fanOut returns
 	n := len(m.clients)
@@ -146,14 +147,17 @@ func (m *Mutex) fanOut(parent context.Context, enough int, call nodeCall, done l
 			}
 		}()
 	}
+	stopped := false
 	select {
 	case <-ready:
 	case <-ctx.Done():
 	case <-parent.Done():
+	case <-stop:
+		stopped = true
 	}
 
 	res := result{replies: make([]reply, n)}
-	quorum := enough > 0 && int(oks.Load()) >= enough
+	quorum := stopped || enough > 0 && int(oks.Load()) >= enough
 	for i := range slots {
 		s, rp := &slots[i], &res.replies[i]
 		switch {

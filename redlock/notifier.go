@@ -409,14 +409,16 @@ type registration struct {
 
 	held bool // the lock is held: messages are old news (see route); guarded by the Notifier's mu
 
-	mu     sync.Mutex // protects gen, round, handed and count
-	gen    int        // the generation of the waiter's current token
-	round  *attempt   // the round that sent that token
-	handed []bool     // nodes that handed the lock to that token
-	count  int        // how many are true in handed
+	mu      sync.Mutex    // protects gen, round, handed, count and held
+	gen     int           // the generation of the waiter's current token
+	round   *attempt      // the round that sent that token
+	handed  []bool        // nodes that hold that token: handed it, or took it in the round
+	count   int           // how many are true in handed
+	majorCh chan struct{} // closed when count reaches quorum (see majority)
 }
 
-// handedOver records a hand-off by node i to generation gen. It wakes the
+// handedOver records that node i holds generation gen's token: a hand-off,
+// or the reply of the round that sent it. It wakes the
 // waiter only at the first hand-off of a generation (to time a split) and
 // when a majority is reached, not at every message.
 func (r *registration) handedOver(i, gen int) bool {
@@ -430,6 +432,9 @@ func (r *registration) handedOver(i, gen int) bool {
 	}
 	r.handed[i] = true
 	r.count++
+	if r.count == r.quorum && r.majorCh != nil {
+		close(r.majorCh)
+	}
 	if r.count == 1 || r.count == r.quorum {
 		select {
 		case r.signal <- struct{}{}:
@@ -463,7 +468,17 @@ func (r *registration) setGen(gen int, a *attempt) {
 	r.gen, r.round = gen, a
 	clear(r.handed)
 	r.count = 0
+	r.majorCh = make(chan struct{})
 	r.mu.Unlock()
+}
+
+// majority returns a channel closed once a majority of nodes hold the
+// current generation's token (replies of its round and hand-offs alike):
+// the round that sent it need not wait for the other nodes.
+func (r *registration) majority() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.majorCh
 }
 
 // previous returns, for a hand-off to generation gen by node i, when gen

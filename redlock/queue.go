@@ -98,9 +98,12 @@ import (
 //     retired: PUBLISH reaches its Notifier, which finds nobody counting
 //     that token and releases the node on the spot: one hop, not a TTL.
 //     A node handed to the token just retired by a round still on its way
-//     to that node is left to that round, which renames it (acquire.lua);
-//     released at once, it went to the next waiter, and a waiter caught
-//     between two rounds lost its turn (FIFO broken, seen under -race).
+//     to that node is left to that round, which renames it and keeps it
+//     whoever joined since (acquire.lua); released at once, it went to the
+//     next waiter, and a waiter caught between two rounds lost its turn
+//     (FIFO broken, seen under -race). A round ends as soon as a majority
+//     holds its token, by replies and hand-offs together, without waiting
+//     for a node slow to answer.
 //   - A frozen waiter (SIGSTOP, a long GC pause) keeps its subscription,
 //     so it is handed the lock and keeps it, unused, until it resumes or
 //     the TTL runs out.
@@ -434,21 +437,47 @@ func (w *waiter) roundOnce(ctx context.Context, old string) (err error, again bo
 	// Each node also retires the tokens that earlier rounds failed to
 	// retire there: one may hold the node (a SET or a round that landed
 	// there after all), and nobody else can tell it is stale.
+	// A node that holds old although the waiter did not count it was
+	// handed over while this round was on its way: the release chose this
+	// waiter as the best queued there, and the node is kept (renamed)
+	// whoever joined since. Given to a better waiter that joined late, as
+	// a node the waiter knew it held (a split) is, it broke up a majority
+	// in the making: in a burst of 1000 Locks a waiter handed all three
+	// nodes lost two of them to late joiners in its next round.
 	args := make([][]any, len(m.clients))
 	for i := range args {
-		args[i] = append([]any{tok, w.score, w.ttl, old}, toAny(w.retired[i])...)
+		keep := "0"
+		if old != "" && w.gen > 1 && !w.held[i] {
+			keep = "1"
+		}
+		args[i] = append([]any{tok, w.score, w.ttl, old, keep}, toAny(w.retired[i])...)
 	}
+	// The round ends when every node has answered, or as soon as a
+	// majority holds tok, by their replies and hand-off messages together:
+	// a node slow to answer (in a burst, its calls wait behind hundreds of
+	// others) must not keep a waiter from a lock it already holds. Its
+	// call goes on; if the lock is held by then, Unlock releases the node
+	// when the call ends (see attempt.landed).
+	gen := w.gen
 	res := m.fanOut(ctx, 0, func(ctx context.Context, i int, c Client) (int64, error) {
-		return acquireScript.Run(ctx, c, m.keys, args[i]...).Int64()
-	}, w.cur.landed)
+		code, err := acquireScript.Run(ctx, c, m.keys, args[i]...).Int64()
+		if err == nil && code > 0 {
+			w.reg.handedOver(i, gen)
+		}
+		return code, err
+	}, w.cur.landed, w.reg.majority())
 	w.since = start
 	w.ahead = -1
 	for i, rp := range res.replies {
-		w.held[i] = rp.err == nil && rp.code > 0
+		w.held[i] = rp.err == nil && !rp.pending && rp.code > 0
 		if rp.err == nil && !rp.pending && rp.code <= 0 && (w.ahead < 0 || int(-rp.code) < w.ahead) {
 			w.ahead = int(-rp.code)
 		}
 		switch {
+		case rp.pending: // not known yet whether it retired old there
+			if old != "" && len(w.retired[i]) < maxRetired {
+				w.retired[i] = append(w.retired[i], old)
+			}
 		case rp.err == nil:
 			w.retired[i] = nil // retired there now
 		case old != "" && len(w.retired[i]) < maxRetired:

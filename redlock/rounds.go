@@ -276,7 +276,7 @@ func (m *Mutex) setRound(ctx context.Context, a *attempt) (outcome, result, erro
 			return 0, nil // the key holds another token: someone holds this node
 		}
 		return 0, err
-	}, a.landed)
+	}, a.landed, nil)
 	if res.ok >= m.quorum() {
 		m.hook(ctx, HookAcquiredQuorum)
 		if validity(ttl, time.Since(start)) > 0 {
@@ -392,7 +392,7 @@ func (m *Mutex) release(ctx context.Context, tok string, cleanup []nodeCleanup, 
 			}
 		}
 		return releaseScript.Run(ctx, c, keys, args...).Int64()
-	}, nil)
+	}, nil, nil)
 	if res.ok > 0 {
 		m.contended.Store(res.count(2) > 0)
 	}
@@ -414,7 +414,7 @@ func (m *Mutex) extendRound(ctx context.Context, tok string, ttl time.Duration) 
 	start := time.Now()
 	res := m.fanOut(ctx, 0, func(ctx context.Context, _ int, c Client) (int64, error) {
 		return extendScript.Run(ctx, c, []string{m.key}, tok, ms).Int64()
-	}, nil)
+	}, nil, nil)
 	return res, time.Since(start)
 }
 
