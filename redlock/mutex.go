@@ -308,13 +308,21 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		return err
 	}
 	m.mu.Lock()
-	a, cleanup, since := m.held, m.cleanup, m.since
+	a, cleanup, since, owns := m.held, m.cleanup, m.since, m.owns
 	m.held, m.until, m.cleanup, m.owns = nil, time.Time{}, nil, nil
 	m.mu.Unlock()
 	if a == nil {
 		return ErrNotHeld
 	}
 	now := a.giveUp() // a call of it still in flight releases its node when it ends
+	for i, o := range owns {
+		// A node handed over while the round's call to it was still on
+		// its way (the round ended at a majority): released now, and again
+		// when the call ends. Left to the call, a call slow to end (its
+		// reply lost, go-redis sending it again) held the node from the
+		// next waiter, and Unlock saw no node release the token.
+		now[i] = now[i] || o
+	}
 	tok := a.tok
 	if n := m.opts.notifier; n != nil {
 		if dot := strings.LastIndexByte(tok, '.'); dot > 0 {
