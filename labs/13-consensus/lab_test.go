@@ -107,7 +107,7 @@ func newEtcdWorker(write func(context.Context, clientv3.KV, *etcdlock.Mutex, str
 	return func(e *labs.Env) labs.Locker {
 		c, err := sysclient.Etcd(strings.Split(e.Param(etcdParam, ""), ",")...)
 		if err != nil {
-			return failing{err}
+			return labs.Failing(err)
 		}
 		e.Defer(func() { _ = c.Close() })
 		m := etcdlock.New(c, e.Key, etcdlock.WithTTL(e.TTL), etcdlock.WithHook(e.Hook))
@@ -135,19 +135,12 @@ func newZKWorker(open func(ctx context.Context, path string) (store, error)) fun
 	return func(e *labs.Env) labs.Locker {
 		s, err := zklock.Connect(strings.Split(e.Param(zkParam, ""), ","), e.TTL)
 		if err != nil {
-			return failing{err}
+			return labs.Failing(err)
 		}
 		e.Defer(s.Close)
 		return &zkWorker{Mutex: zklock.New(s, "/locks/order-1001", zklock.WithHook(e.Hook)), session: s, open: open}
 	}
 }
-
-// failing is a lock whose client could not be made.
-type failing struct{ err error }
-
-func (f failing) Lock(context.Context) error            { return f.err }
-func (f failing) TryLock(context.Context) (bool, error) { return false, f.err }
-func (f failing) Unlock(context.Context) error          { return f.err }
 
 var (
 	// Part 1: the paused holder on etcd.
@@ -344,9 +337,9 @@ func pausedHolder(s *labs.Scene, impl *labs.Impl) {
 
 	s.Must(a.Lock())
 	claim := a.MustDo(claimOp, "")
-	a.ParkAt(lab13.HookBeforeWrite)
-	w := a.Go(writeOrder, dataA)
-	if _, parked := a.WaitParkedOr(w, lab13.HookBeforeWrite); !parked {
+	// A stop-the-world pause, with the write about to leave.
+	w, frozen := a.FreezeBefore(lab13.HookBeforeWrite, writeOrder, dataA)
+	if !frozen {
 		// The write gave up before sending anything: nothing to freeze.
 		// B's turn comes when A releases.
 		s.Must(w.Err())
@@ -357,7 +350,6 @@ func pausedHolder(s *labs.Scene, impl *labs.Impl) {
 		showOrder(s, c)
 		return
 	}
-	a.Freeze() // a stop-the-world pause, with the write about to leave
 	waitKeyGone(s, c, claim, "A's lease expired: etcd deleted its claim")
 
 	s.Must(b.Lock())
@@ -587,9 +579,7 @@ var redisFailover = failover{start: func(s *labs.Scene) ([]labs.ClientOption, fu
 	s.Note("Redis: a primary and a replica, in sync")
 	r.HoldBack(0)
 	return []labs.ClientOption{labs.Addrs(r.Primary.Addr())}, func() []labs.ClientOption {
-		pid := r.Primary.Pid()
-		s.Must(r.Primary.Kill())
-		s.Fault("kill -9 the primary (pid %d)", pid)
+		s.KillNode("the primary", r.Primary)
 		s.Must(r.Replicas[0].Promote(s.Ctx))
 		s.Fault("REPLICAOF NO ONE on the replica: the new primary")
 		return []labs.ClientOption{labs.Addrs(r.Replicas[0].Addr())}

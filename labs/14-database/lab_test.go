@@ -96,7 +96,7 @@ func newRowWorker(ship func(context.Context, lab14.Orders, lab14.Orders, string,
 	return func(e *labs.Env) labs.Locker {
 		app, lock, err := pools(e)
 		if err != nil {
-			return failing{err}
+			return labs.Failing(err)
 		}
 		base, _ := strconv.ParseUint(e.Param(xidParam, "0"), 10, 64)
 		return &rowWorker{RowMutex: pglock.NewRow(lock, "order:"+order, pglock.WithHook(e.Hook)), app: app, base: base, ship: ship}
@@ -115,7 +115,7 @@ func newAdvisoryWorker(fenced bool) func(e *labs.Env) labs.Locker {
 	return func(e *labs.Env) labs.Locker {
 		app, lock, err := pools(e)
 		if err != nil {
-			return failing{err}
+			return labs.Failing(err)
 		}
 		return &advisoryWorker{Mutex: pglock.New(lock, "order:"+order, pglock.WithHook(e.Hook)), app: app, fenced: fenced}
 	}
@@ -135,18 +135,11 @@ func newRefundWorker(backstop bool) func(e *labs.Env) labs.Locker {
 	return func(e *labs.Env) labs.Locker {
 		app, _, err := pools(e)
 		if err != nil {
-			return failing{err}
+			return labs.Failing(err)
 		}
 		return &refundWorker{Mutex: correct.New(e.Redis(0), e.Key, correct.WithTTL(e.TTL)), app: app, backstop: backstop}
 	}
 }
-
-// failing is a lock whose client could not be made.
-type failing struct{ err error }
-
-func (f failing) Lock(context.Context) error            { return f.err }
-func (f failing) TryLock(context.Context) (bool, error) { return false, f.err }
-func (f failing) Unlock(context.Context) error          { return f.err }
 
 var (
 	rowViaPool  = labs.Register("lab14-row-pool", newRowWorker(viaPool))
@@ -309,9 +302,8 @@ func rowPaused(s *labs.Scene, impl *labs.Impl) {
 
 	s.Must(a.Lock())
 	apid := a.MustDo(pid, "")
-	a.ParkAt(lab14.HookBeforeWrite)
-	w := a.Go(ship, dataA)
-	if _, parked := a.WaitParkedOr(w, lab14.HookBeforeWrite); !parked {
+	w, frozen := a.FreezeBefore(lab14.HookBeforeWrite, ship, dataA)
+	if !frozen {
 		// The write gave up before sending anything: nothing to freeze.
 		s.Must(w.Err())
 		a.ReleaseAfterFault()
@@ -321,7 +313,6 @@ func rowPaused(s *labs.Scene, impl *labs.Impl) {
 		showOrder(s, pool)
 		return
 	}
-	a.Freeze()
 
 	if err := b.LockWithin(holdWait); err == nil {
 		s.Violation("B got the row lock while A's transaction held it")
@@ -427,9 +418,7 @@ func behindFailedLock(s *labs.Scene, impl *labs.Impl) {
 
 	a := s.Client("A", impl, labs.Addrs(primary.Addr()))
 	s.Must(a.Lock())
-	ppid := primary.Pid()
-	s.Must(primary.Kill())
-	s.Fault("kill -9 the Redis primary (pid %d)", ppid)
+	s.KillNode("the Redis primary", primary)
 	s.Must(replica.Promote(s.Ctx))
 	s.Fault("REPLICAOF NO ONE on the replica: the new primary")
 	b := s.Client("B", impl, labs.Addrs(replica.Addr()))
