@@ -25,6 +25,13 @@ import (
 func withNotifier(t *testing.T, addrs []string) ([]redlock.Client, *redlock.Notifier) {
 	t.Helper()
 	cs := clientsFor(t, addrs)
+	return cs, notifierOn(t, cs)
+}
+
+// notifierOn returns a Notifier on the go-redis clients cs, closed when the
+// test ends.
+func notifierOn(t *testing.T, cs []redlock.Client) *redlock.Notifier {
+	t.Helper()
 	ncs := make([]redlock.NotifyClient, len(cs))
 	for i, c := range cs {
 		ncs[i] = c.(*redis.Client)
@@ -39,7 +46,35 @@ func withNotifier(t *testing.T, addrs []string) ([]redlock.Client, *redlock.Noti
 		t.Fatalf("NewNotifier() = %v", err)
 	}
 	t.Cleanup(func() { _ = n.Close() })
-	return cs, n
+	return n
+}
+
+// pointLog records the hook points a Mutex passes.
+type pointLog struct {
+	mu     sync.Mutex
+	points []string
+	queued chan struct{} // has a value once HookQueued is passed
+}
+
+// recordPoints returns a hook option that records every point in a
+// pointLog.
+func recordPoints() (redlock.Option, *pointLog) {
+	l := &pointLog{queued: make(chan struct{}, 1)}
+	return redlock.WithHook(func(_ context.Context, p string) {
+		l.mu.Lock()
+		l.points = append(l.points, p)
+		l.mu.Unlock()
+		if p == redlock.HookQueued {
+			l.queued <- struct{}{}
+		}
+	}), l
+}
+
+// get returns the points recorded so far.
+func (l *pointLog) get() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.points)
 }
 
 // signal returns a hook that reports each time point is reached.
@@ -415,26 +450,15 @@ func TestBurstPaysOneSetRound(t *testing.T) {
 	aDone := lockAsync(ctx, a)
 	await(t, parked, 10*time.Second, "A refused")
 
-	var mu sync.Mutex
-	var points []string
-	bQueued := make(chan struct{}, 1)
-	b := redlock.New(cs, key, redlock.WithNotifier(n), redlock.WithHook(func(_ context.Context, p string) {
-		mu.Lock()
-		points = append(points, p)
-		mu.Unlock()
-		if p == redlock.HookQueued {
-			bQueued <- struct{}{}
-		}
-	}))
+	hook, log := recordPoints()
+	b := redlock.New(cs, key, redlock.WithNotifier(n), hook)
 	bDone := lockAsync(ctx, b)
-	await(t, bQueued, 10*time.Second, "B queued")
+	await(t, log.queued, 10*time.Second, "B queued")
 	close(resume)
 	await(t, aQueued, 10*time.Second, "A queued") // first: its score is the better
-	mu.Lock()
-	if slices.Contains(points, redlock.HookRefused) {
+	if points := log.get(); slices.Contains(points, redlock.HookRefused) {
 		t.Errorf("B's hook points = %q: it made a SET round of its own while A, of its Notifier, was in for the key", points)
 	}
-	mu.Unlock()
 
 	mustUnlock(t, ctx, holder)
 	for _, w := range []struct {
@@ -463,16 +487,8 @@ func TestRoundEndsAtAMajority(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ps, cs, rs := behindProxies(t, addrs, rig.ClientOptions)
-	ncs := make([]redlock.NotifyClient, len(rs))
-	for i, c := range rs {
-		ncs[i] = c
-	}
-	n, err := redlock.NewNotifier(ctx, ncs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
+	ps, cs, _ := behindProxies(t, addrs, rig.ClientOptions)
+	n := notifierOn(t, cs)
 	holder := redlock.New(clientsFor(t, addrs), key)
 	mustLock(t, ctx, holder)
 
@@ -543,6 +559,12 @@ func TestRoundKeepsANodeHandedOnTheWay(t *testing.T) {
 		if got := c.Get(ctx, key).Val(); got != tt.want || code != tt.code {
 			t.Errorf("ARGV[5] %q: acquire.lua = %d, key holds %q; want %d, %q", tt.keep, code, got, tt.code, tt.want)
 		}
+		if tt.keep == "1" { // its reply lost, go-redis sends it again: recognised as ours
+			again, err := redlock.Scripts["acquire"].Run(ctx, c, keys, wNew, 200, 60000, wOld, tt.keep).Int64()
+			if got := c.Get(ctx, key).Val(); err != nil || again != 2 || got != wNew {
+				t.Errorf("acquire.lua sent again = %d, %v, key holds %q; want 2, nil, %q", again, err, got, wNew)
+			}
+		}
 	}
 }
 
@@ -553,28 +575,17 @@ func TestHandoffHookPoints(t *testing.T) {
 	key := newKey(t)
 	holder := redlock.New(cs, key, redlock.WithNotifier(n))
 	mustLock(t, ctx, holder)
-	var mu sync.Mutex
-	var points []string
-	queuedCh := make(chan struct{}, 1)
-	w := redlock.New(cs, key, redlock.WithNotifier(n), redlock.WithHook(func(_ context.Context, p string) {
-		mu.Lock()
-		points = append(points, p)
-		mu.Unlock()
-		if p == redlock.HookQueued {
-			queuedCh <- struct{}{}
-		}
-	}))
+	hook, log := recordPoints()
+	w := redlock.New(cs, key, redlock.WithNotifier(n), hook)
 	done := lockAsync(ctx, w)
-	await(t, queuedCh, 10*time.Second, "waiter queued")
+	await(t, log.queued, 10*time.Second, "waiter queued")
 	mustUnlock(t, ctx, holder)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
 	mustUnlock(t, ctx, w)
 	want := []string{redlock.HookRefused, redlock.HookQueued, redlock.HookAcquiredQuorum, redlock.HookBeforeRelease}
-	mu.Lock()
-	defer mu.Unlock()
-	if !slices.Equal(points, want) {
+	if points := log.get(); !slices.Equal(points, want) {
 		t.Errorf("hook points = %q; want %q", points, want)
 	}
 }

@@ -81,7 +81,7 @@ type Notifier struct {
 	mu      sync.Mutex      // protects subs, waiters and closed
 	subs    []*redis.PubSub // subs[i] is nil until node i's goroutine has subscribed
 	waiters map[string]*registration
-	queued  map[string]int // per lock key: this Notifier's Locks in for it (see enter)
+	entered map[string]int // per lock key: this Notifier's Locks in for it (see enter)
 	closed  bool
 }
 
@@ -114,7 +114,7 @@ func NewNotifier(ctx context.Context, clients []NotifyClient) (*Notifier, error)
 		done:    make(chan struct{}),
 		subs:    make([]*redis.PubSub, len(clients)),
 		waiters: map[string]*registration{},
-		queued:  map[string]int{},
+		entered: map[string]int{},
 	}
 	confirmations := make(chan error, len(clients)) // room for all: no goroutine blocks
 	for i, c := range clients {
@@ -368,13 +368,13 @@ func (r *registration) hold() { r.n.mu.Lock(); r.held = true; r.n.mu.Unlock() }
 // burst of Locks in one process pays one SET round, not one each.
 func (n *Notifier) enter(key string) (others bool, leave func()) {
 	n.mu.Lock()
-	others = n.queued[key] > 0
-	n.queued[key]++
+	others = n.entered[key] > 0
+	n.entered[key]++
 	n.mu.Unlock()
 	return others, func() {
 		n.mu.Lock()
-		if n.queued[key]--; n.queued[key] <= 0 {
-			delete(n.queued, key)
+		if n.entered[key]--; n.entered[key] <= 0 {
+			delete(n.entered, key)
 		}
 		n.mu.Unlock()
 	}
@@ -409,7 +409,7 @@ type registration struct {
 
 	held bool // the lock is held: messages are old news (see route); guarded by the Notifier's mu
 
-	mu      sync.Mutex    // protects gen, round, handed, count and held
+	mu      sync.Mutex    // protects gen, round, handed, count and majorCh
 	gen     int           // the generation of the waiter's current token
 	round   *attempt      // the round that sent that token
 	handed  []bool        // nodes that hold that token: handed it, or took it in the round
