@@ -12,6 +12,7 @@ import (
 
 	"github.com/locklab/locklab/correct"
 	"github.com/locklab/locklab/internal/leakcheck"
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/rig"
 )
 
@@ -90,7 +91,7 @@ func TestRing(t *testing.T) {
 		exercise(t, ctx, ring, key)
 	}
 	for _, n := range nodes {
-		if left := scanKeys(t, n.Client(), "correct-test:*"); len(left) > 0 {
+		if left := locktest.ScanKeys(t, n.Client(), "correct-test:*"); len(left) > 0 {
 			t.Errorf("keys left on %s: %q", n.Addr(), left)
 		}
 	}
@@ -131,7 +132,7 @@ func TestCluster(t *testing.T) {
 	defer cluster.Close()
 
 	exercise(t, ctx, cluster, "correct-test:cluster")
-	if left := scanKeys(t, admin, "correct-test:*"); len(left) > 0 {
+	if left := locktest.ScanKeys(t, admin, "correct-test:*"); len(left) > 0 {
 		t.Errorf("keys left: %q", left)
 	}
 }

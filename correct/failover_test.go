@@ -6,6 +6,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/internal/leakcheck"
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/rig"
 )
 
@@ -26,7 +27,7 @@ func TestFailoverClient(t *testing.T) {
 	defer client.Close()
 
 	exercise(t, ctx, client, "correct-test:failover")
-	if left := scanKeys(t, primary.Client(), "correct-test:*"); len(left) > 0 {
+	if left := locktest.ScanKeys(t, primary.Client(), "correct-test:*"); len(left) > 0 {
 		t.Errorf("keys left: %q", left)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/locklab/locklab/correct"
 	"github.com/locklab/locklab/internal/leakcheck"
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/observetest"
 	"github.com/locklab/locklab/internal/rig"
 )
@@ -39,18 +40,9 @@ func notifierOn(t *testing.T, c *redis.Client) *correct.Notifier {
 // returns the Mutex and its Lock's result channel.
 func queueWaiter(t *testing.T, ctx context.Context, c correct.Client, key string, opts ...correct.Option) (*correct.Mutex, <-chan error) {
 	t.Helper()
-	hook, queued := signal(correct.HookQueued)
-	w := correct.New(c, key, append(slices.Clip(opts), hook)...)
-	got := make(chan error, 1)
-	go func() { got <- w.Lock(ctx) }()
-	select {
-	case <-queued:
-	case err := <-got:
-		t.Fatalf("the waiter's Lock returned %v before it queued", err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("the waiter did not queue within 10s")
-	}
-	return w, got
+	hook, queued := locktest.Signal(correct.HookQueued)
+	w := correct.New(c, key, append(slices.Clip(opts), correct.WithHook(hook))...)
+	return w, locktest.LockQueued(t, ctx, w, queued)
 }
 
 // queueOf is the wait queue's key for key (see New).
@@ -62,16 +54,6 @@ func checkQueueGone(t *testing.T, c *redis.Client, key string) {
 	if n, err := c.Exists(context.Background(), queueOf(key)).Result(); err != nil || n != 0 {
 		t.Errorf("queue %s left behind (EXISTS = %d, %v)", queueOf(key), n, err)
 	}
-}
-
-// signal returns a hook that reports each time point is reached.
-func signal(point string) (correct.Option, <-chan struct{}) {
-	ch := make(chan struct{}, 64)
-	return correct.WithHook(func(_ context.Context, p string) {
-		if p == point {
-			ch <- struct{}{}
-		}
-	}), ch
 }
 
 // TestAbandonPassesTheLockOn: a waiter gives up at the very moment the lock
@@ -179,13 +161,7 @@ func TestObserver(t *testing.T) {
 	if err := a.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
-	defer cancel()
-	lockStart := time.Now()
-	if err := b.Lock(short); !errors.Is(err, correct.ErrNotObtained) {
-		t.Fatalf("B.Lock = %v; want ErrNotObtained", err)
-	}
-	lockTook := time.Since(lockStart)
+	lockTook := locktest.GiveUp(t, ctx, b, 10*time.Millisecond, correct.ErrNotObtained)
 	if err := a.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -201,9 +177,7 @@ func TestObserver(t *testing.T) {
 		t.Fatalf("B.Unlock after expiry = %v; want ErrNotHeld", err)
 	}
 	events := rec.Expect(t, "all", "correct", key, "acquired gave-up released acquired lost")
-	if e := events[1]; e.Wait <= 0 || e.Wait > lockTook || !errors.Is(e.Err, context.DeadlineExceeded) {
-		t.Errorf("gave-up event = %+v; want 0 < Wait <= %v (the Lock call) and a deadline error", e, lockTook)
-	}
+	observetest.CheckGaveUp(t, events[1], lockTook)
 	if e := events[4]; e.Held < atLeast || !errors.Is(e.Err, correct.ErrNotHeld) {
 		t.Errorf("lost event = %+v; want Held >= %v (the 20ms lease less B's Lock call) and ErrNotHeld", e, atLeast)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/rig"
 )
 
@@ -31,27 +32,11 @@ func newKey(t *testing.T) string {
 	t.Cleanup(func() {
 		c := redis.NewClient(rig.ClientOptions(redisAddr))
 		defer c.Close()
-		if left := scanKeys(t, c, key+"*"); len(left) > 0 {
+		if left := locktest.ScanKeys(t, c, key+"*"); len(left) > 0 {
 			t.Errorf("keys left behind: %q", left)
 		}
 	})
 	return key
-}
-
-// scanKeys lists the keys matching pattern, with SCAN (never KEYS).
-func scanKeys(t *testing.T, c redis.UniversalClient, pattern string) []string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	var keys []string
-	iter := c.Scan(ctx, 0, pattern, 100).Iterator()
-	for iter.Next(ctx) {
-		keys = append(keys, iter.Val())
-	}
-	if err := iter.Err(); err != nil {
-		t.Fatalf("SCAN %s: %v", pattern, err)
-	}
-	return keys
 }
 
 // newClient returns a client of the shared server, closed in Cleanup.
@@ -71,24 +56,8 @@ func testContext(t *testing.T) context.Context {
 	return ctx
 }
 
-// waitGone polls until key no longer exists: it waits for the condition,
-// never for a fixed time.
+// waitGone waits until key no longer exists, failing the test after 10s.
 func waitGone(t *testing.T, c redis.UniversalClient, key string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	for {
-		n, err := c.Exists(ctx, key).Result()
-		if err != nil {
-			t.Fatalf("EXISTS %s: %v", key, err)
-		}
-		if n == 0 {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("key %s still exists after 10s", key)
-		case <-time.After(time.Millisecond):
-		}
-	}
+	locktest.WaitGone(t, c, key, 10*time.Second)
 }

@@ -42,12 +42,18 @@ func warm(t *testing.T, c correct.Client) {
 			t.Fatalf("SCRIPT LOAD %s: %v", name, err)
 		}
 	}
-	m := correct.New(c, newKey(t))
-	if err := m.Lock(testContext(t)); err != nil {
-		t.Fatal(err)
+	locktest.Warm(t, testContext(t), correct.New(c, newKey(t)))
+}
+
+// checkOursThenUnlock checks that the key holds m's token, as Lock said,
+// and then unlocks m.
+func checkOursThenUnlock(t *testing.T, ctx context.Context, m *correct.Mutex) {
+	t.Helper()
+	if got := newClient(t).Get(ctx, m.Key()).Val(); got != m.Token() || got == "" {
+		t.Errorf("key holds %q; Token() = %q; want the same", got, m.Token())
 	}
-	if err := m.Unlock(testContext(t)); err != nil {
-		t.Fatal(err)
+	if err := m.Unlock(ctx); err != nil {
+		t.Errorf("Unlock = %v", err)
 	}
 }
 
@@ -56,34 +62,21 @@ func warm(t *testing.T, c correct.Client) {
 // lock is ours. (It used to answer "taken", forget its token and wait a
 // whole TTL for its own key.)
 func TestAcquireSentTwiceIsOurs(t *testing.T) {
-	p := faultproxy.Start(t, redisAddr)
-	c := userClient(t, p)
+	p, c := locktest.ThroughProxy(t, redisAddr)
 	warm(t, c)
 	key := newKey(t)
-	lost := p.DropReply(faultproxy.Match{Command: "SET", Key: key}, 1)
 	m := correct.New(c, key, correct.WithTTL(time.Minute))
 	ctx, cancel := context.WithTimeout(testContext(t), 5*time.Second) // far less than the TTL
 	defer cancel()
-	if err := m.Lock(ctx); err != nil {
-		t.Fatalf("Lock whose SET reply was lost = %v; want nil", err)
-	}
-	if lost.Hits() != 1 {
-		t.Fatalf("the SET's reply was not lost (%d hits)", lost.Hits())
-	}
-	if got := newClient(t).Get(ctx, key).Val(); got != m.Token() || got == "" {
-		t.Errorf("key holds %q; Token() = %q; want the same", got, m.Token())
-	}
-	if err := m.Unlock(ctx); err != nil {
-		t.Errorf("Unlock = %v", err)
-	}
+	locktest.LoseReply(t, p, faultproxy.Match{Command: "SET", Key: key}, "Lock", func() error { return m.Lock(ctx) })
+	checkOursThenUnlock(t, ctx, m)
 }
 
 // TestAcquireSentTwiceAfterARefusalIsOurs: the same for the tries after
 // a refusal, which send SET ... GET: a polling Lock is refused once, the
 // holder leaves, and the reply of the second try's SET is lost.
 func TestAcquireSentTwiceAfterARefusalIsOurs(t *testing.T) {
-	p := faultproxy.Start(t, redisAddr)
-	c := userClient(t, p)
+	p, c := locktest.ThroughProxy(t, redisAddr)
 	warm(t, c)
 	key := newKey(t)
 	ctx, cancel := context.WithTimeout(testContext(t), 5*time.Second) // far less than the TTL
@@ -109,20 +102,14 @@ func TestAcquireSentTwiceAfterARefusalIsOurs(t *testing.T) {
 	if lost == nil || lost.Hits() != 1 {
 		t.Fatalf("the second SET's reply was not lost")
 	}
-	if got := newClient(t).Get(ctx, key).Val(); got != m.Token() || got == "" {
-		t.Errorf("key holds %q; Token() = %q; want the same", got, m.Token())
-	}
-	if err := m.Unlock(ctx); err != nil {
-		t.Errorf("Unlock = %v", err)
-	}
+	checkOursThenUnlock(t, ctx, m)
 }
 
 // TestReleaseSentTwiceAnswersTheSame: Unlock's script runs, its reply is
 // lost, go-redis sends it again; the key is gone by then. Unlock must
 // still report the release, not ErrNotHeld.
 func TestReleaseSentTwiceAnswersTheSame(t *testing.T) {
-	p := faultproxy.Start(t, redisAddr)
-	c := userClient(t, p)
+	p, c := locktest.ThroughProxy(t, redisAddr)
 	warm(t, c)
 	key := newKey(t)
 	m := correct.New(c, key)
@@ -130,13 +117,7 @@ func TestReleaseSentTwiceAnswersTheSame(t *testing.T) {
 	if err := m.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	lost := p.DropReply(faultproxy.Match{Command: "EVALSHA", Key: key}, 1)
-	if err := m.Unlock(ctx); err != nil {
-		t.Fatalf("Unlock whose reply was lost = %v; want nil", err)
-	}
-	if lost.Hits() != 1 {
-		t.Fatalf("the release's reply was not lost (%d hits)", lost.Hits())
-	}
+	locktest.LoseReply(t, p, faultproxy.Match{Command: "EVALSHA", Key: key}, "Unlock", func() error { return m.Unlock(ctx) })
 	if n := newClient(t).Exists(ctx, key).Val(); n != 0 {
 		t.Errorf("EXISTS after Unlock = %d; want 0", n)
 	}
@@ -159,8 +140,8 @@ func TestHandOffSentTwiceHandsOverOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = n.Close() })
-		hook, queued := signal(correct.HookQueued)
-		return correct.New(c, key, correct.WithNotifier(n), correct.WithTTL(ttl), hook), queued
+		hook, queued := locktest.Signal(correct.HookQueued)
+		return correct.New(c, key, correct.WithNotifier(n), correct.WithTTL(ttl), correct.WithHook(hook)), queued
 	}
 	a, _ := party(10 * time.Second)
 	w1, q1 := party(10 * time.Second)
@@ -208,8 +189,7 @@ func TestHandOffSentTwiceHandsOverOnce(t *testing.T) {
 func TestEnqueueSentTwiceQueuesOnce(t *testing.T) {
 	leakcheck.Guard(t)
 	ctx := testContext(t)
-	p := faultproxy.Start(t, redisAddr)
-	c := userClient(t, p)
+	p, c := locktest.ThroughProxy(t, redisAddr)
 	warm(t, c)
 	n := notifierOn(t, c)
 	key := newKey(t)
@@ -247,8 +227,7 @@ func TestStaleEntryOfALiveProcessCostsOneHop(t *testing.T) {
 	leakcheck.Guard(t)
 	ctx := testContext(t)
 	const ttl = time.Second
-	p := faultproxy.Start(t, redisAddr)
-	c := userClient(t, p)
+	p, c := locktest.ThroughProxy(t, redisAddr)
 	warm(t, c)
 	n := notifierOn(t, c)
 	key := newKey(t)
@@ -307,8 +286,7 @@ func TestStaleHandOffMessageIsNotALease(t *testing.T) {
 	leakcheck.Guard(t)
 	ctx := testContext(t)
 	const ttl = 200 * time.Millisecond
-	p := faultproxy.Start(t, redisAddr) // W's network
-	wc := userClient(t, p)
+	p, wc := locktest.ThroughProxy(t, redisAddr) // W's network
 	warm(t, wc)
 	n := notifierOn(t, wc)
 	key := newKey(t)
@@ -361,8 +339,7 @@ func TestNotifierNoticesASilentDeath(t *testing.T) {
 	leakcheck.Guard(t)
 	ctx := testContext(t)
 	const ttl = 40 * time.Second // a look every 10s: longer than the test waits
-	p := faultproxy.Start(t, redisAddr)
-	wc := userClient(t, p)
+	p, wc := locktest.ThroughProxy(t, redisAddr)
 	n := notifierOn(t, wc)
 	key := newKey(t)
 	direct := newClient(t)

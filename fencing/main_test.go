@@ -14,6 +14,7 @@ import (
 
 	"github.com/locklab/locklab/fencing"
 	"github.com/locklab/locklab/internal/keyslot"
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/rig"
 )
 
@@ -48,7 +49,7 @@ func newKey(t *testing.T) string {
 	}
 	t.Cleanup(func() {
 		ctx := context.Background()
-		left := scanKeys(t, rdb, fmt.Sprintf("*test:%d:*", n))
+		left := locktest.ScanKeys(t, rdb, fmt.Sprintf("*test:%d:*", n))
 		for _, k := range left {
 			if k != counter && !keyslot.IsReceipt(key, k) {
 				t.Errorf("key %q left in Redis; want only the counter %q (and release receipts, which expire)", k, counter)
@@ -57,20 +58,6 @@ func newKey(t *testing.T) string {
 		_ = rdb.Del(ctx, left...).Err()
 	})
 	return key
-}
-
-// scanKeys lists the keys matching pattern with SCAN.
-func scanKeys(t *testing.T, c *redis.Client, pattern string) []string {
-	t.Helper()
-	var keys []string
-	iter := c.Scan(context.Background(), 0, pattern, 1000).Iterator()
-	for iter.Next(context.Background()) {
-		keys = append(keys, iter.Val())
-	}
-	if err := iter.Err(); err != nil {
-		t.Fatalf("SCAN %q: %v", pattern, err)
-	}
-	return keys
 }
 
 // counterValue reads the token counter of key (0 when absent).

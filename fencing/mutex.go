@@ -257,11 +257,9 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if err := m.check(); err != nil {
 		return err
 	}
-	m.mu.Lock()
-	value := m.value
-	m.mu.Unlock()
-	if value == "" {
-		return fmt.Errorf("%w: unlock %q", ErrNotHeld, m.key)
+	value, err := m.heldValue("unlock")
+	if err != nil {
+		return err
 	}
 	m.hook(ctx, HookBeforeRelease)
 	rctx, cancel := retry.Detach(ctx)
@@ -297,11 +295,9 @@ func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) error {
 	if ttl < time.Millisecond {
 		return invalid("Extend(ctx, %v): ttl must be at least 1ms", ttl)
 	}
-	m.mu.Lock()
-	value := m.value
-	m.mu.Unlock()
-	if value == "" {
-		return fmt.Errorf("%w: extend %q", ErrNotHeld, m.key)
+	value, err := m.heldValue("extend")
+	if err != nil {
+		return err
 	}
 	m.hook(ctx, HookBeforeExtend)
 	start := time.Now()
@@ -336,6 +332,19 @@ func (m *Mutex) check() error {
 		return invalid("Mutex not made by New")
 	}
 	return nil
+}
+
+// heldValue returns the random value of the current hold, or, when this
+// Mutex holds nothing, an error wrapping [ErrNotHeld] that names op
+// ("unlock", "extend") and the key.
+func (m *Mutex) heldValue(op string) (string, error) {
+	m.mu.Lock()
+	value := m.value
+	m.mu.Unlock()
+	if value == "" {
+		return "", fmt.Errorf("%w: %s %q", ErrNotHeld, op, m.key)
+	}
+	return value, nil
 }
 
 // forget clears the hold if it is still the one with value, and returns

@@ -15,6 +15,7 @@ import (
 
 	"github.com/locklab/locklab/fencing"
 	"github.com/locklab/locklab/internal/keyslot"
+	"github.com/locklab/locklab/internal/locktest"
 )
 
 var (
@@ -536,16 +537,11 @@ func unlockOrFatal(t *testing.T, m *fencing.Mutex) {
 	}
 }
 
-// waitGone waits until key no longer exists (its lease ran out).
+// waitGone waits until key no longer exists (its lease ran out), failing
+// the test after 10s.
 func waitGone(t *testing.T, key string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for rdb.Exists(context.Background(), key).Val() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("key %q still exists after 10s", key)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	locktest.WaitGone(t, rdb, key, 10*time.Second)
 }
 
 // TestCorruptCounter: a counter that is not a positive integer makes

@@ -1,13 +1,13 @@
 package fencing_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
 
 	"github.com/locklab/locklab/fencing"
 	"github.com/locklab/locklab/internal/leakcheck"
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/observetest"
 )
 
@@ -26,13 +26,7 @@ func TestObserver(t *testing.T) {
 	if err := a.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
-	defer cancel()
-	began := time.Now()
-	if err := b.Lock(short); !errors.Is(err, fencing.ErrNotObtained) {
-		t.Fatalf("B.Lock = %v; want ErrNotObtained", err)
-	}
-	took := time.Since(began)
+	took := locktest.GiveUp(t, ctx, b, 10*time.Millisecond, fencing.ErrNotObtained)
 	if ok, err := b.TryLock(ctx); ok || err != nil { // no give-up: no event
 		t.Fatalf("B.TryLock = %v, %v; want false, nil", ok, err)
 	}
@@ -58,9 +52,7 @@ func TestObserver(t *testing.T) {
 	}
 
 	events := rec.Expect(t, "all", "fencing", key, "acquired gave-up released acquired lost acquired lost")
-	if e := events[1]; e.Wait <= 0 || e.Wait > took || !errors.Is(e.Err, context.DeadlineExceeded) {
-		t.Errorf("gave-up event = %+v; want 0 < Wait <= %v (the Lock call) and a deadline error", e, took)
-	}
+	observetest.CheckGaveUp(t, events[1], took)
 	if e := events[2]; e.Held <= 0 {
 		t.Errorf("released event = %+v; want Held > 0", e)
 	}

@@ -15,20 +15,12 @@ import (
 func TestAcquireSentTwiceKeepsItsToken(t *testing.T) {
 	p, c := locktest.ThroughProxy(t, rdb.Options().Addr)
 	ctx := t.Context()
-	warm := fencing.New(c, newKey(t))
-	lockOrFatal(t, warm) // loads the scripts, runs the server check
-	unlockOrFatal(t, warm)
+	locktest.Warm(t, ctx, fencing.New(c, newKey(t)))
 
 	key := newKey(t)
 	counter, _ := fencing.CounterKey(key)
 	m := fencing.New(c, key)
-	lost := p.DropReply(faultproxy.Match{Command: "EVALSHA", Key: key}, 1)
-	if err := m.Lock(ctx); err != nil {
-		t.Fatalf("Lock whose reply was lost = %v; want nil", err)
-	}
-	if lost.Hits() != 1 {
-		t.Fatalf("the acquire's reply was not lost (%d hits)", lost.Hits())
-	}
+	locktest.LoseReply(t, p, faultproxy.Match{Command: "EVALSHA", Key: key}, "Lock", func() error { return m.Lock(ctx) })
 	if got, want := m.Token().String(), rdb.Get(ctx, counter).Val(); got != want || got != "1" {
 		t.Errorf("Token() = %s, counter = %s; want both 1 (one acquisition, one token)", got, want)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/locklab/locklab/internal/faultproxy"
 	"github.com/locklab/locklab/internal/leakcheck"
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/rig"
 	"github.com/locklab/locklab/labs"
 	"github.com/locklab/locklab/naive"
@@ -320,22 +321,11 @@ func drain(ch chan struct{}) {
 	}
 }
 
+// waitGone waits until key no longer exists on c, failing the test after
+// 10s.
 func waitGone(t *testing.T, c *redis.Client, key string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		n, err := c.Exists(t.Context(), key).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still exists after 10s", key)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	locktest.WaitGone(t, c, key, 10*time.Second)
 }
 
 // Counted is reentrant and owner-checked; its mistake is the second run of
@@ -344,9 +334,7 @@ func TestCountedCountsEveryRun(t *testing.T) {
 	ctx := t.Context()
 	c := client(t)
 	key := lockKey()
-	p := faultproxy.Start(t, redisAddr)
-	retrying := redis.NewClient(rig.UserOptions(p.Addr())) // go-redis's defaults: retries on
-	t.Cleanup(func() { retrying.Close() })
+	p, retrying := locktest.ThroughProxy(t, redisAddr) // go-redis's defaults: retries on
 	a, b := naive.NewCounted(retrying, key), naive.NewCounted(c, key)
 	for range 2 {
 		if err := a.Lock(ctx); err != nil {
@@ -365,13 +353,7 @@ func TestCountedCountsEveryRun(t *testing.T) {
 		t.Fatalf("B.Unlock() = %v; want ErrNotHeld", err)
 	}
 
-	lost := p.DropReply(faultproxy.Match{Key: key}, 1)
-	if err := a.Unlock(ctx); err != nil {
-		t.Fatalf("inner Unlock() with its reply lost = %v; want nil (go-redis sent it again)", err)
-	}
-	if lost.Hits() != 1 {
-		t.Fatalf("the proxy lost %d replies; want 1", lost.Hits())
-	}
+	locktest.LoseReply(t, p, faultproxy.Match{Key: key}, "inner Unlock", func() error { return a.Unlock(ctx) })
 	if n, _ := c.Exists(ctx, key).Result(); n != 0 {
 		t.Fatalf("after one Unlock of two, sent twice, the key still exists; Counted is meant to count the second run too")
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/locklab/locklab/internal/faultproxy"
 	"github.com/locklab/locklab/internal/keyslot"
 	"github.com/locklab/locklab/internal/leakcheck"
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/rig"
 	"github.com/locklab/locklab/redlock"
 )
@@ -26,6 +27,17 @@ func withNotifier(t *testing.T, addrs []string) ([]redlock.Client, *redlock.Noti
 	t.Helper()
 	cs := clientsFor(t, addrs)
 	return cs, notifierOn(t, cs)
+}
+
+// handoffOn begins a hand-off test on the shared servers: it checks for
+// leaked goroutines when the test ends, and returns the test's context,
+// clients of the servers with a Notifier on them, and a fresh key.
+func handoffOn(t *testing.T) (context.Context, []redlock.Client, *redlock.Notifier, string) {
+	t.Helper()
+	leakcheck.Guard(t)
+	ctx := ctxFor(t)
+	cs, n := withNotifier(t, addrs)
+	return ctx, cs, n, newKey(t)
 }
 
 // notifierOn returns a Notifier on the go-redis clients cs, closed when the
@@ -77,16 +89,6 @@ func (l *pointLog) get() []string {
 	return slices.Clone(l.points)
 }
 
-// signal returns a hook that reports each time point is reached.
-func signal(point string) (redlock.Option, <-chan struct{}) {
-	ch := make(chan struct{}, 64)
-	return redlock.WithHook(func(_ context.Context, p string) {
-		if p == point {
-			ch <- struct{}{}
-		}
-	}), ch
-}
-
 // await waits for ch, failing the test if it takes longer than d.
 func await(t *testing.T, ch <-chan struct{}, d time.Duration, what string) {
 	t.Helper()
@@ -109,11 +111,9 @@ func lockAsync(ctx context.Context, m *redlock.Mutex) <-chan error {
 // returns the Mutex and its Lock's result channel.
 func queueWaiter(t *testing.T, ctx context.Context, cs []redlock.Client, key string, opts ...redlock.Option) (*redlock.Mutex, <-chan error) {
 	t.Helper()
-	hook, isQueued := signal(redlock.HookQueued)
-	w := redlock.New(cs, key, append(slices.Clip(opts), hook)...)
-	done := lockAsync(ctx, w)
-	await(t, isQueued, 10*time.Second, "waiter queued")
-	return w, done
+	hook, queued := locktest.Signal(redlock.HookQueued)
+	w := redlock.New(cs, key, append(slices.Clip(opts), redlock.WithHook(hook))...)
+	return w, locktest.LockQueued(t, ctx, w, queued)
 }
 
 // mustLock locks m and waits for its SETs still in flight: waiters queued
@@ -228,10 +228,7 @@ func TestHandoffWithANodeDown(t *testing.T) {
 // (Which of the three goes first depends on whose round reaches which node
 // first: a node given up goes to the best waiter queued on it by then.)
 func TestHandoffSplitIsResolved(t *testing.T) {
-	leakcheck.Guard(t)
-	ctx := ctxFor(t)
-	cs, n := withNotifier(t, addrs)
-	key := newKey(t)
+	ctx, cs, n, key := handoffOn(t)
 	const ttl = 10 * time.Second
 	holder := redlock.New(cs, key, redlock.WithNotifier(n), redlock.WithTTL(ttl))
 	mustLock(t, ctx, holder)
@@ -315,10 +312,7 @@ func TestGivingUpPassesTheLockOn(t *testing.T) {
 // unlocks after another client took the lock and a third queued. The late
 // release must touch neither the new holder's keys nor the queue.
 func TestLateReleaseLeavesTheNextHolderAlone(t *testing.T) {
-	leakcheck.Guard(t)
-	ctx := ctxFor(t)
-	cs, n := withNotifier(t, addrs)
-	key := newKey(t)
+	ctx, cs, n, key := handoffOn(t)
 	late := redlock.New(cs, key, redlock.WithTTL(100*time.Millisecond), redlock.WithNodeTimeout(50*time.Millisecond))
 	if err := lockWithin(ctx, late); err != nil {
 		t.Fatal(err)
@@ -452,8 +446,7 @@ func TestBurstPaysOneSetRound(t *testing.T) {
 
 	hook, log := recordPoints()
 	b := redlock.New(cs, key, redlock.WithNotifier(n), hook)
-	bDone := lockAsync(ctx, b)
-	await(t, log.queued, 10*time.Second, "B queued")
+	bDone := locktest.LockQueued(t, ctx, b, log.queued)
 	close(resume)
 	await(t, aQueued, 10*time.Second, "A queued") // first: its score is the better
 	if points := log.get(); slices.Contains(points, redlock.HookRefused) {
@@ -577,8 +570,7 @@ func TestHandoffHookPoints(t *testing.T) {
 	mustLock(t, ctx, holder)
 	hook, log := recordPoints()
 	w := redlock.New(cs, key, redlock.WithNotifier(n), hook)
-	done := lockAsync(ctx, w)
-	await(t, log.queued, 10*time.Second, "waiter queued")
+	done := locktest.LockQueued(t, ctx, w, log.queued)
 	mustUnlock(t, ctx, holder)
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -677,10 +669,7 @@ func checkUntilIsConservative(t *testing.T, m *redlock.Mutex, key string) {
 // still has most of its TTL (the waiter's rounds every ttl/4 keep the
 // start of its lease recent), and its Until never errs late.
 func TestHandoffValidity(t *testing.T) {
-	leakcheck.Guard(t)
-	ctx := ctxFor(t)
-	cs, n := withNotifier(t, addrs)
-	key := newKey(t)
+	ctx, cs, n, key := handoffOn(t)
 	const ttl = 400 * time.Millisecond
 	opts := []redlock.Option{redlock.WithNotifier(n), redlock.WithTTL(ttl), redlock.WithNodeTimeout(ttl / 2)}
 	holder := redlock.New(cs, key, opts...)
@@ -712,10 +701,7 @@ func TestHandoffValidity(t *testing.T) {
 // one more round, which takes the free nodes afresh, and only then holds
 // the lock, with an Until that does not err late.
 func TestHandoffPausedWaiterRefreshes(t *testing.T) {
-	leakcheck.Guard(t)
-	ctx := ctxFor(t)
-	cs, n := withNotifier(t, addrs)
-	key := newKey(t)
+	ctx, cs, n, key := handoffOn(t)
 	const ttl = 300 * time.Millisecond
 	opts := []redlock.Option{redlock.WithNotifier(n), redlock.WithTTL(ttl), redlock.WithNodeTimeout(ttl / 2)}
 	holder := redlock.New(cs, key, opts...)
@@ -734,8 +720,7 @@ func TestHandoffPausedWaiterRefreshes(t *testing.T) {
 			}
 		}
 	}))...)
-	done := lockAsync(ctx, w)
-	await(t, queuedCh, 10*time.Second, "waiter queued")
+	done := locktest.LockQueued(t, ctx, w, queuedCh)
 	mustUnlock(t, ctx, holder)
 	if err := <-done; err != nil {
 		t.Fatal(err)

@@ -242,14 +242,21 @@ func TestExtend(t *testing.T) {
 	ctx := ctxFor(t)
 	cs := clientsFor(t, addrs)
 	const ttl = 10 * time.Second
-
-	t.Run("moves Until and resets the TTL", func(t *testing.T) {
+	// held returns a Mutex with that TTL on a fresh key, locked, and
+	// unlocked when the subtest ends.
+	held := func(t *testing.T) (*redlock.Mutex, string) {
+		t.Helper()
 		key := newKey(t)
 		m := redlock.New(cs, key, redlock.WithTTL(ttl))
 		if err := m.Lock(ctx); err != nil {
 			t.Fatal(err)
 		}
-		defer m.Unlock(context.Background())
+		t.Cleanup(func() { _ = m.Unlock(context.Background()) })
+		return m, key
+	}
+
+	t.Run("moves Until and resets the TTL", func(t *testing.T) {
+		m, key := held(t)
 		first := m.Until()
 		for _, c := range admin { // let the keys age, as time would
 			if err := c.PExpire(ctx, key, ttl/2).Err(); err != nil {
@@ -281,12 +288,7 @@ func TestExtend(t *testing.T) {
 		}
 	})
 	t.Run("fails when a majority lost the token", func(t *testing.T) {
-		key := newKey(t)
-		m := redlock.New(cs, key, redlock.WithTTL(ttl))
-		if err := m.Lock(ctx); err != nil {
-			t.Fatal(err)
-		}
-		defer m.Unlock(context.Background())
+		m, key := held(t)
 		settle(t, m) // no SET still in flight to undo what follows
 		until := m.Until()
 		for _, c := range admin[:3] { // the key expired early on 3 of 5 nodes
@@ -311,12 +313,7 @@ func TestExtend(t *testing.T) {
 		}
 	})
 	t.Run("to a shorter ttl", func(t *testing.T) {
-		key := newKey(t)
-		m := redlock.New(cs, key, redlock.WithTTL(ttl))
-		if err := m.Lock(ctx); err != nil {
-			t.Fatal(err)
-		}
-		defer m.Unlock(context.Background())
+		m, key := held(t)
 		// Lock returns at a majority; a SET still on its way to a slower
 		// node could land after the Extend below (calls to a node are not
 		// ordered) and keep the long TTL there.
@@ -336,12 +333,7 @@ func TestExtend(t *testing.T) {
 		}
 	})
 	t.Run("ttl below 1ms", func(t *testing.T) {
-		key := newKey(t)
-		m := redlock.New(cs, key, redlock.WithTTL(ttl))
-		if err := m.Lock(ctx); err != nil {
-			t.Fatal(err)
-		}
-		defer m.Unlock(context.Background())
+		m, _ := held(t)
 		for _, bad := range []time.Duration{0, -time.Second, time.Microsecond} {
 			if err := m.Extend(ctx, bad); !errors.Is(err, redlock.ErrInvalid) {
 				t.Errorf("Extend(%v) = %v; want ErrInvalid", bad, err)

@@ -49,13 +49,7 @@ func TestAttemptsUseTheirOwnTokens(t *testing.T) {
 	// Load the scripts on every node first: a held EVALSHA of a script the
 	// node has not seen would land as a harmless NOSCRIPT, and the test
 	// would prove nothing.
-	warm := redlock.New(cs, key+":warm")
-	if err := warm.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := warm.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	locktest.Warm(t, ctx, redlock.New(cs, key+":warm"))
 	b := redlock.New(clientsFor(t, addrs[:2]), key) // nodes 0 and 1
 	if ok, err := b.TryLock(ctx); err != nil || !ok {
 		t.Fatalf("B's TryLock = %v, %v", ok, err)
@@ -266,13 +260,7 @@ func TestTimeoutsAreRetriedWhileTheContextLives(t *testing.T) {
 	ctx := t.Context()
 	key := newKey(t)
 	ps, cs, _ := behindProxies(t, addrs[:3], rig.ClientOptions)
-	warm := redlock.New(cs, key+":warm")
-	if err := warm.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := warm.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	locktest.Warm(t, ctx, redlock.New(cs, key+":warm"))
 	var held []*faultproxy.Rule
 	for _, p := range ps {
 		held = append(held, p.Hold(faultproxy.Match{Command: "SET", Key: key}, 1))

@@ -1,12 +1,12 @@
 package reentrant_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
 
 	"github.com/locklab/locklab/internal/leakcheck"
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/observetest"
 	"github.com/locklab/locklab/observe"
 	"github.com/locklab/locklab/reentrant"
@@ -41,16 +41,8 @@ func TestObserver(t *testing.T) {
 	check("re-entries", "")
 
 	b := ownerCtx(t)
-	short, cancel := context.WithTimeout(b, 10*time.Millisecond)
-	defer cancel()
-	began := time.Now()
-	if err := m.Lock(short); !errors.Is(err, reentrant.ErrNotObtained) {
-		t.Fatalf("B.Lock = %v; want ErrNotObtained", err)
-	}
-	took := time.Since(began)
-	if e := check("B gives up", "gave-up")[0]; e.Wait <= 0 || e.Wait > took || !errors.Is(e.Err, context.DeadlineExceeded) {
-		t.Errorf("gave-up event = %+v; want 0 < Wait <= %v (the Lock call) and a deadline error", e, took)
-	}
+	took := locktest.GiveUp(t, b, m, 10*time.Millisecond, reentrant.ErrNotObtained)
+	observetest.CheckGaveUp(t, check("B gives up", "gave-up")[0], took)
 	if ok, err := m.TryLock(b); ok || err != nil {
 		t.Fatalf("B.TryLock = %v, %v; want false, nil", ok, err)
 	}

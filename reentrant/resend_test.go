@@ -20,14 +20,7 @@ func throughProxy(t *testing.T) (*faultproxy.Proxy, *redis.Client) {
 	p, c := locktest.ThroughProxy(t, rdb.Options().Addr)
 	// Warm up: load the scripts and run the server check, so that a rule
 	// that loses "the next script" loses the one the test means.
-	m := reentrant.New(c, "reentrant-test:warm")
-	ctx := ownerCtx(t)
-	if err := m.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.Unlock(ctx); err != nil {
-		t.Fatal(err)
-	}
+	locktest.Warm(t, ownerCtx(t), reentrant.New(c, "reentrant-test:warm"))
 	return p, c
 }
 
@@ -45,13 +38,7 @@ func TestNestedUnlockSentTwiceCountsOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	lost := p.DropReply(faultproxy.Match{Command: "EVALSHA", Key: key}, 1)
-	if err := m.Unlock(ctx); err != nil {
-		t.Fatalf("inner Unlock whose reply was lost = %v; want nil", err)
-	}
-	if lost.Hits() != 1 {
-		t.Fatalf("the inner Unlock's reply was not lost (%d hits)", lost.Hits())
-	}
+	locktest.LoseReply(t, p, faultproxy.Match{Command: "EVALSHA", Key: key}, "inner Unlock", func() error { return m.Unlock(ctx) })
 	if n, err := m.Count(ctx); n != 1 || err != nil {
 		t.Errorf("Count after one inner Unlock sent twice = %d, %v; want 1", n, err)
 	}
@@ -72,13 +59,7 @@ func TestLockSentTwiceCountsOnce(t *testing.T) {
 	key := newKey(t)
 	ctx := ownerCtx(t)
 	m := reentrant.New(c, key)
-	lost := p.DropReply(faultproxy.Match{Command: "EVALSHA", Key: key}, 1)
-	if err := m.Lock(ctx); err != nil {
-		t.Fatalf("Lock whose reply was lost = %v; want nil", err)
-	}
-	if lost.Hits() != 1 {
-		t.Fatalf("the Lock's reply was not lost (%d hits)", lost.Hits())
-	}
+	locktest.LoseReply(t, p, faultproxy.Match{Command: "EVALSHA", Key: key}, "Lock", func() error { return m.Lock(ctx) })
 	if n, err := m.Count(ctx); n != 1 || err != nil {
 		t.Errorf("Count after one Lock sent twice = %d, %v; want 1", n, err)
 	}

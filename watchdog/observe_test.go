@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/leakcheck"
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/observetest"
 	"github.com/locklab/locklab/observe"
 	"github.com/locklab/locklab/watchdog"
@@ -42,16 +43,8 @@ func TestObserver(t *testing.T) {
 	expect(observe.Acquired)
 
 	b := watchdog.New(rdb, key, obs, watchdog.WithTTL(2*time.Second), watchdog.WithInterval(50*time.Millisecond))
-	short, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
-	defer cancel()
-	began := time.Now()
-	if err := b.Lock(short); !errors.Is(err, watchdog.ErrNotObtained) {
-		t.Fatalf("B.Lock = %v; want ErrNotObtained", err)
-	}
-	took := time.Since(began)
-	if e := expect(observe.GaveUp); e.Wait <= 0 || e.Wait > took || !errors.Is(e.Err, context.DeadlineExceeded) {
-		t.Errorf("gave-up event = %+v; want 0 < Wait <= %v (the Lock call) and a deadline error", e, took)
-	}
+	took := locktest.GiveUp(t, ctx, b, 10*time.Millisecond, watchdog.ErrNotObtained)
+	observetest.CheckGaveUp(t, expect(observe.GaveUp), took)
 	if ok, err := b.TryLock(ctx); ok || err != nil {
 		t.Fatalf("B.TryLock = %v, %v; want false, nil", ok, err)
 	}

@@ -45,8 +45,8 @@ var families = []family{
 		new: func(c *redis.Client, key string, opts ...any) locker {
 			return naive.NewGetThenDelete(clientOrNil[naive.Client](c), key, as[naive.Option](opts)...)
 		},
-		ttl:       func(d time.Duration) any { return naive.WithTTL(d) },
-		hook:      func(f func(context.Context, string)) any { return naive.WithHook(f) },
+		ttl:       anyOption(naive.WithTTL),
+		hook:      anyOption(naive.WithHook),
 		nilOption: naive.Option(nil),
 	},
 	{
@@ -54,10 +54,10 @@ var families = []family{
 		new: func(c *redis.Client, key string, opts ...any) locker {
 			return correct.New(clientOrNil[correct.Client](c), key, as[correct.Option](opts)...)
 		},
-		ttl:       func(d time.Duration) any { return correct.WithTTL(d) },
-		hook:      func(f func(context.Context, string)) any { return correct.WithHook(f) },
+		ttl:       anyOption(correct.WithTTL),
+		hook:      anyOption(correct.WithHook),
 		retry:     func() any { return correct.WithRetry(nil) },
-		tries:     func(n int) any { return correct.WithTries(n) },
+		tries:     anyOption(correct.WithTries),
 		nilOption: correct.Option(nil),
 	},
 	{
@@ -65,10 +65,10 @@ var families = []family{
 		new: func(c *redis.Client, key string, opts ...any) locker {
 			return watchdog.New(clientOrNil[watchdog.Client](c), key, as[watchdog.Option](opts)...)
 		},
-		ttl:       func(d time.Duration) any { return watchdog.WithTTL(d) },
-		hook:      func(f func(context.Context, string)) any { return watchdog.WithHook(f) },
+		ttl:       anyOption(watchdog.WithTTL),
+		hook:      anyOption(watchdog.WithHook),
 		retry:     func() any { return watchdog.WithRetry(nil) },
-		tries:     func(n int) any { return watchdog.WithTries(n) },
+		tries:     anyOption(watchdog.WithTries),
 		nilOption: watchdog.Option(nil),
 	},
 	{
@@ -76,10 +76,10 @@ var families = []family{
 		new: func(c *redis.Client, key string, opts ...any) locker {
 			return asOwner(reentrant.New(clientOrNil[reentrant.Client](c), key, as[reentrant.Option](opts)...))
 		},
-		ttl:       func(d time.Duration) any { return reentrant.WithTTL(d) },
-		hook:      func(f func(context.Context, string)) any { return reentrant.WithHook(f) },
+		ttl:       anyOption(reentrant.WithTTL),
+		hook:      anyOption(reentrant.WithHook),
 		retry:     func() any { return reentrant.WithRetry(nil) },
-		tries:     func(n int) any { return reentrant.WithTries(n) },
+		tries:     anyOption(reentrant.WithTries),
 		nilOption: reentrant.Option(nil),
 	},
 	{
@@ -87,10 +87,10 @@ var families = []family{
 		new: func(c *redis.Client, key string, opts ...any) locker {
 			return redlock.New([]redlock.Client{clientOrNil[redlock.Client](c)}, key, as[redlock.Option](opts)...)
 		},
-		ttl:       func(d time.Duration) any { return redlock.WithTTL(d) },
-		hook:      func(f func(context.Context, string)) any { return redlock.WithHook(f) },
+		ttl:       anyOption(redlock.WithTTL),
+		hook:      anyOption(redlock.WithHook),
 		retry:     func() any { return redlock.WithRetry(nil) },
-		tries:     func(n int) any { return redlock.WithTries(n) },
+		tries:     anyOption(redlock.WithTries),
 		nilOption: redlock.Option(nil),
 	},
 	{
@@ -98,12 +98,18 @@ var families = []family{
 		new: func(c *redis.Client, key string, opts ...any) locker {
 			return fencing.New(clientOrNil[fencing.Client](c), key, as[fencing.Option](opts)...)
 		},
-		ttl:       func(d time.Duration) any { return fencing.WithTTL(d) },
-		hook:      func(f func(context.Context, string)) any { return fencing.WithHook(f) },
+		ttl:       anyOption(fencing.WithTTL),
+		hook:      anyOption(fencing.WithHook),
 		retry:     func() any { return fencing.WithRetry(nil) },
-		tries:     func(n int) any { return fencing.WithTries(n) },
+		tries:     anyOption(fencing.WithTries),
 		nilOption: fencing.Option(nil),
 	},
+}
+
+// anyOption returns with, a package's With... function, with its Option
+// returned as any, as the family table carries options.
+func anyOption[A, O any](with func(A) O) func(A) any {
+	return func(a A) any { return with(a) }
 }
 
 // clientOrNil returns c as the package's client interface, or a nil

@@ -9,7 +9,9 @@
 // own tests.
 //
 // [Locker], [Bound] and [Turns], the mutual-exclusion count, also serve
-// the Redis locks' tests.
+// the Redis locks' tests, as do the steps they share: [Warm], [Signal],
+// [LockQueued], [GiveUp], and, in scripts.go, the helpers on a Redis
+// server and its fault proxy.
 package locktest
 
 import (
@@ -417,6 +419,72 @@ func HandedOnWithin(t *testing.T, ctx context.Context, holder, waiter Locker, go
 	if err := waiter.Unlock(ctx); err != nil {
 		t.Fatalf("the waiter's Unlock = %v", err)
 	}
+}
+
+// Warm runs one Lock and one Unlock of l, failing t if either fails. A
+// Redis lock's first use loads its scripts and runs its server check; a
+// test that then loses or holds "the next EVALSHA" (or SET) hits the
+// command it means, and a held script lands as a script the server knows.
+// It must run in the test's goroutine.
+func Warm(t testing.TB, ctx context.Context, l Locker) {
+	t.Helper()
+	if err := l.Lock(ctx); err != nil {
+		t.Fatalf("warm-up Lock = %v", err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatalf("warm-up Unlock = %v", err)
+	}
+}
+
+// Signal returns a hook, for a lock's WithHook, that sends on reached
+// each time it is called at point; reached holds up to 64 signals, and a
+// 65th unread one blocks the lock at its hook point.
+func Signal(point string) (hook func(ctx context.Context, point string), reached <-chan struct{}) {
+	ch := make(chan struct{}, 64)
+	return func(_ context.Context, p string) {
+		if p == point {
+			ch <- struct{}{}
+		}
+	}, ch
+}
+
+// LockQueued starts l.Lock(ctx) in a goroutine and waits until queued,
+// a signal from l's hook point for joining the wait queue (see [Signal]),
+// fires; it fails t if the Lock returns without having queued, or if 10s
+// pass. It returns the channel that will carry the Lock's result. It must
+// run in the test's goroutine.
+func LockQueued(t testing.TB, ctx context.Context, l Locker, queued <-chan struct{}) <-chan error {
+	t.Helper()
+	got := make(chan error, 1)
+	go func() { got <- l.Lock(ctx) }()
+	select {
+	case <-queued:
+	case err := <-got:
+		select {
+		case <-queued: // it queued, then was served before this select ran
+			got <- err
+		default:
+			t.Fatalf("the waiter's Lock returned %v before it queued", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter did not queue within 10s")
+	}
+	return got
+}
+
+// GiveUp calls l.Lock with a context that ends d after ctx's start, for
+// a lock someone else holds, and fails t unless the call returns an error
+// wrapping errNotObtained. It returns how long the call took, the bound
+// of the gave-up event's Wait (see [observetest.CheckGaveUp]).
+func GiveUp(t testing.TB, ctx context.Context, l Locker, d time.Duration, errNotObtained error) time.Duration {
+	t.Helper()
+	short, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	began := time.Now()
+	if err := l.Lock(short); !errors.Is(err, errNotObtained) {
+		t.Fatalf("Lock with a %v deadline while another holds = %v; want ErrNotObtained", d, err)
+	}
+	return time.Since(began)
 }
 
 // SurvivesFailover: a holds the lock when fail kills the system's leader;

@@ -46,6 +46,21 @@ func ThroughProxy(t *testing.T, addr string) (*faultproxy.Proxy, *redis.Client) 
 	return p, c
 }
 
+// LoseReply has p lose the reply to the next command that matches m, and
+// runs call, which sends that command: go-redis, on its default options,
+// sends it again. It fails t unless call returns nil and the reply was
+// lost. what names the call in the failure ("Lock", "inner Unlock").
+func LoseReply(t *testing.T, p *faultproxy.Proxy, m faultproxy.Match, what string, call func() error) {
+	t.Helper()
+	lost := p.DropReply(m, 1)
+	if err := call(); err != nil {
+		t.Fatalf("%s whose reply was lost = %v; want nil", what, err)
+	}
+	if lost.Hits() != 1 {
+		t.Fatalf("the %s's reply was not lost (%d hits)", what, lost.Hits())
+	}
+}
+
 var keySeq atomic.Int64
 
 // Key returns a Redis key no other test of the process uses,
@@ -71,4 +86,21 @@ func WaitGone(t *testing.T, c redis.Cmdable, key string, d time.Duration) {
 		}
 		time.Sleep(2 * time.Millisecond) // poll interval, not a wait for an event
 	}
+}
+
+// ScanKeys lists the keys on c matching pattern, with SCAN (never KEYS),
+// failing t if the scan fails or takes more than 5s.
+func ScanKeys(t testing.TB, c redis.Cmdable, pattern string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var keys []string
+	iter := c.Scan(ctx, 0, pattern, 100).Iterator()
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatalf("SCAN %s: %v", pattern, err)
+	}
+	return keys
 }

@@ -3,6 +3,8 @@
 package observetest
 
 import (
+	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -89,4 +91,14 @@ func Kinds(events []observe.Event) string {
 		k[i] = e.Kind.String()
 	}
 	return strings.Join(k, " ")
+}
+
+// CheckGaveUp fails t unless e, the event of a Lock that gave up at its
+// deadline after a call that took took, reports 0 < Wait <= took and a
+// deadline error.
+func CheckGaveUp(t testing.TB, e observe.Event, took time.Duration) {
+	t.Helper()
+	if e.Wait <= 0 || e.Wait > took || !errors.Is(e.Err, context.DeadlineExceeded) {
+		t.Errorf("gave-up event = %+v; want 0 < Wait <= %v (the Lock call) and a deadline error", e, took)
+	}
 }
