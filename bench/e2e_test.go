@@ -12,19 +12,27 @@ import (
 	"testing"
 )
 
+// runBench runs the program as a user would, with args and -out a new
+// temporary directory, and returns that directory and what the program
+// printed. If it fails, the test fails with its error and its stderr.
+func runBench(t *testing.T, args ...string) (dir, stdout, stderr string) {
+	t.Helper()
+	dir = t.TempDir()
+	var out, errOut bytes.Buffer
+	if err := run(t.Context(), append(args, "-out", dir), &out, &errOut); err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, errOut.String())
+	}
+	return dir, out.String(), errOut.String()
+}
+
 // TestEndToEnd runs the program as a user would, small, and checks every
 // output file.
 func TestEndToEnd(t *testing.T) {
-	dir := t.TempDir()
-	var stdout, stderr bytes.Buffer
-	err := run(t.Context(), []string{
+	dir, stdout, stderr := runBench(t,
 		"-scenarios", "contended", "-impls", "correct,redsync-1,raw", "-clients", "2",
-		"-hold", "0", "-duration", "300ms", "-rounds", "1", "-out", dir,
+		"-hold", "0", "-duration", "300ms", "-rounds", "1",
 		"-addrs", strings.Join(addrs, ","),
-	}, &stdout, &stderr)
-	if err != nil {
-		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
-	}
+	)
 	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -80,11 +88,11 @@ func TestEndToEnd(t *testing.T) {
 	if !bytes.Contains(hgrm, []byte("1/(1-Percentile)")) || !bytes.Contains(hgrm, []byte("#[Mean")) {
 		t.Errorf("hgrm file is not in PercentilesPrint format:\n%s", hgrm)
 	}
-	if !strings.Contains(stdout.String(), "report:  "+filepath.Join(dir, "report.md")) {
-		t.Errorf("stdout does not name the report:\n%s", stdout.String())
+	if !strings.Contains(stdout, "report:  "+filepath.Join(dir, "report.md")) {
+		t.Errorf("stdout does not name the report:\n%s", stdout)
 	}
-	if !strings.Contains(stderr.String(), "[1/3] contended c=2 hold=0") {
-		t.Errorf("stderr lacks the plain progress line:\n%s", stderr.String())
+	if !strings.Contains(stderr, "[1/3] contended c=2 hold=0") {
+		t.Errorf("stderr lacks the plain progress line:\n%s", stderr)
 	}
 }
 
@@ -98,16 +106,11 @@ func TestOpenLoop(t *testing.T) {
 		{"1000", "2ms", true},
 		{"50", "0", false},
 	} {
-		dir := t.TempDir()
-		var stderr bytes.Buffer
-		err := run(t.Context(), []string{
+		dir, _, _ := runBench(t,
 			"-scenarios", "contended", "-impls", "correct", "-clients", "1", "-hold", tt.hold,
-			"-rate", tt.rate, "-duration", "300ms", "-rounds", "1", "-out", dir, "-addrs", strings.Join(addrs, ","),
+			"-rate", tt.rate, "-duration", "300ms", "-rounds", "1", "-addrs", strings.Join(addrs, ","),
 			"-plots=false",
-		}, io.Discard, &stderr)
-		if err != nil {
-			t.Fatalf("run: %v\n%s", err, stderr.String())
-		}
+		)
 		b, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
 		rows := checkSchema(t, b, 1)
 		if rows[0]["mode"] != "open" || rows[0]["saturated"] != tt.saturated {
@@ -162,16 +165,11 @@ func TestNaiveViolationsCounted(t *testing.T) {
 	for _, check := range []string{"async", "sync"} {
 		t.Run(check, func(t *testing.T) {
 			for attempt := 1; attempt <= 5; attempt++ {
-				dir := t.TempDir()
-				var stderr bytes.Buffer
-				err := run(t.Context(), []string{
+				dir, _, _ := runBench(t,
 					"-scenarios", "contended", "-impls", "naive-getset", "-clients", "8", "-hold", "1ms",
-					"-duration", "300ms", "-rounds", "1", "-out", dir, "-addrs", strings.Join(addrs, ","),
+					"-duration", "300ms", "-rounds", "1", "-addrs", strings.Join(addrs, ","),
 					"-plots=false", "-check", check,
-				}, io.Discard, &stderr)
-				if err != nil {
-					t.Fatalf("run: %v\n%s", err, stderr.String())
-				}
+				)
 				b, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
 				rows := checkSchema(t, b, 1)
 				if v := rows[0]["violations"].(float64); v > 0 {
@@ -190,16 +188,11 @@ func TestNaiveViolationsCounted(t *testing.T) {
 // dropped it would report only the first client's short wait.
 func TestCutOffWaitsCount(t *testing.T) {
 	const run300 = 300e3 // µs
-	dir := t.TempDir()
-	var stderr bytes.Buffer
-	err := run(t.Context(), []string{
+	dir, _, _ := runBench(t,
 		"-scenarios", "contended", "-impls", "correct", "-clients", "2", "-hold", "600ms",
-		"-duration", "300ms", "-rounds", "1", "-out", dir, "-addrs", strings.Join(addrs, ","),
+		"-duration", "300ms", "-rounds", "1", "-addrs", strings.Join(addrs, ","),
 		"-plots=false",
-	}, io.Discard, &stderr)
-	if err != nil {
-		t.Fatalf("run: %v\n%s", err, stderr.String())
-	}
+	)
 	b, _ := os.ReadFile(filepath.Join(dir, "summary.json"))
 	r := checkSchema(t, b, 1)[0]
 	if r["acquisitions"] != 1.0 || r["cut_off"] != 1.0 {

@@ -17,15 +17,10 @@ import (
 // The scoreboard must catch what it should and pass what it should: a
 // scoreboard that reports nothing unsafe is blind.
 func TestFaultsEndToEnd(t *testing.T) {
-	dir := t.TempDir()
-	var stdout, stderr bytes.Buffer
-	err := run(t.Context(), []string{
+	dir, stdout, _ := runBench(t,
 		"-scenarios", "faults", "-faults", "pause,kill", "-fault-runs", "1",
-		"-impls", "fencing,correct,naive-getset", "-out", dir,
-	}, &stdout, &stderr)
-	if err != nil {
-		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
-	}
+		"-impls", "fencing,correct,naive-getset",
+	)
 	b, err := os.ReadFile(filepath.Join(dir, "faults.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -91,8 +86,8 @@ func TestFaultsEndToEnd(t *testing.T) {
 			t.Errorf("%s: missing or empty (%v)", f, err)
 		}
 	}
-	if !strings.Contains(stdout.String(), "faults:  "+filepath.Join(dir, "faults.md")) {
-		t.Errorf("stdout does not name faults.md:\n%s", stdout.String())
+	if !strings.Contains(stdout, "faults:  "+filepath.Join(dir, "faults.md")) {
+		t.Errorf("stdout does not name faults.md:\n%s", stdout)
 	}
 }
 

@@ -69,6 +69,19 @@ func (e env) client(i int, sent *atomic.Int64) *redis.Client {
 	return c
 }
 
+// oneServer returns the contender of a lock on addrs[0] alone: one
+// client (see client), counting its commands and closed with the
+// contender, and lockOn(client, key) as its lock on each key.
+func (e env) oneServer(lockOn func(c *redis.Client, key string) locker) contender {
+	sent := new(atomic.Int64)
+	c := e.client(0, sent)
+	return contender{
+		locker: func(key string) locker { return lockOn(c, key) },
+		close:  c.Close,
+		sent:   sent,
+	}
+}
+
 // clients returns go-redis clients for the first n servers.
 func (e env) clients(n int, sent *atomic.Int64) []*redis.Client {
 	cs := make([]*redis.Client, n)

@@ -2,7 +2,8 @@ package main
 
 import (
 	"errors"
-	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/fencing"
 )
@@ -17,11 +18,5 @@ func init() {
 }
 
 func connectFencing(e env) (contender, error) {
-	sent := new(atomic.Int64)
-	c := e.client(0, sent)
-	return contender{
-		locker: func(key string) locker { return fencing.New(c, key, fencing.WithTTL(e.ttl)) },
-		close:  c.Close,
-		sent:   sent,
-	}, nil
+	return e.oneServer(func(c *redis.Client, key string) locker { return fencing.New(c, key, fencing.WithTTL(e.ttl)) }), nil
 }

@@ -2,7 +2,8 @@ package main
 
 import (
 	"errors"
-	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/naive"
 )
@@ -28,18 +29,12 @@ func init() {
 
 func connectNaive(mk func(naive.Client, string, ...naive.Option) locker) func(env) (contender, error) {
 	return func(e env) (contender, error) {
-		sent := new(atomic.Int64)
-		c := e.client(0, sent)
-		return contender{
-			locker: func(key string) locker {
-				opts := []naive.Option{naive.WithTTL(e.ttl)}
-				if e.hook != nil {
-					opts = append(opts, naive.WithHook(e.hook))
-				}
-				return mk(c, key, opts...)
-			},
-			close: c.Close,
-			sent:  sent,
-		}, nil
+		return e.oneServer(func(c *redis.Client, key string) locker {
+			opts := []naive.Option{naive.WithTTL(e.ttl)}
+			if e.hook != nil {
+				opts = append(opts, naive.WithHook(e.hook))
+			}
+			return mk(c, key, opts...)
+		}), nil
 	}
 }

@@ -3,7 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/reentrant"
 )
@@ -18,16 +19,10 @@ func init() {
 }
 
 func connectReentrant(e env) (contender, error) {
-	sent := new(atomic.Int64)
-	c := e.client(0, sent)
 	owner := reentrant.NewOwner()
-	return contender{
-		locker: func(key string) locker {
-			return &reentrantLocker{m: reentrant.New(c, key, reentrant.WithTTL(e.ttl)), owner: owner}
-		},
-		close: c.Close,
-		sent:  sent,
-	}, nil
+	return e.oneServer(func(c *redis.Client, key string) locker {
+		return &reentrantLocker{m: reentrant.New(c, key, reentrant.WithTTL(e.ttl)), owner: owner}
+	}), nil
 }
 
 type reentrantLocker struct {

@@ -3,7 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/watchdog"
 )
@@ -19,15 +20,9 @@ func init() {
 }
 
 func connectWatchdog(e env) (contender, error) {
-	sent := new(atomic.Int64)
-	c := e.client(0, sent)
-	return contender{
-		locker: func(key string) locker {
-			return &watchdogLocker{m: watchdog.New(c, key, watchdog.WithTTL(e.ttl))}
-		},
-		close: c.Close,
-		sent:  sent,
-	}, nil
+	return e.oneServer(func(c *redis.Client, key string) locker {
+		return &watchdogLocker{m: watchdog.New(c, key, watchdog.WithTTL(e.ttl))}
+	}), nil
 }
 
 type watchdogLocker struct {

@@ -56,6 +56,25 @@ func savePlot(p *plot.Plot, dir, stem string) (string, error) {
 	return stem + ".svg", nil
 }
 
+// plotFiles are the svg names of the plots written, by report section
+// ("latency", "throughput", ...), in the order they were written.
+type plotFiles map[string][]string
+
+// add saves p as savePlot does and appends its svg name to section. err is
+// the error of the function that drew p: when it is set, add returns it
+// and saves nothing.
+func (fs plotFiles) add(section, dir, stem string, p *plot.Plot, err error) error {
+	if err != nil {
+		return err
+	}
+	f, err := savePlot(p, dir, stem)
+	if err != nil {
+		return err
+	}
+	fs[section] = append(fs[section], f)
+	return nil
+}
+
 // percentileTicks label 1/(1-q) as HdrHistogram's plotter does.
 var percentileTicks = plot.ConstantTicks{
 	{Value: 1, Label: "0%"}, {Value: 10, Label: "90%"}, {Value: 100, Label: "99%"},

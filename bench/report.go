@@ -188,21 +188,16 @@ func (res *results) writePlots(dir string) (map[string][]string, error) {
 	for i, n := range names {
 		st[n] = i
 	}
-	out := map[string][]string{}
+	out := plotFiles{}
 	for _, c := range res.cells {
 		hs := map[string]*hdrhistogram.Histogram{}
 		for _, n := range names {
 			hs[n] = res.hists[groupKey{n, c}]
 		}
 		p, err := latencyPlot(c, names, hs, st)
-		if err != nil {
+		if err = out.add("latency", dir, "latency_"+c.id(), p, err); err != nil {
 			return nil, err
 		}
-		f, err := savePlot(p, dir, "latency_"+c.id())
-		if err != nil {
-			return nil, err
-		}
-		out["latency"] = append(out["latency"], f)
 	}
 	for _, g := range res.scenarioHolds() {
 		rows := res.rowsOf(g.scenario, g.hold)
@@ -211,33 +206,19 @@ func (res *results) writePlots(dir string) (map[string][]string, error) {
 		if g.multiClients {
 			p, err := clientsPlot("throughput: "+label, "acquisitions/s", false, rows, names,
 				func(r row) float64 { return r.OpsPerSec }, st)
-			if err != nil {
+			if err = out.add("throughput", dir, "throughput_"+stem, p, err); err != nil {
 				return nil, err
 			}
-			f, err := savePlot(p, dir, "throughput_"+stem)
-			if err != nil {
-				return nil, err
-			}
-			out["throughput"] = append(out["throughput"], f)
 			p, err = clientsPlot("p99 wait: "+label, "wait p99 (ms)", true, rows, names,
 				func(r row) float64 { return r.WaitP99Us / 1000 }, st)
-			if err != nil {
+			if err = out.add("p99", dir, "p99_"+stem, p, err); err != nil {
 				return nil, err
 			}
-			if f, err = savePlot(p, dir, "p99_"+stem); err != nil {
-				return nil, err
-			}
-			out["p99"] = append(out["p99"], f)
 		}
 		p, err := cmdsPlot("commands per acquisition: "+label, rows, names, st)
-		if err != nil {
+		if err = out.add("cmds", dir, "cmds_"+stem, p, err); err != nil {
 			return nil, err
 		}
-		f, err := savePlot(p, dir, "cmds_"+stem)
-		if err != nil {
-			return nil, err
-		}
-		out["cmds"] = append(out["cmds"], f)
 	}
 	return out, nil
 }

@@ -40,67 +40,57 @@ func inFaultChild() bool { return os.Getenv(faultChildEnv) != "" }
 // etcdEndpoints returns the cluster's client addresses, starting it if it
 // is not running.
 func (s *systemServers) etcdEndpoints() ([]string, error) {
-	if inFaultChild() {
-		return nil, errNotHere
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.etcd == nil {
-		e, err := rig.NewEtcd(context.Background(), 3)
-		if err != nil {
-			return nil, err
-		}
-		if err := warmEtcd(e.Endpoints()); err != nil {
-			_ = e.Close()
-			return nil, err
-		}
-		s.etcd = e
-	}
-	return s.etcd.Endpoints(), nil
+	return startShared(s, &s.etcd, func() (*rig.Etcd, error) { return rig.NewEtcd(context.Background(), 3) },
+		(*rig.Etcd).Endpoints, warmEtcd)
 }
 
 // zkServers returns the ensemble's client addresses, starting it if it is
 // not running.
 func (s *systemServers) zkServers() ([]string, error) {
-	if inFaultChild() {
-		return nil, errNotHere
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.zk == nil {
-		z, err := rig.NewZooKeeper(context.Background(), 3)
-		if err != nil {
-			return nil, err
-		}
-		if err := warmZooKeeper(z.Addrs()); err != nil {
-			_ = z.Close()
-			return nil, err
-		}
-		s.zk = z
-	}
-	return s.zk.Addrs(), nil
+	return startShared(s, &s.zk, func() (*rig.ZooKeeper, error) { return rig.NewZooKeeper(context.Background(), 3) },
+		(*rig.ZooKeeper).Addrs, warmZooKeeper)
 }
 
 // pgDSN returns the PostgreSQL server's connection URL, starting it if it
 // is not running.
 func (s *systemServers) pgDSN() (string, error) {
+	return startShared(s, &s.pg, func() (*rig.Postgres, error) { return rig.NewPostgres(context.Background()) },
+		func(p *rig.Postgres) string { return p.DSN(p.Addr()) }, warmPostgres)
+}
+
+// sharedServer is one of systemServers' servers: a *rig.Etcd,
+// *rig.ZooKeeper or *rig.Postgres, nil until started.
+type sharedServer interface {
+	comparable
+	Close() error
+}
+
+// startShared returns where clients reach *running, one of s's servers
+// (addr: its addresses, or a connection URL), first starting it (start)
+// and warming it up (warm, given those addresses) when it is nil; all
+// under s.mu. A server whose warm-up fails is closed and not kept, so the
+// next call starts a new one. In a fault scoreboard child it starts
+// nothing and returns errNotHere.
+func startShared[S sharedServer, A any](s *systemServers, running *S, start func() (S, error), addr func(S) A, warm func(A) error) (A, error) {
+	var none A
 	if inFaultChild() {
-		return "", errNotHere
+		return none, errNotHere
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.pg == nil {
-		p, err := rig.NewPostgres(context.Background())
+	var stopped S
+	if *running == stopped {
+		srv, err := start()
 		if err != nil {
-			return "", err
+			return none, err
 		}
-		if err := warmPostgres(p.DSN(p.Addr())); err != nil {
-			_ = p.Close()
-			return "", err
+		if err := warm(addr(srv)); err != nil {
+			_ = srv.Close()
+			return none, err
 		}
-		s.pg = p
+		*running = srv
 	}
-	return s.pg.DSN(s.pg.Addr()), nil
+	return addr(*running), nil
 }
 
 // versions describes the servers that ran, for the report.
@@ -126,20 +116,20 @@ func (s *systemServers) versions(ctx context.Context) []string {
 func (s *systemServers) close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var errs []error
-	if s.etcd != nil {
-		errs = append(errs, s.etcd.Close())
-		s.etcd = nil
+	return errors.Join(stopShared(&s.etcd), stopShared(&s.zk), stopShared(&s.pg)) // in this order
+}
+
+// stopShared closes *running, one of systemServers' servers, if it was
+// started, and clears it. It returns Close's error. The caller holds
+// systemServers.mu.
+func stopShared[S sharedServer](running *S) error {
+	var none S
+	if *running == none {
+		return nil
 	}
-	if s.zk != nil {
-		errs = append(errs, s.zk.Close())
-		s.zk = nil
-	}
-	if s.pg != nil {
-		errs = append(errs, s.pg.Close())
-		s.pg = nil
-	}
-	return errors.Join(errs...)
+	err := (*running).Close()
+	*running = none
+	return err
 }
 
 // otherScenarios are the scenarios the locks on other systems run in.
@@ -158,16 +148,9 @@ func warmEtcd(endpoints []string) error {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), warmupTimeout)
 	defer cancel()
-	for i := range warmUps {
-		m := etcdlock.New(c, "/locklab/bench/warm/"+strconv.Itoa(i))
-		if err := m.Lock(ctx); err != nil {
-			return fmt.Errorf("warm up etcd: %w", err)
-		}
-		if err := m.Unlock(ctx); err != nil {
-			return fmt.Errorf("warm up etcd: %w", err)
-		}
-	}
-	return nil
+	return warmUp(ctx, "etcd", func(i int) []locker {
+		return []locker{etcdlock.New(c, "/locklab/bench/warm/"+strconv.Itoa(i))}
+	})
 }
 
 func warmZooKeeper(servers []string) error {
@@ -178,16 +161,9 @@ func warmZooKeeper(servers []string) error {
 	defer s.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), warmupTimeout)
 	defer cancel()
-	for i := range warmUps {
-		m := zklock.New(s, "/locklab/bench/warm-"+strconv.Itoa(i%4))
-		if err := m.Lock(ctx); err != nil {
-			return fmt.Errorf("warm up ZooKeeper: %w", err)
-		}
-		if err := m.Unlock(ctx); err != nil {
-			return fmt.Errorf("warm up ZooKeeper: %w", err)
-		}
-	}
-	return nil
+	return warmUp(ctx, "ZooKeeper", func(i int) []locker {
+		return []locker{zklock.New(s, "/locklab/bench/warm-"+strconv.Itoa(i%4))}
+	})
 }
 
 func warmPostgres(dsn string) error {
@@ -198,13 +174,21 @@ func warmPostgres(dsn string) error {
 		return err
 	}
 	defer pool.Close()
+	return warmUp(ctx, "PostgreSQL", func(i int) []locker {
+		return []locker{pglock.New(pool, "warm"), pglock.NewRow(pool, "warm-"+strconv.Itoa(i%4))}
+	})
+}
+
+// warmUp locks and unlocks, on ctx, each lock that locks(i) returns, for i
+// from 0 to warmUps-1; what names the server in its error ("etcd").
+func warmUp(ctx context.Context, what string, locks func(i int) []locker) error {
 	for i := range warmUps {
-		for _, m := range []locker{pglock.New(pool, "warm"), pglock.NewRow(pool, "warm-"+strconv.Itoa(i%4))} {
+		for _, m := range locks(i) {
 			if err := m.Lock(ctx); err != nil {
-				return fmt.Errorf("warm up PostgreSQL: %w", err)
+				return fmt.Errorf("warm up %s: %w", what, err)
 			}
 			if err := m.Unlock(ctx); err != nil {
-				return fmt.Errorf("warm up PostgreSQL: %w", err)
+				return fmt.Errorf("warm up %s: %w", what, err)
 			}
 		}
 	}

@@ -21,14 +21,9 @@ import (
 var endpoints []string
 
 func TestMain(m *testing.M) {
-	rig.MainWith(m, func() (func(), error) {
-		e, err := rig.NewEtcd(context.Background(), 3)
-		if err != nil {
-			return nil, err
-		}
-		endpoints = e.Endpoints()
-		return func() { _ = e.Close() }, nil
-	})
+	rig.MainWith(m,
+		func() (*rig.Etcd, error) { return rig.NewEtcd(context.Background(), 3) },
+		func(e *rig.Etcd) { endpoints = e.Endpoints() })
 }
 
 var keySeq atomic.Int64

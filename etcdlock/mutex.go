@@ -13,7 +13,6 @@ import (
 	"github.com/locklab/locklab/internal/held"
 	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/internal/token"
-	"github.com/locklab/locklab/observe"
 )
 
 // Mutex is a lock on one name in etcd. It is not reentrant: see
@@ -30,13 +29,12 @@ type Mutex struct {
 	prefix string // key + "/": every claim on the lock lives under it
 	ttl    int64  // seconds, for holds with a lease of their own
 	shared *concurrency.Session
-	hook   func(ctx context.Context, point string)
-	obs    observe.Func
 	err    error // invalid arguments found by New, returned by every method
 
-	// The fields above are set by New and never change.
+	// The fields above, and base's but Cur, are set by New and never
+	// change.
 
-	cur held.Slot[hold] // the current hold
+	base held.Frame[hold] // the hook, the observer and the current hold
 }
 
 // hold is one acquisition: its claim key, the claim's create revision (the
@@ -72,9 +70,8 @@ func New(client *clientv3.Client, key string, opts ...Option) *Mutex {
 		prefix: key + "/",
 		ttl:    int64(o.ttl / time.Second),
 		shared: o.session,
-		hook:   o.hook,
-		obs:    o.observer,
 		err:    errors.Join(errs...),
+		base:   held.Frame[hold]{Kind: "etcdlock", Key: key, Hook: o.hook, Obs: o.observer},
 	}
 }
 
@@ -91,12 +88,7 @@ func New(client *clientv3.Client, key string, opts ...Option) *Mutex {
 // queues a second claim behind the first: it waits until the lock is
 // unlocked (by another goroutine), its lease ends, or ctx ends.
 func (m *Mutex) Lock(ctx context.Context) error {
-	if err := m.check(); err != nil {
-		return err
-	}
-	start := time.Now()
-	_, err := m.acquire(ctx, true)
-	observe.Attempt(m.obs, "etcdlock", m.key, start, err == nil, err)
+	_, err := m.base.Attempt(ctx, true, m.check, m.acquire)
 	return err
 }
 
@@ -105,13 +97,7 @@ func (m *Mutex) Lock(ctx context.Context) error {
 // the lock and (false, nil), having withdrawn its claim, if another claim
 // is older. Errors are as for [Mutex.Lock].
 func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
-	if err := m.check(); err != nil {
-		return false, err
-	}
-	start := time.Now()
-	ok, err := m.acquire(ctx, false)
-	observe.Attempt(m.obs, "etcdlock", m.key, start, ok, err)
-	return ok, err
+	return m.base.Attempt(ctx, false, m.check, m.acquire)
 }
 
 // acquire writes a claim and, with wait, waits for its turn.
@@ -152,13 +138,13 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 			}
 			return false, nil
 		}
-		m.at(ctx, HookClaimed)
+		m.base.At(ctx, HookClaimed)
 		if err := m.waitTurn(ctx, h); err != nil {
 			return false, m.abandon(ctx, h, err)
 		}
 	}
-	m.cur.Set(h)
-	m.at(ctx, HookAcquired)
+	m.base.Cur.Set(h)
+	m.base.At(ctx, HookAcquired)
 	return true, nil
 }
 
@@ -281,29 +267,15 @@ func (m *Mutex) release(ctx context.Context, h *hold) (bool, error) {
 // release had landed). A hold with its own lease stops renewing it at the
 // first Unlock, so its claim ends within the TTL whatever happens.
 func (m *Mutex) Unlock(ctx context.Context) error {
-	if err := m.check(); err != nil {
+	h, err := m.base.Releasing(ctx, m.check, ErrNotHeld, HookBeforeRelease)
+	if err != nil {
 		return err
 	}
-	h := m.cur.Get()
-	if h == nil {
-		return ErrNotHeld
-	}
-	m.at(ctx, HookBeforeRelease)
 	was, err := m.release(ctx, h)
 	if err != nil {
 		return err
 	}
-	heldFor := m.cur.Forget(h)
-	if !was {
-		if m.obs != nil {
-			m.emit(observe.Event{Kind: observe.Lost, Held: heldFor, Err: ErrNotHeld})
-		}
-		return ErrNotHeld
-	}
-	if m.obs != nil {
-		m.emit(observe.Event{Kind: observe.Released, Held: heldFor})
-	}
-	return nil
+	return m.base.Ended(h, !was, ErrNotHeld)
 }
 
 // Fence returns the fencing token of the current hold: the etcd revision
@@ -313,7 +285,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 // while paused. It returns 0 when the Mutex does not hold the lock as far
 // as it knows.
 func (m *Mutex) Fence() uint64 {
-	if h := m.cur.Get(); h != nil {
+	if h := m.base.Cur.Get(); h != nil {
 		return uint64(h.rev)
 	}
 	return 0
@@ -325,7 +297,7 @@ func (m *Mutex) Fence() uint64 {
 // one step). When the Mutex does not hold the lock, the comparison never
 // holds.
 func (m *Mutex) IsOwner() clientv3.Cmp {
-	if h := m.cur.Get(); h != nil {
+	if h := m.base.Cur.Get(); h != nil {
 		return clientv3.Compare(clientv3.CreateRevision(h.claim), "=", h.rev)
 	}
 	return clientv3.Compare(clientv3.CreateRevision(m.prefix), "=", -1)
@@ -339,13 +311,11 @@ func (m *Mutex) IsOwner() clientv3.Cmp {
 // sees Done only when it runs again. When the Mutex does not hold the
 // lock, Done returns a closed channel.
 func (m *Mutex) Done() <-chan struct{} {
-	if h := m.cur.Get(); h != nil {
+	if h := m.base.Cur.Get(); h != nil {
 		return h.done
 	}
-	return closed
+	return held.Closed()
 }
-
-var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // Key returns the lock's name.
 func (m *Mutex) Key() string { return m.key }
@@ -353,15 +323,10 @@ func (m *Mutex) Key() string { return m.key }
 // Claim returns the etcd key of the current hold's claim, or "" when the
 // Mutex does not hold the lock.
 func (m *Mutex) Claim() string {
-	if h := m.cur.Get(); h != nil {
+	if h := m.base.Cur.Get(); h != nil {
 		return h.claim
 	}
 	return ""
-}
-
-func (m *Mutex) emit(e observe.Event) {
-	e.Lock, e.Key = "etcdlock", m.key
-	m.obs(e)
 }
 
 func (m *Mutex) check() error {
@@ -369,10 +334,4 @@ func (m *Mutex) check() error {
 		return fmt.Errorf("%w: Mutex not made by New", ErrInvalid)
 	}
 	return m.err
-}
-
-func (m *Mutex) at(ctx context.Context, point string) {
-	if m.hook != nil {
-		m.hook(ctx, point)
-	}
 }

@@ -104,9 +104,4 @@ func (m *Mutex) Key() string { return m.c.key }
 // PID returns the server process id of the session that holds the lock (0
 // when not held): what pg_locks and pg_stat_activity show, and what an
 // administrator would pg_terminate_backend.
-func (m *Mutex) PID() uint32 {
-	if h := m.c.cur.Get(); h != nil {
-		return h.conn.Conn().PgConn().PID()
-	}
-	return 0
-}
+func (m *Mutex) PID() uint32 { return m.c.pid() }

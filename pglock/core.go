@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -27,11 +26,9 @@ type core struct {
 	name string // "pglock" or "pglock-row", for observers and errors
 	pool Pool
 	key  string
-	hook func(ctx context.Context, point string)
-	obs  observe.Func
 	err  error
 
-	cur held.Slot[hold] // the current hold
+	base held.Frame[hold] // the hook, the observer (as name and key) and the current hold
 }
 
 // hold is one acquisition: the connection it lives on (and, for a row
@@ -53,7 +50,13 @@ func newCore(name string, pool Pool, key string, o options, errs []error) core {
 	if key == "" {
 		errs = append(errs, fmt.Errorf("%w: empty key", ErrInvalid))
 	}
-	return core{name: name, pool: pool, key: key, hook: o.hook, obs: o.observer, err: errors.Join(errs...)}
+	return core{
+		name: name,
+		pool: pool,
+		key:  key,
+		err:  errors.Join(errs...),
+		base: held.Frame[hold]{Kind: name, Key: key, Hook: o.hook, Obs: o.observer},
+	}
 }
 
 func isNilPool(p Pool) bool {
@@ -76,13 +79,7 @@ func (c *core) check() error {
 // was sent, or ctx ending mid-wait) the connection is closed, which ends
 // the session on the server and any lock it may hold.
 func (c *core) lock(ctx context.Context, wait bool, try attempt) (bool, error) {
-	if err := c.check(); err != nil {
-		return false, err
-	}
-	start := time.Now()
-	ok, err := c.lock1(ctx, wait, try)
-	observe.Attempt(c.obs, c.name, c.key, start, ok, err)
-	return ok, err
+	return c.base.Attempt(ctx, wait, c.check, func(ctx context.Context, wait bool) (bool, error) { return c.lock1(ctx, wait, try) })
 }
 
 func (c *core) lock1(ctx context.Context, wait bool, try attempt) (bool, error) {
@@ -103,8 +100,8 @@ func (c *core) lock1(ctx context.Context, wait bool, try attempt) (bool, error) 
 		return false, nil
 	}
 	h.conn = conn
-	c.cur.Set(h)
-	c.at(ctx, HookAcquired)
+	c.base.Cur.Set(h)
+	c.base.At(ctx, HookAcquired)
 	return true, nil
 }
 
@@ -114,55 +111,54 @@ func (c *core) lock1(ctx context.Context, wait bool, try attempt) (bool, error) 
 // hold is forgotten whatever happens: a connection whose release failed is
 // closed, which ends the session and its locks on the server.
 func (c *core) unlock(ctx context.Context, release func(ctx context.Context, h *hold) (bool, error)) error {
-	if err := c.check(); err != nil {
+	h, err := c.base.Releasing(ctx, c.check, ErrNotHeld, HookBeforeRelease)
+	if err != nil {
 		return err
 	}
-	h := c.cur.Get()
-	if h == nil {
-		return ErrNotHeld
-	}
-	c.at(ctx, HookBeforeRelease)
 	if h.conn.Conn().IsClosed() {
 		// The connection died before the release was sent (the server
 		// ended the session, or a failed statement closed it): nothing
 		// committed, and the session's locks end with it.
-		heldFor := c.cur.Forget(h)
+		heldFor := c.base.Cur.Forget(h)
 		destroy(h.conn)
-		c.report(observe.Lost, heldFor, ErrNotHeld)
+		c.base.Report(observe.Lost, heldFor, ErrNotHeld)
 		return fmt.Errorf("%w: its connection was closed before the release (the server ends the session, and its locks and transaction, once it notices)", ErrNotHeld)
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), retry.ReleaseTimeout)
 	defer cancel()
 	was, err := release(rctx, h)
-	heldFor := c.cur.Forget(h)
+	heldFor := c.base.Cur.Forget(h)
 	switch {
 	case err != nil && sessionEnded(err):
 		destroy(h.conn)
-		c.report(observe.Lost, heldFor, ErrNotHeld)
+		c.base.Report(observe.Lost, heldFor, ErrNotHeld)
 		return fmt.Errorf("%w: the server ended the session: %v", ErrNotHeld, err)
 	case err != nil:
 		destroy(h.conn)
 		return fmt.Errorf("%s: unlock %q (the connection is closed, which ends the session and its locks once the server notices): %w", c.name, c.key, err)
 	case !was:
 		h.conn.Release()
-		c.report(observe.Lost, heldFor, ErrNotHeld)
+		c.base.Report(observe.Lost, heldFor, ErrNotHeld)
 		return ErrNotHeld
 	}
 	h.conn.Release()
-	c.report(observe.Released, heldFor, nil)
+	c.base.Report(observe.Released, heldFor, nil)
 	return nil
-}
-
-func (c *core) report(kind observe.Kind, heldFor time.Duration, err error) {
-	if c.obs != nil {
-		c.obs(observe.Event{Kind: kind, Lock: c.name, Key: c.key, Held: heldFor, Err: err})
-	}
 }
 
 // fence returns the current hold's token, 0 when not held.
 func (c *core) fence() uint64 {
-	if h := c.cur.Get(); h != nil {
+	if h := c.base.Cur.Get(); h != nil {
 		return h.fence
+	}
+	return 0
+}
+
+// pid returns the server process id of the current hold's session, 0 when
+// not held.
+func (c *core) pid() uint32 {
+	if h := c.base.Cur.Get(); h != nil {
+		return h.conn.Conn().PgConn().PID()
 	}
 	return 0
 }
@@ -174,12 +170,6 @@ func (c *core) failed(ctx context.Context, err error) error {
 		return errors.Join(ErrNotObtained, cerr)
 	}
 	return err
-}
-
-func (c *core) at(ctx context.Context, point string) {
-	if c.hook != nil {
-		c.hook(ctx, point)
-	}
 }
 
 // destroy closes conn's connection (the server ends the session, and its

@@ -18,14 +18,9 @@ import (
 var dsn string
 
 func TestMain(m *testing.M) {
-	rig.MainWith(m, func() (func(), error) {
-		p, err := rig.NewPostgres(context.Background())
-		if err != nil {
-			return nil, err
-		}
-		dsn = p.DSN(p.Addr())
-		return func() { _ = p.Close() }, nil
-	})
+	rig.MainWith(m,
+		func() (*rig.Postgres, error) { return rig.NewPostgres(context.Background()) },
+		func(p *rig.Postgres) { dsn = p.DSN(p.Addr()) })
 }
 
 var keySeq atomic.Int64

@@ -106,7 +106,7 @@ func (m *RowMutex) try(ctx context.Context, conn *pgxpool.Conn, wait bool) (*hol
 // not hold the lock. To give the work up, roll the transaction back:
 // Unlock then only returns the connection, and reports [ErrNotHeld].
 func (m *RowMutex) Tx() pgx.Tx {
-	if h := m.c.cur.Get(); h != nil {
+	if h := m.c.base.Cur.Get(); h != nil {
 		return h.tx
 	}
 	return nil
@@ -148,9 +148,4 @@ func (m *RowMutex) Key() string { return m.c.key }
 
 // PID returns the server process id of the session that holds the row
 // lock (0 when not held).
-func (m *RowMutex) PID() uint32 {
-	if h := m.c.cur.Get(); h != nil {
-		return h.conn.Conn().PgConn().PID()
-	}
-	return 0
-}
+func (m *RowMutex) PID() uint32 { return m.c.pid() }

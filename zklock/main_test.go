@@ -21,14 +21,11 @@ import (
 var servers []string
 
 func TestMain(m *testing.M) {
-	rig.MainWith(m, func() (func(), error) {
-		z, err := rig.NewZooKeeper(context.Background(), 1, rig.WithZooKeeperForTests())
-		if err != nil {
-			return nil, err
-		}
-		servers = z.Addrs()
-		return func() { _ = z.Close() }, nil
-	})
+	rig.MainWith(m,
+		func() (*rig.ZooKeeper, error) {
+			return rig.NewZooKeeper(context.Background(), 1, rig.WithZooKeeperForTests())
+		},
+		func(z *rig.ZooKeeper) { servers = z.Addrs() })
 }
 
 var pathSeq atomic.Int64

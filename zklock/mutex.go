@@ -8,14 +8,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/locklab/locklab/internal/held"
 	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/internal/token"
-	"github.com/locklab/locklab/observe"
 )
 
 const (
@@ -39,15 +37,14 @@ var acl = zk.WorldACL(zk.PermAll)
 type Mutex struct {
 	s    *Session
 	path string // the lock's node; its children are the claims
-	hook func(ctx context.Context, point string)
-	obs  observe.Func
-	err  error // invalid arguments found by New, returned by every method
+	err  error  // invalid arguments found by New, returned by every method
 
-	// The fields above are set by New and never change.
+	// The fields above, and base's but Cur, are set by New and never
+	// change.
 
-	cur     held.Slot[hold] // the current hold
-	mu      sync.Mutex      // protects parents
-	parents bool            // the lock's node and its ancestors exist
+	base    held.Frame[hold] // the hook, the observer and the current hold
+	mu      sync.Mutex       // protects parents
+	parents bool             // the lock's node and its ancestors exist
 }
 
 // hold is one acquisition.
@@ -75,7 +72,12 @@ func New(s *Session, path string, opts ...Option) *Mutex {
 	if err := checkPath(path); err != nil {
 		errs = append(errs, err)
 	}
-	return &Mutex{s: s, path: path, hook: o.hook, obs: o.observer, err: errors.Join(errs...)}
+	return &Mutex{
+		s:    s,
+		path: path,
+		err:  errors.Join(errs...),
+		base: held.Frame[hold]{Kind: "zklock", Key: path, Hook: o.hook, Obs: o.observer},
+	}
 }
 
 // checkPath reports whether path is an absolute ZooKeeper path that a
@@ -117,12 +119,7 @@ func checkPath(path string) error {
 // queues a second child behind the first: it waits until the lock is
 // unlocked (by another goroutine), the session ends, or ctx ends.
 func (m *Mutex) Lock(ctx context.Context) error {
-	if err := m.check(); err != nil {
-		return err
-	}
-	start := time.Now()
-	_, err := m.acquire(ctx, true)
-	observe.Attempt(m.obs, "zklock", m.path, start, err == nil, err)
+	_, err := m.base.Attempt(ctx, true, m.check, m.acquire)
 	return err
 }
 
@@ -131,13 +128,7 @@ func (m *Mutex) Lock(ctx context.Context) error {
 // the lock and (false, nil), having deleted its child, if another child is
 // older. Errors are as for [Mutex.Lock].
 func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
-	if err := m.check(); err != nil {
-		return false, err
-	}
-	start := time.Now()
-	ok, err := m.acquire(ctx, false)
-	observe.Attempt(m.obs, "zklock", m.path, start, ok, err)
-	return ok, err
+	return m.base.Attempt(ctx, false, m.check, m.acquire)
 }
 
 func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
@@ -178,7 +169,7 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 		if !wait {
 			return false, m.abandon(ctx, tok, nil)
 		}
-		m.at(ctx, HookClaimed)
+		m.base.At(ctx, HookClaimed)
 		if err := m.waitGone(ctx, m.path+"/"+ahead); err != nil {
 			return false, m.abandon(ctx, tok, err)
 		}
@@ -196,8 +187,8 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 	if err != nil {
 		return false, m.abandon(ctx, tok, fmt.Errorf("zklock: lock %q: %w", m.path, err))
 	}
-	m.cur.Set(&hold{node: node, seq: seq, czxid: stat.Czxid, sid: sid, lost: lost})
-	m.at(ctx, HookAcquired)
+	m.base.Cur.Set(&hold{node: node, seq: seq, czxid: stat.Czxid, sid: sid, lost: lost})
+	m.base.At(ctx, HookAcquired)
 	return true, nil
 }
 
@@ -353,15 +344,10 @@ func (m *Mutex) failed(ctx context.Context, err error) error {
 // called again (it then reports ErrNotHeld if the first delete had
 // landed). Closing the Session releases every lock held on it.
 func (m *Mutex) Unlock(ctx context.Context) error {
-	if err := m.check(); err != nil {
+	h, err := m.base.Releasing(ctx, m.check, ErrNotHeld, HookBeforeRelease)
+	if err != nil {
 		return err
 	}
-	h := m.cur.Get()
-	if h == nil {
-		return ErrNotHeld
-	}
-	m.at(ctx, HookBeforeRelease)
-	var err error
 	gone := m.s.conn.SessionID() != h.sid // the session expired: its children are gone
 	if !gone {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), retry.ReleaseTimeout)
@@ -372,17 +358,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if err != nil && !gone {
 		return fmt.Errorf("zklock: delete %q: %w", h.node, err)
 	}
-	heldFor := m.cur.Forget(h)
-	if gone {
-		if m.obs != nil {
-			m.emit(observe.Event{Kind: observe.Lost, Held: heldFor, Err: ErrNotHeld})
-		}
-		return ErrNotHeld
-	}
-	if m.obs != nil {
-		m.emit(observe.Event{Kind: observe.Released, Held: heldFor})
-	}
-	return nil
+	return m.base.Ended(h, gone, ErrNotHeld)
 }
 
 // Fence returns the fencing token of the current hold: the zxid that
@@ -390,7 +366,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 // change, has a larger one. It returns 0 when the Mutex does not hold the
 // lock as far as it knows.
 func (m *Mutex) Fence() uint64 {
-	if h := m.cur.Get(); h != nil {
+	if h := m.base.Cur.Get(); h != nil {
 		return uint64(h.czxid)
 	}
 	return 0
@@ -401,7 +377,7 @@ func (m *Mutex) Fence() uint64 {
 // lock's node is deleted and made again, which is why [Mutex.Fence] is
 // the zxid instead.
 func (m *Mutex) Seq() int64 {
-	if h := m.cur.Get(); h != nil {
+	if h := m.base.Cur.Get(); h != nil {
 		return h.seq
 	}
 	return -1
@@ -410,7 +386,7 @@ func (m *Mutex) Seq() int64 {
 // Node returns the path of the current hold's child, or "" when the Mutex
 // does not hold the lock.
 func (m *Mutex) Node() string {
-	if h := m.cur.Get(); h != nil {
+	if h := m.base.Cur.Get(); h != nil {
 		return h.node
 	}
 	return ""
@@ -421,7 +397,7 @@ func (m *Mutex) Node() string {
 // write kept in ZooKeeper conditional on still holding the lock. When the
 // Mutex does not hold the lock, the check never passes.
 func (m *Mutex) IsOwner() *zk.CheckVersionRequest {
-	if h := m.cur.Get(); h != nil {
+	if h := m.base.Cur.Get(); h != nil {
 		return &zk.CheckVersionRequest{Path: h.node, Version: 0}
 	}
 	return &zk.CheckVersionRequest{Path: m.path + "/" + childPrefix + "not-held", Version: 0}
@@ -435,33 +411,20 @@ func (m *Mutex) IsOwner() *zk.CheckVersionRequest {
 // Done only when it runs again. When the Mutex does not hold the lock, Done
 // returns a closed channel.
 func (m *Mutex) Done() <-chan struct{} {
-	if h := m.cur.Get(); h != nil {
+	if h := m.base.Cur.Get(); h != nil {
 		return h.lost
 	}
-	return closedChan
+	return held.Closed()
 }
-
-var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // Path returns the lock's path.
 func (m *Mutex) Path() string { return m.path }
-
-func (m *Mutex) emit(e observe.Event) {
-	e.Lock, e.Key = "zklock", m.path
-	m.obs(e)
-}
 
 func (m *Mutex) check() error {
 	if m.s == nil && m.err == nil {
 		return fmt.Errorf("%w: Mutex not made by New", ErrInvalid)
 	}
 	return m.err
-}
-
-func (m *Mutex) at(ctx context.Context, point string) {
-	if m.hook != nil {
-		m.hook(ctx, point)
-	}
 }
 
 // parseChild splits a child's name, lock-<token>-<sequence>, into its token

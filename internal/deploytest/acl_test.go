@@ -102,6 +102,39 @@ func deniedFor(ctx context.Context, admin *redis.Client, user string) ([]string,
 	return out, nil
 }
 
+// exerciseAsUser runs kind k's lock as its ACL user on two sides, each
+// with a client per node of the kind made from urlOf(i) and adjusted by
+// adjust (see clientFromURL), once per key the kind locks (see exercise).
+// Then it checks that ACL LOG on each of those nodes, through admins[i],
+// records nothing denied to the user: the kind's acl list is enough.
+func exerciseAsUser(t *testing.T, ctx context.Context, k kind, admins []*redis.Client, urlOf func(i int) string, adjust func(*redis.Options)) {
+	t.Helper()
+	side := func() []redis.UniversalClient {
+		cs := make([]redis.UniversalClient, k.nodes)
+		for i := range cs {
+			cs[i] = clientFromURL(t, urlOf(i), adjust)
+		}
+		return cs
+	}
+	a, b := side(), side()
+	for range max(k.keys, 1) {
+		if err := exercise(ctx, k, a, b, admins[0], newKey(k.name), true); err != nil {
+			t.Error(err)
+			break
+		}
+	}
+	for _, admin := range admins[:k.nodes] {
+		addr := admin.Options().Addr
+		denied, err := deniedFor(ctx, admin, userOf(k))
+		if err != nil {
+			t.Fatalf("ACL LOG on %s = %v", addr, err)
+		}
+		if len(denied) > 0 {
+			t.Errorf("ACL LOG on %s: denied to %s: %q; want nothing (add it to the kind's acl)", addr, userOf(k), denied)
+		}
+	}
+}
+
 // TestACLUserWithPassword runs every lock package against rig-started
 // servers that require a password, each package logged in through a
 // redis:// URL as its own ACL user allowed only the commands and keys in
@@ -120,29 +153,7 @@ func TestACLUserWithPassword(t *testing.T) {
 
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
-			side := func() []redis.UniversalClient {
-				cs := make([]redis.UniversalClient, k.nodes)
-				for i := range cs {
-					cs[i] = clientFromURL(t, lockURL("redis", nodes[i].Addr(), k), nil)
-				}
-				return cs
-			}
-			a, b := side(), side()
-			for range max(k.keys, 1) {
-				if err := exercise(ctx, k, a, b, admins[0], newKey(k.name), true); err != nil {
-					t.Error(err)
-					break
-				}
-			}
-			for i, admin := range admins[:k.nodes] {
-				denied, err := deniedFor(ctx, admin, userOf(k))
-				if err != nil {
-					t.Fatalf("ACL LOG on %s = %v", nodes[i].Addr(), err)
-				}
-				if len(denied) > 0 {
-					t.Errorf("ACL LOG on %s: denied to %s: %q; want nothing (add it to the kind's acl)", nodes[i].Addr(), userOf(k), denied)
-				}
-			}
+			exerciseAsUser(t, ctx, k, admins, func(i int) string { return lockURL("redis", nodes[i].Addr(), k) }, nil)
 		})
 	}
 

@@ -167,25 +167,7 @@ func TestTLSWithACLUser(t *testing.T) {
 
 	for _, k := range kinds {
 		t.Run(k.name, func(t *testing.T) {
-			side := func() []redis.UniversalClient {
-				cs := make([]redis.UniversalClient, k.nodes)
-				for i := range cs {
-					cs[i] = clientFromURL(t, lockURL("rediss", nodes[i].tlsAddr, k), trust)
-				}
-				return cs
-			}
-			a, b := side(), side()
-			for range max(k.keys, 1) {
-				if err := exercise(ctx, k, a, b, admins[0], newKey(k.name), true); err != nil {
-					t.Error(err)
-					break
-				}
-			}
-			for i, admin := range admins[:k.nodes] {
-				if denied, err := deniedFor(ctx, admin, userOf(k)); err != nil || len(denied) > 0 {
-					t.Errorf("ACL LOG on %s: denied to %s: %q, %v; want nothing", nodes[i].Addr(), userOf(k), denied, err)
-				}
-			}
+			exerciseAsUser(t, ctx, k, admins, func(i int) string { return lockURL("rediss", nodes[i].tlsAddr, k) }, trust)
 		})
 	}
 

@@ -1,6 +1,8 @@
 // Package held keeps the current hold of a lock that holds one claim at a
 // time (etcdlock, zklock, pglock): what it is, and since when, so that
-// Unlock can tell the observer how long the lock was held.
+// Unlock can tell the observer how long the lock was held. [Frame] is what
+// those locks keep around it: the hook, the observer, and the reports of
+// each Lock, TryLock and Unlock.
 package held
 
 import (

@@ -33,6 +33,12 @@ func spawner() {
 
 func start(cmd *exec.Cmd) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	return spawn(cmd)
+}
+
+// spawn starts cmd, its SysProcAttr already set, from the spawner's
+// thread (starting the spawner the first time) and returns Start's error.
+func spawn(cmd *exec.Cmd) error {
 	once.Do(func() {
 		starts = make(chan startReq)
 		go spawner()

@@ -13,11 +13,5 @@ func startAs(cmd *exec.Cmd, uid, gid uint32) error {
 		Pdeathsig:  syscall.SIGKILL,
 		Credential: &syscall.Credential{Uid: uid, Gid: gid}, // Groups nil: no supplementary groups
 	}
-	once.Do(func() {
-		starts = make(chan startReq)
-		go spawner()
-	})
-	done := make(chan error, 1)
-	starts <- startReq{cmd: cmd, done: done}
-	return <-done
+	return spawn(cmd)
 }

@@ -225,6 +225,19 @@ func (d *daemon) waitReady(ctx context.Context, timeout time.Duration, probe fun
 	}
 }
 
+// restart kills the process if it runs, starts it again with start
+// (d.start, or a launch that sets its arguments first) and waits until
+// probe passes, as waitReady does.
+func (d *daemon) restart(ctx context.Context, start func() error, timeout time.Duration, probe func(context.Context) error) error {
+	if err := d.kill(); err != nil {
+		return err
+	}
+	if err := start(); err != nil {
+		return err
+	}
+	return d.waitReady(ctx, timeout, probe)
+}
+
 // waitPing waits until the Redis server or sentinel d runs answers PING at
 // addr, then returns ours(ctx): nil when the process that answers is the
 // one d started, an error wrapping errAddrInUse when another process has
@@ -278,6 +291,114 @@ func (c *closer) close(dir string, kills ...func() error) error {
 		err = os.RemoveAll(dir)
 	})
 	return err
+}
+
+// serverProcess gives a server that runs as one daemon (an etcd member, a
+// ZooKeeper server, a PostgreSQL server) the process faults and accessors
+// they all have.
+type serverProcess struct{ d *daemon }
+
+// Kill sends SIGKILL to the server (its whole process group) and waits
+// until it has exited. Its data directory stays, for Restart.
+func (p serverProcess) Kill() error { return p.d.kill() }
+
+// Pause freezes the server (SIGSTOP to its process group) and returns once
+// the kernel reports it stopped: it answers nobody, neither clients nor
+// its peers, until Resume.
+func (p serverProcess) Pause() error { return p.d.pause() }
+
+// Resume continues a paused server (SIGCONT).
+func (p serverProcess) Resume() error { return p.d.resume() }
+
+// Running reports whether the server's process is running (paused counts).
+func (p serverProcess) Running() bool { return p.d.running() }
+
+// Pid returns the server's process id (a PostgreSQL server's postmaster),
+// or 0 when it is not running.
+func (p serverProcess) Pid() int { return p.d.pid() }
+
+// LogTail returns the last lines of the server's log.
+func (p serverProcess) LogTail(lines int) string { return p.d.logTail(lines) }
+
+// daemonGroup is the servers of one etcd cluster or ZooKeeper ensemble:
+// their daemons and client addresses, in the order the servers were made,
+// and the temporary directory they all live under.
+type daemonGroup struct {
+	dir     string
+	daemons []*daemon
+	addrs   []string // addrs[i] is the client address of daemons[i]
+	closer
+}
+
+// add adds a server: its daemon and its client address.
+func (g *daemonGroup) add(d *daemon, addr string) {
+	g.daemons = append(g.daemons, d)
+	g.addrs = append(g.addrs, addr)
+}
+
+// clientAddrs returns a copy of every server's client address.
+func (g *daemonGroup) clientAddrs() []string { return append([]string(nil), g.addrs...) }
+
+// boot starts the group: start for each server in turn (i indexes
+// daemons), then ready, which waits until the group serves. On the first
+// error it closes the group (closeAll) and returns that error.
+func (g *daemonGroup) boot(start func(i int) error, ready func() error) error {
+	for i := range g.daemons {
+		if err := start(i); err != nil {
+			_ = g.closeAll()
+			return err
+		}
+	}
+	if err := ready(); err != nil {
+		_ = g.closeAll()
+		return err
+	}
+	return nil
+}
+
+// closeAll kills every daemon of the group, waits for them and removes the
+// directory, once (see closer).
+func (g *daemonGroup) closeAll() error {
+	kills := make([]func() error, len(g.daemons))
+	for i, d := range g.daemons {
+		kills[i] = d.kill
+	}
+	return g.close(g.dir, kills...)
+}
+
+// logTails is the last lines of each daemon's log, each under a line
+// naming the daemon (its what), for closeAtEnd.
+func (g *daemonGroup) logTails(lines int) string {
+	var b strings.Builder
+	for _, d := range g.daemons {
+		fmt.Fprintf(&b, "%s log, last lines:\n%s\n", d.what, d.logTail(lines))
+	}
+	return b.String()
+}
+
+// startRetried calls start, and again (three calls at most) while it fails
+// with an error whose text holds inUse: another test binary may take a
+// free port between freePort and the server binding it, and a new start
+// picks new ports. It returns what the last call returned.
+func startRetried[S any](inUse string, start func() (S, error)) (S, error) {
+	for attempt := 0; ; attempt++ {
+		s, err := start()
+		if err == nil || attempt == 2 || !strings.Contains(err.Error(), inUse) {
+			return s, err
+		}
+	}
+}
+
+// startForTest is a StartXxx: it calls start and fails the test with its
+// error, or closes what it started when tb ends (see closeAtEnd).
+func startForTest[S tailer](tb testing.TB, start func() (S, error)) S {
+	tb.Helper()
+	s, err := start()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	closeAtEnd(tb, s)
+	return s
 }
 
 // tailer is a group of servers a test started: what closeAtEnd needs.

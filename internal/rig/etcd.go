@@ -63,22 +63,22 @@ func EtcdBinary() (string, error) {
 // "locklab-rig" (see [SystemStrays]).
 type Etcd struct {
 	bin     string
-	dir     string
 	token   string // --initial-cluster-token, unique per cluster
 	initial string // --initial-cluster
 	members []*EtcdMember
 	args    []string // extra server arguments
-	closer
+	daemonGroup
 }
 
-// EtcdMember is one member of an [Etcd] cluster.
+// EtcdMember is one member of an [Etcd] cluster. When a paused or
+// killed member led, the other members elect a new leader.
 type EtcdMember struct {
 	cluster    *Etcd
 	name       string
 	clientPort int
 	peerPort   int
 	dataDir    string
-	d          *daemon
+	serverProcess
 
 	mu      sync.Mutex // protects started
 	started bool       // it has joined once: a restart rejoins as existing
@@ -105,14 +105,7 @@ func NewEtcd(ctx context.Context, n int, opts ...EtcdOption) (*Etcd, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Another test binary may take a free port before etcd binds it; start
-	// again on new ports if so.
-	for attempt := 0; ; attempt++ {
-		e, err := newEtcd(ctx, bin, n, opts)
-		if err == nil || attempt == 2 || !strings.Contains(err.Error(), "address already in use") {
-			return e, err
-		}
-	}
+	return startRetried("address already in use", func() (*Etcd, error) { return newEtcd(ctx, bin, n, opts) })
 }
 
 func newEtcd(ctx context.Context, bin string, n int, opts []EtcdOption) (*Etcd, error) {
@@ -120,7 +113,7 @@ func newEtcd(ctx context.Context, bin string, n int, opts []EtcdOption) (*Etcd, 
 	if err != nil {
 		return nil, fmt.Errorf("rig: %w", err)
 	}
-	e := &Etcd{bin: bin, dir: dir, token: "locklab-" + filepath.Base(dir)}
+	e := &Etcd{bin: bin, token: "locklab-" + filepath.Base(dir), daemonGroup: daemonGroup{dir: dir}}
 	for _, o := range opts {
 		o(e)
 	}
@@ -142,17 +135,15 @@ func newEtcd(ctx context.Context, bin string, n int, opts []EtcdOption) (*Etcd, 
 			logPath: filepath.Join(dir, m.name+".log"),
 		}
 		e.members = append(e.members, m)
+		e.add(m.d, m.Endpoint())
 		peers = append(peers, m.name+"="+m.peerURL())
 	}
 	e.initial = strings.Join(peers, ",")
-	for _, m := range e.members {
-		if err := m.launch(); err != nil {
-			_ = e.Close()
-			return nil, err
-		}
-	}
-	if err := e.waitHealthy(ctx, true); err != nil {
-		_ = e.Close()
+	err = e.boot(
+		func(i int) error { return e.members[i].launch() },
+		func() error { return e.waitHealthy(ctx, true) },
+	)
+	if err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -163,33 +154,14 @@ func newEtcd(ctx context.Context, bin string, n int, opts []EtcdOption) (*Etcd, 
 // logged. Without an etcd binary the test fails with [EtcdInstallHint].
 func StartEtcd(tb testing.TB, n int, opts ...EtcdOption) *Etcd {
 	tb.Helper()
-	e, err := NewEtcd(context.Background(), n, opts...)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	closeAtEnd(tb, e)
-	return e
-}
-
-func (e *Etcd) logTails(lines int) string {
-	var b strings.Builder
-	for _, m := range e.members {
-		fmt.Fprintf(&b, "etcd member %s (%s) log, last lines:\n%s\n", m.name, m.Endpoint(), m.LogTail(lines))
-	}
-	return b.String()
+	return startForTest(tb, func() (*Etcd, error) { return NewEtcd(context.Background(), n, opts...) })
 }
 
 // Members returns the members in the order they were created.
 func (e *Etcd) Members() []*EtcdMember { return append([]*EtcdMember(nil), e.members...) }
 
 // Endpoints returns every member's client address, "127.0.0.1:port".
-func (e *Etcd) Endpoints() []string {
-	out := make([]string, len(e.members))
-	for i, m := range e.members {
-		out[i] = m.Endpoint()
-	}
-	return out
-}
+func (e *Etcd) Endpoints() []string { return e.clientAddrs() }
 
 // Version returns the server version the first answering member reports.
 func (e *Etcd) Version(ctx context.Context) (string, error) {
@@ -293,13 +265,7 @@ func (e *Etcd) Leader(ctx context.Context) (*EtcdMember, error) {
 
 // Close kills every member, waits for them and removes the cluster's
 // directory. It is safe to call more than once.
-func (e *Etcd) Close() error {
-	var kills []func() error
-	for _, m := range e.members {
-		kills = append(kills, m.d.kill)
-	}
-	return e.close(e.dir, kills...)
-}
+func (e *Etcd) Close() error { return e.closeAll() }
 
 // Name returns the member's name: m0, m1, ...
 func (m *EtcdMember) Name() string { return m.name }
@@ -353,21 +319,9 @@ func (m *EtcdMember) launch() error {
 	return nil
 }
 
-// Kill sends SIGKILL to the member and waits until it has exited. Its data
-// directory stays, for [EtcdMember.Restart].
-func (m *EtcdMember) Kill() error { return m.d.kill() }
-
 // Stop shuts the member down with SIGTERM and waits until it has exited
 // (and released its ports).
 func (m *EtcdMember) Stop() error { return m.d.stop(etcdStopTimeout) }
-
-// Pause freezes the member (SIGSTOP) and returns once the kernel reports
-// it stopped: it answers nobody, neither clients nor its peers, until
-// [EtcdMember.Resume]. The other members elect a new leader if it led.
-func (m *EtcdMember) Pause() error { return m.d.pause() }
-
-// Resume continues a paused member (SIGCONT).
-func (m *EtcdMember) Resume() error { return m.d.resume() }
 
 func (m *EtcdMember) paused() bool {
 	pid := m.d.pid()
@@ -378,23 +332,8 @@ func (m *EtcdMember) paused() bool {
 // and data directory, and waits until it is healthy, which needs a
 // majority of the cluster up.
 func (m *EtcdMember) Restart(ctx context.Context) error {
-	if err := m.d.kill(); err != nil {
-		return err
-	}
-	if err := m.launch(); err != nil {
-		return err
-	}
-	return m.d.waitReady(ctx, etcdReadyTimeout, m.health)
+	return m.d.restart(ctx, m.launch, etcdReadyTimeout, m.health)
 }
-
-// Running reports whether the member's process is running (paused counts).
-func (m *EtcdMember) Running() bool { return m.d.running() }
-
-// Pid returns the member's process id, or 0 when it is not running.
-func (m *EtcdMember) Pid() int { return m.d.pid() }
-
-// LogTail returns the last lines of the member's log.
-func (m *EtcdMember) LogTail(lines int) string { return m.d.logTail(lines) }
 
 // health asks GET /health, which reports true when the member has a
 // leader and can serve.

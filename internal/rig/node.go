@@ -155,49 +155,35 @@ func (n *Node) UserClient() *redis.Client {
 	return n.Client(func(o *redis.Options) { *o = *UserOptions(o.Addr) })
 }
 
-func (n *Node) control() (controller, error) {
+// withControl runs f on the node's process control, or fails with an
+// error wrapping [ErrNoControl] when its provider has none.
+func (n *Node) withControl(f func(c controller) error) error {
 	if n.ctl == nil {
-		return nil, fmt.Errorf("%s: %w", n.addr, ErrNoControl)
+		return fmt.Errorf("%s: %w", n.addr, ErrNoControl)
 	}
-	return n.ctl, nil
+	return f(n.ctl)
 }
 
 // Kill sends SIGKILL to the server and waits for it to exit. Data not on
 // disk is lost.
 func (n *Node) Kill() error {
-	c, err := n.control()
-	if err != nil {
-		return err
-	}
-	return c.kill()
+	return n.withControl(controller.kill)
 }
 
 // Stop shuts the server down gracefully (SIGTERM) and waits for it to exit.
 func (n *Node) Stop() error {
-	c, err := n.control()
-	if err != nil {
-		return err
-	}
-	return c.stop()
+	return n.withControl(controller.stop)
 }
 
 // Pause freezes the server with SIGSTOP and returns once the kernel reports
 // it stopped. The wall clock keeps running, so keys expire meanwhile.
 func (n *Node) Pause() error {
-	c, err := n.control()
-	if err != nil {
-		return err
-	}
-	return c.pause()
+	return n.withControl(controller.pause)
 }
 
 // Resume continues a paused server with SIGCONT.
 func (n *Node) Resume() error {
-	c, err := n.control()
-	if err != nil {
-		return err
-	}
-	return c.resume()
+	return n.withControl(controller.resume)
 }
 
 // Restart kills the server if it runs and starts it again on the same port.
@@ -205,11 +191,7 @@ func (n *Node) Resume() error {
 // back; without it the server starts empty. Existing clients reconnect on
 // their next command.
 func (n *Node) Restart(ctx context.Context, keepData bool) error {
-	c, err := n.control()
-	if err != nil {
-		return err
-	}
-	return c.restart(ctx, keepData)
+	return n.withControl(func(c controller) error { return c.restart(ctx, keepData) })
 }
 
 // Pid returns the server's process id, or 0 when it is not running or the

@@ -105,14 +105,16 @@ func pgMajor(dir string) int {
 // the tests' own user otherwise. The rig is the postmaster's parent and
 // reaps it. Faults are real: [Postgres.Kill] (SIGKILL to every server
 // process: a crash, followed by crash recovery on [Postgres.Restart]),
-// [Postgres.Pause] (SIGSTOP to all of them), and a faultproxy in front of
+// [Postgres.Pause] (SIGSTOP to all of them: connections stay open and
+// nothing answers, new connections included, until [Postgres.Resume]),
+// and a faultproxy in front of
 // [Postgres.Addr] for a client's partition. Its processes carry
 // "locklab-rig" in their titles (cluster_name; see [SystemStrays]).
 type Postgres struct {
 	bin  string
 	dir  string
 	port int
-	d    *daemon
+	serverProcess
 	closer
 }
 
@@ -156,12 +158,7 @@ func NewPostgres(ctx context.Context, opts ...PostgresOption) (*Postgres, error)
 	if err != nil {
 		return nil, err
 	}
-	for attempt := 0; ; attempt++ {
-		p, err := newPostgres(ctx, bin, tmpl, uid, gid, cfg)
-		if err == nil || attempt == 2 || !strings.Contains(err.Error(), "Address already in use") {
-			return p, err
-		}
-	}
+	return startRetried("Address already in use", func() (*Postgres, error) { return newPostgres(ctx, bin, tmpl, uid, gid, cfg) })
 }
 
 func newPostgres(ctx context.Context, bin, tmpl string, uid, gid uint32, cfg pgConfig) (*Postgres, error) {
@@ -220,12 +217,7 @@ func newPostgres(ctx context.Context, bin, tmpl string, uid, gid uint32, cfg pgC
 // [PostgresInstallHint].
 func StartPostgres(tb testing.TB, opts ...PostgresOption) *Postgres {
 	tb.Helper()
-	p, err := NewPostgres(context.Background(), opts...)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	closeAtEnd(tb, p)
-	return p
+	return startForTest(tb, func() (*Postgres, error) { return NewPostgres(context.Background(), opts...) })
 }
 
 func (p *Postgres) logTails(lines int) string {
@@ -286,13 +278,6 @@ func (p *Postgres) kill() error {
 // and waits until it has exited.
 func (p *Postgres) Stop() error { return p.d.stop(pgStopTimeout) }
 
-// Pause freezes every server process (SIGSTOP): connections stay open and
-// nothing answers, new connections included, until [Postgres.Resume].
-func (p *Postgres) Pause() error { return p.d.pause() }
-
-// Resume continues a paused server (SIGCONT).
-func (p *Postgres) Resume() error { return p.d.resume() }
-
 // Restart kills the server if it runs, starts it again on the same port
 // and data (crash recovery if it was killed) and waits until it accepts
 // connections.
@@ -302,15 +287,6 @@ func (p *Postgres) Restart(ctx context.Context) error {
 	}
 	return p.start(ctx)
 }
-
-// Running reports whether the postmaster is running (paused counts).
-func (p *Postgres) Running() bool { return p.d.running() }
-
-// Pid returns the postmaster's process id, or 0 when it is not running.
-func (p *Postgres) Pid() int { return p.d.pid() }
-
-// LogTail returns the last lines of the server's log.
-func (p *Postgres) LogTail(lines int) string { return p.d.logTail(lines) }
 
 // Version returns the server's version, from the postgres binary.
 func (p *Postgres) Version() string {

@@ -56,6 +56,24 @@ func childrenOf(t *testing.T, pid int) []int {
 	return out
 }
 
+// waitNewLeader polls leader until it names a server other than old, and
+// fails the test if none does within 30s; done says what was done to old
+// ("pausing").
+func waitNewLeader[S comparable](t *testing.T, leader func() (S, error), old S, done string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		l, err := leader()
+		if err == nil && l != old {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no new leader 30s after %s %v (last: %v, %v)", done, old, l, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func TestEtcdClusterFaults(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -87,17 +105,7 @@ func TestEtcdClusterFaults(t *testing.T) {
 	if err := leader.Pause(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		l, err := e.Leader(ctx)
-		if err == nil && l != leader {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no new leader 30s after pausing %s (last: %v, %v)", leader, l, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitNewLeader(t, func() (*rig.EtcdMember, error) { return e.Leader(ctx) }, leader, "pausing")
 	if err := leader.Resume(); err != nil {
 		t.Fatal(err)
 	}
@@ -189,17 +197,7 @@ func TestZooKeeperEnsemble(t *testing.T) {
 	if err := leader.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		l, err := z.Leader(ctx)
-		if err == nil && l != leader {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no new leader 30s after killing %s (last: %v, %v)", leader, l, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitNewLeader(t, func() (*rig.ZKServer, error) { return z.Leader(ctx) }, leader, "killing")
 	if err := leader.Restart(ctx); err != nil {
 		t.Fatal(err)
 	}

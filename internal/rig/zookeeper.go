@@ -83,16 +83,15 @@ func ZooKeeperCommand() (java, classpath string, err error) {
 // Every server's process title starts with "locklab-rig" (see
 // [SystemStrays]).
 type ZooKeeper struct {
-	dir     string
 	servers []*ZKServer
-	closer
+	daemonGroup
 }
 
 // ZKServer is one ZooKeeper server.
 type ZKServer struct {
 	id         int // myid, from 1
 	clientPort int
-	d          *daemon
+	serverProcess
 }
 
 // ZooKeeperOption configures servers started by [NewZooKeeper] or
@@ -132,12 +131,7 @@ func NewZooKeeper(ctx context.Context, n int, opts ...ZooKeeperOption) (*ZooKeep
 	if err != nil {
 		return nil, err
 	}
-	for attempt := 0; ; attempt++ {
-		z, err := newZooKeeper(ctx, java, cp, n, cfg)
-		if err == nil || attempt == 2 || !strings.Contains(err.Error(), "Address already in use") {
-			return z, err
-		}
-	}
+	return startRetried("Address already in use", func() (*ZooKeeper, error) { return newZooKeeper(ctx, java, cp, n, cfg) })
 }
 
 func newZooKeeper(ctx context.Context, java, classpath string, n int, zc zkConfig) (*ZooKeeper, error) {
@@ -145,7 +139,7 @@ func newZooKeeper(ctx context.Context, java, classpath string, n int, zc zkConfi
 	if err != nil {
 		return nil, fmt.Errorf("rig: %w", err)
 	}
-	z := &ZooKeeper{dir: dir}
+	z := &ZooKeeper{daemonGroup: daemonGroup{dir: dir}}
 	var ensemble []string
 	for i := range n {
 		s := &ZKServer{id: i + 1}
@@ -213,21 +207,23 @@ func newZooKeeper(ctx context.Context, java, classpath string, n int, zc zkConfi
 			dir:     sdir,
 			logPath: filepath.Join(sdir, "zookeeper.log"),
 		}
+		z.add(s.d, s.Addr())
 	}
-	for _, s := range z.servers {
-		if err := s.d.start(); err != nil {
-			_ = z.Close()
-			return nil, err
-		}
-	}
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i, s := range z.servers {
-		wg.Go(func() { errs[i] = s.d.waitReady(ctx, zkReadyTimeout, s.serving) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		_ = z.Close()
+	// Each server waits for its own readiness, all at once: in an
+	// ensemble, none serves before a quorum is up.
+	err = z.boot(
+		func(i int) error { return z.daemons[i].start() },
+		func() error {
+			errs := make([]error, n)
+			var wg sync.WaitGroup
+			for i, s := range z.servers {
+				wg.Go(func() { errs[i] = s.d.waitReady(ctx, zkReadyTimeout, s.serving) })
+			}
+			wg.Wait()
+			return errors.Join(errs...)
+		},
+	)
+	if err != nil {
 		return nil, err
 	}
 	return z, nil
@@ -239,33 +235,14 @@ func newZooKeeper(ctx context.Context, java, classpath string, n int, zc zkConfi
 // [ZooKeeperInstallHint].
 func StartZooKeeper(tb testing.TB, n int, opts ...ZooKeeperOption) *ZooKeeper {
 	tb.Helper()
-	z, err := NewZooKeeper(context.Background(), n, opts...)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	closeAtEnd(tb, z)
-	return z
-}
-
-func (z *ZooKeeper) logTails(lines int) string {
-	var b strings.Builder
-	for _, s := range z.servers {
-		fmt.Fprintf(&b, "ZooKeeper server %d (%s) log, last lines:\n%s\n", s.id, s.Addr(), s.LogTail(lines))
-	}
-	return b.String()
+	return startForTest(tb, func() (*ZooKeeper, error) { return NewZooKeeper(context.Background(), n, opts...) })
 }
 
 // Servers returns the servers in the order of their ids (1, 2, ...).
 func (z *ZooKeeper) Servers() []*ZKServer { return append([]*ZKServer(nil), z.servers...) }
 
 // Addrs returns every server's client address, "127.0.0.1:port".
-func (z *ZooKeeper) Addrs() []string {
-	out := make([]string, len(z.servers))
-	for i, s := range z.servers {
-		out[i] = s.Addr()
-	}
-	return out
-}
+func (z *ZooKeeper) Addrs() []string { return z.clientAddrs() }
 
 // Leader returns the server that reports itself leader (or standalone).
 func (z *ZooKeeper) Leader(ctx context.Context) (*ZKServer, error) {
@@ -307,13 +284,7 @@ func (z *ZooKeeper) Version(ctx context.Context) (string, error) {
 
 // Close kills every server, waits for them and removes the directory. It
 // is safe to call more than once.
-func (z *ZooKeeper) Close() error {
-	var kills []func() error
-	for _, s := range z.servers {
-		kills = append(kills, s.d.kill)
-	}
-	return z.close(z.dir, kills...)
-}
+func (z *ZooKeeper) Close() error { return z.closeAll() }
 
 // ID returns the server's id in the ensemble (its myid), from 1.
 func (s *ZKServer) ID() int { return s.id }
@@ -324,38 +295,12 @@ func (s *ZKServer) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.
 // String returns the server's id and address.
 func (s *ZKServer) String() string { return fmt.Sprintf("zk%d (%s)", s.id, s.Addr()) }
 
-// Kill sends SIGKILL to the server and waits until it has exited. Its data
-// stays, for [ZKServer.Restart].
-func (s *ZKServer) Kill() error { return s.d.kill() }
-
-// Pause freezes the server (SIGSTOP) and returns once the kernel reports
-// it stopped.
-func (s *ZKServer) Pause() error { return s.d.pause() }
-
-// Resume continues a paused server (SIGCONT).
-func (s *ZKServer) Resume() error { return s.d.resume() }
-
 // Restart kills the server if it runs, starts it again with the same ports
 // and data, and waits until it serves (in an ensemble, that needs a
 // majority up).
 func (s *ZKServer) Restart(ctx context.Context) error {
-	if err := s.d.kill(); err != nil {
-		return err
-	}
-	if err := s.d.start(); err != nil {
-		return err
-	}
-	return s.d.waitReady(ctx, zkReadyTimeout, s.serving)
+	return s.d.restart(ctx, s.d.start, zkReadyTimeout, s.serving)
 }
-
-// Running reports whether the server's process is running (paused counts).
-func (s *ZKServer) Running() bool { return s.d.running() }
-
-// Pid returns the server's process id, or 0 when it is not running.
-func (s *ZKServer) Pid() int { return s.d.pid() }
-
-// LogTail returns the last lines of the server's log.
-func (s *ZKServer) LogTail(lines int) string { return s.d.logTail(lines) }
 
 // Mode returns what the server reports itself to be: "standalone",
 // "leader" or "follower".
