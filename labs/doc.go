@@ -45,6 +45,11 @@
 //     and skips once the learner has edited it, so a plain go test stays
 //     green. LOCKLAB_RED=1 (make red) makes [Broken] demand safety, so the
 //     broken lock's real failure is shown as a failing test.
+//   - What exercises build on: [PollLock] (a Lock made of TryLock) and
+//     [TakeKey] (SET NX PX), so that an exercise.go holds little more than
+//     the code its learner must fix. A lab's table of wrong fixes edits
+//     the shipped exercise with [Replace], [ReplaceFrom], [ReplaceInFunc]
+//     and [ReplaceScript].
 //
 // Every lab package's TestMain is [Main], which also serves child processes.
 package labs

@@ -37,17 +37,7 @@ func StallInRelease(leaseA, lease time.Duration) Scenario {
 				})
 			}
 
-			gotC, err := c.TryLock()
-			s.Must(err)
-			if gotC {
-				c.Enter()
-			}
-			b.Exit()
-			s.Unlocking(b, b.Unlock)
-			if gotC {
-				c.Exit()
-				s.Unlocking(c, c.Unlock)
-			}
+			s.Latecomer(c, b)
 			return parked
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -97,6 +98,26 @@ func (s *Scene) Unlocking(c *Client, release func() error) {
 	}
 }
 
+// Latecomer is the end of a scenario in which a holder's lock must have
+// survived someone else's late release (labs 03 and 04, [StallInRelease]):
+// while holder is inside its critical section, c tries once for the lock
+// and must find it held. Then holder leaves and releases, and so does c if
+// it got in; both releases are checked as [Scene.Unlocking] checks them.
+func (s *Scene) Latecomer(c, holder *Client) {
+	s.t.Helper()
+	gotC, err := c.TryLock()
+	s.Must(err)
+	if gotC {
+		c.Enter()
+	}
+	holder.Exit()
+	s.Unlocking(holder, holder.Unlock)
+	if gotC {
+		c.Exit()
+		s.Unlocking(c, c.Unlock)
+	}
+}
+
 // ValueOn returns key's value on node, "-" when it is absent or "down" when
 // the node does not answer. It uses a connection of its own, so no pooled
 // connection to a killed server gets in the way.
@@ -151,6 +172,19 @@ func (s *Scene) KillNode(name string, node *rig.Node) {
 	pid := node.Pid()
 	s.Must(node.Kill())
 	s.Fault("kill -9 %s (pid %d)", name, pid)
+}
+
+// JumpClock models node i's clock jumping ahead past the lock key's
+// expiry: PEXPIRE key 1 on that node has exactly that effect on the key
+// (a real clock shift of one redis-server is not available). It says so
+// on the timeline, waits until the key is gone there, and shows the nodes.
+func (s *Scene) JumpClock(nodes []*rig.Node, i int) {
+	s.t.Helper()
+	c := nodes[i].Client()
+	s.Must(c.PExpire(s.Ctx, s.Key, time.Millisecond).Err())
+	s.Fault("node %d's clock jumps ahead, past the key's expiry (modeled: PEXPIRE %s 1 on node %d)", i, s.Key, i)
+	s.WaitGone(nodes[i])
+	s.ShowNodes(nodes)
 }
 
 // CutOff returns the addresses a client cut off from nodes cut should use:

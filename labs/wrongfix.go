@@ -37,14 +37,36 @@ type WrongFix struct {
 }
 
 // Edit replaces Old, which must occur exactly once in the file as edited
-// so far, with New; with ToEnd, everything from Old to the end of the file.
+// so far, with New; with ToEnd, everything from Old to the end of the file;
+// with ToFuncEnd, everything from Old to the end of the function it stands
+// in (up to the line break before the function's closing brace). With
+// Script, it replaces instead the Lua source of the script the file
+// declares as Script = redis.NewScript(`...`) (see [ReplaceScript]).
 type Edit struct {
-	Old, New string
-	ToEnd    bool
+	Old, New  string
+	ToEnd     bool
+	ToFuncEnd bool
+	Script    string
 }
 
 // Replace is an [Edit] of old alone.
 func Replace(old, new string) Edit { return Edit{Old: old, New: new} }
+
+// ReplaceInFunc is an [Edit] of everything from old to the end of the
+// function old stands in: for a wrong fix that rewrites a function's code
+// below a line, without the table copying the rest of the shipped code.
+func ReplaceInFunc(old, new string) Edit { return Edit{Old: old, New: new, ToFuncEnd: true} }
+
+// ReplaceScript is an [Edit] of the Lua source of the script exercise.go
+// declares as name, on a line of its own:
+//
+//	var name = redis.NewScript(`
+//	...the source...`)
+//
+// src replaces what stands between the line break after the opening
+// backquote and the closing one: a wrong fix that rewrites a script need
+// not copy the shipped one.
+func ReplaceScript(name, src string) Edit { return Edit{Script: name, New: src} }
 
 // ReplaceFrom is an [Edit] of everything from old to the end of the file:
 // for a wrong fix that rewrites the exercise's code below a line.
@@ -138,9 +160,23 @@ func WrongFixes(t *testing.T, fixes []WrongFix) {
 // apply returns src with f's edits made.
 func (f WrongFix) apply(src string) (string, error) {
 	for i, e := range f.Edits {
+		if e.Script != "" {
+			var err error
+			if src, err = replaceScript(src, e.Script, e.New); err != nil {
+				return "", fmt.Errorf("edit %d: %w", i+1, err)
+			}
+			continue
+		}
 		switch n := strings.Count(src, e.Old); {
 		case n == 1 && e.ToEnd:
 			src = src[:strings.Index(src, e.Old)] + e.New
+		case n == 1 && e.ToFuncEnd:
+			at := strings.Index(src, e.Old)
+			end := strings.Index(src[at:], "\n}\n")
+			if end < 0 {
+				return "", fmt.Errorf("edit %d: no function's end (a line \"}\") after %q in exercise.go", i+1, e.Old)
+			}
+			src = src[:at] + e.New + src[at+end:]
 		case n == 1:
 			src = strings.Replace(src, e.Old, e.New, 1)
 		default:
@@ -148,6 +184,21 @@ func (f WrongFix) apply(src string) (string, error) {
 		}
 	}
 	return src, nil
+}
+
+// replaceScript returns src with the Lua source of the script declared
+// as name replaced by lua (see [ReplaceScript]).
+func replaceScript(src, name, lua string) (string, error) {
+	open := name + " = redis.NewScript(`\n"
+	if n := strings.Count(src, open); n != 1 {
+		return "", fmt.Errorf("script %s: %q occurs %d times in exercise.go; want exactly once", name, open, n)
+	}
+	start := strings.Index(src, open) + len(open)
+	end := strings.Index(src[start:], "`)")
+	if end < 0 {
+		return "", fmt.Errorf("script %s: no closing %q in exercise.go", name, "`)")
+	}
+	return src[:start] + lua + src[start+end:], nil
 }
 
 var nonWord = regexp.MustCompile(`[^A-Za-z0-9]+`)

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/internal/token"
+	"github.com/locklab/locklab/labs"
 	"github.com/locklab/locklab/naive"
 )
 
@@ -41,19 +42,7 @@ func (m *Exercise) TryLock(ctx context.Context) (bool, error) {
 }
 
 // Lock retries TryLock every 5ms until it succeeds or ctx ends.
-func (m *Exercise) Lock(ctx context.Context) error {
-	for {
-		ok, err := m.TryLock(ctx)
-		if err != nil || ok {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-}
+func (m *Exercise) Lock(ctx context.Context) error { return labs.PollLock(ctx, m.TryLock) }
 
 // Unlock deletes the key if it still holds our token, in one step.
 func (m *Exercise) Unlock(ctx context.Context) error {

@@ -6,23 +6,11 @@ import (
 	"github.com/locklab/locklab/labs"
 )
 
-// shippedBody is ChargeOnce's code as shipped, below its marker: what
-// every wrong fix below replaces.
-const shippedBody = `	// Your code here (Lab 02): between this check and the SET below, the
-	// other delivery can check too.
-	err := client.Get(ctx, marker).Err()
-	if err == nil {
-		return false, nil // charged already
-	}
-	if !errors.Is(err, redis.Nil) {
-		return false, err
-	}
-	if err := charge(ctx); err != nil {
-		return false, err
-	}
-	return true, client.Set(ctx, marker, eventID, 0).Err()`
-
-func body(code string) []labs.Edit { return []labs.Edit{labs.Replace(shippedBody, code)} }
+// body is the edit that replaces ChargeOnce's code below its marker, the
+// code every wrong fix below rewrites.
+func body(code string) []labs.Edit {
+	return []labs.Edit{labs.ReplaceInFunc("\t// Your code here (Lab 02)", code)}
+}
 
 // wrongFixes are the plausible wrong fixes of exercise.go, each caught by
 // TestLab02_Exercise with a message that names it.

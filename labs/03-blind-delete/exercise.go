@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/internal/token"
+	"github.com/locklab/locklab/labs"
 	"github.com/locklab/locklab/naive"
 )
 
@@ -39,11 +40,8 @@ func (m *Exercise) Token() string { return m.token }
 // TryLock takes the lock if the key is free and reports whether it did.
 func (m *Exercise) TryLock(ctx context.Context) (bool, error) {
 	tok := token.New()
-	err := m.client.SetArgs(ctx, m.key, tok, redis.SetArgs{Mode: "NX", TTL: m.ttl}).Err()
-	if errors.Is(err, redis.Nil) {
-		return false, nil // the key exists: someone holds the lock
-	}
-	if err != nil {
+	ok, err := labs.TakeKey(ctx, m.client, m.key, tok, m.ttl)
+	if err != nil || !ok {
 		return false, err
 	}
 	m.token = tok
@@ -51,19 +49,7 @@ func (m *Exercise) TryLock(ctx context.Context) (bool, error) {
 }
 
 // Lock retries TryLock every 5ms until it succeeds or ctx ends.
-func (m *Exercise) Lock(ctx context.Context) error {
-	for {
-		ok, err := m.TryLock(ctx)
-		if err != nil || ok {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-}
+func (m *Exercise) Lock(ctx context.Context) error { return labs.PollLock(ctx, m.TryLock) }
 
 // Unlock releases the lock.
 func (m *Exercise) Unlock(ctx context.Context) error {

@@ -58,17 +58,7 @@ func pausedHolder(s *labs.Scene, impl *labs.Impl) {
 	s.Unlocking(a, a.Unlock)
 
 	// C wants the lock too. It must find B's lock in place.
-	gotC, err := c.TryLock()
-	s.Must(err)
-	if gotC {
-		c.Enter()
-	}
-	b.Exit()
-	s.Unlocking(b, b.Unlock)
-	if gotC {
-		c.Exit()
-		s.Unlocking(c, c.Unlock)
-	}
+	s.Latecomer(c, b)
 }
 
 func TestLab03_BrokenDeletesOthersLock(t *testing.T) {

@@ -80,17 +80,7 @@ func expiresMidRelease(s *labs.Scene, impl *labs.Impl) {
 	})
 
 	// C wants the lock too. It must find B's lock in place.
-	gotC, err := c.TryLock()
-	s.Must(err)
-	if gotC {
-		c.Enter()
-	}
-	b.Exit()
-	s.Unlocking(b, b.Unlock)
-	if gotC {
-		c.Exit()
-		s.Unlocking(c, c.Unlock)
-	}
+	s.Latecomer(c, b)
 }
 
 func TestLab04_BrokenDeletesAfterCheck(t *testing.T) {

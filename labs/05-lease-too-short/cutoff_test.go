@@ -1,7 +1,6 @@
 package lab05_test
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/locklab/locklab/internal/faultproxy"
@@ -24,30 +23,19 @@ func cutOffHolder(s *labs.Scene, impl *labs.Impl) {
 	b := s.Client("B", impl)
 	a.MustDo(narrate, "")
 
-	s.Must(a.Lock())
-	step := lease / 2
-	a.Note(fmt.Sprintf("starts a job of two steps of %v", step))
-	a.MustDo(work, step.String()) // the first step
-	before := s.EventsOf("A")
-	link.Reset()
-	s.Fault("network: A cannot reach Redis (every connection reset); A's process runs on")
-	s.WaitExpired(s.Key)
-
-	s.Must(b.Lock())
-	b.Enter()
-	b.Write(order)
-
-	link.Heal()
-	s.Fault("network: A reaches Redis again")
-	// As after a pause: A's lock speaks first (a renewal, or Done closed,
-	// maybe already while it was cut off), then A gets the rest of its job.
-	waitUntil(s, 3*lease, "A's lock said nothing for %v after the network came back: it neither renewed the lock nor closed Done", func() bool { return s.EventsOf("A") > before })
-	if a.MustDo(work, step.String()) != "lost" { // the second step
-		a.MustDo(ship, order)
-	}
-	b.Exit()
-	b.Release()
-	a.Release()
+	var before int
+	awayPastLease(s, a, b, func() {
+		before = s.EventsOf("A")
+		link.Reset()
+		s.Fault("network: A cannot reach Redis (every connection reset); A's process runs on")
+	}, func() int {
+		link.Heal()
+		s.Fault("network: A reaches Redis again")
+		// As after a pause: A's lock speaks first (a renewal, or Done
+		// closed, maybe already while it was cut off), then A gets the
+		// rest of its job.
+		return before
+	}, "A's lock said nothing for %v after the network came back: it neither renewed the lock nor closed Done")
 }
 
 func TestLab05_BrokenBlindRenewalAfterCutOff(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/internal/token"
+	"github.com/locklab/locklab/labs"
 )
 
 // ErrNotHeld is returned by Unlock when this lock does not hold the key:
@@ -82,11 +83,8 @@ func (m *Exercise) Done() <-chan struct{} {
 // reports whether it took the lock.
 func (m *Exercise) TryLock(ctx context.Context) (bool, error) {
 	tok := token.New()
-	err := m.client.SetArgs(ctx, m.key, tok, redis.SetArgs{Mode: "NX", TTL: m.ttl}).Err()
-	if errors.Is(err, redis.Nil) {
-		return false, nil // the key exists: someone holds the lock
-	}
-	if err != nil {
+	ok, err := labs.TakeKey(ctx, m.client, m.key, tok, m.ttl)
+	if err != nil || !ok {
 		return false, err
 	}
 	stop, done := make(chan struct{}), make(chan struct{})
@@ -98,19 +96,7 @@ func (m *Exercise) TryLock(ctx context.Context) (bool, error) {
 }
 
 // Lock retries TryLock every 5ms until it succeeds or ctx ends.
-func (m *Exercise) Lock(ctx context.Context) error {
-	for {
-		ok, err := m.TryLock(ctx)
-		if err != nil || ok {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-}
+func (m *Exercise) Lock(ctx context.Context) error { return labs.PollLock(ctx, m.TryLock) }
 
 // Unlock sends the watchdog home, waits until it has stopped, and deletes
 // the key if it still holds our token.

@@ -147,27 +147,41 @@ func pausedHolder(s *labs.Scene, impl *labs.Impl) {
 	b := s.Client("B", impl)
 	a.MustDo(narrate, "") // A tells, in its lane, what its lock does in the background
 
+	awayPastLease(s, a, b, a.Freeze, func() int {
+		// When A's process resumes, its lock's goroutines (the watchdog,
+		// its timers) and its job resume together. The test lets the lock
+		// go first: it waits until A's lock has said something in A's lane
+		// (a renewal, or Done closed) before it hands A the rest of the
+		// job, so the picture is the same on every run. In a real process
+		// the job may run a step before the lock's timer fires; see the
+		// README.
+		before := s.EventsOf("A")
+		a.Thaw()
+		return before
+	}, "A's lock said nothing for %v after the pause: it neither renewed the lock nor closed Done")
+}
+
+// awayPastLease is part 2's story, once A and B are started: A takes the
+// lock and does the first of its job's two steps. Then leave takes A away
+// from Redis until its lease has run out, and B takes the lock and writes
+// the order. back brings A back and returns how many events A's lane held
+// before A's lock could last speak; A's lock speaks first (a renewal, or
+// Done closed), or the timeline notes silence, and only then does A do
+// the second step, and ship the order unless its lock is lost.
+func awayPastLease(s *labs.Scene, a, b *labs.Client, leave func(), back func() (before int), silence string) {
 	s.Must(a.Lock())
 	step := lease / 2
 	a.Note(fmt.Sprintf("starts a job of two steps of %v", step))
 	a.MustDo(work, step.String()) // the first step
-	a.Freeze()
+	leave()
 	s.WaitExpired(s.Key)
 
 	s.Must(b.Lock())
 	b.Enter()
 	b.Write(order)
 
-	// When A's process resumes, its lock's goroutines (the watchdog, its
-	// timers) and its job resume together. The test lets the lock go
-	// first: it waits until A's lock has said something in A's lane (a
-	// renewal, or Done closed) before it hands A the rest of the job, so
-	// the picture is the same on every run. In a real process the job
-	// may run a step before the lock's timer fires; see the README.
-	before := s.EventsOf("A")
-	a.Thaw()
-	waitUntil(s, 3*lease, "A's lock said nothing for %v after the pause: it neither renewed the lock nor closed Done", func() bool { return s.EventsOf("A") > before })
-
+	before := back()
+	waitUntil(s, 3*lease, silence, func() bool { return s.EventsOf("A") > before })
 	if a.MustDo(work, step.String()) != "lost" { // the second step
 		a.MustDo(ship, order)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locklab/locklab/labs"
 	"github.com/locklab/locklab/reentrant"
 )
 
@@ -91,19 +92,7 @@ func (m *Exercise) TryLock(ctx context.Context) (bool, error) {
 }
 
 // Lock retries TryLock every 5ms until it succeeds or ctx ends.
-func (m *Exercise) Lock(ctx context.Context) error {
-	for {
-		ok, err := m.TryLock(ctx)
-		if err != nil || ok {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-}
+func (m *Exercise) Lock(ctx context.Context) error { return labs.PollLock(ctx, m.TryLock) }
 
 // Unlock gives the lock back for the owner in ctx. It returns ErrNotHeld,
 // changing nothing, if that owner does not hold the lock.

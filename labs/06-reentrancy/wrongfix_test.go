@@ -6,24 +6,9 @@ import (
 	"github.com/locklab/locklab/labs"
 )
 
-// The shipped scripts, which every wrong fix below replaces.
-const (
-	shippedAcquire = `local holder = redis.call("GET", KEYS[1])
-if holder == false or holder == ARGV[1] then
-	redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
-	return 1
-end
-return 0`
-	shippedRelease = `if redis.call("GET", KEYS[1]) == ARGV[1] then
-	redis.call("DEL", KEYS[1])
-	return 1
-end
-return 0`
-)
-
-// scripts returns the edits that replace both scripts.
+// scripts returns the edits that replace both of the shipped scripts.
 func scripts(acquire, release string) []labs.Edit {
-	return []labs.Edit{labs.Replace(shippedAcquire, acquire), labs.Replace(shippedRelease, release)}
+	return []labs.Edit{labs.ReplaceScript("acquireScript", acquire), labs.ReplaceScript("releaseScript", release)}
 }
 
 // The right scripts' parts, which the wrong fixes vary.

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/internal/token"
+	"github.com/locklab/locklab/labs"
 )
 
 // ErrNotHeld is returned by [Exercise.Unlock] when the key no longer holds
@@ -36,11 +37,8 @@ func (m *Exercise) TryLock(ctx context.Context) (bool, error) {
 	tok := token.New()
 	conn := m.client.Conn() // one connection, for the SET and whatever must follow it
 	defer conn.Close()
-	err := conn.SetArgs(ctx, m.key, tok, redis.SetArgs{Mode: "NX", TTL: m.ttl}).Err()
-	if errors.Is(err, redis.Nil) {
-		return false, nil // the key exists: someone holds the lock
-	}
-	if err != nil {
+	ok, err := labs.TakeKey(ctx, conn, m.key, tok, m.ttl)
+	if err != nil || !ok {
 		return false, err
 	}
 	// Your code here (Lab 07): the primary has the key. Does a replica?
@@ -49,19 +47,7 @@ func (m *Exercise) TryLock(ctx context.Context) (bool, error) {
 }
 
 // Lock retries TryLock every 5ms until it succeeds, fails, or ctx ends.
-func (m *Exercise) Lock(ctx context.Context) error {
-	for {
-		ok, err := m.TryLock(ctx)
-		if err != nil || ok {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-}
+func (m *Exercise) Lock(ctx context.Context) error { return labs.PollLock(ctx, m.TryLock) }
 
 // Unlock deletes the key if it still holds our token.
 func (m *Exercise) Unlock(ctx context.Context) error {

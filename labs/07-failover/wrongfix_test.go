@@ -15,31 +15,32 @@ func after(code string) []labs.Edit {
 	return []labs.Edit{labs.Replace(shippedGap, code+"\n\tm.token = tok")}
 }
 
+// waitFor is a fix's WAIT: WAIT n timeout on c ("conn", the SET's
+// connection, or "m.client"), a count short of n made an error saying
+// "lab07: <who> acknowledged the lock", and on an error the key taken back
+// with release under relCtx.
+func waitFor(c, n, timeout, who, relCtx string) string {
+	return `	acked, err := ` + c + `.Wait(ctx, ` + n + `, ` + timeout + `).Result()
+	if err == nil && acked < ` + n + ` {
+		err = errors.New("lab07: ` + who + ` acknowledged the lock")
+	}
+	if err != nil {
+		_, relErr := m.release(` + relCtx + `, tok)
+		return false, errors.Join(err, relErr)
+	}`
+}
+
 // wrongFixes are the plausible wrong fixes of exercise.go, each caught by
 // TestLab07_Exercise with a message that names it, and the right fix.
 var wrongFixes = []labs.WrongFix{
 	{
-		Name: "the right fix: WAIT 1 on the SET's connection, the key taken back on a short count",
-		Edits: after(`	acked, err := conn.Wait(ctx, 1, time.Second).Result()
-	if err == nil && acked < 1 {
-		err = errors.New("lab07: no replica acknowledged the lock")
-	}
-	if err != nil {
-		_, relErr := m.release(context.WithoutCancel(ctx), tok)
-		return false, errors.Join(err, relErr)
-	}`),
+		Name:  "the right fix: WAIT 1 on the SET's connection, the key taken back on a short count",
+		Edits: after(waitFor("conn", "1", "time.Second", "no replica", "context.WithoutCancel(ctx)")),
 		Right: true,
 	},
 	{
-		Name: "WAIT sent on the pooled client instead of the SET's connection",
-		Edits: after(`	acked, err := m.client.Wait(ctx, 1, time.Second).Result()
-	if err == nil && acked < 1 {
-		err = errors.New("lab07: no replica acknowledged the lock")
-	}
-	if err != nil {
-		_, relErr := m.release(context.WithoutCancel(ctx), tok)
-		return false, errors.Join(err, relErr)
-	}`),
+		Name:   "WAIT sent on the pooled client instead of the SET's connection",
+		Edits:  after(waitFor("m.client", "1", "time.Second", "no replica", "context.WithoutCancel(ctx)")),
 		Caught: "no replica has its key",
 	},
 	{
@@ -50,15 +51,8 @@ var wrongFixes = []labs.WrongFix{
 		Caught: "its key stays on the primary",
 	},
 	{
-		Name: "WAIT 1 0: wait for a replica as long as it takes",
-		Edits: after(`	acked, err := conn.Wait(ctx, 1, 0).Result()
-	if err == nil && acked < 1 {
-		err = errors.New("lab07: no replica acknowledged the lock")
-	}
-	if err != nil {
-		_, relErr := m.release(ctx, tok)
-		return false, errors.Join(err, relErr)
-	}`),
+		Name:   "WAIT 1 0: wait for a replica as long as it takes",
+		Edits:  after(waitFor("conn", "1", "0", "no replica", "ctx")),
 		Caught: "its key stays on the primary",
 	},
 	{
@@ -70,15 +64,8 @@ var wrongFixes = []labs.WrongFix{
 		Caught: "no replica has its key",
 	},
 	{
-		Name: "WAIT for every replica (2), so no lock once one is down",
-		Edits: after(`	acked, err := conn.Wait(ctx, 2, time.Second).Result()
-	if err == nil && acked < 2 {
-		err = errors.New("lab07: not every replica acknowledged the lock")
-	}
-	if err != nil {
-		_, relErr := m.release(context.WithoutCancel(ctx), tok)
-		return false, errors.Join(err, relErr)
-	}`),
+		Name:   "WAIT for every replica (2), so no lock once one is down",
+		Edits:  after(waitFor("conn", "2", "time.Second", "not every replica", "context.WithoutCancel(ctx)")),
 		Caught: "B could not get the lock from the new primary",
 	},
 }

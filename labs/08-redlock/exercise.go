@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/internal/token"
+	"github.com/locklab/locklab/labs"
 	"github.com/locklab/locklab/redlock"
 )
 
@@ -65,17 +66,7 @@ func (m *Exercise) TryLock(ctx context.Context) (bool, error) {
 // Lock calls TryLock until it succeeds or ctx ends, after a random pause
 // of 10-50ms between attempts.
 func (m *Exercise) Lock(ctx context.Context) error {
-	for {
-		ok, err := m.TryLock(ctx)
-		if err != nil || ok {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(10*time.Millisecond + rand.N(40*time.Millisecond)):
-		}
-	}
+	return labs.PollLockPausing(ctx, m.TryLock, func() time.Duration { return 10*time.Millisecond + rand.N(40*time.Millisecond) })
 }
 
 // Unlock deletes our token from every node.

@@ -88,6 +88,24 @@ const (
 	restartDelayed                      // without its data, but only once every lock it held is over
 )
 
+// aHoldsThreeOfFive starts five nodes (with opts) and two clients: A, cut
+// off from nodes 3 and 4, and B. A takes the lock on nodes 0, 1 and 2, a
+// majority of 3, enters, and notes how long its lock is valid for. The
+// scenario then kills, restarts or cuts off servers (it requires control
+// of them).
+func aHoldsThreeOfFive(s *labs.Scene, impl *labs.Impl, opts ...rig.Option) (nodes []*rig.Node, a, b *labs.Client) {
+	s.RequireControl() // kills, restarts or cuts off servers
+	nodes = s.Nodes(5, opts...)
+	a = s.Client("A", impl, labs.Addrs(s.CutOff("A", nodes, 3, 4)...))
+	b = s.Client("B", impl)
+
+	s.Must(a.Lock()) // nodes 0, 1 and 2: 3 of 5
+	s.ShowNodes(nodes)
+	a.Enter()
+	a.MustDo(labs.ValidFor, "")
+	return nodes, a, b
+}
+
 // crashedNode: A, cut off from nodes 3 and 4, takes the lock on nodes 0, 1
 // and 2, a bare majority. Node 2 crashes and comes back as policy says. B,
 // which reaches every node, asks for the lock while A works, and again
@@ -99,15 +117,7 @@ func crashedNode(policy restartPolicy) labs.Scenario {
 		if policy == restartFromAOF {
 			opts = append(opts, rig.WithAOF())
 		}
-		s.RequireControl() // kills and restarts a server
-		nodes := s.Nodes(5, opts...)
-		a := s.Client("A", impl, labs.Addrs(s.CutOff("A", nodes, 3, 4)...))
-		b := s.Client("B", impl)
-
-		s.Must(a.Lock()) // nodes 0, 1 and 2: 3 of 5
-		s.ShowNodes(nodes)
-		a.Enter()
-		a.MustDo(labs.ValidFor, "")
+		nodes, a, b := aHoldsThreeOfFive(s, impl, opts...)
 
 		survivors := nodes[:2]
 		before := s.ValuesOn(survivors)

@@ -2,7 +2,6 @@ package lab08_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/locklab/locklab/labs"
 )
@@ -52,21 +51,9 @@ func pausedHolder(s *labs.Scene, impl *labs.Impl) {
 // (see the README).
 func clockJump(s *labs.Scene, impl *labs.Impl) {
 	s.TTL = lease
-	s.RequireControl() // kills, restarts or cuts off servers
-	nodes := s.Nodes(5)
-	a := s.Client("A", impl, labs.Addrs(s.CutOff("A", nodes, 3, 4)...))
-	b := s.Client("B", impl)
+	nodes, a, b := aHoldsThreeOfFive(s, impl)
 
-	s.Must(a.Lock()) // nodes 0, 1 and 2: 3 of 5
-	s.ShowNodes(nodes)
-	a.Enter()
-	a.MustDo(labs.ValidFor, "")
-
-	c := nodes[2].Client()
-	s.Must(c.PExpire(s.Ctx, s.Key, time.Millisecond).Err())
-	s.Fault("node 2's clock jumps ahead, past the key's expiry (modeled: PEXPIRE %s 1 on node 2)", s.Key)
-	s.WaitGone(nodes[2])
-	s.ShowNodes(nodes)
+	s.JumpClock(nodes, 2)
 
 	got := tryLock(s, b)
 	if got {

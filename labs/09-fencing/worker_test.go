@@ -24,11 +24,7 @@ import (
 
 // store is what a worker writes order rows to: package fencing's Store
 // (the fix), lab09.UncheckedStore (broken) or lab09.Exercise.
-type store interface {
-	Write(ctx context.Context, id, data string, tok fencing.Token) error
-	Read(ctx context.Context, id string) (data string, last fencing.Token, err error)
-	Close() error
-}
+type store = lab09.Store
 
 // opener opens a store on the SQLite file at path.
 type opener func(ctx context.Context, path string) (store, error)
@@ -151,16 +147,7 @@ var (
 		if err != nil {
 			return "", err
 		}
-		st, err := w.open(ctx, l.Env.Param(dbParam, ""))
-		if err != nil {
-			return "", err
-		}
-		defer st.Close()
-		data, last, err := st.Read(ctx, order)
-		if err != nil {
-			return "", err
-		}
-		return fmt.Sprintf("%d %s", last, data), nil
+		return lab09.ReadRow(ctx, w.open, l.Env.Param(dbParam, ""), order)
 	})
 )
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/locklab/locklab/correct"
 	"github.com/locklab/locklab/internal/token"
+	"github.com/locklab/locklab/labs"
 )
 
 // Exercise is a lock that waits for its holder's release message instead of
@@ -54,11 +55,8 @@ func (m *Exercise) Lock(ctx context.Context) error {
 // TryLock takes the lock with SET NX PX if it is free.
 func (m *Exercise) TryLock(ctx context.Context) (bool, error) {
 	tok := token.New()
-	err := m.client.SetArgs(ctx, m.key, tok, redis.SetArgs{Mode: "NX", TTL: m.ttl}).Err()
-	if errors.Is(err, redis.Nil) {
-		return false, nil
-	}
-	if err != nil {
+	ok, err := labs.TakeKey(ctx, m.client, m.key, tok, m.ttl)
+	if err != nil || !ok {
 		return false, err
 	}
 	m.mu.Lock()

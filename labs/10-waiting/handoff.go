@@ -11,6 +11,7 @@ import (
 
 	"github.com/locklab/locklab/correct"
 	"github.com/locklab/locklab/internal/token"
+	"github.com/locklab/locklab/labs"
 )
 
 // blindReleaseLua hands the lock to the next waiter without asking whether
@@ -83,11 +84,8 @@ func (m *BlindHandoff) setToken(tok string) {
 // TryLock takes the lock with SET NX PX.
 func (m *BlindHandoff) TryLock(ctx context.Context) (bool, error) {
 	tok := m.id + "." + token.New()
-	err := m.client.SetArgs(ctx, m.key, tok, redis.SetArgs{Mode: "NX", TTL: m.ttl}).Err()
-	if errors.Is(err, redis.Nil) {
-		return false, nil
-	}
-	if err != nil {
+	ok, err := labs.TakeKey(ctx, m.client, m.key, tok, m.ttl)
+	if err != nil || !ok {
 		return false, err
 	}
 	m.setToken(tok)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/locklab/locklab/correct"
 	"github.com/locklab/locklab/internal/token"
+	"github.com/locklab/locklab/labs"
 )
 
 // ErrNotHeld is returned by Unlock when the lock is not ours.
@@ -55,11 +56,8 @@ func (m *base) Token() string {
 // TryLock takes the lock with SET NX PX.
 func (m *base) TryLock(ctx context.Context) (bool, error) {
 	tok := token.New()
-	err := m.client.SetArgs(ctx, m.key, tok, redis.SetArgs{Mode: "NX", TTL: m.ttl}).Err()
-	if errors.Is(err, redis.Nil) {
-		return false, nil
-	}
-	if err != nil {
+	ok, err := labs.TakeKey(ctx, m.client, m.key, tok, m.ttl)
+	if err != nil || !ok {
 		return false, err
 	}
 	m.mu.Lock()

@@ -6,22 +6,11 @@ import (
 	"github.com/locklab/locklab/labs"
 )
 
-// shippedLoop is the shipped Lock's loop, which every fix below replaces.
-const shippedLoop = `	for {
-		ok, err := m.TryLock(ctx)
-		if err != nil || ok {
-			return err
-		}
-		m.hook(ctx, correct.HookRefused) // the lab parks the client here
-		sub := m.client.Subscribe(ctx, m.key+":released")
-		_, err = sub.ReceiveMessage(ctx)
-		sub.Close()
-		if err != nil {
-			return errors.Join(ErrNotObtained, ctx.Err())
-		}
-	}`
-
-func loop(code string) []labs.Edit { return []labs.Edit{labs.Replace(shippedLoop, code)} }
+// loop is the edit that replaces the shipped Lock's loop, which every fix
+// below rewrites: from its first line to the end of Lock.
+func loop(code string) []labs.Edit {
+	return []labs.Edit{labs.ReplaceInFunc("\tfor {\n\t\tok, err := m.TryLock(ctx)", code)}
+}
 
 // boundedWait waits for a release message at most one lease, then tries
 // again: a holder that dies publishes nothing.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/labs"
+	"github.com/locklab/locklab/labs/internal/module"
 	"github.com/locklab/locklab/naive"
 )
 
@@ -92,25 +93,9 @@ func buildLockscan() ([]byte, error) {
 	return os.ReadFile(out)
 }
 
-// moduleRoot finds the locklab module's root: the nearest directory above
-// the working directory (the lab's package directory) with a go.mod that
-// declares github.com/locklab/locklab.
+// moduleRoot finds the locklab module's root above the working directory.
 func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		mod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && bytes.HasPrefix(mod, []byte("module github.com/locklab/locklab\n")) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod of module github.com/locklab/locklab above the working directory")
-		}
-		dir = parent
-	}
+	return module.Root("no go.mod of module github.com/locklab/locklab above the working directory")
 }
 
 // scanResult is one run of lockscan: its exit status and output.

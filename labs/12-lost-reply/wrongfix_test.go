@@ -12,22 +12,7 @@ const (
 	shippedImport = `import (
 	"context"
 `
-	shippedRun     = `return script.Run(ctx, m.client, []string{m.key}, string(owner), m.ttl.Milliseconds()).Int()`
-	shippedAcquire = `if redis.call("EXISTS", KEYS[1]) == 0 or redis.call("HEXISTS", KEYS[1], ARGV[1]) == 1 then
-	redis.call("HINCRBY", KEYS[1], ARGV[1], 1)
-	redis.call("PEXPIRE", KEYS[1], ARGV[2])
-	return 1
-end
-return 0`
-	shippedRelease = `if redis.call("HEXISTS", KEYS[1], ARGV[1]) == 0 then
-	return 0
-end
-if redis.call("HINCRBY", KEYS[1], ARGV[1], -1) > 0 then
-	redis.call("PEXPIRE", KEYS[1], ARGV[2])
-else
-	redis.call("DEL", KEYS[1])
-end
-return 1`
+	shippedRun = `return script.Run(ctx, m.client, []string{m.key}, string(owner), m.ttl.Milliseconds()).Int()`
 )
 
 // The right fix's parts, which the wrong fixes vary: a fresh id per call,
@@ -101,13 +86,20 @@ return 1`, `return 1`, 1) // the release's own, after the else
 	return strings.Replace(src, `redis.call("SET", KEYS[2], 1, "PX", ARGV[2])`, `redis.call("HSET", KEYS[1], "r:" .. ARGV[3], 1)`, 1)
 }
 
-// fix returns the edits that make the call code run and the two scripts.
+// keepShipped, as a fix's acquire script, keeps the shipped one.
+const keepShipped = ""
+
+// fix returns the edits that make the call code run and the two scripts
+// (each replaced by name: labs.ReplaceScript).
 func fix(run, acquire, release string) []labs.Edit {
 	edits := []labs.Edit{labs.Replace(shippedRun, run)}
 	if strings.Contains(run, "rand.") {
 		edits = append(edits, labs.Replace(shippedImport, withRand))
 	}
-	return append(edits, labs.Replace(shippedAcquire, acquire), labs.Replace(shippedRelease, release))
+	if acquire != keepShipped {
+		edits = append(edits, labs.ReplaceScript("acquireScript", acquire))
+	}
+	return append(edits, labs.ReplaceScript("releaseScript", release))
 }
 
 // wrongFixes are the plausible wrong fixes of exercise.go, each caught by
@@ -132,7 +124,7 @@ var wrongFixes = []labs.WrongFix{
 	},
 	{
 		Name:   "a receipt on Unlock, none on Lock",
-		Edits:  fix(perCallID, shippedAcquire, rightRelease),
+		Edits:  fix(perCallID, keepShipped, rightRelease),
 		Caught: "reserveStock's Lock ran twice",
 	},
 	{

@@ -125,11 +125,7 @@ type zkWorker struct {
 
 // store is what a zkWorker writes order rows to: package fencing's Store
 // (it refuses stale tokens) or lab 09's UncheckedStore (it does not).
-type store interface {
-	Write(ctx context.Context, id, data string, tok fencing.Token) error
-	Read(ctx context.Context, id string) (string, fencing.Token, error)
-	Close() error
-}
+type store = lab09.Store
 
 func newZKWorker(open func(ctx context.Context, path string) (store, error)) func(e *labs.Env) labs.Locker {
 	return func(e *labs.Env) labs.Locker {
@@ -205,16 +201,7 @@ var (
 		if !ok {
 			return "", fmt.Errorf("lab13: client %s's lock is a %T, not a ZooKeeper worker", l.Name, l.Locker)
 		}
-		st, err := w.open(ctx, l.Env.Param(dbParam, ""))
-		if err != nil {
-			return "", err
-		}
-		defer st.Close()
-		data, last, err := st.Read(ctx, order)
-		if err != nil {
-			return "", err
-		}
-		return fmt.Sprintf("%d %s", last, data), nil
+		return lab09.ReadRow(ctx, w.open, l.Env.Param(dbParam, ""), order)
 	})
 	// unlockBack runs Unlock until the lock's server answers: a client
 	// back from a partition, or whose member was frozen, must reconnect

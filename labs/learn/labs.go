@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/locklab/locklab/labs/internal/module"
 )
 
 // exerciseTimeout bounds the exercise tests of one lab.
@@ -217,19 +219,5 @@ func clip(s string, n int) string {
 
 // moduleRoot finds the locklab module's root above the working directory.
 func moduleRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		mod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && bytes.HasPrefix(mod, []byte("module github.com/locklab/locklab\n")) {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("run it inside the locklab repository (no go.mod of github.com/locklab/locklab above here)")
-		}
-		dir = parent
-	}
+	return module.Root("run it inside the locklab repository (no go.mod of github.com/locklab/locklab above here)")
 }
