@@ -253,21 +253,30 @@ func PostgresDSN(addr string) string {
 func (p *Postgres) Kill() error { return p.kill() }
 
 // kill kills the process group and waits for the postmaster (reaped by
-// the rig) and for every other process of the group (reaped by nobody we
-// know: they are the postmaster's children) to be gone or dead. A restart
-// before they are gone fails: they still hold the old shared memory.
+// the rig) and for its children (reaped by nobody we know) to be gone or
+// dead. A restart before they are gone fails: they still hold the old
+// shared memory ("pre-existing shared memory block is still in use").
+// The children are not all in the postmaster's group: each one calls
+// setsid, so kill sends them SIGKILL one by one too.
 func (p *Postgres) kill() error {
 	pgid := p.d.pid()
+	children := procsWhere(func(_, ppid, _ int) bool { return pgid != 0 && ppid == pgid })
 	if err := p.d.kill(); err != nil {
 		return err
 	}
 	if pgid == 0 {
 		return nil
 	}
+	for _, c := range children {
+		_ = syscall.Kill(c, syscall.SIGKILL)
+	}
+	alive := func() bool {
+		return len(procsWhere(func(pid, _, pgrp int) bool { return pgrp == pgid || slices.Contains(children, pid) })) > 0
+	}
 	deadline := time.Now().Add(pgStopTimeout)
-	for groupAlive(pgid) {
+	for alive() {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("rig: PostgreSQL processes of group %d still alive %v after SIGKILL", pgid, pgStopTimeout)
+			return fmt.Errorf("rig: PostgreSQL processes of postmaster %d still alive %v after SIGKILL", pgid, pgStopTimeout)
 		}
 		time.Sleep(pollEvery)
 	}
@@ -304,15 +313,17 @@ func (p *Postgres) Version() string {
 // safe to call more than once.
 func (p *Postgres) Close() error { return p.close(p.dir, p.kill) }
 
-// groupAlive reports whether a process of group pgid is alive (running,
-// sleeping or stopped: anything but a zombie or gone), from /proc.
-func groupAlive(pgid int) bool {
+// procsWhere returns the processes that are alive (running, sleeping or
+// stopped: anything but a zombie or gone) and match, from /proc.
+func procsWhere(match func(pid, ppid, pgrp int) bool) []int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
-		return false
+		return nil
 	}
+	var out []int
 	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
@@ -325,9 +336,14 @@ func groupAlive(pgid int) bool {
 			continue
 		}
 		f := strings.Fields(string(b[i+1:]))
-		if len(f) >= 3 && f[0] != "Z" && f[0] != "X" && f[2] == strconv.Itoa(pgid) {
-			return true
+		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		pgrp, _ := strconv.Atoi(f[2])
+		if match(pid, ppid, pgrp) {
+			out = append(out, pid)
 		}
 	}
-	return false
+	return out
 }
