@@ -29,6 +29,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/locklab/locklab/internal/module"
 	"github.com/locklab/locklab/internal/rig"
 )
 
@@ -308,21 +309,7 @@ func resultsDir(out string) (dir, latest string, err error) {
 // moduleRoot finds the directory of locklab's go.mod from the working
 // directory upwards.
 func moduleRoot() (string, error) {
-	d, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		b, err := os.ReadFile(filepath.Join(d, "go.mod"))
-		if err == nil && slices.Contains(strings.Fields(string(b)), "github.com/locklab/locklab") {
-			return d, nil
-		}
-		parent := filepath.Dir(d)
-		if parent == d {
-			return "", errors.New("cannot find the locklab module root for bench/results; run from the repository or pass -out")
-		}
-		d = parent
-	}
+	return module.Root("cannot find the locklab module root for bench/results; run from the repository or pass -out")
 }
 
 // pointLatest makes the symlink latest point at dir (relatively), replacing

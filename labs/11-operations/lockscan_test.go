@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/internal/module"
 	"github.com/locklab/locklab/labs"
-	"github.com/locklab/locklab/labs/internal/module"
 	"github.com/locklab/locklab/naive"
 )
 

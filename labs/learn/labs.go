@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/locklab/locklab/labs/internal/module"
+	"github.com/locklab/locklab/internal/module"
 )
 
 // exerciseTimeout bounds the exercise tests of one lab.

@@ -1,13 +1,17 @@
-// Package module finds the locklab module's root directory, for the lab
-// tests and tools under labs/ that run go commands or read files there.
+// Package module finds the locklab module's root directory, for the tools
+// and tests (labs, make progress, the bench) that run go commands or read
+// and write files there.
 package module
 
 import (
-	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 )
+
+// moduleLine is go.mod's module directive for locklab.
+var moduleLine = regexp.MustCompile(`(?m)^module\s+github\.com/locklab/locklab\s*$`)
 
 // Root returns the locklab module's root: the nearest directory above the
 // working directory (itself included) with a go.mod that declares
@@ -20,7 +24,7 @@ func Root(notFound string) (string, error) {
 	}
 	for {
 		mod, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && bytes.HasPrefix(mod, []byte("module github.com/locklab/locklab\n")) {
+		if err == nil && moduleLine.Match(mod) {
 			return dir, nil
 		}
 		parent := filepath.Dir(dir)
