@@ -17,16 +17,20 @@
 --          kept, renamed, whoever else waits (the release chose the waiter
 --          as the best queued there); "0" when the waiter knew (a split:
 --          the node goes to a better waiter if one is queued)
--- ARGV[6...] tokens of the waiter's earlier rounds that failed on this
+-- ARGV[6]  "1" when the reply should say how many waiters are ahead
+--          (one node of each round is asked; see below), "0" otherwise
+-- ARGV[7...] tokens of the waiter's earlier rounds that failed on this
 --          node, retired now too: a node held under any of them is taken
 --          as held under ARGV[4]
 --
 -- Returns 1 when the key now holds ARGV[1], set with TTL ARGV[3] by this
 --           script: the node was free, or held under ARGV[4], and no live
 --           waiter ranks before ARGV[1] in the queue (or ARGV[5] is "1");
---         -r (0 or less) when ARGV[1] is queued, r waiters ahead of it: the
---           key holds another token (perhaps a better waiter's, handed to
---           it by this script). A waiter far back looks less often;
+--         -r (0 or less) when ARGV[1] is queued, r waiters ahead of it (0
+--           when ARGV[6] is "0": the count costs a ZRANK, and a round
+--           needs it from one node only): the key holds another token
+--           (perhaps a better waiter's, handed to it by this script). A
+--           waiter far back looks less often;
 --         2 when the key already held ARGV[1]: the script run twice (its
 --           reply lost and the command sent again), or a round that is
 --           retried; its TTL was reset to ARGV[3].
@@ -47,7 +51,7 @@ end
 local free = not cur
 local keep = false
 for i = 4, #ARGV do
-	if i ~= 5 and ARGV[i] ~= "" then
+	if (i == 4 or i > 6) and ARGV[i] ~= "" then
 		redis.call("ZREM", KEYS[2], ARGV[i])
 		if cur == ARGV[i] then
 			free = true
@@ -63,14 +67,20 @@ redis.call("ZADD", KEYS[2], "NX", ARGV[2], ARGV[1])
 -- Waiters that die leave their tokens behind; the queue outlives the last
 -- live waiter by at most a TTL, as each waiter's rounds come every ttl/4.
 -- Never shorten it: a waiter with a short TTL must not cut the queue's
--- life below what a waiter with a long one needs between its rounds. (A
--- queue just made has no TTL; PEXPIRE GT would not set one.)
-local left = redis.call("PTTL", KEYS[2])
-if left == -1 or left < tonumber(ARGV[3]) then
-	redis.call("PEXPIRE", KEYS[2], ARGV[3])
+-- life below what a waiter with a long one needs between its rounds. GT
+-- moves the expiry only later, in one call where the TTLs are alike; a
+-- queue just made has no TTL, which GT takes as infinite, so NX sets one.
+if redis.call("PEXPIRE", KEYS[2], ARGV[3], "GT") == 0 then
+	redis.call("PEXPIRE", KEYS[2], ARGV[3], "NX")
+end
+local function ahead()
+	if ARGV[6] ~= "1" then
+		return 0
+	end
+	return -redis.call("ZRANK", KEYS[2], ARGV[1])
 end
 if not free then
-	return -redis.call("ZRANK", KEYS[2], ARGV[1])
+	return ahead()
 end
 while true do
 	local nxt = redis.call("ZPOPMIN", KEYS[2])[1]
@@ -81,6 +91,6 @@ while true do
 	local id, ttl = string.match(nxt, "^([^.]+)%.(%d+)%.")
 	if id and tonumber(ttl) > 0 and redis.call("PUBLISH", "redlock:w:" .. id, nxt .. "\n" .. KEYS[1]) > 0 then
 		redis.call("SET", KEYS[1], nxt, "PX", ttl)
-		return -redis.call("ZRANK", KEYS[2], ARGV[1])
+		return ahead()
 	end
 end

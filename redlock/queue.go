@@ -50,9 +50,9 @@ import (
 //     idle gap and no race between waiters.
 //
 // Steady contention costs, per acquisition and per node, one round of
-// acquire.lua (EVALSHA, GET, ZADD, PTTL, ZRANK) and one of release.lua
-// (EVALSHA, GET, ZPOPMIN, PUBLISH, SET, SET): 11 commands per node in 2
-// round trips, however many wait. Every script is safe to run twice:
+// acquire.lua (EVALSHA, GET, ZADD, PEXPIRE, and on one node of the round
+// a ZRANK) and one of release.lua (EVALSHA, GET, ZPOPMIN, PUBLISH, SET,
+// SET): 10 commands per node in 2 round trips, however many wait. Every script is safe to run twice:
 // ZADD NX adds a waiter once, a release answers a second run from its
 // receipt and never pops a second waiter.
 //
@@ -201,7 +201,7 @@ type waiter struct {
 	held  []bool    // held[i]: node i holds the current token
 	since time.Time // sent before the current round: every node in held was set after it
 	split time.Duration
-	ahead int           // how many waiters were ahead in the queues at the last round
+	ahead int           // how many waiters were ahead at the last round, in the queue of its ranker (roundOnce)
 	pause time.Duration // the wait before retrying a round that only timed out
 
 	// retired[i] are tokens retired by rounds that failed on node i: the
@@ -444,13 +444,21 @@ func (w *waiter) roundOnce(ctx context.Context, old string) (err error, again bo
 	// a node the waiter knew it held (a split) is, it broke up a majority
 	// in the making: in a burst of 1000 Locks a waiter handed all three
 	// nodes lost two of them to late joiners in its next round.
+	//
+	// One node, a different one each round, says how many waiters are
+	// ahead (the others would say the same, each for a ZRANK): it only
+	// paces the waiter's rounds (nextCheck).
 	args := make([][]any, len(m.clients))
+	ranker := w.gen % len(m.clients)
 	for i := range args {
-		keep := "0"
+		keep, rank := "0", "0"
 		if old != "" && w.gen > 1 && !w.held[i] {
 			keep = "1"
 		}
-		args[i] = append([]any{tok, w.score, w.ttl, old, keep}, toAny(w.retired[i])...)
+		if i == ranker {
+			rank = "1"
+		}
+		args[i] = append([]any{tok, w.score, w.ttl, old, keep, rank}, toAny(w.retired[i])...)
 	}
 	// The round ends when every node has answered, or as soon as a
 	// majority holds tok, by their replies and hand-off messages together:
@@ -467,10 +475,10 @@ func (w *waiter) roundOnce(ctx context.Context, old string) (err error, again bo
 		return code, err
 	}, w.cur.landed, w.reg.majority())
 	w.since = start
-	w.ahead = -1
+	w.ahead = 0 // if the ranker did not answer: look often
 	for i, rp := range res.replies {
 		w.held[i] = rp.err == nil && !rp.pending && rp.code > 0
-		if rp.err == nil && !rp.pending && rp.code <= 0 && (w.ahead < 0 || int(-rp.code) < w.ahead) {
+		if i == ranker && rp.err == nil && !rp.pending && rp.code <= 0 {
 			w.ahead = int(-rp.code)
 		}
 		switch {
@@ -484,7 +492,6 @@ func (w *waiter) roundOnce(ctx context.Context, old string) (err error, again bo
 			w.retired[i] = append(w.retired[i], old)
 		}
 	}
-	w.ahead = max(w.ahead, 0)
 	w.reg.take(w.held) // hand-offs that came before the replies
 	switch err := retry.CtxErr(ctx); {
 	case err != nil:
