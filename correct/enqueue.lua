@@ -20,17 +20,9 @@
 -- would give it. Run twice, the script finds ARGV[1] already queued (LPOS)
 -- and does not add it again: a waiter queued twice would be handed the
 -- lock a second time, when nobody waits for it any more.
-local cur = redis.call("GET", KEYS[1])
-if cur == ARGV[1] then
-	return 2
-end
-if not cur then
-	local got = handoff(KEYS[1], KEYS[2], ARGV[3], ARGV[1])
-	if not got or got == ARGV[1] then
-		redis.call("SET", KEYS[1], ARGV[1], "PX", ARGV[2])
-		redis.call("LREM", KEYS[2], 0, ARGV[1])
-		return 1
-	end
+local got = claim(KEYS[1], KEYS[2], ARGV[3], ARGV[1], ARGV[2])
+if got then
+	return got
 end
 if not redis.call("LPOS", KEYS[2], ARGV[1]) then
 	redis.call("RPUSH", KEYS[2], ARGV[1])

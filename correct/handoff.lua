@@ -1,5 +1,6 @@
 -- handoff.lua: the hand-off step, shared by release.lua, enqueue.lua and
--- queued.lua (scripts.go puts it in front of each of them).
+-- queued.lua (scripts.go puts it in front of each of them), and a waiter's
+-- claim on a lock it finds free or handed to it (enqueue.lua, queued.lua).
 --
 -- handoff(key, queue, prefix, self) gives key to the oldest live waiter in
 -- queue (a list of waiters' tokens, oldest first). A waiter's token is
@@ -43,4 +44,26 @@ local function keep(queue, ttl)
 	if left >= 0 and left < tonumber(ttl) or left == -1 then
 		redis.call("PEXPIRE", queue, ttl)
 	end
+end
+
+-- claim(key, queue, prefix, self, ttl) is a waiter's look at the lock, the
+-- first step of enqueue.lua and queued.lua. self is the waiter's token. It
+-- returns 2 when key already holds self (handed to it); 1 when key was free
+-- and no older live waiter was queued (handoff stopped at self or ran out):
+-- key now holds self with TTL ttl ms, and self has left queue; false when
+-- someone else holds key (perhaps an older waiter, just handed it here).
+local function claim(key, queue, prefix, self, ttl)
+	local cur = redis.call("GET", key)
+	if cur == self then
+		return 2
+	end
+	if not cur then
+		local got = handoff(key, queue, prefix, self)
+		if not got or got == self then
+			redis.call("SET", key, self, "PX", ttl)
+			redis.call("LREM", queue, 0, self)
+			return 1
+		end
+	end
+	return false
 end

@@ -157,20 +157,10 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 // ready returns an error if ctx has ended or the server is unfit for a
 // lock (see package preflight); the check runs once a minute per server.
 func (m *Mutex) ready(ctx context.Context) error {
-	if err := retry.CtxErr(ctx); err != nil {
-		return errors.Join(ErrNotObtained, err)
-	}
-	err := preflight.Check(ctx, "correct", m.client, m.o.evictionCheck, func(ctx context.Context) error {
+	return preflight.Ready(ctx, "correct", m.key, m.client, m.o.evictionCheck, ErrNotObtained, func(ctx context.Context) error {
 		_, err := m.release(ctx, probeToken, false)
 		return errors.Unwrap(err)
 	})
-	if err != nil {
-		if cerr := retry.CtxErr(ctx); cerr != nil {
-			return errors.Join(ErrNotObtained, cerr)
-		}
-		return fmt.Errorf("correct: lock %q: %w", m.key, err)
-	}
-	return nil
 }
 
 // acquire makes one attempt with a fresh token: SET key token NX PX ttl,

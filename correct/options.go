@@ -30,16 +30,9 @@ type options struct {
 // default is valid, so an error can only come from an explicit option.
 func newOptions(opts []Option) (options, error) {
 	o := options{ttl: defaultTTL, evictionCheck: true}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
-	switch {
-	case o.ttl < time.Millisecond:
-		return o, invalid("WithTTL(%v): ttl must be at least 1ms", o.ttl)
-	case o.retry.Tries < 0:
-		return o, invalid("WithTries(%d): tries must be at least 0", o.retry.Tries)
+	args.Apply(&o, opts)
+	if err := args.TTLTries(ErrInvalid, o.ttl, time.Millisecond, o.retry.Tries); err != nil {
+		return o, err
 	}
 	o.ttl = o.ttl.Truncate(time.Millisecond) // what PX will say; see WithTTL
 	return o, nil

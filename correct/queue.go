@@ -202,10 +202,7 @@ func (m *Mutex) lookEvery() time.Duration { return max(m.o.ttl/4, time.Milliseco
 // queueErr wraps a queue step's error: joined with ErrNotObtained and the
 // caller's ctx error when ctx ended it, so that Lock's contract holds.
 func (m *Mutex) queueErr(ctx context.Context, step string, err error) error {
-	if cerr := retry.CtxErr(ctx); cerr != nil {
-		return errors.Join(ErrNotObtained, cerr)
-	}
-	return fmt.Errorf("correct: %s %q: %w", step, m.key, err)
+	return retry.Failed(ctx, ErrNotObtained, fmt.Errorf("correct: %s %q: %w", step, m.key, err))
 }
 
 // abandon takes tok out of the queue and, if the lock was handed to tok

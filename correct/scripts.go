@@ -22,7 +22,8 @@ import (
 // send SET ... GET, which says so itself (see Mutex.Lock).
 var (
 	// handoffLua is the hand-off step release.lua, enqueue.lua and
-	// queued.lua share; it is put in front of each of them.
+	// queued.lua share, and the waiter's claim of the last two; it is put
+	// in front of each of them.
 	//go:embed handoff.lua
 	handoffLua string
 

@@ -10,14 +10,15 @@ import (
 
 // TestScriptsLoad loads every embedded script into a real server: each must
 // compile, and the server must name it by the SHA-1 that EVALSHA will send.
-// The scripts that hand the lock over run with handoff.lua in front.
+// The scripts that hand the lock over, or claim it, run with handoff.lua in
+// front.
 func TestScriptsLoad(t *testing.T) {
 	c := newClient(t)
 	ctx := testContext(t)
 	for name, s := range correct.Scripts {
 		t.Run(name, func(t *testing.T) {
 			src := s.Src
-			if strings.Contains(src, "handoff(") {
+			if strings.Contains(src, "handoff(") || strings.Contains(src, "claim(") {
 				src = correct.HandoffLua + src
 			}
 			sha, err := c.ScriptLoad(ctx, src).Result()

@@ -165,19 +165,9 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 // ready returns an error if ctx has ended or the server is unfit for a
 // lock (see package preflight); the check runs once a minute per server.
 func (m *Mutex) ready(ctx context.Context) error {
-	if err := retry.CtxErr(ctx); err != nil {
-		return errors.Join(ErrNotObtained, err)
-	}
-	err := preflight.Check(ctx, "fencing", m.client, m.opts.evictionCheck, func(ctx context.Context) error {
+	return preflight.Ready(ctx, "fencing", m.key, m.client, m.opts.evictionCheck, ErrNotObtained, func(ctx context.Context) error {
 		return releaseScript.Run(ctx, m.client, m.releaseKeys(probeValue), probeValue, receiptMS).Err()
 	})
-	if err != nil {
-		if cerr := retry.CtxErr(ctx); cerr != nil {
-			return errors.Join(ErrNotObtained, cerr)
-		}
-		return fmt.Errorf("fencing: lock %q: %w", m.key, err)
-	}
-	return nil
 }
 
 // releaseKeys are release.lua's keys for value.
@@ -201,10 +191,7 @@ func (m *Mutex) try(ctx context.Context) (bool, error) {
 		if !errors.As(err, &reply) { // no reply from Redis: the script may have run
 			m.releaseLost(ctx, value)
 		}
-		if cerr := retry.CtxErr(ctx); cerr != nil {
-			return false, errors.Join(ErrNotObtained, cerr)
-		}
-		return false, fmt.Errorf("fencing: acquire %q: %w", m.key, err)
+		return false, retry.Failed(ctx, ErrNotObtained, fmt.Errorf("fencing: acquire %q: %w", m.key, err))
 	}
 	if n == 0 {
 		return false, nil

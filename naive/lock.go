@@ -41,12 +41,7 @@ func (l *lock) init(client Client, key string, opts []Option) {
 	var err error
 	l.client, l.key = client, key
 	l.opts, err = newOptions(opts)
-	switch {
-	case args.IsNil(client):
-		l.err = invalid("nil client")
-	case key == "":
-		l.err = invalid("empty key")
-	case err != nil:
+	if l.err = args.Target(ErrInvalid, client, key); l.err == nil {
 		l.err = err
 	}
 }
@@ -89,11 +84,9 @@ func (l *lock) poll(ctx context.Context, try func(context.Context) (bool, error)
 	return retry.Do(ctx, fixed, ErrNotObtained, func(ctx context.Context, _ int) (bool, error) {
 		ok, err := try(ctx)
 		if err != nil {
-			if cerr := retry.CtxErr(ctx); cerr != nil {
-				// The deadline cut a command short (go-redis reports an
-				// i/o timeout): the context ended the wait, not Redis.
-				return false, errors.Join(ErrNotObtained, cerr)
-			}
+			// The deadline may have cut a command short (go-redis reports
+			// an i/o timeout): then the context ended the wait, not Redis.
+			err = retry.Failed(ctx, ErrNotObtained, err)
 		}
 		return ok, err
 	})

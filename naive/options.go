@@ -28,11 +28,7 @@ type options struct {
 // default is valid, so an error can only come from an explicit option.
 func newOptions(opts []Option) (options, error) {
 	o := options{ttl: defaultTTL, poll: defaultPoll}
-	for _, f := range opts {
-		if f != nil {
-			f(&o)
-		}
-	}
+	args.Apply(&o, opts)
 	switch {
 	case o.ttl < time.Millisecond:
 		return o, invalid("WithTTL(%v): ttl must be at least 1ms", o.ttl)

@@ -191,11 +191,7 @@ func WithNotifier(n *Notifier) Option {
 
 func newOptions(opts []Option) (options, error) {
 	o := options{ttl: defaultTTL, retry: retry.Policy{Tries: defaultTries, Delay: randomDelay}, evictionCheck: true}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
+	args.Apply(&o, opts)
 	if o.err != nil {
 		return o, o.err
 	}

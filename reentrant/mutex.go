@@ -61,12 +61,8 @@ type outerHold struct {
 // [ErrInvalid].
 func New(client Client, key string, opts ...Option) *Mutex {
 	o, err := newOptions(opts)
-	switch {
-	case err != nil:
-	case args.IsNil(client):
-		err = invalid("nil client")
-	case key == "":
-		err = invalid("empty key")
+	if err == nil {
+		err = args.Target(ErrInvalid, client, key)
 	}
 	m := &Mutex{client: client, key: key, o: o, err: err}
 	if key != "" {
@@ -124,19 +120,9 @@ func (m *Mutex) lock(ctx context.Context, owner Owner) (int, error) {
 // ready returns an error if ctx has ended or the server is unfit for a
 // lock (see package preflight); the check runs once a minute per server.
 func (m *Mutex) ready(ctx context.Context) error {
-	if err := retry.CtxErr(ctx); err != nil {
-		return errors.Join(ErrNotObtained, err)
-	}
-	err := preflight.Check(ctx, "reentrant", m.client, m.o.evictionCheck, func(ctx context.Context) error {
+	return preflight.Ready(ctx, "reentrant", m.key, m.client, m.o.evictionCheck, ErrNotObtained, func(ctx context.Context) error {
 		return countScript.Run(ctx, m.client, []string{m.key}, probeOwner).Err()
 	})
-	if err != nil {
-		if cerr := retry.CtxErr(ctx); cerr != nil {
-			return errors.Join(ErrNotObtained, cerr)
-		}
-		return fmt.Errorf("reentrant: lock %q: %w", m.key, err)
-	}
-	return nil
 }
 
 // script runs s for owner as the call id, with its receipt.
@@ -181,10 +167,7 @@ func (m *Mutex) try(ctx context.Context, owner Owner) (int, error) {
 		cctx, cancel := retry.Detach(ctx)
 		_, _ = m.script(cctx, cancelScript, owner, id)
 		cancel()
-		if cerr := retry.CtxErr(ctx); cerr != nil {
-			return 0, errors.Join(ErrNotObtained, cerr)
-		}
-		return 0, fmt.Errorf("reentrant: acquire %q: %w", m.key, err)
+		return 0, retry.Failed(ctx, ErrNotObtained, fmt.Errorf("reentrant: acquire %q: %w", m.key, err))
 	}
 	if n == 0 {
 		return 0, nil // another owner holds it

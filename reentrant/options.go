@@ -118,10 +118,6 @@ func invalid(format string, a ...any) error { return args.Invalid(ErrInvalid, fo
 
 func newOptions(opts []Option) (options, error) {
 	o := options{ttl: defaultTTL, evictionCheck: true}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
+	args.Apply(&o, opts)
 	return o, errors.Join(o.errs...)
 }

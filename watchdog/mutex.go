@@ -68,12 +68,8 @@ type hold struct {
 // [ErrInvalid].
 func New(client Client, key string, opts ...Option) *Mutex {
 	o, err := newOptions(opts)
-	switch {
-	case err != nil:
-	case args.IsNil(client):
-		err = invalid("nil client")
-	case key == "":
-		err = invalid("empty key")
+	if err == nil {
+		err = args.Target(ErrInvalid, client, key)
 	}
 	m := &Mutex{client: client, key: key, o: o, err: err}
 	if key != "" {
@@ -113,22 +109,12 @@ func (m *Mutex) Lock(ctx context.Context) error {
 // ready returns an error if ctx has ended or the server is unfit for a
 // lock (see package preflight); the check runs once a minute per server.
 func (m *Mutex) ready(ctx context.Context) error {
-	if err := retry.CtxErr(ctx); err != nil {
-		return errors.Join(ErrNotObtained, err)
-	}
-	err := preflight.Check(ctx, "watchdog", m.client, m.o.evictionCheck, func(ctx context.Context) error {
+	return preflight.Ready(ctx, "watchdog", m.key, m.client, m.o.evictionCheck, ErrNotObtained, func(ctx context.Context) error {
 		if err := m.runRelease(ctx, probeToken); !errors.Is(err, ErrNotHeld) {
 			return err
 		}
 		return nil
 	})
-	if err != nil {
-		if cerr := retry.CtxErr(ctx); cerr != nil {
-			return errors.Join(ErrNotObtained, cerr)
-		}
-		return fmt.Errorf("watchdog: lock %q: %w", m.key, err)
-	}
-	return nil
 }
 
 // check returns the error found by New, or an error for a Mutex that New
@@ -178,10 +164,7 @@ func (m *Mutex) try(ctx context.Context) (bool, error) {
 		// The SET may have reached Redis even though its reply did not
 		// reach us; the owner-checked release removes our key if so.
 		m.release(ctx, tok)
-		if cerr := retry.CtxErr(ctx); cerr != nil {
-			return false, errors.Join(ErrNotObtained, cerr)
-		}
-		return false, fmt.Errorf("watchdog: acquire %q: %w", m.key, err)
+		return false, retry.Failed(ctx, ErrNotObtained, fmt.Errorf("watchdog: acquire %q: %w", m.key, err))
 	}
 	h := &hold{token: tok, since: start}
 	var lost func(cause error)

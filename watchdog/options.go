@@ -190,11 +190,7 @@ func newOptions(opts []Option) (options, error) {
 		notHeld:       func(err error) bool { return errors.Is(err, ErrNotHeld) },
 		evictionCheck: true,
 	}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
+	args.Apply(&o, opts)
 	if len(o.errs) > 0 {
 		return o, errors.Join(o.errs...)
 	}

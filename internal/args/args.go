@@ -7,6 +7,7 @@ package args
 import (
 	"fmt"
 	"reflect"
+	"time"
 )
 
 // IsNil reports whether v is nil, or an interface holding a nil pointer,
@@ -29,4 +30,42 @@ func IsNil(v any) bool {
 // "WithTTL(0s): ttl must be at least 1ms".
 func Invalid(invalid error, format string, a ...any) error {
 	return fmt.Errorf("%w: %s", invalid, fmt.Sprintf(format, a...))
+}
+
+// Apply applies opts to o in order, skipping nil ones, so that when an
+// option is given twice the last wins: what each lock package's newOptions
+// does over its defaults.
+func Apply[O any, F ~func(*O)](o *O, opts []F) {
+	for _, opt := range opts {
+		if opt != nil {
+			opt(o)
+		}
+	}
+}
+
+// Target returns the error, wrapping invalid, for the client and key a lock
+// is made with: a nil client (see [IsNil]) first, then an empty key; nil
+// when both will do.
+func Target(invalid error, client any, key string) error {
+	switch {
+	case IsNil(client):
+		return Invalid(invalid, "nil client")
+	case key == "":
+		return Invalid(invalid, "empty key")
+	}
+	return nil
+}
+
+// TTLTries returns the error, wrapping invalid, for the two options every
+// lock package checks the same way: a ttl under least
+// ("WithTTL(0s): ttl must be at least 1ms") first, then a negative number
+// of tries; nil when both will do.
+func TTLTries(invalid error, ttl, least time.Duration, tries int) error {
+	switch {
+	case ttl < least:
+		return Invalid(invalid, "WithTTL(%v): ttl must be at least %v", ttl, least)
+	case tries < 0:
+		return Invalid(invalid, "WithTries(%d): tries must be at least 0", tries)
+	}
+	return nil
 }

@@ -37,6 +37,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/internal/retry"
 )
 
 // Interval is how long a server's result is remembered.
@@ -76,6 +78,21 @@ func Check(ctx context.Context, pkg string, client any, evictionCheck bool, prob
 		remember(id, evictionCheck, err)
 	}
 	return err
+}
+
+// Ready is what a lock on one server checks before it tries: it returns
+// errors.Join(notObtained, ctx.Err()) if ctx has ended (sending nothing),
+// or ends during the check; the error of [Check] wrapped as
+// "<pkg>: lock <key>: ..."; or nil when the lock may go ahead.
+// notObtained is the lock package's ErrNotObtained.
+func Ready(ctx context.Context, pkg, key string, client any, evictionCheck bool, notObtained error, probe func(context.Context) error) error {
+	if err := retry.CtxErr(ctx); err != nil {
+		return errors.Join(notObtained, err)
+	}
+	if err := Check(ctx, pkg, client, evictionCheck, probe); err != nil {
+		return retry.Failed(ctx, notObtained, fmt.Errorf("%s: lock %q: %w", pkg, key, err))
+	}
+	return nil
 }
 
 // Remembered returns the result a Check of client has remembered, and

@@ -138,6 +138,17 @@ func CtxErr(ctx context.Context) error {
 	return nil
 }
 
+// Failed returns the error of an attempt whose command failed with err:
+// errors.Join(notObtained, the context's error) when ctx has ended (see
+// [CtxErr]), since then the caller's deadline cut the command short, not
+// Redis (go-redis reports an i/o timeout); otherwise err as it is.
+func Failed(ctx context.Context, notObtained, err error) error {
+	if cerr := CtxErr(ctx); cerr != nil {
+		return errors.Join(notObtained, cerr)
+	}
+	return err
+}
+
 // Detach returns a context with ctx's values but not its cancellation or
 // deadline, bounded by ReleaseTimeout instead: for a release, which must run
 // even when the caller's context has ended (a deferred Unlock after the

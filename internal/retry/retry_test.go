@@ -72,6 +72,19 @@ func TestDoEndsWithItsContext(t *testing.T) {
 	}
 }
 
+func TestFailedSaysWhenTheContextEndedIt(t *testing.T) {
+	boom := errors.New("i/o timeout")
+	if err := retry.Failed(t.Context(), errNotObtained, boom); err != boom {
+		t.Errorf("Failed with a live context = %v; want the command's error unchanged", err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	err := retry.Failed(ctx, errNotObtained, boom)
+	if !errors.Is(err, errNotObtained) || !errors.Is(err, context.Canceled) || errors.Is(err, boom) {
+		t.Errorf("Failed with an ended context = %v; want ErrNotObtained joined with context.Canceled, not the command's error", err)
+	}
+}
+
 func TestBackoffStaysWithinItsCeiling(t *testing.T) {
 	for n := 1; n <= 20; n++ {
 		ceiling := min(retry.MinDelay<<min(n-1, 10), retry.MaxDelay)
