@@ -64,7 +64,7 @@ func faultChildMain(specJSON string) int {
 		fmt.Fprintf(os.Stderr, "bench: fault child: bad %s: %v\n", faultChildEnv, err)
 		return 2
 	}
-	in, out := os.NewFile(3, "driver-in"), os.NewFile(4, "driver-out")
+	in, out := proc.Piped()
 	if err := serveActor(spec, in, out); err != nil {
 		fmt.Fprintf(os.Stderr, "bench: fault child %s %s: %v\n", spec.Impl, spec.Name, err)
 		return 1
@@ -159,28 +159,13 @@ func startChild(spec actorSpec, record func(history.Event)) (*remoteActor, error
 	if err != nil {
 		return nil, err
 	}
-	childIn, toChild, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	fromChild, childOut, err := os.Pipe()
-	if err != nil {
-		childIn.Close()
-		toChild.Close()
-		return nil, err
-	}
 	cmd := exec.Command(exe, "-test.run=^$")
 	cmd.Env = append(os.Environ(), faultChildEnv+"="+string(specJSON),
 		"GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
-	cmd.ExtraFiles = []*os.File{childIn, childOut}
 	stderr := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = stderr, stderr
-	err = proc.Start(cmd)
-	childIn.Close()
-	childOut.Close()
+	toChild, fromChild, err := proc.StartPiped(cmd)
 	if err != nil {
-		toChild.Close()
-		fromChild.Close()
 		return nil, fmt.Errorf("faults: start client process: %w", err)
 	}
 	ra := &remoteActor{name: spec.Name, cmd: cmd, out: toChild, enc: json.NewEncoder(toChild),

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"slices"
@@ -134,6 +135,12 @@ type impl struct {
 	// outcome (counted, then retried with the same start of the wait)
 	// rather than a transport or other failure.
 	gaveUp func(err error) bool
+}
+
+// gaveUpOn returns the gaveUp of a lock whose Lock gives up with
+// notObtained (its ErrNotObtained) and no other way.
+func gaveUpOn(notObtained error) func(err error) bool {
+	return func(err error) bool { return errors.Is(err, notObtained) }
 }
 
 // implKind sorts the implementations into the report's groups.

@@ -23,7 +23,7 @@ import (
 // that also waits without polling, which package watchdog's own Mutex
 // does not (it polls).
 func init() {
-	gaveUp := func(err error) bool { return errors.Is(err, correct.ErrNotObtained) }
+	gaveUp := gaveUpOn(correct.ErrNotObtained)
 	register(&impl{name: "correct", nodes: 1, connect: connectCorrect(true, false), gaveUp: gaveUp})
 	register(&impl{name: "correct-poll", nodes: 1, connect: connectCorrect(false, false), gaveUp: gaveUp})
 	register(&impl{name: "correct+keep", nodes: 1, connect: connectCorrect(true, true), gaveUp: gaveUp})

@@ -17,9 +17,7 @@ import (
 // etcd-mutex: the peer, etcd's own concurrency.Mutex, on the same kind of
 // session: the recipe the chapter quotes as the middle ground.
 func init() {
-	register(&impl{name: "etcdlock", nodes: 1, scenarios: otherScenarios, noFaults: otherNoFaults, connect: connectEtcd(false), gaveUp: func(err error) bool {
-		return errors.Is(err, etcdlock.ErrNotObtained)
-	}})
+	register(&impl{name: "etcdlock", nodes: 1, scenarios: otherScenarios, noFaults: otherNoFaults, connect: connectEtcd(false), gaveUp: gaveUpOn(etcdlock.ErrNotObtained)})
 	register(&impl{name: "etcd-mutex", nodes: 1, kind: kindPeer, scenarios: otherScenarios, noFaults: otherNoFaults, connect: connectEtcd(true), gaveUp: func(error) bool { return false }})
 }
 

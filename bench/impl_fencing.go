@@ -1,8 +1,6 @@
 package main
 
 import (
-	"errors"
-
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/fencing"
@@ -12,9 +10,7 @@ import (
 // kept for good (so its runs leave one counter per lock name behind, by
 // design), with its defaults and the common TTL.
 func init() {
-	register(&impl{name: "fencing", nodes: 1, connect: connectFencing, keepsKeys: true, gaveUp: func(err error) bool {
-		return errors.Is(err, fencing.ErrNotObtained)
-	}})
+	register(&impl{name: "fencing", nodes: 1, connect: connectFencing, keepsKeys: true, gaveUp: gaveUpOn(fencing.ErrNotObtained)})
 }
 
 func connectFencing(e env) (contender, error) {

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"errors"
-
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/naive"
@@ -21,9 +19,7 @@ func init() {
 		"naive-getdel":       func(c naive.Client, k string, o ...naive.Option) locker { return naive.NewGetThenDelete(c, k, o...) },
 		"naive-renewal":      func(c naive.Client, k string, o ...naive.Option) locker { return naive.NewBlindRenewal(c, k, o...) },
 	} {
-		register(&impl{name: name, nodes: 1, naive: true, connect: connectNaive(mk), gaveUp: func(err error) bool {
-			return errors.Is(err, naive.ErrNotObtained)
-		}})
+		register(&impl{name: name, nodes: 1, naive: true, connect: connectNaive(mk), gaveUp: gaveUpOn(naive.ErrNotObtained)})
 	}
 }
 

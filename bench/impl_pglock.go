@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 
 	"github.com/locklab/locklab/internal/sysclient"
 	"github.com/locklab/locklab/pglock"
@@ -15,7 +14,7 @@ import (
 // pglock-row: the row lock (SELECT ... FOR UPDATE in a transaction,
 // COMMIT to release), a row per key in pglock_rows.
 func init() {
-	gaveUp := func(err error) bool { return errors.Is(err, pglock.ErrNotObtained) }
+	gaveUp := gaveUpOn(pglock.ErrNotObtained)
 	register(&impl{name: "pglock", nodes: 1, scenarios: otherScenarios, noFaults: otherNoFaults, connect: connectPG(false), gaveUp: gaveUp})
 	register(&impl{name: "pglock-row", nodes: 1, scenarios: otherScenarios, noFaults: otherNoFaults, connect: connectPG(true), gaveUp: gaveUp})
 }

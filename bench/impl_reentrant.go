@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 
 	"github.com/redis/go-redis/v9"
 
@@ -13,9 +12,7 @@ import (
 // common TTL. Each contending client is one Owner, carried in the context
 // of every call; the bench never re-enters, so each hold has count 1.
 func init() {
-	register(&impl{name: "reentrant", nodes: 1, connect: connectReentrant, gaveUp: func(err error) bool {
-		return errors.Is(err, reentrant.ErrNotObtained)
-	}})
+	register(&impl{name: "reentrant", nodes: 1, connect: connectReentrant, gaveUp: gaveUpOn(reentrant.ErrNotObtained)})
 }
 
 func connectReentrant(e env) (contender, error) {

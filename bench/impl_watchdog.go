@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 
 	"github.com/redis/go-redis/v9"
 
@@ -14,9 +13,7 @@ import (
 // also the holder's context, so the adapter detaches the hold from the
 // run's end (see holdPast).
 func init() {
-	register(&impl{name: "watchdog", nodes: 1, connect: connectWatchdog, gaveUp: func(err error) bool {
-		return errors.Is(err, watchdog.ErrNotObtained)
-	}})
+	register(&impl{name: "watchdog", nodes: 1, connect: connectWatchdog, gaveUp: gaveUpOn(watchdog.ErrNotObtained)})
 }
 
 func connectWatchdog(e env) (contender, error) {

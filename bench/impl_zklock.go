@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"strings"
 
 	"github.com/locklab/locklab/zklock"
@@ -11,9 +10,7 @@ import (
 // session per contending client (session timeout the common TTL), the lock
 // for key k at /locklab/bench/<k>.
 func init() {
-	register(&impl{name: "zklock", nodes: 1, scenarios: otherScenarios, noFaults: otherNoFaults, connect: connectZK, gaveUp: func(err error) bool {
-		return errors.Is(err, zklock.ErrNotObtained)
-	}})
+	register(&impl{name: "zklock", nodes: 1, scenarios: otherScenarios, noFaults: otherNoFaults, connect: connectZK, gaveUp: gaveUpOn(zklock.ErrNotObtained)})
 }
 
 func connectZK(e env) (contender, error) {

@@ -22,6 +22,7 @@ package proc
 import (
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"syscall"
 	"time"
@@ -34,6 +35,45 @@ func Start(cmd *exec.Cmd) error {
 		return errors.New("proc: cmd.SysProcAttr must be nil")
 	}
 	return start(cmd)
+}
+
+// StartPiped starts cmd as [Start] does, with two pipes to the child as
+// its fds 3 and 4 (cmd.ExtraFiles, which must be nil): the child reads
+// fd 3 and writes fd 4. It returns this process's ends: w writes to the
+// child's fd 3, r reads what the child writes to fd 4. The child's ends
+// are closed here once it has started; when StartPiped fails, every pipe
+// is closed.
+func StartPiped(cmd *exec.Cmd) (w, r *os.File, err error) {
+	if cmd.ExtraFiles != nil {
+		return nil, nil, errors.New("proc: cmd.ExtraFiles must be nil")
+	}
+	childIn, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	r, childOut, err := os.Pipe()
+	if err != nil {
+		childIn.Close()
+		w.Close()
+		return nil, nil, err
+	}
+	cmd.ExtraFiles = []*os.File{childIn, childOut}
+	err = Start(cmd)
+	childIn.Close()
+	childOut.Close()
+	if err != nil {
+		w.Close()
+		r.Close()
+		return nil, nil, err
+	}
+	return w, r, nil
+}
+
+// Piped returns, in a child started by [StartPiped], its ends of the two
+// pipes: r reads fd 3, what the parent writes, and w writes fd 4, what the
+// parent reads.
+func Piped() (r, w *os.File) {
+	return os.NewFile(3, "driver-in"), os.NewFile(4, "driver-out")
 }
 
 // Signal sends sig to the process group led by cmd's process.
