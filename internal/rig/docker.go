@@ -520,6 +520,21 @@ func engine(ctx context.Context) (*testcontainers.DockerClient, error) {
 	return cli, nil
 }
 
+// engineCall runs call, one engine call on the container ctr (by its id),
+// with a client from [engine]; an error of call is returned as
+// "rig: docker <verb> <address>: ...".
+func (s *dockerServer) engineCall(ctx context.Context, ctr *testcontainers.DockerContainer, verb string, call func(cli *testcontainers.DockerClient, id string) error) error {
+	cli, err := engine(ctx)
+	if err != nil {
+		return err
+	}
+	defer cli.Close()
+	if err := call(cli, ctr.GetContainerID()); err != nil {
+		return fmt.Errorf("rig: docker %s %s: %w", verb, s.addr(), err)
+	}
+	return nil
+}
+
 func opContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), dockerOpTimeout)
 }
@@ -555,13 +570,12 @@ func (s *dockerServer) killCtx(ctx context.Context) error {
 		return err
 	}
 	_ = s.unpause(ctx) // the engine refuses to kill a paused container
-	cli, err := engine(ctx)
+	err := s.engineCall(ctx, ctr, "kill", func(cli *testcontainers.DockerClient, id string) error {
+		_, err := cli.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: "KILL"})
+		return err
+	})
 	if err != nil {
 		return err
-	}
-	defer cli.Close()
-	if _, err := cli.ContainerKill(ctx, ctr.GetContainerID(), client.ContainerKillOptions{Signal: "KILL"}); err != nil {
-		return fmt.Errorf("rig: docker kill %s: %w", s.addr(), err)
 	}
 	// The kill is asynchronous; wait until the engine reports it stopped.
 	for {
@@ -578,16 +592,25 @@ func (s *dockerServer) killCtx(ctx context.Context) error {
 }
 
 func (s *dockerServer) stop() error {
+	return s.end("stop", func(ctx context.Context, ctr *testcontainers.DockerContainer) error {
+		d := dockerStopTimeout
+		return ctr.Stop(ctx, &d)
+	})
+}
+
+// end stops or removes the container, if there is one, with do, once it
+// is unpaused (a paused container cannot be stopped); an error of do is
+// returned as "rig: docker <verb> <address>: ...".
+func (s *dockerServer) end(verb string, do func(ctx context.Context, ctr *testcontainers.DockerContainer) error) error {
 	ctx, cancel := opContext()
 	defer cancel()
 	ctr := s.current()
 	if ctr == nil {
 		return nil
 	}
-	_ = s.unpause(ctx) // a paused container cannot be stopped
-	d := dockerStopTimeout
-	if err := ctr.Stop(ctx, &d); err != nil {
-		return fmt.Errorf("rig: docker stop %s: %w", s.addr(), err)
+	_ = s.unpause(ctx)
+	if err := do(ctx, ctr); err != nil {
+		return fmt.Errorf("rig: docker %s %s: %w", verb, s.addr(), err)
 	}
 	return nil
 }
@@ -602,15 +625,10 @@ func (s *dockerServer) pause() error {
 	if running, _, _, err := s.state(ctx); err != nil || !running {
 		return fmt.Errorf("rig: pause: container for %s is not running (%v)", s.addr(), err)
 	}
-	cli, err := engine(ctx)
-	if err != nil {
+	return s.engineCall(ctx, ctr, "pause", func(cli *testcontainers.DockerClient, id string) error {
+		_, err := cli.ContainerPause(ctx, id, client.ContainerPauseOptions{})
 		return err
-	}
-	defer cli.Close()
-	if _, err := cli.ContainerPause(ctx, ctr.GetContainerID(), client.ContainerPauseOptions{}); err != nil {
-		return fmt.Errorf("rig: docker pause %s: %w", s.addr(), err)
-	}
-	return nil
+	})
 }
 
 func (s *dockerServer) resume() error {
@@ -628,15 +646,10 @@ func (s *dockerServer) unpause(ctx context.Context) error {
 	if _, paused, _, err := s.state(ctx); err != nil || !paused {
 		return err
 	}
-	cli, err := engine(ctx)
-	if err != nil {
+	return s.engineCall(ctx, ctr, "unpause", func(cli *testcontainers.DockerClient, id string) error {
+		_, err := cli.ContainerUnpause(ctx, id, client.ContainerUnpauseOptions{})
 		return err
-	}
-	defer cli.Close()
-	if _, err := cli.ContainerUnpause(ctx, ctr.GetContainerID(), client.ContainerUnpauseOptions{}); err != nil {
-		return fmt.Errorf("rig: docker unpause %s: %w", s.addr(), err)
-	}
-	return nil
+	})
 }
 
 func (s *dockerServer) restart(ctx context.Context, keepData bool) error {
@@ -666,17 +679,9 @@ func (s *dockerServer) restart(ctx context.Context, keepData bool) error {
 }
 
 func (s *dockerServer) close() error {
-	ctx, cancel := opContext()
-	defer cancel()
-	ctr := s.current()
-	if ctr == nil {
-		return nil
-	}
-	_ = s.unpause(ctx)
-	if err := ctr.Terminate(ctx, testcontainers.StopTimeout(0)); err != nil {
-		return fmt.Errorf("rig: docker remove %s: %w", s.addr(), err)
-	}
-	return nil
+	return s.end("remove", func(ctx context.Context, ctr *testcontainers.DockerContainer) error {
+		return ctr.Terminate(ctx, testcontainers.StopTimeout(0))
+	})
 }
 
 func (s *dockerServer) logTail(lines int) string {

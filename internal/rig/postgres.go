@@ -316,34 +316,19 @@ func (p *Postgres) Close() error { return p.close(p.dir, p.kill) }
 // procsWhere returns the processes that are alive (running, sleeping or
 // stopped: anything but a zombie or gone) and match, from /proc.
 func procsWhere(match func(pid, ppid, pgrp int) bool) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
+	pids, _ := procFiles("stat", func(pid int, b []byte) bool {
 		// pid (comm) state ppid pgrp ...; comm may hold spaces.
 		i := strings.LastIndexByte(string(b), ')')
 		if i < 0 {
-			continue
+			return false
 		}
 		f := strings.Fields(string(b[i+1:]))
 		if len(f) < 3 || f[0] == "Z" || f[0] == "X" {
-			continue
+			return false
 		}
 		ppid, _ := strconv.Atoi(f[1])
 		pgrp, _ := strconv.Atoi(f[2])
-		if match(pid, ppid, pgrp) {
-			out = append(out, pid)
-		}
-	}
-	return out
+		return match(pid, ppid, pgrp)
+	})
+	return pids
 }

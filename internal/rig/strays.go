@@ -20,6 +20,13 @@ func SystemStrays() ([]int, error) { return processes(isSystemServer) }
 // processes returns the pids of the running processes whose command line
 // (/proc/<pid>/cmdline) match accepts.
 func processes(match func(cmdline []byte) bool) ([]int, error) {
+	return procFiles("cmdline", func(_ int, cmdline []byte) bool { return match(cmdline) })
+}
+
+// procFiles returns the pids of the processes whose file /proc/<pid>/name
+// match accepts; a process whose file cannot be read (it has gone) is
+// skipped.
+func procFiles(name string, match func(pid int, b []byte) bool) ([]int, error) {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, err
@@ -30,11 +37,11 @@ func processes(match func(cmdline []byte) bool) ([]int, error) {
 		if err != nil {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), name))
 		if err != nil {
 			continue
 		}
-		if match(b) {
+		if match(pid, b) {
 			pids = append(pids, pid)
 		}
 	}

@@ -14,10 +14,14 @@ import (
 	"github.com/locklab/locklab/internal/rig"
 )
 
-// checkGone fails the test if any of pids is still a running rig server
-// (a reaped process is gone; a zombie is not running).
-func checkGone(t *testing.T, pids []int) {
+// closeGone closes c and fails the test if that fails or if any of pids
+// is still a running rig server after it (a reaped process is gone; a
+// zombie is not running).
+func closeGone(t *testing.T, c interface{ Close() error }, pids []int) {
 	t.Helper()
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
 	strays, err := rig.SystemStrays()
 	if err != nil {
 		t.Fatal(err)
@@ -133,10 +137,7 @@ func TestEtcdClusterFaults(t *testing.T) {
 	if err := e.WaitHealthy(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Close(); err != nil {
-		t.Fatal(err)
-	}
-	checkGone(t, pids)
+	closeGone(t, e, pids)
 }
 
 func TestZooKeeperFaults(t *testing.T) {
@@ -171,10 +172,7 @@ func TestZooKeeperFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	pids = append(pids, s.Pid())
-	if err := z.Close(); err != nil {
-		t.Fatal(err)
-	}
-	checkGone(t, pids)
+	closeGone(t, z, pids)
 }
 
 func TestZooKeeperEnsemble(t *testing.T) {
@@ -205,10 +203,7 @@ func TestZooKeeperEnsemble(t *testing.T) {
 		t.Errorf("restarted old leader: Mode() = %q, %v; want follower", mode, err)
 	}
 	pids = append(pids, leader.Pid())
-	if err := z.Close(); err != nil {
-		t.Fatal(err)
-	}
-	checkGone(t, pids)
+	closeGone(t, z, pids)
 }
 
 func TestPostgresFaults(t *testing.T) {
@@ -249,10 +244,7 @@ func TestPostgresFaults(t *testing.T) {
 	if len(family) < 3 {
 		t.Errorf("postmaster %d has processes %v; want it and its helpers (checkpointer, writer, ...)", p.Pid(), family)
 	}
-	if err := p.Close(); err != nil {
-		t.Fatal(err)
-	}
-	checkGone(t, append(family, pid))
+	closeGone(t, p, append(family, pid))
 }
 
 func TestPostgresBadSetting(t *testing.T) {
