@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/locklab/locklab/correct"
 	"github.com/locklab/locklab/naive"
 	"github.com/locklab/locklab/redlock"
@@ -45,6 +47,14 @@ var (
 		return NewCallPath(reentrant.New(e.Redis(0), e.Key, reentrant.WithTTL(e.TTL), reentrant.WithHook(e.Hook)))
 	})
 )
+
+// OnKey returns the recipe of a lab's own lock, built by newLock on the
+// client's first node with the scene's key and TTL and the step
+// controller's hook: most exercises' NewExercise, and the locks a lab
+// ships beside them. Pass it to [Register].
+func OnKey[L Locker](newLock func(client *redis.Client, key string, ttl time.Duration, hook func(context.Context, string)) L) func(e *Env) Locker {
+	return func(e *Env) Locker { return newLock(e.Redis(0), e.Key, e.TTL, e.Hook) }
+}
 
 // NewCorrect returns package correct's Mutex on the client's first node,
 // with the scene's key and TTL, the step controller's hook, and opts.

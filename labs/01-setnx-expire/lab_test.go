@@ -16,9 +16,7 @@ const title = "Lab 01 (SETNX then EXPIRE)"
 var (
 	setnxThenExpire = labs.SetNXThenExpire
 	setNXPX         = labs.Correct
-	exercise        = labs.Register("lab01-exercise", func(e *labs.Env) labs.Locker {
-		return lab01.NewExercise(e.Redis(0), e.Key, e.TTL, e.Hook)
-	})
+	exercise        = labs.Register("lab01-exercise", labs.OnKey(lab01.NewExercise))
 )
 
 // inTheGap is where A dies in the lab's story: right after SETNX (the hook

@@ -15,10 +15,8 @@ const title = "Lab 03 (blind DEL)"
 var (
 	blindDelete  = labs.BlindDelete
 	tokenChecked = labs.Correct
-	exercise     = labs.Register("lab03-exercise", func(e *labs.Env) labs.Locker {
-		return lab03.NewExercise(e.Redis(0), e.Key, e.TTL, e.Hook)
-	})
-	_ = labs.RegisterError(lab03.ErrNotHeld, labs.LabelNotHeld)
+	exercise     = labs.Register("lab03-exercise", labs.OnKey(lab03.NewExercise))
+	_            = labs.RegisterError(lab03.ErrNotHeld, labs.LabelNotHeld)
 )
 
 // Leases. A's is short, so the lab does not wait long for it to run out.

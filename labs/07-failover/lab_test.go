@@ -37,10 +37,8 @@ const (
 
 var (
 	// The broken lock: the correct single-node lock, which trusts the
-	// primary's OK.
-	plainLock = labs.Register("lab07-correct", func(e *labs.Env) labs.Locker {
-		return correct.New(e.Redis(0), e.Key, correct.WithTTL(e.TTL))
-	})
+	// primary's OK (labs.Correct, package correct's Mutex).
+	plainLock = labs.Correct
 	// The mitigation: the same lock, whose SET counts only once a replica
 	// acknowledged it (SET, then WAIT 1 1000 on the same connection).
 	waitLock = labs.Register("lab07-wait", func(e *labs.Env) labs.Locker {

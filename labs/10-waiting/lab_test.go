@@ -29,13 +29,9 @@ var (
 	// backoff: correct's default, jittered exponential backoff 2-64ms.
 	backoff = labs.Correct
 	// wakeAll: sleep until the holder's release message, then race.
-	wakeAll = labs.Register("lab10-wake-all", func(e *labs.Env) labs.Locker {
-		return lab10.NewWakeAll(e.Redis(0), e.Key, e.TTL, e.Hook)
-	})
+	wakeAll = labs.Register("lab10-wake-all", labs.OnKey(lab10.NewWakeAll))
 	// wakeAllLate: the same, subscribing only after a refused try.
-	wakeAllLate = labs.Register("lab10-wake-all-late", func(e *labs.Env) labs.Locker {
-		return lab10.NewWakeAllLate(e.Redis(0), e.Key, e.TTL, e.Hook)
-	})
+	wakeAllLate = labs.Register("lab10-wake-all-late", labs.OnKey(lab10.NewWakeAllLate))
 	// handOff: correct with a Notifier: a FIFO queue, the lock handed to
 	// the oldest live waiter.
 	handOff = labs.Register("lab10-hand-off", func(e *labs.Env) labs.Locker {
@@ -55,9 +51,7 @@ var (
 		e.Defer(func() { _ = m.Close() })
 		return m
 	})
-	exercise = labs.Register("lab10-exercise", func(e *labs.Env) labs.Locker {
-		return lab10.NewExercise(e.Redis(0), e.Key, e.TTL, e.Hook)
-	})
+	exercise = labs.Register("lab10-exercise", labs.OnKey(lab10.NewExercise))
 )
 
 const (
