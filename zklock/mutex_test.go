@@ -79,6 +79,17 @@ func TestSessionCloseReleases(t *testing.T) {
 	_ = b.Unlock(ctx)
 }
 
+// cutOff starts a ZooKeeper server of the test's own and a fault proxy in
+// front of it, and returns the proxy, a session through it with the
+// session timeout short, a session straight to the server, and a lock
+// path.
+func cutOff(t *testing.T, short time.Duration) (proxy *faultproxy.Proxy, cut, direct *zklock.Session, p string) {
+	t.Helper()
+	z := rig.StartZooKeeper(t, 1, rig.WithZooKeeperForTests())
+	proxy = faultproxy.Start(t, z.Addrs()[0])
+	return proxy, session(t, short, proxy.Addr()), session(t, timeout, z.Addrs()...), lockPath(t)
+}
+
 // TestPartitionedHolderLosesSession: a holder cut off from ZooKeeper sees
 // Done close once its client gives up on the connection (2/3 of the
 // session timeout); the server expires the session after the timeout and
@@ -87,12 +98,8 @@ func TestSessionCloseReleases(t *testing.T) {
 func TestPartitionedHolderLosesSession(t *testing.T) {
 	t.Parallel() // no leakcheck.Guard: other tests run meanwhile; TestMain checks for leaks
 	ctx := context.Background()
-	z := rig.StartZooKeeper(t, 1, rig.WithZooKeeperForTests())
-	proxy := faultproxy.Start(t, z.Addrs()[0])
 	const short = 2 * time.Second
-	cut := session(t, short, proxy.Addr())
-	direct := session(t, timeout, z.Addrs()...)
-	p := lockPath(t)
+	proxy, cut, direct, p := cutOff(t, short)
 
 	a, b := zklock.New(cut, p), zklock.New(direct, p)
 	if err := a.Lock(ctx); err != nil {
@@ -134,12 +141,8 @@ func TestPartitionedHolderLosesSession(t *testing.T) {
 func TestCreateReplyLost(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	z := rig.StartZooKeeper(t, 1, rig.WithZooKeeperForTests())
-	proxy := faultproxy.Start(t, z.Addrs()[0])
 	const short = 3 * time.Second
-	s := session(t, short, proxy.Addr())
-	direct := session(t, timeout, z.Addrs()...)
-	p := lockPath(t)
+	proxy, s, direct, p := cutOff(t, short)
 	a := zklock.New(s, p)
 	// The lock's node exists already, so a's first request is the create.
 	if err := a.Lock(ctx); err != nil {

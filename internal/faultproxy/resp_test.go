@@ -5,6 +5,27 @@ import (
 	"testing"
 )
 
+// checkParsed checks what parser made of in (n bytes, complete or not,
+// err): it must not fail, and when *wantLen is 0 (incomplete) it must not
+// find a complete message. It turns a *wantLen of -1 into all of in and
+// reports whether the case has a complete message left to check.
+func checkParsed(t *testing.T, parser, in string, wantLen *int, n int, ok bool, err error) bool {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("%s(%q) error %v", parser, in, err)
+	}
+	if *wantLen < 0 {
+		*wantLen = len(in)
+	}
+	if *wantLen == 0 {
+		if ok {
+			t.Fatalf("%s(%q) = complete (%d bytes); want incomplete", parser, in, n)
+		}
+		return false
+	}
+	return true
+}
+
 func TestParseCommand(t *testing.T) {
 	tests := []struct {
 		name, in string
@@ -23,16 +44,7 @@ func TestParseCommand(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cmd, n, ok, err := parseCommand([]byte(tt.in))
-			if err != nil {
-				t.Fatalf("parseCommand(%q) error %v", tt.in, err)
-			}
-			if tt.wantLen < 0 {
-				tt.wantLen = len(tt.in)
-			}
-			if tt.wantLen == 0 {
-				if ok {
-					t.Fatalf("parseCommand(%q) = complete (%d bytes); want incomplete", tt.in, n)
-				}
+			if !checkParsed(t, "parseCommand", tt.in, &tt.wantLen, n, ok, err) {
 				return
 			}
 			if !ok || n != tt.wantLen || cmd.name != tt.wantName || cmd.firstKey() != tt.wantKey {
@@ -82,16 +94,7 @@ func TestParseReply(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			n, kind, ok, err := parseReply([]byte(tt.in))
-			if err != nil {
-				t.Fatalf("parseReply(%q) error %v", tt.in, err)
-			}
-			if tt.wantLen < 0 {
-				tt.wantLen = len(tt.in)
-			}
-			if tt.wantLen == 0 {
-				if ok {
-					t.Fatalf("parseReply(%q) = complete; want incomplete", tt.in)
-				}
+			if !checkParsed(t, "parseReply", tt.in, &tt.wantLen, n, ok, err) {
 				return
 			}
 			if !ok || n != tt.wantLen || kind != tt.kind {
