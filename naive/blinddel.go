@@ -21,37 +21,20 @@ const HookBeforeDel = "before-del"
 // only the holder's own token, checked and deleted atomically (a Lua
 // script), as package correct does.
 //
+// TryLock is SET NX PX; Unlock is the plain DEL.
+//
 // Use [NewBlindDelete]; a BlindDelete must not be copied after first use.
 type BlindDelete struct{ lock }
 
 // NewBlindDelete returns the lock for key on client.
 func NewBlindDelete(client Client, key string, opts ...Option) *BlindDelete {
 	m := &BlindDelete{}
-	m.init(client, key, opts)
+	m.init(client, key, opts, steps{tryLock: m.setNXPX, unlock: m.blindDel})
 	return m
 }
 
-// TryLock takes the lock with SET NX PX.
-func (m *BlindDelete) TryLock(ctx context.Context) (bool, error) {
-	if m.err != nil {
-		return false, m.err
-	}
-	return m.setNXPX(ctx)
-}
-
-// Lock polls TryLock until it takes the lock or ctx ends.
-func (m *BlindDelete) Lock(ctx context.Context) error {
-	if m.err != nil {
-		return m.err
-	}
-	return m.poll(ctx, m.TryLock)
-}
-
-// Unlock deletes the key, whoever holds it now.
-func (m *BlindDelete) Unlock(ctx context.Context) error {
-	if m.err != nil {
-		return m.err
-	}
+// blindDel is Unlock: it deletes the key, whoever holds it now.
+func (m *BlindDelete) blindDel(ctx context.Context) error {
 	if m.take() == "" {
 		return ErrNotHeld
 	}

@@ -27,6 +27,9 @@ import (
 // own, and its script leaves a receipt, so a second run of the same call
 // answers from the receipt and changes nothing.
 //
+// TryLock runs the acquire script, which adds one to the count; Unlock runs
+// the release script, which takes one back and deletes the key at zero.
+//
 // Use [NewCounted]; a Counted must not be copied after first use.
 type Counted struct {
 	lock
@@ -37,18 +40,15 @@ type Counted struct {
 // Mutex.
 func NewCounted(client Client, key string, opts ...Option) *Counted {
 	m := &Counted{owner: token.New()}
-	m.init(client, key, opts)
+	m.init(client, key, opts, steps{tryLock: m.countUp, unlock: m.countDown})
 	return m
 }
 
 // Token returns the owner id while the lock is held, or "".
 func (m *Counted) Token() string { return m.lock.Token() }
 
-// TryLock takes the lock, or takes it once more.
-func (m *Counted) TryLock(ctx context.Context) (bool, error) {
-	if m.err != nil {
-		return false, m.err
-	}
+// countUp is TryLock: it takes the lock, or takes it once more.
+func (m *Counted) countUp(ctx context.Context) (bool, error) {
 	n, err := countedAcquire.Run(ctx, m.client, []string{m.key}, m.owner, m.opts.ttl.Milliseconds()).Int()
 	if err != nil {
 		return false, fmt.Errorf("naive: acquire %q: %w", m.key, err)
@@ -60,19 +60,9 @@ func (m *Counted) TryLock(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
-// Lock polls TryLock until it takes the lock or ctx ends.
-func (m *Counted) Lock(ctx context.Context) error {
-	if m.err != nil {
-		return m.err
-	}
-	return m.poll(ctx, m.TryLock)
-}
-
-// Unlock takes one count back, and deletes the key at zero.
-func (m *Counted) Unlock(ctx context.Context) error {
-	if m.err != nil {
-		return m.err
-	}
+// countDown is Unlock: it takes one count back, and deletes the key at
+// zero. Run twice, it takes two.
+func (m *Counted) countDown(ctx context.Context) error {
 	n, err := countedRelease.Run(ctx, m.client, []string{m.key}, m.owner, m.opts.ttl.Milliseconds()).Int()
 	if err != nil {
 		return fmt.Errorf("naive: release %q: %w", m.key, err)

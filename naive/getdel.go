@@ -23,6 +23,8 @@ const HookAfterGetMatch = "after-get-match"
 // must be one atomic step on the server: a Lua script, as package correct
 // uses.
 //
+// TryLock is SET NX PX; Unlock is the GET, then the DEL.
+//
 // Use [NewGetThenDelete]; a GetThenDelete must not be copied after first
 // use.
 type GetThenDelete struct{ lock }
@@ -30,31 +32,13 @@ type GetThenDelete struct{ lock }
 // NewGetThenDelete returns the lock for key on client.
 func NewGetThenDelete(client Client, key string, opts ...Option) *GetThenDelete {
 	m := &GetThenDelete{}
-	m.init(client, key, opts)
+	m.init(client, key, opts, steps{tryLock: m.setNXPX, unlock: m.getThenDel})
 	return m
 }
 
-// TryLock takes the lock with SET NX PX.
-func (m *GetThenDelete) TryLock(ctx context.Context) (bool, error) {
-	if m.err != nil {
-		return false, m.err
-	}
-	return m.setNXPX(ctx)
-}
-
-// Lock polls TryLock until it takes the lock or ctx ends.
-func (m *GetThenDelete) Lock(ctx context.Context) error {
-	if m.err != nil {
-		return m.err
-	}
-	return m.poll(ctx, m.TryLock)
-}
-
-// Unlock deletes the key if GET shows our token: two commands.
-func (m *GetThenDelete) Unlock(ctx context.Context) error {
-	if m.err != nil {
-		return m.err
-	}
+// getThenDel is Unlock: it deletes the key if GET shows our token, in two
+// commands.
+func (m *GetThenDelete) getThenDel(ctx context.Context) error {
 	tok := m.take()
 	if tok == "" {
 		return ErrNotHeld

@@ -1,13 +1,13 @@
 package naive
 
 import (
-	"github.com/locklab/locklab/internal/token"
-
 	"context"
 	"errors"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/internal/token"
 )
 
 // HookAfterGetEmpty fires in [GetThenSet] after GET found the key empty
@@ -25,21 +25,20 @@ const HookAfterGetEmpty = "after-get-empty"
 // empty, both SET it, both enter. SET with NX makes the check and the set
 // one atomic step on the server.
 //
+// TryLock is the GET, then the SET; Unlock is the owner-checked script.
+//
 // Use [NewGetThenSet]; a GetThenSet must not be copied after first use.
 type GetThenSet struct{ lock }
 
 // NewGetThenSet returns the lock for key on client.
 func NewGetThenSet(client Client, key string, opts ...Option) *GetThenSet {
 	m := &GetThenSet{}
-	m.init(client, key, opts)
+	m.init(client, key, opts, steps{tryLock: m.getThenSet, unlock: m.release})
 	return m
 }
 
-// TryLock takes the lock if GET finds the key empty.
-func (m *GetThenSet) TryLock(ctx context.Context) (bool, error) {
-	if m.err != nil {
-		return false, m.err
-	}
+// getThenSet is TryLock: it takes the lock if GET finds the key empty.
+func (m *GetThenSet) getThenSet(ctx context.Context) (bool, error) {
 	err := m.client.Get(ctx, m.key).Err()
 	if err == nil {
 		return false, nil // someone holds it
@@ -54,20 +53,4 @@ func (m *GetThenSet) TryLock(ctx context.Context) (bool, error) {
 	}
 	m.held(tok)
 	return true, nil
-}
-
-// Lock polls TryLock until it takes the lock or ctx ends.
-func (m *GetThenSet) Lock(ctx context.Context) error {
-	if m.err != nil {
-		return m.err
-	}
-	return m.poll(ctx, m.TryLock)
-}
-
-// Unlock releases the lock with the owner-checked script.
-func (m *GetThenSet) Unlock(ctx context.Context) error {
-	if m.err != nil {
-		return m.err
-	}
-	return m.release(ctx, m.take())
 }

@@ -25,21 +25,38 @@ type Client interface {
 	Del(ctx context.Context, keys ...string) *redis.IntCmd
 }
 
-// lock is what every naive type shares: the key, the options and the token
-// of the current hold.
+// lock is what every naive type shares: the key, the options, the token of
+// the current hold, and Lock, TryLock and Unlock wired around the two steps
+// each type does its own way.
 type lock struct {
 	client Client
 	key    string
 	opts   options
 	err    error // invalid arguments, reported by every method
+	steps  steps // set once by the type's constructor
 
 	mu    sync.Mutex // protects token
 	token string     // "" when not held
 }
 
-func (l *lock) init(client Client, key string, opts []Option) {
+// steps are where the naive types differ: how TryLock takes the key and
+// how Unlock gives it back. Each type's file holds its own, with its
+// mistake. They are method values bound to the lock the constructor made,
+// so a copy would still act on the original: one more reason a lock must
+// not be copied.
+type steps struct {
+	// tryLock takes the key if it is free, reporting contention as
+	// (false, nil).
+	tryLock func(context.Context) (bool, error)
+	// unlock gives the key back, returning ErrNotHeld when there is no
+	// hold to give back.
+	unlock func(context.Context) error
+}
+
+// init sets up the lock for key on client, with the type's steps s.
+func (l *lock) init(client Client, key string, opts []Option, s steps) {
 	var err error
-	l.client, l.key = client, key
+	l.client, l.key, l.steps = client, key, s
 	l.opts, err = newOptions(opts)
 	if l.err = args.Target(ErrInvalid, client, key); l.err == nil {
 		l.err = err
@@ -77,6 +94,32 @@ func (l *lock) hook(ctx context.Context, point string) {
 	}
 }
 
+// TryLock takes the lock if it is free, in the way the type's doc
+// describes, and reports a lock held by someone else as (false, nil).
+func (l *lock) TryLock(ctx context.Context) (bool, error) {
+	if l.err != nil {
+		return false, l.err
+	}
+	return l.steps.tryLock(ctx)
+}
+
+// Lock polls TryLock until it takes the lock or ctx ends.
+func (l *lock) Lock(ctx context.Context) error {
+	if l.err != nil {
+		return l.err
+	}
+	return l.poll(ctx, l.TryLock)
+}
+
+// Unlock releases the lock in the way the type's doc describes. It returns
+// [ErrNotHeld] when the lock was not held.
+func (l *lock) Unlock(ctx context.Context) error {
+	if l.err != nil {
+		return l.err
+	}
+	return l.steps.unlock(ctx)
+}
+
 // poll calls try every poll interval until it takes the lock, fails, or
 // ctx ends.
 func (l *lock) poll(ctx context.Context, try func(context.Context) (bool, error)) error {
@@ -92,8 +135,10 @@ func (l *lock) poll(ctx context.Context, try func(context.Context) (bool, error)
 	})
 }
 
-// release runs the owner-checked release script for tok.
-func (l *lock) release(ctx context.Context, tok string) error {
+// release is the correct release: it forgets the hold's token and runs the
+// owner-checked release script for it.
+func (l *lock) release(ctx context.Context) error {
+	tok := l.take()
 	if tok == "" {
 		return ErrNotHeld
 	}

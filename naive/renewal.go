@@ -28,6 +28,10 @@ const HookBeforeRenew = "before-renew"
 // (compare token, then PEXPIRE, in one script) that reports a lost lock to
 // the holder is what package watchdog does.
 //
+// TryLock is SET NX PX and starts the renewal goroutine, which runs until
+// Unlock; Unlock stops it and releases the lock with the owner-checked
+// script.
+//
 // Use [NewBlindRenewal]; a BlindRenewal must not be copied after first use.
 type BlindRenewal struct {
 	lock
@@ -40,16 +44,13 @@ type BlindRenewal struct {
 // NewBlindRenewal returns the lock for key on client.
 func NewBlindRenewal(client Client, key string, opts ...Option) *BlindRenewal {
 	m := &BlindRenewal{}
-	m.init(client, key, opts)
+	m.init(client, key, opts, steps{tryLock: m.lockAndRenew, unlock: m.stopAndRelease})
 	return m
 }
 
-// TryLock takes the lock with SET NX PX and starts the renewal goroutine,
-// which runs until Unlock.
-func (m *BlindRenewal) TryLock(ctx context.Context) (bool, error) {
-	if m.err != nil {
-		return false, m.err
-	}
+// lockAndRenew is TryLock: it takes the lock with SET NX PX and starts the
+// renewal goroutine, which runs until Unlock.
+func (m *BlindRenewal) lockAndRenew(ctx context.Context) (bool, error) {
 	ok, err := m.setNXPX(ctx)
 	if ok {
 		m.startRenewal(context.WithoutCancel(ctx))
@@ -57,22 +58,11 @@ func (m *BlindRenewal) TryLock(ctx context.Context) (bool, error) {
 	return ok, err
 }
 
-// Lock polls TryLock until it takes the lock or ctx ends.
-func (m *BlindRenewal) Lock(ctx context.Context) error {
-	if m.err != nil {
-		return m.err
-	}
-	return m.poll(ctx, m.TryLock)
-}
-
-// Unlock stops the renewal goroutine and releases the lock with the
-// owner-checked script.
-func (m *BlindRenewal) Unlock(ctx context.Context) error {
-	if m.err != nil {
-		return m.err
-	}
+// stopAndRelease is Unlock: it stops the renewal goroutine and releases the
+// lock with the owner-checked script.
+func (m *BlindRenewal) stopAndRelease(ctx context.Context) error {
 	m.stopRenewal()
-	return m.release(ctx, m.take())
+	return m.release(ctx)
 }
 
 func (m *BlindRenewal) startRenewal(ctx context.Context) {

@@ -1,10 +1,10 @@
 package naive
 
 import (
-	"github.com/locklab/locklab/internal/token"
-
 	"context"
 	"fmt"
+
+	"github.com/locklab/locklab/internal/token"
 )
 
 // HookAfterSetNX fires in [SetNXThenExpire] after SETNX took the key and
@@ -25,6 +25,9 @@ const HookAfterSetNX = "after-setnx"
 // set with PEXPIRE, in milliseconds, so the labs can use short TTLs; the
 // mistake is the same with EXPIRE.)
 //
+// TryLock is the SETNX, then the EXPIRE; Unlock is the owner-checked
+// script.
+//
 // Use [NewSetNXThenExpire]; a SetNXThenExpire must not be copied after
 // first use.
 type SetNXThenExpire struct{ lock }
@@ -32,15 +35,13 @@ type SetNXThenExpire struct{ lock }
 // NewSetNXThenExpire returns the lock for key on client.
 func NewSetNXThenExpire(client Client, key string, opts ...Option) *SetNXThenExpire {
 	m := &SetNXThenExpire{}
-	m.init(client, key, opts)
+	m.init(client, key, opts, steps{tryLock: m.setNXThenExpire, unlock: m.release})
 	return m
 }
 
-// TryLock takes the lock if the key is free: SETNX, then EXPIRE.
-func (m *SetNXThenExpire) TryLock(ctx context.Context) (bool, error) {
-	if m.err != nil {
-		return false, m.err
-	}
+// setNXThenExpire is TryLock: it takes the lock if the key is free, with
+// SETNX, then EXPIRE.
+func (m *SetNXThenExpire) setNXThenExpire(ctx context.Context) (bool, error) {
 	tok := token.New()
 	ok, err := m.client.SetNX(ctx, m.key, tok, 0).Result() // SETNX: no TTL yet
 	if err != nil {
@@ -55,20 +56,4 @@ func (m *SetNXThenExpire) TryLock(ctx context.Context) (bool, error) {
 		return true, fmt.Errorf("naive: expire %q: %w (the lock is held with no TTL)", m.key, err)
 	}
 	return true, nil
-}
-
-// Lock polls TryLock until it takes the lock or ctx ends.
-func (m *SetNXThenExpire) Lock(ctx context.Context) error {
-	if m.err != nil {
-		return m.err
-	}
-	return m.poll(ctx, m.TryLock)
-}
-
-// Unlock releases the lock with the owner-checked script.
-func (m *SetNXThenExpire) Unlock(ctx context.Context) error {
-	if m.err != nil {
-		return m.err
-	}
-	return m.release(ctx, m.take())
 }
