@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,27 +13,13 @@ import (
 
 	"github.com/locklab/locklab/internal/args"
 	"github.com/locklab/locklab/internal/keyslot"
+	"github.com/locklab/locklab/internal/pubsub"
 	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/internal/token"
 )
 
 // channelPrefix starts every waiter's channel name; see handoff.lua.
 const channelPrefix = "correct:w:"
-
-const (
-	// pingEvery is how long a Notifier's subscription may stay silent
-	// before the Notifier pings it.
-	pingEvery = time.Second
-	// pongTimeout is how long the Notifier waits for anything after a ping
-	// before it takes the connection for dead (half-open: the peer gone
-	// with no FIN, which TCP keepalive would notice only after about 45s)
-	// and subscribes again on a new one.
-	pongTimeout = 2 * time.Second
-	// resubscribePause is how long a Notifier waits between two failed
-	// attempts to subscribe, so that a Redis that is down is not dialled
-	// in a tight loop.
-	resubscribePause = 50 * time.Millisecond
-)
 
 // NotifyClient is what a [Notifier] needs from a go-redis client: a
 // Pub/Sub subscription, and scripts, to pass on a lock handed to a waiter
@@ -149,46 +134,21 @@ func (n *Notifier) Close() error {
 	return err
 }
 
-// deliver reads the subscription until Close: it wakes the waiter whose
-// token a message carries, releases a lock handed to a token nobody waits
-// for, and keeps the subscription alive.
+// deliver reads the subscription until Close (see [pubsub.Read]): it wakes
+// the waiter whose token a message carries, releases a lock handed to a
+// token nobody waits for, and keeps the subscription alive.
 func (n *Notifier) deliver() {
 	defer close(n.exited)
-	ps := n.current()
-	var pinged time.Time // when the unanswered ping was sent; zero if none
-	for {
-		msg, err := ps.ReceiveTimeout(context.Background(), pingEvery)
-		if n.isClosed() {
-			return
-		}
-		switch {
-		case err == nil:
-			pinged = time.Time{}
-			if m, ok := msg.(*redis.Message); ok {
-				n.route(m.Payload)
-			}
-		case isTimeout(err) && pinged.IsZero():
-			pinged = time.Now()
-			if ps.Ping(context.Background()) != nil {
-				ps = n.resubscribe(ps)
-				pinged = time.Time{}
-			}
-		case isTimeout(err) && time.Since(pinged) < pongTimeout:
-		default:
-			// No answer to the ping, or the connection failed: subscribe
-			// again on a new one, and have the waiters look.
-			ps = n.resubscribe(ps)
-			pinged = time.Time{}
-		}
-	}
+	pubsub.Read(n.current(), n.isClosed, n.route, n.resubscribe)
 }
 
 // resubscribe replaces a subscription that died, retrying until it works
-// or the Notifier is closed, and tells every waiter to look at its lock.
+// or the Notifier is closed (it then returns nil), and tells every waiter
+// to look at its lock.
 func (n *Notifier) resubscribe(old *redis.PubSub) *redis.PubSub {
 	_ = old.Close()
 	for {
-		ctx, cancel := context.WithTimeout(context.Background(), pongTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), pubsub.PongTimeout)
 		ps, err := n.subscribe(ctx)
 		cancel()
 		n.mu.Lock()
@@ -197,7 +157,7 @@ func (n *Notifier) resubscribe(old *redis.PubSub) *redis.PubSub {
 			if ps != nil {
 				_ = ps.Close()
 			}
-			return old
+			return nil
 		}
 		if err == nil {
 			n.ps = ps
@@ -210,8 +170,8 @@ func (n *Notifier) resubscribe(old *redis.PubSub) *redis.PubSub {
 		n.mu.Unlock()
 		select {
 		case <-n.done:
-			return old
-		case <-time.After(resubscribePause):
+			return nil
+		case <-time.After(pubsub.ResubscribePause):
 		}
 	}
 }
@@ -303,10 +263,4 @@ func signal(ch chan struct{}) {
 	case ch <- struct{}{}:
 	default:
 	}
-}
-
-// isTimeout reports whether err is a read that timed out.
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/locklab/locklab/internal/args"
 	"github.com/locklab/locklab/internal/keyslot"
+	"github.com/locklab/locklab/internal/pubsub"
 	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/internal/token"
 )
@@ -25,22 +26,6 @@ const channelPrefix = "redlock:w:"
 // subscribeGrace is how long NewNotifier waits for the remaining
 // subscriptions once a majority is confirmed.
 const subscribeGrace = 250 * time.Millisecond
-
-// resubscribePause is how long a Notifier waits before it subscribes again
-// to a node whose subscription failed, so that a node that is down is not
-// dialled in a tight loop.
-const resubscribePause = 50 * time.Millisecond
-
-const (
-	// pingEvery is how long a node's subscription may stay silent before
-	// the Notifier pings it.
-	pingEvery = time.Second
-	// pongTimeout is how long the Notifier waits for anything after a ping
-	// before it takes the connection for dead (half-open: the peer gone
-	// with no FIN, which TCP keepalive would notice only after about 45s)
-	// and subscribes again on a new one.
-	pongTimeout = 2 * time.Second
-)
 
 // NotifyClient is what a [Notifier] needs from a go-redis client of one
 // node: a Pub/Sub subscription, and scripts, to pass on a node handed to a
@@ -179,7 +164,7 @@ func (n *Notifier) Close() error {
 
 // run is node i's goroutine: it subscribes, reports the confirmation (nil,
 // or a *NodeError), then delivers hand-off messages until Close, keeping
-// the subscription alive.
+// the subscription alive (see [pubsub.Read]).
 func (n *Notifier) run(i int, c NotifyClient, confirmed chan<- error) {
 	ps := c.Subscribe(context.Background(), channelPrefix+n.id)
 	if !n.setSub(i, ps) {
@@ -197,34 +182,9 @@ func (n *Notifier) run(i int, c NotifyClient, confirmed chan<- error) {
 	} else {
 		confirmed <- nil
 	}
-	var pinged time.Time // when the unanswered ping was sent; zero if none
-	for {
-		msg, err := ps.ReceiveTimeout(context.Background(), pingEvery)
-		if n.isClosed() {
-			return
-		}
-		switch {
-		case err == nil:
-			pinged = time.Time{}
-			if m, ok := msg.(*redis.Message); ok {
-				n.route(i, m.Payload)
-			}
-			continue
-		case isTimeout(err) && pinged.IsZero():
-			pinged = time.Now()
-			if ps.Ping(context.Background()) == nil {
-				continue
-			}
-		case isTimeout(err) && time.Since(pinged) < pongTimeout:
-			continue
-		}
-		// No answer to the ping, or the connection failed: subscribe
-		// again on a new one.
-		pinged = time.Time{}
-		if ps = n.resubscribe(i, c, ps); ps == nil {
-			return
-		}
-	}
+	pubsub.Read(ps, n.isClosed, func(payload string) { n.route(i, payload) }, func(old *redis.PubSub) *redis.PubSub {
+		return n.resubscribe(i, c, old)
+	})
 }
 
 // setSub records node i's subscription; it reports false when the
@@ -254,14 +214,14 @@ func (n *Notifier) resubscribe(i int, c NotifyClient, old *redis.PubSub) *redis.
 		select {
 		case <-n.done:
 			return nil
-		case <-time.After(resubscribePause):
+		case <-time.After(pubsub.ResubscribePause):
 		}
 		ps := c.Subscribe(context.Background(), channelPrefix+n.id)
 		if !n.setSub(i, ps) {
 			_ = ps.Close()
 			return nil
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), pongTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), pubsub.PongTimeout)
 		_, err := ps.Receive(ctx)
 		cancel()
 		if err == nil {
