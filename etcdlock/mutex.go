@@ -10,6 +10,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
+	"github.com/locklab/locklab/internal/args"
 	"github.com/locklab/locklab/internal/held"
 	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/internal/token"
@@ -59,10 +60,10 @@ type hold struct {
 func New(client *clientv3.Client, key string, opts ...Option) *Mutex {
 	o, errs := newOptions(opts)
 	if client == nil {
-		errs = append(errs, fmt.Errorf("%w: nil client", ErrInvalid))
+		errs = append(errs, args.Invalid(ErrInvalid, "nil client"))
 	}
 	if key == "" {
-		errs = append(errs, fmt.Errorf("%w: empty key", ErrInvalid))
+		errs = append(errs, args.Invalid(ErrInvalid, "empty key"))
 	}
 	return &Mutex{
 		client: client,
@@ -331,7 +332,7 @@ func (m *Mutex) Claim() string {
 
 func (m *Mutex) check() error {
 	if m.prefix == "" {
-		return fmt.Errorf("%w: Mutex not made by New", ErrInvalid)
+		return args.Invalid(ErrInvalid, "Mutex not made by New")
 	}
 	return m.err
 }

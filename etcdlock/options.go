@@ -2,11 +2,11 @@ package etcdlock
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"go.etcd.io/etcd/client/v3/concurrency"
 
+	"github.com/locklab/locklab/internal/args"
 	"github.com/locklab/locklab/observe"
 )
 
@@ -31,14 +31,10 @@ type options struct {
 
 func newOptions(opts []Option) (options, []error) {
 	o := options{ttl: defaultTTL}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
+	args.Apply(&o, opts)
 	var errs []error
 	if o.ttl < time.Second {
-		errs = append(errs, fmt.Errorf("%w: WithTTL(%v): etcd leases count whole seconds; ttl must be at least 1s", ErrInvalid, o.ttl))
+		errs = append(errs, args.Invalid(ErrInvalid, "WithTTL(%v): etcd leases count whole seconds; ttl must be at least 1s", o.ttl))
 	}
 	return o, errs
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/locklab/locklab/internal/args"
 	"github.com/locklab/locklab/internal/held"
 	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/observe"
@@ -45,10 +46,10 @@ type attempt func(ctx context.Context, conn *pgxpool.Conn, wait bool) (*hold, bo
 
 func newCore(name string, pool Pool, key string, o options, errs []error) core {
 	if isNilPool(pool) {
-		errs = append(errs, fmt.Errorf("%w: nil pool", ErrInvalid))
+		errs = append(errs, args.Invalid(ErrInvalid, "nil pool"))
 	}
 	if key == "" {
-		errs = append(errs, fmt.Errorf("%w: empty key", ErrInvalid))
+		errs = append(errs, args.Invalid(ErrInvalid, "empty key"))
 	}
 	return core{
 		name: name,
@@ -69,7 +70,7 @@ func isNilPool(p Pool) bool {
 
 func (c *core) check() error {
 	if c.name == "" {
-		return fmt.Errorf("%w: not made by its constructor", ErrInvalid)
+		return args.Invalid(ErrInvalid, "not made by its constructor")
 	}
 	return c.err
 }

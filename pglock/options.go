@@ -2,8 +2,8 @@ package pglock
 
 import (
 	"context"
-	"fmt"
 
+	"github.com/locklab/locklab/internal/args"
 	"github.com/locklab/locklab/observe"
 )
 
@@ -27,14 +27,10 @@ type options struct {
 
 func newOptions(opts []Option) (options, []error) {
 	o := options{table: defaultTable}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
+	args.Apply(&o, opts)
 	var errs []error
 	if o.table == "" {
-		errs = append(errs, fmt.Errorf("%w: WithTable(\"\"): empty table name", ErrInvalid))
+		errs = append(errs, args.Invalid(ErrInvalid, "WithTable(\"\"): empty table name"))
 	}
 	return o, errs
 }

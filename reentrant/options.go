@@ -2,7 +2,6 @@ package reentrant
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/locklab/locklab/internal/args"
@@ -33,7 +32,7 @@ type options struct {
 	hook          func(ctx context.Context, point string)
 	observer      observe.Func
 	evictionCheck bool
-	errs          []error
+	errs          args.Errs // invalid options, reported by every method
 }
 
 // WithTTL sets how long the key lives after each acquire, re-entry and
@@ -43,9 +42,7 @@ type options struct {
 // wrapping [ErrInvalid]. The default is 10s.
 func WithTTL(ttl time.Duration) Option {
 	return func(o *options) {
-		if ttl < minTTL {
-			o.invalid("WithTTL(%v): ttl must be at least %v", ttl, minTTL)
-		}
+		o.errs.Add(args.TTL(ErrInvalid, ttl, minTTL))
 		o.ttl = ttl
 	}
 }
@@ -64,9 +61,7 @@ func WithRetry(f DelayFunc) Option {
 // [ErrInvalid]. The default is 0.
 func WithTries(n int) Option {
 	return func(o *options) {
-		if n < 0 {
-			o.invalid("WithTries(%d): tries must be at least 0", n)
-		}
+		o.errs.Add(args.Tries(ErrInvalid, n))
 		o.retry.Tries = n
 	}
 }
@@ -108,16 +103,12 @@ func WithObserver(f observe.Func) Option {
 	return func(o *options) { o.observer = f }
 }
 
-// invalid records an invalid argument, in the one shape every locklab lock
-// package uses: "reentrant: invalid argument: WithTTL(0s): ...".
-func (o *options) invalid(format string, a ...any) {
-	o.errs = append(o.errs, invalid(format, a...))
-}
-
+// invalid returns an error wrapping ErrInvalid, in the one shape every
+// locklab lock package uses: "reentrant: invalid argument: WithTTL(0s): ...".
 func invalid(format string, a ...any) error { return args.Invalid(ErrInvalid, format, a...) }
 
 func newOptions(opts []Option) (options, error) {
 	o := options{ttl: defaultTTL, evictionCheck: true}
 	args.Apply(&o, opts)
-	return o, errors.Join(o.errs...)
+	return o, o.errs.Err()
 }

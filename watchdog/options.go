@@ -49,7 +49,7 @@ type options struct {
 	observer observe.Func
 	// evictionCheck: Lock refuses a server that may evict keys.
 	evictionCheck bool
-	errs          []error // invalid options, reported by every method
+	errs          args.Errs // invalid options, reported by every method
 }
 
 // WithTTL sets the lease: each acquire and renewal sets the key to expire
@@ -58,9 +58,7 @@ type options struct {
 // wrapping [ErrInvalid]. The default is 10s.
 func WithTTL(ttl time.Duration) Option {
 	return func(o *options) {
-		if ttl < minTTL {
-			o.invalid("WithTTL(%v): ttl must be at least %v", ttl, minTTL)
-		}
+		o.errs.Add(args.TTL(ErrInvalid, ttl, minTTL))
 		o.ttl = ttl
 	}
 }
@@ -73,7 +71,7 @@ func WithTTL(ttl time.Duration) Option {
 func WithInterval(d time.Duration) Option {
 	return func(o *options) {
 		if d <= 0 {
-			o.invalid("WithInterval(%v): interval must be positive", d)
+			o.errs.Add(invalid("WithInterval(%v): interval must be positive", d))
 		}
 		o.interval = d
 	}
@@ -90,7 +88,7 @@ func WithInterval(d time.Duration) Option {
 func WithMaxHold(d time.Duration) Option {
 	return func(o *options) {
 		if d < 0 {
-			o.invalid("WithMaxHold(%v): cap must not be negative", d)
+			o.errs.Add(invalid("WithMaxHold(%v): cap must not be negative", d))
 		}
 		o.maxHold = d
 	}
@@ -110,9 +108,7 @@ func WithRetry(f DelayFunc) Option {
 // wrapping [ErrInvalid]. The default is 0.
 func WithTries(n int) Option {
 	return func(o *options) {
-		if n < 0 {
-			o.invalid("WithTries(%d): tries must be at least 0", n)
-		}
+		o.errs.Add(args.Tries(ErrInvalid, n))
 		o.retry.Tries = n
 	}
 }
@@ -175,12 +171,8 @@ func WithObserver(f observe.Func) Option {
 	return func(o *options) { o.observer = f }
 }
 
-// invalid records an invalid argument, in the one shape every locklab lock
-// package uses: "watchdog: invalid argument: WithTTL(1ms): ...".
-func (o *options) invalid(format string, a ...any) {
-	o.errs = append(o.errs, invalid(format, a...))
-}
-
+// invalid returns an error wrapping ErrInvalid, in the one shape every
+// locklab lock package uses: "watchdog: invalid argument: WithTTL(1ms): ...".
 func invalid(format string, a ...any) error { return args.Invalid(ErrInvalid, format, a...) }
 
 // newOptions applies opts over the defaults and checks how they combine.
@@ -191,8 +183,8 @@ func newOptions(opts []Option) (options, error) {
 		evictionCheck: true,
 	}
 	args.Apply(&o, opts)
-	if len(o.errs) > 0 {
-		return o, errors.Join(o.errs...)
+	if err := o.errs.Err(); err != nil {
+		return o, err
 	}
 	if o.interval == 0 {
 		o.interval = o.ttl / defaultIntervalDivisor

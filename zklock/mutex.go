@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/locklab/locklab/internal/args"
 	"github.com/locklab/locklab/internal/held"
 	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/internal/token"
@@ -67,7 +68,7 @@ func New(s *Session, path string, opts ...Option) *Mutex {
 	o := newOptions(opts)
 	var errs []error
 	if s == nil {
-		errs = append(errs, fmt.Errorf("%w: nil session", ErrInvalid))
+		errs = append(errs, args.Invalid(ErrInvalid, "nil session"))
 	}
 	if err := checkPath(path); err != nil {
 		errs = append(errs, err)
@@ -83,7 +84,7 @@ func New(s *Session, path string, opts ...Option) *Mutex {
 // checkPath reports whether path is an absolute ZooKeeper path that a
 // client may create nodes under.
 func checkPath(path string) error {
-	bad := func(why string) error { return fmt.Errorf("%w: path %q: %s", ErrInvalid, path, why) }
+	bad := func(why string) error { return args.Invalid(ErrInvalid, "path %q: %s", path, why) }
 	switch {
 	case path == "":
 		return bad("empty")
@@ -422,7 +423,7 @@ func (m *Mutex) Path() string { return m.path }
 
 func (m *Mutex) check() error {
 	if m.s == nil && m.err == nil {
-		return fmt.Errorf("%w: Mutex not made by New", ErrInvalid)
+		return args.Invalid(ErrInvalid, "Mutex not made by New")
 	}
 	return m.err
 }

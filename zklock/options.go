@@ -3,6 +3,7 @@ package zklock
 import (
 	"context"
 
+	"github.com/locklab/locklab/internal/args"
 	"github.com/locklab/locklab/observe"
 )
 
@@ -17,11 +18,7 @@ type options struct {
 
 func newOptions(opts []Option) options {
 	var o options
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
+	args.Apply(&o, opts)
 	return o
 }
 

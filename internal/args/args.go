@@ -5,6 +5,7 @@
 package args
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"time"
@@ -57,15 +58,43 @@ func Target(invalid error, client any, key string) error {
 }
 
 // TTLTries returns the error, wrapping invalid, for the two options every
-// lock package checks the same way: a ttl under least
-// ("WithTTL(0s): ttl must be at least 1ms") first, then a negative number
-// of tries; nil when both will do.
+// lock package checks the same way: a ttl under least ([TTL]) first, then a
+// negative number of tries ([Tries]); nil when both will do.
 func TTLTries(invalid error, ttl, least time.Duration, tries int) error {
-	switch {
-	case ttl < least:
+	if err := TTL(invalid, ttl, least); err != nil {
+		return err
+	}
+	return Tries(invalid, tries)
+}
+
+// TTL returns the error, wrapping invalid, for a WithTTL(ttl) under least
+// ("WithTTL(0s): ttl must be at least 1ms"); nil when ttl will do.
+func TTL(invalid error, ttl, least time.Duration) error {
+	if ttl < least {
 		return Invalid(invalid, "WithTTL(%v): ttl must be at least %v", ttl, least)
-	case tries < 0:
-		return Invalid(invalid, "WithTries(%d): tries must be at least 0", tries)
 	}
 	return nil
 }
+
+// Tries returns the error, wrapping invalid, for a negative WithTries(n)
+// ("WithTries(-1): tries must be at least 0"); nil when n will do.
+func Tries(invalid error, n int) error {
+	if n < 0 {
+		return Invalid(invalid, "WithTries(%d): tries must be at least 0", n)
+	}
+	return nil
+}
+
+// Errs collects the errors of options that check their own value as they
+// are applied, so that New can report them all, joined.
+type Errs []error
+
+// Add records err, if it is not nil.
+func (e *Errs) Add(err error) {
+	if err != nil {
+		*e = append(*e, err)
+	}
+}
+
+// Err returns the recorded errors joined, or nil if there are none.
+func (e Errs) Err() error { return errors.Join(e...) }
