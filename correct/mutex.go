@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,11 +19,7 @@ import (
 )
 
 // receiptMS is how long a release's receipt lives, for the scripts.
-var receiptMS = strconv.FormatInt(retry.ReceiptTTL.Milliseconds(), 10)
-
-// probeToken is the token the preflight check releases: nobody holds it,
-// so the release reads the key and changes nothing.
-const probeToken = "preflight-probe"
+var receiptMS = retry.ReceiptMS
 
 // Client is the part of a go-redis client that a [Mutex] uses: scripts
 // (EVALSHA, EVAL) and SET with options. *redis.Client (including the
@@ -158,7 +153,7 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 // lock (see package preflight); the check runs once a minute per server.
 func (m *Mutex) ready(ctx context.Context) error {
 	return preflight.Ready(ctx, "correct", m.key, m.client, m.o.evictionCheck, ErrNotObtained, func(ctx context.Context) error {
-		_, err := m.release(ctx, probeToken, false)
+		_, err := m.release(ctx, preflight.ProbeToken, false)
 		return errors.Unwrap(err)
 	})
 }

@@ -24,7 +24,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -37,13 +36,6 @@ import (
 	"github.com/locklab/locklab/internal/token"
 	"github.com/locklab/locklab/observe"
 )
-
-// receiptMS is how long a release's receipt lives, for release.lua.
-var receiptMS = strconv.FormatInt(retry.ReceiptTTL.Milliseconds(), 10)
-
-// probeValue is the owner value the preflight check releases: nobody holds
-// it, so the release reads the key and changes nothing.
-const probeValue = "preflight-probe"
 
 // Client is the part of a go-redis client the package uses: running
 // scripts. *redis.Client, *redis.ClusterClient, *redis.Ring and the
@@ -166,7 +158,7 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 // lock (see package preflight); the check runs once a minute per server.
 func (m *Mutex) ready(ctx context.Context) error {
 	return preflight.Ready(ctx, "fencing", m.key, m.client, m.opts.evictionCheck, ErrNotObtained, func(ctx context.Context) error {
-		return releaseScript.Run(ctx, m.client, m.releaseKeys(probeValue), probeValue, receiptMS).Err()
+		return releaseScript.Run(ctx, m.client, m.releaseKeys(preflight.ProbeToken), preflight.ProbeToken, retry.ReceiptMS).Err()
 	})
 }
 
@@ -251,7 +243,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	m.hook(ctx, HookBeforeRelease)
 	rctx, cancel := retry.Detach(ctx)
 	defer cancel()
-	n, err := releaseScript.Run(rctx, m.client, m.releaseKeys(value), value, receiptMS).Int64()
+	n, err := releaseScript.Run(rctx, m.client, m.releaseKeys(value), value, retry.ReceiptMS).Int64()
 	if err != nil {
 		return fmt.Errorf("fencing: release %q: %w", m.key, err)
 	}
@@ -368,7 +360,7 @@ func (m *Mutex) emit(e observe.Event) {
 func (m *Mutex) releaseLost(ctx context.Context, value string) {
 	rctx, cancel := retry.Detach(ctx)
 	defer cancel()
-	_ = releaseScript.Run(rctx, m.client, m.releaseKeys(value), value, receiptMS).Err()
+	_ = releaseScript.Run(rctx, m.client, m.releaseKeys(value), value, retry.ReceiptMS).Err()
 }
 
 func (m *Mutex) hook(ctx context.Context, point string) {

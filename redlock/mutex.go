@@ -22,10 +22,6 @@ import (
 	"github.com/locklab/locklab/observe"
 )
 
-// probeToken is the token the preflight check releases: nobody holds it,
-// so the release reads the key and changes nothing.
-const probeToken = "preflight-probe"
-
 // Client is the part of a go-redis client that [Mutex] uses on one node:
 // scripts and SET with arguments. *redis.Client satisfies it, and so does
 // any wrapper that injects faults around one. Each Client must talk to its
@@ -209,7 +205,7 @@ func (m *Mutex) ready(ctx context.Context) error {
 			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.opts.nodeTimeout)
 			defer cancel()
 			err := preflight.Check(pctx, "redlock", c, m.opts.evictionCheck, func(ctx context.Context) error {
-				return releaseScript.Run(ctx, c, m.releaseKeys(probeToken), probeToken, receiptMS).Err()
+				return releaseScript.Run(ctx, c, m.releaseKeys(preflight.ProbeToken), preflight.ProbeToken, retry.ReceiptMS).Err()
 			})
 			switch {
 			case errors.Is(err, preflight.ErrEviction) || errors.Is(err, preflight.ErrNoScripting):

@@ -302,7 +302,7 @@ func (n *Notifier) bounce(i int, key, tok string, after <-chan struct{}) {
 		}
 	}
 	keys := []string{key, queueKey(key), keyslot.Receipt(keyslot.Base(key), tok)}
-	_ = releaseScript.Run(ctx, n.clients[i], keys, tok, receiptMS, "1").Err()
+	_ = releaseScript.Run(ctx, n.clients[i], keys, tok, retry.ReceiptMS, "1").Err()
 }
 
 // register returns the registration through which the waiter id will

@@ -217,7 +217,7 @@ func (a *attempt) landed(i int, code int64, err error) {
 	}
 	ctx, cancel := retry.Detach(context.Background())
 	defer cancel()
-	_ = releaseScript.Run(ctx, a.m.clients[i], a.m.releaseKeys(a.tok), a.tok, receiptMS, "1").Err()
+	_ = releaseScript.Run(ctx, a.m.clients[i], a.m.releaseKeys(a.tok), a.tok, retry.ReceiptMS, "1").Err()
 }
 
 // giveUp ends the attempt. It returns, per node, whether the caller must
@@ -264,7 +264,7 @@ func (m *Mutex) setRound(ctx context.Context, a *attempt) (outcome, result, erro
 		if err == nil && prev != a.tok && slices.Contains(a.earlier, prev) {
 			// A late SET of this Lock's earlier round holds the node:
 			// ours, and given up. Free the node, and ask again.
-			if err := releaseScript.Run(ctx, c, m.releaseKeys(prev), prev, receiptMS, "1").Err(); err != nil {
+			if err := releaseScript.Run(ctx, c, m.releaseKeys(prev), prev, retry.ReceiptMS, "1").Err(); err != nil {
 				return 0, err
 			}
 			prev, err = c.SetArgs(ctx, m.key, a.tok, set).Result()
@@ -375,7 +375,7 @@ type nodeCleanup struct {
 // node was handed to a waiter.
 func (m *Mutex) release(ctx context.Context, tok string, cleanup []nodeCleanup, now []bool, enough int) result {
 	m.hook(ctx, HookBeforeRelease)
-	plain := []any{tok, receiptMS} // read concurrently, never written
+	plain := []any{tok, retry.ReceiptMS} // read concurrently, never written
 	keys := m.releaseKeys(tok)
 	res := m.fanOut(context.WithoutCancel(ctx), enough, func(ctx context.Context, i int, c Client) (int64, error) {
 		if now != nil && !now[i] {
@@ -383,7 +383,7 @@ func (m *Mutex) release(ctx context.Context, tok string, cleanup []nodeCleanup, 
 		}
 		args := plain
 		if cleanup != nil && (cleanup[i].dequeue || len(cleanup[i].retired) > 0) {
-			args = []any{tok, receiptMS, "0"}
+			args = []any{tok, retry.ReceiptMS, "0"}
 			if cleanup[i].dequeue {
 				args[2] = "1"
 			}
@@ -403,9 +403,6 @@ func (m *Mutex) release(ctx context.Context, tok string, cleanup []nodeCleanup, 
 func (m *Mutex) releaseKeys(tok string) []string {
 	return []string{m.key, m.keys[1], keyslot.Receipt(keyslot.Base(m.key), tok)}
 }
-
-// receiptMS is how long a release's receipt lives, for release.lua.
-var receiptMS = strconv.FormatInt(retry.ReceiptTTL.Milliseconds(), 10)
 
 // extendRound runs the owner-checked PEXPIRE on every node and returns the
 // result and how long the round took.

@@ -17,10 +17,6 @@ import (
 	"github.com/locklab/locklab/observe"
 )
 
-// probeOwner is the owner the preflight check asks the count of: a read,
-// which the ACL must allow as the lock's scripts need.
-const probeOwner = "preflight-probe"
-
 // Client is the part of a go-redis client the Mutex uses: scripts.
 // *redis.Client, *redis.ClusterClient, *redis.Ring and failover clients
 // all satisfy it.
@@ -121,7 +117,7 @@ func (m *Mutex) lock(ctx context.Context, owner Owner) (int, error) {
 // lock (see package preflight); the check runs once a minute per server.
 func (m *Mutex) ready(ctx context.Context) error {
 	return preflight.Ready(ctx, "reentrant", m.key, m.client, m.o.evictionCheck, ErrNotObtained, func(ctx context.Context) error {
-		return countScript.Run(ctx, m.client, []string{m.key}, probeOwner).Err()
+		return countScript.Run(ctx, m.client, []string{m.key}, preflight.ProbeToken).Err()
 	})
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -17,12 +16,6 @@ import (
 	"github.com/locklab/locklab/internal/token"
 	"github.com/locklab/locklab/observe"
 )
-
-// receiptMS is how long a release's receipt lives, for release.lua.
-var receiptMS = strconv.FormatInt(retry.ReceiptTTL.Milliseconds(), 10)
-
-// probeToken is the token the preflight check releases: nobody holds it.
-const probeToken = "preflight-probe"
 
 // Client is the part of a go-redis client the Mutex uses: scripts and SET.
 // *redis.Client, *redis.ClusterClient, *redis.Ring and failover clients
@@ -110,7 +103,7 @@ func (m *Mutex) Lock(ctx context.Context) error {
 // lock (see package preflight); the check runs once a minute per server.
 func (m *Mutex) ready(ctx context.Context) error {
 	return preflight.Ready(ctx, "watchdog", m.key, m.client, m.o.evictionCheck, ErrNotObtained, func(ctx context.Context) error {
-		if err := m.runRelease(ctx, probeToken); !errors.Is(err, ErrNotHeld) {
+		if err := m.runRelease(ctx, preflight.ProbeToken); !errors.Is(err, ErrNotHeld) {
 			return err
 		}
 		return nil
@@ -261,7 +254,7 @@ func (m *Mutex) release(ctx context.Context, tok string) error {
 // in an earlier run, per its receipt), an error wrapping ErrNotHeld when
 // the key was not tok's.
 func (m *Mutex) runRelease(ctx context.Context, tok string) error {
-	n, err := releaseScript.Run(ctx, m.client, []string{m.key, keyslot.Receipt(m.base, tok)}, tok, receiptMS).Int()
+	n, err := releaseScript.Run(ctx, m.client, []string{m.key, keyslot.Receipt(m.base, tok)}, tok, retry.ReceiptMS).Int()
 	if err != nil {
 		return err
 	}

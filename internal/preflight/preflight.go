@@ -41,6 +41,10 @@ import (
 	"github.com/locklab/locklab/internal/retry"
 )
 
+// ProbeToken is the token (owner, value) a lock's probe releases or asks
+// about: nobody holds it, so the script reads the key and changes nothing.
+const ProbeToken = "preflight-probe"
+
 // Interval is how long a server's result is remembered.
 const Interval = time.Minute
 

@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"sync/atomic"
 	"time"
 )
@@ -48,6 +49,10 @@ const (
 	// ReleaseTimeout of the first.
 	ReceiptTTL = 2 * ReleaseTimeout
 )
+
+// ReceiptMS is [ReceiptTTL] in milliseconds, as the release scripts take
+// it (an ARGV).
+var ReceiptMS = strconv.FormatInt(ReceiptTTL.Milliseconds(), 10)
 
 // A DelayFunc returns how long to wait before the next attempt, given how
 // many attempts have failed so far (1 after the first). A delay <= 0 means
