@@ -123,13 +123,9 @@ func (m *Mutex) Lock(ctx context.Context) error {
 	if err := m.check(); err != nil {
 		return err
 	}
-	start := time.Now()
-	err := m.ready(ctx)
-	if err == nil {
-		err = m.wait.wait(ctx, m)
-	}
-	observe.Attempt(m.o.observer, "correct", m.key, start, err == nil, err)
-	return err
+	return preflight.Lock(ctx, m.o.observer, "correct", m.key, m.ready, func(ctx context.Context) error {
+		return m.wait.wait(ctx, m)
+	})
 }
 
 // TryLock makes one attempt to acquire the lock. It returns (true, nil) if
@@ -139,14 +135,9 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	if err := m.check(); err != nil {
 		return false, err
 	}
-	start := time.Now()
-	err := m.ready(ctx)
-	ok := false
-	if err == nil {
-		ok, err = m.acquire(ctx, m.contended.Load())
-	}
-	observe.Attempt(m.o.observer, "correct", m.key, start, ok, err)
-	return ok, err
+	return preflight.Attempt(ctx, m.o.observer, "correct", m.key, m.ready, func(ctx context.Context) (bool, error) {
+		return m.acquire(ctx, m.contended.Load())
+	})
 }
 
 // ready returns an error if ctx has ended or the server is unfit for a

@@ -144,14 +144,7 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	if err := m.check(); err != nil {
 		return false, err
 	}
-	start := time.Now()
-	err := m.ready(ctx)
-	ok := false
-	if err == nil {
-		ok, err = m.try(ctx)
-	}
-	observe.Attempt(m.opts.observer, "fencing", m.key, start, ok, err)
-	return ok, err
+	return preflight.Attempt(ctx, m.opts.observer, "fencing", m.key, m.ready, m.try)
 }
 
 // ready returns an error if ctx has ended or the server is unfit for a
@@ -210,17 +203,12 @@ func (m *Mutex) Lock(ctx context.Context) error {
 	if err := m.check(); err != nil {
 		return err
 	}
-	start := time.Now()
-	err := m.lock(ctx)
-	observe.Attempt(m.opts.observer, "fencing", m.key, start, err == nil, err)
-	return err
+	return preflight.Lock(ctx, m.opts.observer, "fencing", m.key, m.ready, m.lock)
 }
 
-// lock is Lock without the argument check and the observer.
+// lock is Lock without the argument check, the ready check and the
+// observer.
 func (m *Mutex) lock(ctx context.Context) error {
-	if err := m.ready(ctx); err != nil {
-		return err
-	}
 	return retry.Do(ctx, m.opts.retry, ErrNotObtained, func(ctx context.Context, _ int) (bool, error) {
 		return m.try(ctx)
 	})

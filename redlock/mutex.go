@@ -139,13 +139,7 @@ func (m *Mutex) Lock(ctx context.Context) error {
 	if err := m.check(); err != nil {
 		return err
 	}
-	start := time.Now()
-	err := m.ready(ctx)
-	if err == nil {
-		err = m.lock(ctx)
-	}
-	observe.Attempt(m.opts.observer, "redlock", m.key, start, err == nil, err)
-	return err
+	return preflight.Lock(ctx, m.opts.observer, "redlock", m.key, m.ready, m.lock)
 }
 
 func (m *Mutex) lock(ctx context.Context) error {
@@ -253,19 +247,14 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	if err := m.check(); err != nil {
 		return false, err
 	}
-	start := time.Now()
-	err := m.ready(ctx)
-	got := false
-	if err == nil {
-		var out outcome
-		out, err = m.try(ctx, token.New(), nil)
-		got = out == acquired
+	return preflight.Attempt(ctx, m.opts.observer, "redlock", m.key, m.ready, func(ctx context.Context) (bool, error) {
+		out, err := m.try(ctx, token.New(), nil)
+		got := out == acquired
 		if got || out == contended && !errors.Is(err, ErrQuorumUnreachable) {
 			err = nil
 		}
-	}
-	observe.Attempt(m.opts.observer, "redlock", m.key, start, got, err)
-	return got, err
+		return got, err
+	})
 }
 
 // hold records attempt a as held until until, with the nodes known to hold

@@ -88,15 +88,11 @@ func (m *Mutex) Lock(ctx context.Context) error {
 	if err := m.check(); err != nil {
 		return err
 	}
-	start := time.Now()
-	err := m.ready(ctx)
-	if err == nil {
-		err = retry.Do(ctx, m.o.retry, ErrNotObtained, func(ctx context.Context, _ int) (bool, error) {
+	return preflight.Lock(ctx, m.o.observer, "watchdog", m.key, m.ready, func(ctx context.Context) error {
+		return retry.Do(ctx, m.o.retry, ErrNotObtained, func(ctx context.Context, _ int) (bool, error) {
 			return m.try(ctx)
 		})
-	}
-	observe.Attempt(m.o.observer, "watchdog", m.key, start, err == nil, err)
-	return err
+	})
 }
 
 // ready returns an error if ctx has ended or the server is unfit for a
@@ -126,14 +122,7 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	if err := m.check(); err != nil {
 		return false, err
 	}
-	start := time.Now()
-	err := m.ready(ctx)
-	ok := false
-	if err == nil {
-		ok, err = m.try(ctx)
-	}
-	observe.Attempt(m.o.observer, "watchdog", m.key, start, ok, err)
-	return ok, err
+	return preflight.Attempt(ctx, m.o.observer, "watchdog", m.key, m.ready, m.try)
 }
 
 // try makes one attempt with a fresh token: SET key token NX PX ttl GET.

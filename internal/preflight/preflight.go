@@ -39,6 +39,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/internal/retry"
+	"github.com/locklab/locklab/observe"
 )
 
 // ProbeToken is the token (owner, value) a lock's probe releases or asks
@@ -97,6 +98,32 @@ func Ready(ctx context.Context, pkg, key string, client any, evictionCheck bool,
 		return retry.Failed(ctx, notObtained, fmt.Errorf("%s: lock %q: %w", pkg, key, err))
 	}
 	return nil
+}
+
+// Attempt is what a Redis lock's Lock and TryLock do after the argument
+// check: ready, the lock's [Ready] check, then, if it passed, try; and it
+// tells observer how the call went ([observe.Attempt] for lock and key,
+// timed from before the ready check). It returns what try returned, or
+// false and ready's error.
+func Attempt(ctx context.Context, observer observe.Func, lock, key string, ready func(context.Context) error, try func(context.Context) (bool, error)) (bool, error) {
+	start := time.Now()
+	err := ready(ctx)
+	ok := false
+	if err == nil {
+		ok, err = try(ctx)
+	}
+	observe.Attempt(observer, lock, key, start, ok, err)
+	return ok, err
+}
+
+// Lock is [Attempt] for a Lock, whose acquire reports the lock held by
+// returning nil.
+func Lock(ctx context.Context, observer observe.Func, lock, key string, ready, acquire func(context.Context) error) error {
+	_, err := Attempt(ctx, observer, lock, key, ready, func(ctx context.Context) (bool, error) {
+		err := acquire(ctx)
+		return err == nil, err
+	})
+	return err
 }
 
 // Remembered returns the result a Check of client has remembered, and
