@@ -12,6 +12,7 @@ import (
 
 	"github.com/locklab/locklab/correct"
 	"github.com/locklab/locklab/internal/leakcheck"
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/rig"
 )
 
@@ -48,7 +49,7 @@ func TestInvalidArguments(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			key := newKey(t) // its Cleanup checks that nothing was written
 			m := tt.new(key)
-			for name, err := range calls(testContext(t), m) {
+			for name, err := range calls(locktest.Context(t), m) {
 				if !errors.Is(err, correct.ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
 					t.Errorf("%s = %v; want ErrInvalid mentioning %q", name, err, tt.want)
 				}
@@ -100,7 +101,7 @@ func TestUnreachableRedis(t *testing.T) {
 	leakcheck.Guard(t)
 	node := rig.Start(t)
 	c := node.Client()
-	ctx := testContext(t)
+	ctx := locktest.Context(t)
 	const key = "correct-test:unreachable"
 	held := correct.New(c, key)
 	mustLock(t, ctx, held)
@@ -167,7 +168,7 @@ func TestLostReplyLeavesNoKey(t *testing.T) {
 	t.Run("transport error", func(t *testing.T) {
 		key := newKey(t)
 		m := correct.New(lostReply{Client: c, afterSet: func() {}, err: errLost}, key)
-		err := m.Lock(testContext(t))
+		err := m.Lock(locktest.Context(t))
 		if !errors.Is(err, errLost) || errors.Is(err, correct.ErrNotObtained) {
 			t.Errorf("Lock with a lost reply = %v; want the wrapped transport error", err)
 		}
@@ -177,7 +178,7 @@ func TestLostReplyLeavesNoKey(t *testing.T) {
 	})
 	t.Run("context ended", func(t *testing.T) {
 		key := newKey(t)
-		ctx, cancel := context.WithCancel(testContext(t))
+		ctx, cancel := context.WithCancel(locktest.Context(t))
 		defer cancel()
 		m := correct.New(lostReply{Client: c, afterSet: cancel, err: context.Canceled}, key)
 		err := m.Lock(ctx)
@@ -193,7 +194,7 @@ func TestLostReplyLeavesNoKey(t *testing.T) {
 		// socket times out before the context's timer fires, so the
 		// error is an i/o timeout while ctx.Err() is still nil.
 		key := newKey(t)
-		ctx := laggingContext{Context: testContext(t), deadline: time.Now().Add(5 * time.Millisecond)}
+		ctx := laggingContext{Context: locktest.Context(t), deadline: time.Now().Add(5 * time.Millisecond)}
 		pastDeadline := func() {
 			for time.Now().Before(ctx.deadline) {
 				time.Sleep(time.Millisecond)

@@ -1,7 +1,6 @@
 package correct_test
 
 import (
-	"context"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -45,15 +44,6 @@ func newClient(t *testing.T) *redis.Client {
 	c := redis.NewClient(rig.ClientOptions(redisAddr))
 	t.Cleanup(func() { _ = c.Close() })
 	return c
-}
-
-// testContext returns a context that ends with the test, or after a
-// generous cap so that a hung Lock fails the test instead of the run.
-func testContext(t *testing.T) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
 }
 
 // waitGone waits until key no longer exists, failing the test after 10s.

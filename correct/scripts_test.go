@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/correct"
+	"github.com/locklab/locklab/internal/locktest"
 )
 
 // TestScriptsLoad loads every embedded script into a real server: each must
@@ -14,7 +15,7 @@ import (
 // front.
 func TestScriptsLoad(t *testing.T) {
 	c := newClient(t)
-	ctx := testContext(t)
+	ctx := locktest.Context(t)
 	for name, s := range correct.Scripts {
 		t.Run(name, func(t *testing.T) {
 			src := s.Src
@@ -61,7 +62,7 @@ func TestScriptsHaveContractHeader(t *testing.T) {
 // EVAL.
 func TestScriptsSurviveFlush(t *testing.T) {
 	c := newClient(t)
-	ctx := testContext(t)
+	ctx := locktest.Context(t)
 	m := correct.New(c, newKey(t))
 	if err := m.Lock(ctx); err != nil {
 		t.Fatalf("Lock = %v; want nil", err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/locklab/locklab/correct"
 	"github.com/locklab/locklab/internal/leakcheck"
+	"github.com/locklab/locklab/internal/locktest"
 )
 
 // TestLockHonoursDeadline: a Lock that cannot get the lock before its
@@ -19,7 +20,7 @@ import (
 // was.
 func TestLockHonoursDeadline(t *testing.T) {
 	c := newClient(t)
-	ctx := testContext(t)
+	ctx := locktest.Context(t)
 	key := newKey(t)
 	holder, waiter := correct.New(c, key), correct.New(c, key)
 	mustLock(t, ctx, holder)
@@ -43,7 +44,7 @@ func TestLockHonoursDeadline(t *testing.T) {
 
 func TestLockRunsOutOfTries(t *testing.T) {
 	c := newClient(t)
-	ctx := testContext(t)
+	ctx := locktest.Context(t)
 	key := newKey(t)
 	holder := correct.New(c, key)
 	mustLock(t, ctx, holder)
@@ -69,7 +70,7 @@ func TestLockRunsOutOfTries(t *testing.T) {
 func TestLockWaitsForUnlock(t *testing.T) {
 	leakcheck.Guard(t)
 	c := newClient(t)
-	ctx := testContext(t)
+	ctx := locktest.Context(t)
 	key := newKey(t)
 	holder := correct.New(c, key)
 	mustLock(t, ctx, holder)
@@ -103,7 +104,7 @@ func TestLockWaitsForUnlock(t *testing.T) {
 // the held lock, which Unlock then releases.
 func TestLockIsNotReentrant(t *testing.T) {
 	c := newClient(t)
-	ctx := testContext(t)
+	ctx := locktest.Context(t)
 	key := newKey(t)
 	m := correct.New(c, key)
 	mustLock(t, ctx, m)
@@ -128,7 +129,7 @@ func TestLockIsNotReentrant(t *testing.T) {
 func TestSharedMutex(t *testing.T) {
 	leakcheck.Guard(t)
 	c := newClient(t)
-	ctx := testContext(t)
+	ctx := locktest.Context(t)
 	key := newKey(t)
 	refused := make(chan struct{})
 	var once sync.Once

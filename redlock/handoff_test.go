@@ -35,7 +35,7 @@ func withNotifier(t *testing.T, addrs []string) ([]redlock.Client, *redlock.Noti
 func handoffOn(t *testing.T) (context.Context, []redlock.Client, *redlock.Notifier, string) {
 	t.Helper()
 	leakcheck.Guard(t)
-	ctx := ctxFor(t)
+	ctx := locktest.Context(t)
 	cs, n := withNotifier(t, addrs)
 	return ctx, cs, n, newKey(t)
 }
@@ -49,11 +49,11 @@ func notifierOn(t *testing.T, cs []redlock.Client) *redlock.Notifier {
 		ncs[i] = c.(*redis.Client)
 		// Connect now: a first command that must dial can take longer
 		// than the short node timeouts some tests use.
-		if err := ncs[i].(*redis.Client).Ping(ctxFor(t)).Err(); err != nil {
+		if err := ncs[i].(*redis.Client).Ping(locktest.Context(t)).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	n, err := redlock.NewNotifier(ctxFor(t), ncs)
+	n, err := redlock.NewNotifier(locktest.Context(t), ncs)
 	if err != nil {
 		t.Fatalf("NewNotifier() = %v", err)
 	}
@@ -173,7 +173,7 @@ func checkNoTrace(t *testing.T, cs []*redis.Client, key string) {
 func TestHandoffWithANodeDown(t *testing.T) {
 	rig.RequireControl(t)
 	leakcheck.Guard(t)
-	ctx := ctxFor(t)
+	ctx := locktest.Context(t)
 	nodes := startNodes(t, 5)
 	cs, n := withNotifier(t, addrsOf(nodes))
 	const key, ttl = "lock:node-down", 10 * time.Second
@@ -284,7 +284,7 @@ func TestHandoffSplitIsResolved(t *testing.T) {
 // lock is handed to it. The release script run as it leaves (dequeue flag)
 // must pass each node on to the next live waiter, not drop or keep it.
 func TestGivingUpPassesTheLockOn(t *testing.T) {
-	ctx := ctxFor(t)
+	ctx := locktest.Context(t)
 	cs, n := withNotifier(t, addrs)
 	key := newKey(t)
 	const quitter = "quitternotifier.60000.quitter.1" // just handed the lock on every node
@@ -350,7 +350,7 @@ func TestLateReleaseLeavesTheNextHolderAlone(t *testing.T) {
 // each node for uncontended Lock and Unlock, with and without a Notifier:
 // one SET and one EVALSHA, in two parallel rounds.
 func TestUncontendedCostsOneRoundEach(t *testing.T) {
-	ctx := ctxFor(t)
+	ctx := locktest.Context(t)
 	_, n := withNotifier(t, addrs)
 	for _, s := range redlock.Scripts { // EVALSHA, not EVAL, from the first call
 		for _, c := range admin {
@@ -425,7 +425,7 @@ func TestUncontendedCostsOneRoundEach(t *testing.T) {
 // 1000 SET rounds, and TestThousandWaitersAtOnce/redlock took 2.4-3.7x
 // correct's time rather than 1.7-3.3x.)
 func TestBurstPaysOneSetRound(t *testing.T) {
-	ctx := ctxFor(t)
+	ctx := locktest.Context(t)
 	cs, n := withNotifier(t, addrs)
 	key := newKey(t)
 	holder := redlock.New(clientsFor(t, addrs), key)
@@ -473,7 +473,7 @@ func TestBurstPaysOneSetRound(t *testing.T) {
 // Locks, waiters handed a majority waited hundreds of milliseconds for a
 // node slow to answer; here Lock took the whole 5s per-node timeout.)
 func TestRoundEndsAtAMajority(t *testing.T) {
-	ctx := ctxFor(t)
+	ctx := locktest.Context(t)
 	key := newKey(t)
 	for _, c := range admin {
 		if err := redlock.Scripts["acquire"].Load(ctx, c).Err(); err != nil {
@@ -525,7 +525,7 @@ func TestRoundEndsAtAMajority(t *testing.T) {
 // waiter handed all three nodes lost two to late joiners in its next
 // round, and nobody held the lock for 100-300ms.)
 func TestRoundKeepsANodeHandedOnTheWay(t *testing.T) {
-	ctx := ctxFor(t)
+	ctx := locktest.Context(t)
 	c := admin[0]
 	ps := c.Subscribe(ctx, "redlock:w:x") // X is live: its Notifier listens
 	defer ps.Close()
@@ -563,7 +563,7 @@ func TestRoundKeepsANodeHandedOnTheWay(t *testing.T) {
 
 // TestHandoffHookPoints lists the hook points a queued Lock passes.
 func TestHandoffHookPoints(t *testing.T) {
-	ctx := ctxFor(t)
+	ctx := locktest.Context(t)
 	cs, n := withNotifier(t, addrs)
 	key := newKey(t)
 	holder := redlock.New(cs, key, redlock.WithNotifier(n))
@@ -588,7 +588,7 @@ func TestHandoffHookPoints(t *testing.T) {
 // its waiters is internal/contract's TestNotifierClose.)
 func TestNotifierBadInput(t *testing.T) {
 	leakcheck.Guard(t)
-	ctx := ctxFor(t)
+	ctx := locktest.Context(t)
 	cs := clientsFor(t, addrs)
 	rc := make([]redlock.NotifyClient, len(cs))
 	for i, c := range cs {
@@ -740,7 +740,7 @@ func TestHandoffPausedWaiterRefreshes(t *testing.T) {
 func TestNotifierWithAFrozenNode(t *testing.T) {
 	rig.RequireControl(t)
 	leakcheck.Guard(t)
-	ctx := ctxFor(t)
+	ctx := locktest.Context(t)
 	nodes := startNodes(t, 5)
 	cs := clientsFor(t, addrsOf(nodes))
 	subs := make([]redlock.NotifyClient, len(cs))

@@ -22,14 +22,8 @@ import (
 	"github.com/locklab/locklab/redlock"
 )
 
-func ctxFor(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func TestLockHoldsOnEveryNodeUntilUnlock(t *testing.T) {
-	ctx := ctxFor(t)
+	ctx := locktest.Context(t)
 	key := newKey(t)
 	const ttl = 10 * time.Second
 	m := redlock.New(clientsFor(t, addrs), key, redlock.WithTTL(ttl))
@@ -67,7 +61,7 @@ func TestLockHoldsOnEveryNodeUntilUnlock(t *testing.T) {
 }
 
 func TestTryLockReportsContentionAsFalseNil(t *testing.T) {
-	ctx := ctxFor(t)
+	ctx := locktest.Context(t)
 	key := newKey(t)
 	cs := clientsFor(t, addrs)
 	c1, c2 := redlock.New(cs, key), redlock.New(cs, key)
@@ -118,7 +112,7 @@ func TestBadInputIsAnErrorNotAPanic(t *testing.T) {
 		{"negative tries", cs, "k", []redlock.Option{redlock.WithTries(-1)}},
 		{"one node named two ways", []redlock.Client{cs[0], sameNode(t, addrs[0]), cs[2]}, "k", nil},
 	}
-	ctx := ctxFor(t)
+	ctx := locktest.Context(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			m := redlock.New(tt.clients, tt.key, tt.opts...)
@@ -142,7 +136,7 @@ func TestBadInputIsAnErrorNotAPanic(t *testing.T) {
 }
 
 func TestUnlockWhenNotHeld(t *testing.T) {
-	ctx := ctxFor(t)
+	ctx := locktest.Context(t)
 	cs := clientsFor(t, addrs)
 
 	t.Run("never locked", func(t *testing.T) {
@@ -239,7 +233,7 @@ func waitHolders(t testing.TB, cs []*redis.Client, key string, want []string) {
 }
 
 func TestExtend(t *testing.T) {
-	ctx := ctxFor(t)
+	ctx := locktest.Context(t)
 	cs := clientsFor(t, addrs)
 	const ttl = 10 * time.Second
 	// held returns a Mutex with that TTL on a fresh key, locked, and
@@ -346,7 +340,7 @@ func TestExtend(t *testing.T) {
 // nodes, so our attempt gets only the other 2 and must delete its token
 // from them, leaving the other holder's keys alone.
 func TestFailedAttemptLeavesNoKey(t *testing.T) {
-	ctx := ctxFor(t)
+	ctx := locktest.Context(t)
 	key := newKey(t)
 	for _, c := range admin[:3] {
 		if err := c.Set(ctx, key, "other", time.Minute).Err(); err != nil {
@@ -377,7 +371,7 @@ func TestFailedAttemptLeavesNoKey(t *testing.T) {
 // TestMinorityDown: 2 of 5 nodes killed, the lock still works.
 func TestMinorityDown(t *testing.T) {
 	rig.RequireControl(t)
-	ctx := ctxFor(t)
+	ctx := locktest.Context(t)
 	nodes := startNodes(t, 5)
 	for _, n := range nodes[:2] {
 		if err := n.Kill(); err != nil {
@@ -414,7 +408,7 @@ func TestMajorityDownFailsFast(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx := ctxFor(t)
+			ctx := locktest.Context(t)
 			nodes := startNodes(t, 5)
 			down := nodes[2:]
 			for _, n := range down {
@@ -498,7 +492,7 @@ func TestFrozenNodeDoesNotStallAcquisition(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ctx := ctxFor(t)
+			ctx := locktest.Context(t)
 			nodes := startNodes(t, 5)
 			cs := clientsFor(t, addrsOf(nodes), tt.opt)
 			for _, c := range cs { // connect before the freeze: the pause hits an open connection
@@ -545,7 +539,7 @@ func TestFrozenNodeDoesNotStallAcquisition(t *testing.T) {
 // gets a majority of OKs, then pauses until its keys have expired. The
 // validity check measures the pause and refuses the lock.
 func TestPauseAfterQuorumIsRefused(t *testing.T) {
-	ctx := ctxFor(t)
+	ctx := locktest.Context(t)
 	key := newKey(t)
 	paused := false
 	hook := func(_ context.Context, point string) {
@@ -570,7 +564,7 @@ func TestPauseAfterQuorumIsRefused(t *testing.T) {
 }
 
 func TestLockGivesUp(t *testing.T) {
-	ctx := ctxFor(t)
+	ctx := locktest.Context(t)
 	cs := clientsFor(t, addrs)
 	key := newKey(t)
 	holder := redlock.New(cs, key)
@@ -639,7 +633,7 @@ func TestUnlockReleasesEvenWithCancelledContext(t *testing.T) {
 // TestMutualExclusion runs clients that contend for one lock on 5 nodes and
 // checks that no two are ever inside the critical section together.
 func TestMutualExclusion(t *testing.T) {
-	ctx := ctxFor(t)
+	ctx := locktest.Context(t)
 	key := newKey(t)
 	cs := clientsFor(t, addrs)
 	const clients, rounds = 4, 10
@@ -658,7 +652,7 @@ func TestMutualExclusion(t *testing.T) {
 }
 
 func TestHookPoints(t *testing.T) {
-	ctx := ctxFor(t)
+	ctx := locktest.Context(t)
 	var mu sync.Mutex
 	var points []string
 	hook := func(_ context.Context, p string) {
@@ -826,7 +820,7 @@ func isProbe(args []any) bool { return len(args) > 0 && args[0] == "preflight-pr
 // leave a key behind. The node is resumed only once Unlock has returned:
 // by then a release sent out of order would already be logged.
 func TestCommandsReachEachNodeInOrder(t *testing.T) {
-	ctx := ctxFor(t)
+	ctx := locktest.Context(t)
 	nodes, cs, adm := firstFrozen(t)
 	slow := &orderLog{Client: adm[0]}
 	cs[0] = slow
@@ -863,7 +857,7 @@ func TestCommandsReachEachNodeInOrder(t *testing.T) {
 // a frozen node returns ctx's error when ctx ends, and returns at once on
 // a Mutex that has sent nothing.
 func TestSettleGivesUpWithItsContext(t *testing.T) {
-	ctx := ctxFor(t)
+	ctx := locktest.Context(t)
 	if err := redlock.New(clientsFor(t, addrs), newKey(t)).Settle(ctx); err != nil {
 		t.Fatalf("Settle() on a new Mutex = %v; want nil", err)
 	}

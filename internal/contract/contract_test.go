@@ -327,8 +327,7 @@ func sequence(t *testing.T, k kind, step int, f flavour) *faultproxy.Rule {
 // reply of the step-th command through them.
 func lossScene(t *testing.T, k kind, step int) (ctx context.Context, key string, ps []*faultproxy.Proxy, rule *faultproxy.Rule) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	t.Cleanup(cancel)
+	ctx = locktest.Context(t)
 	key = newKey(t, k)
 	ps = proxiesFor(t, k)
 	return ctx, key, ps, lossAt(ps, step)

@@ -9,9 +9,9 @@
 // own tests.
 //
 // [Locker], [Bound] and [Turns], the mutual-exclusion count, also serve
-// the Redis locks' tests, as do the steps they share: [Warm], [Signal],
-// [LockQueued], [GiveUp], and, in scripts.go, the helpers on a Redis
-// server and its fault proxy.
+// the Redis locks' tests, as do the steps they share: [Context], [Warm],
+// [Signal], [LockQueued], [GiveUp], and, in scripts.go, the helpers on a
+// Redis server and its fault proxy.
 package locktest
 
 import (
@@ -521,4 +521,13 @@ func Eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// Context returns a context that ends with the test, or after a generous
+// 30s cap, so that a hung Lock fails the test instead of the whole run.
+func Context(t testing.TB) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
 }
