@@ -25,7 +25,7 @@ func TestInvalidArguments(t *testing.T) {
 		"ttl under 1s": etcdlock.New(c, "k", etcdlock.WithTTL(500*time.Millisecond)),
 		"zero ttl":     etcdlock.New(c, "k", etcdlock.WithTTL(0)),
 		"zero value":   &etcdlock.Mutex{},
-	})
+	}, nil)
 }
 
 // TestBasics runs the scenarios every lock on a system keeps, from

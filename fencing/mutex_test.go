@@ -425,42 +425,23 @@ func TestPausedHolderIsFenced(t *testing.T) {
 
 func TestBadInput(t *testing.T) {
 	var nilClient *redis.Client
-	tests := []struct {
-		name string
-		m    *fencing.Mutex
-	}{
-		{"nil client", fencing.New(nil, "k")},
-		{"typed nil client", fencing.New(nilClient, "k")},
-		{"empty key", fencing.New(rdb, "")},
-		{"zero ttl", fencing.New(rdb, "k", fencing.WithTTL(0))},
-		{"negative ttl", fencing.New(rdb, "k", fencing.WithTTL(-time.Second))},
-		{"sub-millisecond ttl", fencing.New(rdb, "k", fencing.WithTTL(time.Microsecond))},
-		{"zero Mutex", &fencing.Mutex{}},
-		{"nil Mutex", nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ctx := t.Context()
-			if err := tt.m.Lock(ctx); !errors.Is(err, fencing.ErrInvalid) {
-				t.Errorf("Lock = %v; want ErrInvalid", err)
-			}
-			if ok, err := tt.m.TryLock(ctx); ok || !errors.Is(err, fencing.ErrInvalid) {
-				t.Errorf("TryLock = %v, %v; want false, ErrInvalid", ok, err)
-			}
-			if err := tt.m.Unlock(ctx); !errors.Is(err, fencing.ErrInvalid) {
-				t.Errorf("Unlock = %v; want ErrInvalid", err)
-			}
-			if err := tt.m.Extend(ctx, time.Second); !errors.Is(err, fencing.ErrInvalid) {
-				t.Errorf("Extend = %v; want ErrInvalid", err)
-			}
-			if got := tt.m.Token(); got != 0 {
-				t.Errorf("Token() = %d; want 0", got)
-			}
-			if got := tt.m.Until(); !got.IsZero() {
-				t.Errorf("Until() = %v; want zero", got)
-			}
-		})
-	}
+	locktest.RefusesInvalid(t, fencing.ErrInvalid, map[string]*fencing.Mutex{
+		"nil client":          fencing.New(nil, "k"),
+		"typed nil client":    fencing.New(nilClient, "k"),
+		"empty key":           fencing.New(rdb, ""),
+		"zero ttl":            fencing.New(rdb, "k", fencing.WithTTL(0)),
+		"negative ttl":        fencing.New(rdb, "k", fencing.WithTTL(-time.Second)),
+		"sub-millisecond ttl": fencing.New(rdb, "k", fencing.WithTTL(time.Microsecond)),
+		"zero Mutex":          &fencing.Mutex{},
+		"nil Mutex":           nil,
+	}, func(t *testing.T, m *fencing.Mutex) {
+		if got := m.Token(); got != 0 {
+			t.Errorf("Token() = %d; want 0", got)
+		}
+		if got := m.Until(); !got.IsZero() {
+			t.Errorf("Until() = %v; want zero", got)
+		}
+	})
 	t.Run("extend ttl", func(t *testing.T) {
 		m := fencing.New(rdb, newKey(t))
 		lockOrFatal(t, m)

@@ -50,7 +50,7 @@ func TestInvalidArguments(t *testing.T) {
 		"row empty key":       pglock.NewRow(p, ""),
 		"row empty table":     pglock.NewRow(p, "k", pglock.WithTable("")),
 		"row zero value":      &pglock.RowMutex{},
-	})
+	}, nil)
 }
 
 // TestBasics runs, for each kind, the scenarios every lock on a system

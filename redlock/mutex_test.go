@@ -93,46 +93,24 @@ func sameNode(t *testing.T, addr string) redlock.Client {
 func TestBadInputIsAnErrorNotAPanic(t *testing.T) {
 	cs := clientsFor(t, addrs)
 	var nilClient *redis.Client
-	tests := []struct {
-		name    string
-		clients []redlock.Client
-		key     string
-		opts    []redlock.Option
-	}{
-		{"no clients", nil, "k", nil},
-		{"nil client", []redlock.Client{cs[0], nil, cs[2]}, "k", nil},
-		{"typed nil client", []redlock.Client{cs[0], nilClient, cs[2]}, "k", nil},
-		{"same node twice", []redlock.Client{cs[0], cs[1], cs[0]}, "k", nil},
-		{"empty key", cs, "", nil},
-		{"zero ttl", cs, "k", []redlock.Option{redlock.WithTTL(0)}},
-		{"negative ttl", cs, "k", []redlock.Option{redlock.WithTTL(-time.Second)}},
-		{"sub-millisecond ttl", cs, "k", []redlock.Option{redlock.WithTTL(time.Microsecond)}},
-		{"zero node timeout", cs, "k", []redlock.Option{redlock.WithNodeTimeout(0)}},
-		{"node timeout not below ttl", cs, "k", []redlock.Option{redlock.WithTTL(time.Second), redlock.WithNodeTimeout(time.Second)}},
-		{"negative tries", cs, "k", []redlock.Option{redlock.WithTries(-1)}},
-		{"one node named two ways", []redlock.Client{cs[0], sameNode(t, addrs[0]), cs[2]}, "k", nil},
-	}
-	ctx := locktest.Context(t)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			m := redlock.New(tt.clients, tt.key, tt.opts...)
-			if err := m.Lock(ctx); !errors.Is(err, redlock.ErrInvalid) {
-				t.Errorf("Lock() = %v; want ErrInvalid", err)
-			}
-			if ok, err := m.TryLock(ctx); ok || !errors.Is(err, redlock.ErrInvalid) {
-				t.Errorf("TryLock() = %v, %v; want false, ErrInvalid", ok, err)
-			}
-			if err := m.Extend(ctx, time.Second); !errors.Is(err, redlock.ErrInvalid) {
-				t.Errorf("Extend() = %v; want ErrInvalid", err)
-			}
-			if err := m.Settle(ctx); !errors.Is(err, redlock.ErrInvalid) {
-				t.Errorf("Settle() = %v; want ErrInvalid", err)
-			}
-			if err := m.Unlock(ctx); !errors.Is(err, redlock.ErrInvalid) {
-				t.Errorf("Unlock() = %v; want ErrInvalid", err)
-			}
-		})
-	}
+	locktest.RefusesInvalid(t, redlock.ErrInvalid, map[string]*redlock.Mutex{
+		"no clients":                 redlock.New(nil, "k"),
+		"nil client":                 redlock.New([]redlock.Client{cs[0], nil, cs[2]}, "k"),
+		"typed nil client":           redlock.New([]redlock.Client{cs[0], nilClient, cs[2]}, "k"),
+		"same node twice":            redlock.New([]redlock.Client{cs[0], cs[1], cs[0]}, "k"),
+		"empty key":                  redlock.New(cs, ""),
+		"zero ttl":                   redlock.New(cs, "k", redlock.WithTTL(0)),
+		"negative ttl":               redlock.New(cs, "k", redlock.WithTTL(-time.Second)),
+		"sub-millisecond ttl":        redlock.New(cs, "k", redlock.WithTTL(time.Microsecond)),
+		"zero node timeout":          redlock.New(cs, "k", redlock.WithNodeTimeout(0)),
+		"node timeout not below ttl": redlock.New(cs, "k", redlock.WithTTL(time.Second), redlock.WithNodeTimeout(time.Second)),
+		"negative tries":             redlock.New(cs, "k", redlock.WithTries(-1)),
+		"one node named two ways":    redlock.New([]redlock.Client{cs[0], sameNode(t, addrs[0]), cs[2]}, "k"),
+	}, func(t *testing.T, m *redlock.Mutex) {
+		if err := m.Settle(context.Background()); !errors.Is(err, redlock.ErrInvalid) {
+			t.Errorf("Settle() = %v; want ErrInvalid", err)
+		}
+	})
 }
 
 func TestUnlockWhenNotHeld(t *testing.T) {

@@ -20,46 +20,29 @@ import (
 func TestScriptsLoad(t *testing.T) { locktest.ScriptsLoad(t, rdb, reentrant.Scripts) }
 
 func TestBadInput(t *testing.T) {
-	owned := reentrant.WithOwner(t.Context(), reentrant.NewOwner())
-	tests := []struct {
-		name   string
-		client reentrant.Client
-		key    string
-		opts   []reentrant.Option
-		ctx    context.Context
-	}{
-		{"nil client", nil, "k", nil, owned},
-		{"typed nil client", (*redis.Client)(nil), "k", nil, owned},
-		{"empty key", rdb, "", nil, owned},
-		{"zero ttl", rdb, "k", []reentrant.Option{reentrant.WithTTL(0)}, owned},
-		{"negative ttl", rdb, "k", []reentrant.Option{reentrant.WithTTL(-time.Second)}, owned},
-		{"ttl below 1ms", rdb, "k", []reentrant.Option{reentrant.WithTTL(time.Microsecond)}, owned},
-		{"negative tries", rdb, "k", []reentrant.Option{reentrant.WithTries(-1)}, owned},
-		{"no owner in ctx", rdb, "k", nil, t.Context()},
-		{"empty owner", rdb, "k", nil, reentrant.WithOwner(t.Context(), "")},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			m := reentrant.New(tt.client, tt.key, tt.opts...)
-			if err := m.Lock(tt.ctx); !errors.Is(err, reentrant.ErrInvalid) {
-				t.Errorf("Lock = %v; want ErrInvalid", err)
-			}
-			if ok, err := m.TryLock(tt.ctx); ok || !errors.Is(err, reentrant.ErrInvalid) {
-				t.Errorf("TryLock = %v, %v; want false, ErrInvalid", ok, err)
-			}
-			if err := m.Unlock(tt.ctx); !errors.Is(err, reentrant.ErrInvalid) {
-				t.Errorf("Unlock = %v; want ErrInvalid", err)
-			}
-			if err := m.Extend(tt.ctx, time.Second); !errors.Is(err, reentrant.ErrInvalid) {
-				t.Errorf("Extend = %v; want ErrInvalid", err)
-			}
-			if n, err := m.Count(tt.ctx); n != 0 || !errors.Is(err, reentrant.ErrInvalid) {
-				t.Errorf("Count = %d, %v; want 0, ErrInvalid", n, err)
-			}
-		})
-	}
+	// Each lock runs with the context its Bind makes: one Owner's, none or
+	// the empty Owner.
+	owner := reentrant.NewOwner()
+	owned := func(ctx context.Context) context.Context { return reentrant.WithOwner(ctx, owner) }
+	noOwner := func(ctx context.Context) context.Context { return ctx }
+	emptyOwner := func(ctx context.Context) context.Context { return reentrant.WithOwner(ctx, "") }
+	locktest.RefusesInvalid(t, reentrant.ErrInvalid, map[string]locktest.Bound{
+		"nil client":       {L: reentrant.New(nil, "k"), Bind: owned},
+		"typed nil client": {L: reentrant.New((*redis.Client)(nil), "k"), Bind: owned},
+		"empty key":        {L: reentrant.New(rdb, ""), Bind: owned},
+		"zero ttl":         {L: reentrant.New(rdb, "k", reentrant.WithTTL(0)), Bind: owned},
+		"negative ttl":     {L: reentrant.New(rdb, "k", reentrant.WithTTL(-time.Second)), Bind: owned},
+		"ttl below 1ms":    {L: reentrant.New(rdb, "k", reentrant.WithTTL(time.Microsecond)), Bind: owned},
+		"negative tries":   {L: reentrant.New(rdb, "k", reentrant.WithTries(-1)), Bind: owned},
+		"no owner in ctx":  {L: reentrant.New(rdb, "k"), Bind: noOwner},
+		"empty owner":      {L: reentrant.New(rdb, "k"), Bind: emptyOwner},
+	}, func(t *testing.T, b locktest.Bound) {
+		if n, err := b.L.(*reentrant.Mutex).Count(b.Bind(context.Background())); n != 0 || !errors.Is(err, reentrant.ErrInvalid) {
+			t.Errorf("Count = %d, %v; want 0, ErrInvalid", n, err)
+		}
+	})
 	t.Run("Extend zero ttl", func(t *testing.T) {
-		if err := reentrant.New(rdb, "k").Extend(owned, 0); !errors.Is(err, reentrant.ErrInvalid) {
+		if err := reentrant.New(rdb, "k").Extend(owned(t.Context()), 0); !errors.Is(err, reentrant.ErrInvalid) {
 			t.Errorf("Extend(0) = %v; want ErrInvalid", err)
 		}
 	})

@@ -18,44 +18,26 @@ import (
 func TestScriptsLoad(t *testing.T) { locktest.ScriptsLoad(t, rdb, watchdog.Scripts) }
 
 func TestBadInput(t *testing.T) {
-	tests := []struct {
-		name   string
-		client watchdog.Client
-		key    string
-		opts   []watchdog.Option
-	}{
-		{"nil client", nil, "k", nil},
-		{"typed nil client", (*redis.Client)(nil), "k", nil},
-		{"empty key", rdb, "", nil},
-		{"zero ttl", rdb, "k", []watchdog.Option{watchdog.WithTTL(0)}},
-		{"negative ttl", rdb, "k", []watchdog.Option{watchdog.WithTTL(-time.Second)}},
-		{"ttl below 10ms", rdb, "k", []watchdog.Option{watchdog.WithTTL(5 * time.Millisecond)}},
-		{"zero interval", rdb, "k", []watchdog.Option{watchdog.WithInterval(0)}},
-		{"interval equal to ttl", rdb, "k", []watchdog.Option{watchdog.WithTTL(time.Second), watchdog.WithInterval(time.Second)}},
-		{"interval inside margin", rdb, "k", []watchdog.Option{watchdog.WithTTL(time.Second), watchdog.WithInterval(990 * time.Millisecond)}},
-		{"negative max hold", rdb, "k", []watchdog.Option{watchdog.WithMaxHold(-time.Second)}},
-		{"negative tries", rdb, "k", []watchdog.Option{watchdog.WithTries(-1)}},
-	}
+	locktest.RefusesInvalid(t, watchdog.ErrInvalid, map[string]*watchdog.Mutex{
+		"nil client":             watchdog.New(nil, "k"),
+		"typed nil client":       watchdog.New((*redis.Client)(nil), "k"),
+		"empty key":              watchdog.New(rdb, ""),
+		"zero ttl":               watchdog.New(rdb, "k", watchdog.WithTTL(0)),
+		"negative ttl":           watchdog.New(rdb, "k", watchdog.WithTTL(-time.Second)),
+		"ttl below 10ms":         watchdog.New(rdb, "k", watchdog.WithTTL(5*time.Millisecond)),
+		"zero interval":          watchdog.New(rdb, "k", watchdog.WithInterval(0)),
+		"interval equal to ttl":  watchdog.New(rdb, "k", watchdog.WithTTL(time.Second), watchdog.WithInterval(time.Second)),
+		"interval inside margin": watchdog.New(rdb, "k", watchdog.WithTTL(time.Second), watchdog.WithInterval(990*time.Millisecond)),
+		"negative max hold":      watchdog.New(rdb, "k", watchdog.WithMaxHold(-time.Second)),
+		"negative tries":         watchdog.New(rdb, "k", watchdog.WithTries(-1)),
+	}, func(t *testing.T, m *watchdog.Mutex) {
+		select {
+		case <-m.Done():
+		default:
+			t.Error("Done is open on a Mutex that never held the lock")
+		}
+	})
 	ctx := t.Context()
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			m := watchdog.New(tt.client, tt.key, tt.opts...)
-			if err := m.Lock(ctx); !errors.Is(err, watchdog.ErrInvalid) {
-				t.Errorf("Lock = %v; want ErrInvalid", err)
-			}
-			if ok, err := m.TryLock(ctx); ok || !errors.Is(err, watchdog.ErrInvalid) {
-				t.Errorf("TryLock = %v, %v; want false, ErrInvalid", ok, err)
-			}
-			if err := m.Unlock(ctx); !errors.Is(err, watchdog.ErrInvalid) {
-				t.Errorf("Unlock = %v; want ErrInvalid", err)
-			}
-			select {
-			case <-m.Done():
-			default:
-				t.Error("Done is open on a Mutex that never held the lock")
-			}
-		})
-	}
 	t.Run("Keep nil Extender", func(t *testing.T) {
 		if l, err := watchdog.Keep(ctx, nil); l != nil || !errors.Is(err, watchdog.ErrInvalid) {
 			t.Errorf("Keep(nil) = %v, %v; want nil, ErrInvalid", l, err)

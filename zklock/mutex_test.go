@@ -31,7 +31,7 @@ func TestInvalidArguments(t *testing.T) {
 		"dot component":  zklock.New(s, "/locks/../a"),
 		"reserved":       zklock.New(s, "/zookeeper/a"),
 		"zero value":     &zklock.Mutex{},
-	})
+	}, nil)
 	if _, err := zklock.Connect(nil, timeout); !errors.Is(err, zklock.ErrInvalid) {
 		t.Errorf("Connect(no servers) = %v; want ErrInvalid", err)
 	}

@@ -9,9 +9,9 @@
 // own tests.
 //
 // [Locker], [Bound] and [Turns], the mutual-exclusion count, also serve
-// the Redis locks' tests, as do the steps they share: [Context], [Warm],
-// [Signal], [LockQueued], [GiveUp], and, in scripts.go, the helpers on a
-// Redis server and its fault proxy.
+// the Redis locks' tests, as do the steps they share: [RefusesInvalid],
+// [Context], [Warm], [Signal], [LockQueued], [GiveUp], and, in scripts.go,
+// the helpers on a Redis server and its fault proxy.
 package locktest
 
 import (
@@ -123,8 +123,10 @@ func Run[C any](t *testing.T, k Kind[C], key func(t testing.TB) string) {
 
 // RefusesInvalid checks that each of cases, locks made with bad arguments
 // and named for them, returns an error wrapping errInvalid from Lock,
-// TryLock and Unlock.
-func RefusesInvalid(t *testing.T, errInvalid error, cases map[string]Locker) {
+// TryLock and Unlock, and from Extend(ctx, 1s) for a lock that has it.
+// Then also, if not nil, checks in the same subtest what else the kind
+// must refuse or report for the case.
+func RefusesInvalid[L Locker](t *testing.T, errInvalid error, cases map[string]L, also func(t *testing.T, l L)) {
 	ctx := context.Background()
 	for _, name := range slices.Sorted(maps.Keys(cases)) {
 		l := cases[name]
@@ -137,6 +139,14 @@ func RefusesInvalid(t *testing.T, errInvalid error, cases map[string]Locker) {
 			}
 			if err := l.Unlock(ctx); !errors.Is(err, errInvalid) {
 				t.Errorf("Unlock = %v; want ErrInvalid", err)
+			}
+			if e, ok := any(l).(Extender); ok {
+				if err := e.Extend(ctx, time.Second); !errors.Is(err, errInvalid) {
+					t.Errorf("Extend = %v; want ErrInvalid", err)
+				}
+			}
+			if also != nil {
+				also(t, l)
 			}
 		})
 	}
