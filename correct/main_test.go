@@ -1,6 +1,7 @@
 package correct_test
 
 import (
+	"context"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locklab/locklab/correct"
 	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/rig"
 )
@@ -44,6 +46,15 @@ func newClient(t *testing.T) *redis.Client {
 	c := redis.NewClient(rig.ClientOptions(redisAddr))
 	t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// checkHolds fails the test unless key holds m's token; whose names m in
+// the message ("the holder's").
+func checkHolds(t *testing.T, ctx context.Context, c redis.Cmdable, key string, m *correct.Mutex, whose string) {
+	t.Helper()
+	if got, want := c.Get(ctx, key).Val(), m.Token(); got != want {
+		t.Errorf("GET %s = %q; want %s token %q", key, got, whose, want)
+	}
 }
 
 // waitGone waits until key no longer exists, failing the test after 10s.

@@ -81,9 +81,7 @@ func TestTryLock(t *testing.T) {
 	if got := m2.Token(); got != "" {
 		t.Errorf("m2.Token() after a refused TryLock = %q; want \"\"", got)
 	}
-	if got, want := c.Get(ctx, key).Val(), m1.Token(); got != want {
-		t.Errorf("GET %s = %q; want m1's token %q", key, got, want)
-	}
+	checkHolds(t, ctx, c, key, m1, "m1's")
 	if err := m1.Unlock(ctx); err != nil {
 		t.Fatalf("m1.Unlock = %v; want nil", err)
 	}

@@ -80,9 +80,7 @@ func TestNotHeld(t *testing.T) {
 				}
 				// The other holder's lock is untouched: same token, TTL
 				// not raised to the minute Extend asked for.
-				if got, want := c.Get(ctx, key).Val(), other.Token(); got != want {
-					t.Errorf("GET %s = %q; want the other holder's token %q", key, got, want)
-				}
+				checkHolds(t, ctx, c, key, other, "the other holder's")
 				if ttl := c.PTTL(ctx, key).Val(); ttl <= 0 || ttl > 8*time.Second {
 					t.Errorf("PTTL %s = %v; want the other holder's (0, 8s]", key, ttl)
 				}
@@ -115,9 +113,7 @@ func TestStaleReleaseSparesNewHolder(t *testing.T) {
 	if err := a.Unlock(ctx); !errors.Is(err, correct.ErrNotHeld) {
 		t.Errorf("late a.Unlock = %v; want ErrNotHeld", err)
 	}
-	if got, want := c.Get(ctx, key).Val(), b.Token(); got != want {
-		t.Errorf("GET %s = %q; want b's token %q (a deleted b's lock)", key, got, want)
-	}
+	checkHolds(t, ctx, c, key, b, "the new holder b's")
 	if err := b.Unlock(ctx); err != nil {
 		t.Errorf("b.Unlock = %v; want nil", err)
 	}

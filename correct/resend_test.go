@@ -323,9 +323,7 @@ func TestStaleHandOffMessageIsNotALease(t *testing.T) {
 	if err := <-got; err != nil {
 		t.Fatal(err)
 	}
-	if got := direct.Get(ctx, key).Val(); got != w.Token() {
-		t.Errorf("key holds %q; W's Token() = %q", got, w.Token())
-	}
+	checkHolds(t, ctx, direct, key, w, "W's")
 	if err := w.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}

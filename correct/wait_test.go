@@ -34,9 +34,7 @@ func TestLockHonoursDeadline(t *testing.T) {
 	if got := waiter.Token(); got != "" {
 		t.Errorf("waiter.Token() = %q; want \"\"", got)
 	}
-	if got, want := c.Get(ctx, key).Val(), holder.Token(); got != want {
-		t.Errorf("GET %s = %q; want the holder's token %q", key, got, want)
-	}
+	checkHolds(t, ctx, c, key, holder, "the holder's")
 	if err := holder.Unlock(ctx); err != nil {
 		t.Errorf("holder.Unlock = %v; want nil", err)
 	}
@@ -91,9 +89,7 @@ func TestLockWaitsForUnlock(t *testing.T) {
 	if err := g.Wait(); err != nil {
 		t.Fatalf("waiter.Lock = %v; want nil", err)
 	}
-	if got, want := c.Get(ctx, key).Val(), waiter.Token(); got != want {
-		t.Errorf("GET %s = %q; want the waiter's token %q", key, got, want)
-	}
+	checkHolds(t, ctx, c, key, waiter, "the waiter's")
 	if err := waiter.Unlock(ctx); err != nil {
 		t.Errorf("waiter.Unlock = %v; want nil", err)
 	}
