@@ -57,7 +57,7 @@ func exercise(t *testing.T, ctx context.Context, c correct.Client, key string) {
 func TestRing(t *testing.T) {
 	leakcheck.Guard(t)
 	nodes := rig.StartN(t, 2)
-	ctx := locktest.Context(t)
+	ctx := testContext(t)
 	ring := redis.NewRing(&redis.RingOptions{
 		Addrs:      map[string]string{"s0": nodes[0].Addr(), "s1": nodes[1].Addr()},
 		MaxRetries: -1,
@@ -113,7 +113,7 @@ func TestCluster(t *testing.T) {
 	rig.RequireControl(t) // cluster mode is a server argument
 	leakcheck.Guard(t)
 	node := rig.Start(t, rig.WithArgs("--cluster-enabled", "yes"))
-	ctx := locktest.Context(t)
+	ctx := testContext(t)
 	admin := node.Client()
 	if err := admin.ClusterAddSlotsRange(ctx, 0, 16383).Err(); err != nil {
 		t.Fatalf("CLUSTER ADDSLOTSRANGE: %v", err)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/locklab/locklab/correct"
 	"github.com/locklab/locklab/internal/leakcheck"
-	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/rig"
 )
 
@@ -49,7 +48,7 @@ func TestInvalidArguments(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			key := newKey(t) // its Cleanup checks that nothing was written
 			m := tt.new(key)
-			for name, err := range calls(locktest.Context(t), m) {
+			for name, err := range calls(testContext(t), m) {
 				if !errors.Is(err, correct.ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
 					t.Errorf("%s = %v; want ErrInvalid mentioning %q", name, err, tt.want)
 				}
@@ -101,7 +100,7 @@ func TestUnreachableRedis(t *testing.T) {
 	leakcheck.Guard(t)
 	node := rig.Start(t)
 	c := node.Client()
-	ctx := locktest.Context(t)
+	ctx := testContext(t)
 	const key = "correct-test:unreachable"
 	held := correct.New(c, key)
 	mustLock(t, ctx, held)
@@ -168,7 +167,7 @@ func TestLostReplyLeavesNoKey(t *testing.T) {
 	t.Run("transport error", func(t *testing.T) {
 		key := newKey(t)
 		m := correct.New(lostReply{Client: c, afterSet: func() {}, err: errLost}, key)
-		err := m.Lock(locktest.Context(t))
+		err := m.Lock(testContext(t))
 		if !errors.Is(err, errLost) || errors.Is(err, correct.ErrNotObtained) {
 			t.Errorf("Lock with a lost reply = %v; want the wrapped transport error", err)
 		}
@@ -178,7 +177,7 @@ func TestLostReplyLeavesNoKey(t *testing.T) {
 	})
 	t.Run("context ended", func(t *testing.T) {
 		key := newKey(t)
-		ctx, cancel := context.WithCancel(locktest.Context(t))
+		ctx, cancel := context.WithCancel(testContext(t))
 		defer cancel()
 		m := correct.New(lostReply{Client: c, afterSet: cancel, err: context.Canceled}, key)
 		err := m.Lock(ctx)
@@ -194,7 +193,7 @@ func TestLostReplyLeavesNoKey(t *testing.T) {
 		// socket times out before the context's timer fires, so the
 		// error is an i/o timeout while ctx.Err() is still nil.
 		key := newKey(t)
-		ctx := laggingContext{Context: locktest.Context(t), deadline: time.Now().Add(5 * time.Millisecond)}
+		ctx := laggingContext{Context: testContext(t), deadline: time.Now().Add(5 * time.Millisecond)}
 		pastDeadline := func() {
 			for time.Now().Before(ctx.deadline) {
 				time.Sleep(time.Millisecond)

@@ -18,7 +18,7 @@ func TestFailoverClient(t *testing.T) {
 	leakcheck.Guard(t)
 	primary := rig.Start(t)
 	sentinels := rig.StartSentinels(t, primary, 1)
-	ctx := locktest.Context(t)
+	ctx := testContext(t)
 	client := redis.NewFailoverClient(&redis.FailoverOptions{
 		MasterName:    sentinels.MasterName(),
 		SentinelAddrs: sentinels.Addrs(),

@@ -27,7 +27,7 @@ func newNotifier(t *testing.T) (*correct.Notifier, *redis.Client) {
 // notifierOn returns a Notifier on c, closed in Cleanup.
 func notifierOn(t *testing.T, c *redis.Client) *correct.Notifier {
 	t.Helper()
-	n, err := correct.NewNotifier(locktest.Context(t), c)
+	n, err := correct.NewNotifier(testContext(t), c)
 	if err != nil {
 		t.Fatalf("NewNotifier = %v", err)
 	}
@@ -60,7 +60,7 @@ func checkQueueGone(t *testing.T, c *redis.Client, key string) {
 // is handed to it. The release script run on its behalf (dequeue flag) must
 // pass the lock on to the next live waiter, not drop it or keep it.
 func TestAbandonPassesTheLockOn(t *testing.T) {
-	ctx := locktest.Context(t)
+	ctx := testContext(t)
 	n, c := newNotifier(t)
 	key := newKey(t)
 	// The lock was just handed to the quitter's token; next is queued.
@@ -88,7 +88,7 @@ func TestAbandonPassesTheLockOn(t *testing.T) {
 // with a Notifier sends for an uncontended Lock and Unlock: SET and one
 // EVALSHA, as without a Notifier.
 func TestHandoffUncontendedCostsTwoRoundTrips(t *testing.T) {
-	ctx := locktest.Context(t)
+	ctx := testContext(t)
 	n, _ := newNotifier(t)
 	c := newClient(t)
 	var cmds []string
@@ -130,7 +130,7 @@ func TestHandoffUncontendedCostsTwoRoundTrips(t *testing.T) {
 // internal/contract's TestNotifierClose.)
 func TestNotifierBadInput(t *testing.T) {
 	leakcheck.Guard(t)
-	ctx := locktest.Context(t)
+	ctx := testContext(t)
 	if _, err := correct.NewNotifier(ctx, nil); !errors.Is(err, correct.ErrInvalid) {
 		t.Errorf("NewNotifier(nil) = %v; want ErrInvalid", err)
 	}
@@ -151,7 +151,7 @@ func TestNotifierBadInput(t *testing.T) {
 // hold time of a release, a give-up with its cause, and a loss found by
 // Unlock.
 func TestObserver(t *testing.T) {
-	ctx := locktest.Context(t)
+	ctx := testContext(t)
 	c := newClient(t)
 	key := newKey(t)
 	rec := observetest.New()
@@ -188,7 +188,7 @@ func TestObserver(t *testing.T) {
 // Until counts with, or Until would err late.
 func TestHandoffGivesTheWaitersOwnTTL(t *testing.T) {
 	leakcheck.Guard(t)
-	ctx := locktest.Context(t)
+	ctx := testContext(t)
 	n, c := newNotifier(t)
 	key := newKey(t)
 	holder := correct.New(c, key, correct.WithNotifier(n), correct.WithTTL(time.Minute))

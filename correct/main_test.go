@@ -48,6 +48,10 @@ func newClient(t *testing.T) *redis.Client {
 	return c
 }
 
+// testContext returns a context that ends with the test, or after a
+// generous cap so that a hung Lock fails the test instead of the run.
+var testContext = locktest.Context
+
 // checkHolds fails the test unless key holds m's token; whose names m in
 // the message ("the holder's").
 func checkHolds(t *testing.T, ctx context.Context, c redis.Cmdable, key string, m *correct.Mutex, whose string) {

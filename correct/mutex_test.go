@@ -15,7 +15,6 @@ import (
 
 	"github.com/locklab/locklab/correct"
 	"github.com/locklab/locklab/internal/leakcheck"
-	"github.com/locklab/locklab/internal/locktest"
 )
 
 // TestMutualExclusion runs 16 clients, each with its own Mutex on one key,
@@ -26,7 +25,7 @@ func TestMutualExclusion(t *testing.T) {
 	leakcheck.Guard(t)
 	const clients, rounds = 16, 4
 	c := newClient(t)
-	ctx := locktest.Context(t)
+	ctx := testContext(t)
 	key := newKey(t)
 	counter := key + ":counter"
 	t.Cleanup(func() { c.Del(context.Background(), counter) })
@@ -68,7 +67,7 @@ func TestMutualExclusion(t *testing.T) {
 
 func TestTryLock(t *testing.T) {
 	c := newClient(t)
-	ctx := locktest.Context(t)
+	ctx := testContext(t)
 	key := newKey(t)
 	m1, m2 := correct.New(c, key), correct.New(c, key)
 
@@ -95,7 +94,7 @@ func TestTryLock(t *testing.T) {
 
 func TestTokenIsFreshPerAcquisition(t *testing.T) {
 	c := newClient(t)
-	ctx := locktest.Context(t)
+	ctx := testContext(t)
 	key := newKey(t)
 	m := correct.New(c, key)
 	seen := map[string]bool{}
@@ -125,7 +124,7 @@ func TestTokenIsFreshPerAcquisition(t *testing.T) {
 // [before+ttl, after+ttl], never later.
 func TestUntilIsMeasuredBeforeTheSet(t *testing.T) {
 	c := newClient(t)
-	ctx := locktest.Context(t)
+	ctx := testContext(t)
 	const ttl, longer = 8 * time.Second, 30 * time.Second
 	m := correct.New(c, newKey(t), correct.WithTTL(ttl))
 	if !m.Until().IsZero() {
@@ -166,7 +165,7 @@ func TestUntilIsMeasuredBeforeTheSet(t *testing.T) {
 
 func TestHooks(t *testing.T) {
 	c := newClient(t)
-	ctx := locktest.Context(t)
+	ctx := testContext(t)
 	key := newKey(t)
 	var (
 		mu     sync.Mutex
@@ -217,7 +216,7 @@ func TestUnlockIgnoresCancellation(t *testing.T) {
 			c := newClient(t)
 			key := newKey(t)
 			m := correct.New(c, key)
-			reqCtx, cancel := end.ctx(locktest.Context(t))
+			reqCtx, cancel := end.ctx(testContext(t))
 			mustLock(t, reqCtx, m)
 			cancel() // the request ends before its deferred Unlock runs
 
@@ -233,7 +232,7 @@ func TestUnlockIgnoresCancellation(t *testing.T) {
 
 func TestExtendInvalidTTL(t *testing.T) {
 	c := newClient(t)
-	ctx := locktest.Context(t)
+	ctx := testContext(t)
 	key := newKey(t)
 	m := correct.New(c, key)
 	mustLock(t, ctx, m)

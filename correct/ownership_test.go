@@ -9,7 +9,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/correct"
-	"github.com/locklab/locklab/internal/locktest"
 )
 
 // TestNotHeld covers every way a Mutex can find it does not hold the lock.
@@ -62,7 +61,7 @@ func TestNotHeld(t *testing.T) {
 		for _, op := range ops {
 			t.Run(tt.name+"/"+op.name, func(t *testing.T) {
 				c := newClient(t)
-				ctx := locktest.Context(t)
+				ctx := testContext(t)
 				key := newKey(t)
 				m, other := tt.setup(t, ctx, c, key)
 
@@ -98,7 +97,7 @@ func TestNotHeld(t *testing.T) {
 // This is the interleaving that breaks a blind DEL.
 func TestStaleReleaseSparesNewHolder(t *testing.T) {
 	c := newClient(t)
-	ctx := locktest.Context(t)
+	ctx := testContext(t)
 	key := newKey(t)
 	b := correct.New(c, key)
 	a := correct.New(c, key, correct.WithTTL(20*time.Millisecond),

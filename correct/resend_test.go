@@ -38,11 +38,11 @@ func userClient(t *testing.T, p *faultproxy.Proxy) *redis.Client {
 func warm(t *testing.T, c correct.Client) {
 	t.Helper()
 	for name, s := range correct.Scripts {
-		if err := s.Script.Load(locktest.Context(t), c).Err(); err != nil {
+		if err := s.Script.Load(testContext(t), c).Err(); err != nil {
 			t.Fatalf("SCRIPT LOAD %s: %v", name, err)
 		}
 	}
-	locktest.Warm(t, locktest.Context(t), correct.New(c, newKey(t)))
+	locktest.Warm(t, testContext(t), correct.New(c, newKey(t)))
 }
 
 // checkOursThenUnlock checks that the key holds m's token, as Lock said,
@@ -66,7 +66,7 @@ func TestAcquireSentTwiceIsOurs(t *testing.T) {
 	warm(t, c)
 	key := newKey(t)
 	m := correct.New(c, key, correct.WithTTL(time.Minute))
-	ctx, cancel := context.WithTimeout(locktest.Context(t), 5*time.Second) // far less than the TTL
+	ctx, cancel := context.WithTimeout(testContext(t), 5*time.Second) // far less than the TTL
 	defer cancel()
 	locktest.LoseReply(t, p, faultproxy.Match{Command: "SET", Key: key}, "Lock", func() error { return m.Lock(ctx) })
 	checkOursThenUnlock(t, ctx, m)
@@ -79,7 +79,7 @@ func TestAcquireSentTwiceAfterARefusalIsOurs(t *testing.T) {
 	p, c := locktest.ThroughProxy(t, redisAddr)
 	warm(t, c)
 	key := newKey(t)
-	ctx, cancel := context.WithTimeout(locktest.Context(t), 5*time.Second) // far less than the TTL
+	ctx, cancel := context.WithTimeout(testContext(t), 5*time.Second) // far less than the TTL
 	defer cancel()
 	holder := correct.New(newClient(t), key)
 	if err := holder.Lock(ctx); err != nil {
@@ -113,7 +113,7 @@ func TestReleaseSentTwiceAnswersTheSame(t *testing.T) {
 	warm(t, c)
 	key := newKey(t)
 	m := correct.New(c, key)
-	ctx := locktest.Context(t)
+	ctx := testContext(t)
 	if err := m.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestReleaseSentTwiceAnswersTheSame(t *testing.T) {
 // while W1 counted on 10s, and W2 took the lock under W1.)
 func TestHandOffSentTwiceHandsOverOnce(t *testing.T) {
 	leakcheck.Guard(t)
-	ctx := locktest.Context(t)
+	ctx := testContext(t)
 	p := faultproxy.Start(t, redisAddr)
 	direct := newClient(t)
 	key := newKey(t)
@@ -188,7 +188,7 @@ func TestHandOffSentTwiceHandsOverOnce(t *testing.T) {
 // copy would be handed the lock when nobody waits for it.
 func TestEnqueueSentTwiceQueuesOnce(t *testing.T) {
 	leakcheck.Guard(t)
-	ctx := locktest.Context(t)
+	ctx := testContext(t)
 	p, c := locktest.ThroughProxy(t, redisAddr)
 	warm(t, c)
 	n := notifierOn(t, c)
@@ -225,7 +225,7 @@ func TestEnqueueSentTwiceQueuesOnce(t *testing.T) {
 // 1s: each stale entry held the lock for a TTL.)
 func TestStaleEntryOfALiveProcessCostsOneHop(t *testing.T) {
 	leakcheck.Guard(t)
-	ctx := locktest.Context(t)
+	ctx := testContext(t)
 	const ttl = time.Second
 	p, c := locktest.ThroughProxy(t, redisAddr)
 	warm(t, c)
@@ -284,7 +284,7 @@ func waitQueueLen(t *testing.T, c *redis.Client, key string, n int64) {
 // it: 6 of 12 trials.)
 func TestStaleHandOffMessageIsNotALease(t *testing.T) {
 	leakcheck.Guard(t)
-	ctx := locktest.Context(t)
+	ctx := testContext(t)
 	const ttl = 200 * time.Millisecond
 	p, wc := locktest.ThroughProxy(t, redisAddr) // W's network
 	warm(t, wc)
@@ -335,7 +335,7 @@ func TestStaleHandOffMessageIsNotALease(t *testing.T) {
 // not at its next look a quarter TTL later.
 func TestNotifierNoticesASilentDeath(t *testing.T) {
 	leakcheck.Guard(t)
-	ctx := locktest.Context(t)
+	ctx := testContext(t)
 	const ttl = 40 * time.Second // a look every 10s: longer than the test waits
 	p, wc := locktest.ThroughProxy(t, redisAddr)
 	n := notifierOn(t, wc)
@@ -374,7 +374,7 @@ func TestNotifierNoticesASilentDeath(t *testing.T) {
 // "k": context deadline exceeded".)
 func TestQueueErrorJoinsNotObtained(t *testing.T) {
 	leakcheck.Guard(t)
-	ctx := locktest.Context(t)
+	ctx := testContext(t)
 	p := faultproxy.Start(t, redisAddr)
 	c := redis.NewClient(rig.ClientOptions(p.Addr())) // honours ctx deadlines
 	t.Cleanup(func() { _ = c.Close() })
@@ -406,7 +406,7 @@ func TestQueueErrorJoinsNotObtained(t *testing.T) {
 // TestQueueKeyExpires: a waiter that dies (its process gone) leaves its
 // token in the queue; the queue must expire on its own, not stay forever.
 func TestQueueKeyExpires(t *testing.T) {
-	ctx := locktest.Context(t)
+	ctx := testContext(t)
 	n, c := newNotifier(t)
 	key := newKey(t)
 	holder := correct.New(c, key)
@@ -428,7 +428,7 @@ func TestQueueKeyExpires(t *testing.T) {
 // pressure, and a user that may not run scripts, are refused by Lock with
 // an error naming the cause, before any key is written.
 func TestUnfitServerIsRefused(t *testing.T) {
-	ctx := locktest.Context(t)
+	ctx := testContext(t)
 	t.Run("eviction", func(t *testing.T) {
 		node := rig.Start(t, rig.WithArgs("--maxmemory", "10mb", "--maxmemory-policy", "allkeys-lru"))
 		c := node.Client()

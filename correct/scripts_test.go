@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/correct"
-	"github.com/locklab/locklab/internal/locktest"
 )
 
 // TestScriptsLoad loads every embedded script into a real server: each must
@@ -15,7 +14,7 @@ import (
 // front.
 func TestScriptsLoad(t *testing.T) {
 	c := newClient(t)
-	ctx := locktest.Context(t)
+	ctx := testContext(t)
 	for name, s := range correct.Scripts {
 		t.Run(name, func(t *testing.T) {
 			src := s.Src
@@ -62,7 +61,7 @@ func TestScriptsHaveContractHeader(t *testing.T) {
 // EVAL.
 func TestScriptsSurviveFlush(t *testing.T) {
 	c := newClient(t)
-	ctx := locktest.Context(t)
+	ctx := testContext(t)
 	m := correct.New(c, newKey(t))
 	if err := m.Lock(ctx); err != nil {
 		t.Fatalf("Lock = %v; want nil", err)

@@ -12,7 +12,6 @@ import (
 
 	"github.com/locklab/locklab/correct"
 	"github.com/locklab/locklab/internal/leakcheck"
-	"github.com/locklab/locklab/internal/locktest"
 )
 
 // TestLockHonoursDeadline: a Lock that cannot get the lock before its
@@ -20,7 +19,7 @@ import (
 // was.
 func TestLockHonoursDeadline(t *testing.T) {
 	c := newClient(t)
-	ctx := locktest.Context(t)
+	ctx := testContext(t)
 	key := newKey(t)
 	holder, waiter := correct.New(c, key), correct.New(c, key)
 	mustLock(t, ctx, holder)
@@ -42,7 +41,7 @@ func TestLockHonoursDeadline(t *testing.T) {
 
 func TestLockRunsOutOfTries(t *testing.T) {
 	c := newClient(t)
-	ctx := locktest.Context(t)
+	ctx := testContext(t)
 	key := newKey(t)
 	holder := correct.New(c, key)
 	mustLock(t, ctx, holder)
@@ -68,7 +67,7 @@ func TestLockRunsOutOfTries(t *testing.T) {
 func TestLockWaitsForUnlock(t *testing.T) {
 	leakcheck.Guard(t)
 	c := newClient(t)
-	ctx := locktest.Context(t)
+	ctx := testContext(t)
 	key := newKey(t)
 	holder := correct.New(c, key)
 	mustLock(t, ctx, holder)
@@ -100,7 +99,7 @@ func TestLockWaitsForUnlock(t *testing.T) {
 // the held lock, which Unlock then releases.
 func TestLockIsNotReentrant(t *testing.T) {
 	c := newClient(t)
-	ctx := locktest.Context(t)
+	ctx := testContext(t)
 	key := newKey(t)
 	m := correct.New(c, key)
 	mustLock(t, ctx, m)
@@ -125,7 +124,7 @@ func TestLockIsNotReentrant(t *testing.T) {
 func TestSharedMutex(t *testing.T) {
 	leakcheck.Guard(t)
 	c := newClient(t)
-	ctx := locktest.Context(t)
+	ctx := testContext(t)
 	key := newKey(t)
 	refused := make(chan struct{})
 	var once sync.Once
