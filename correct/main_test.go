@@ -42,10 +42,7 @@ func newKey(t *testing.T) string {
 
 // newClient returns a client of the shared server, closed in Cleanup.
 func newClient(t *testing.T) *redis.Client {
-	t.Helper()
-	c := redis.NewClient(rig.ClientOptions(redisAddr))
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+	return locktest.Client(t, redisAddr)
 }
 
 // testContext returns a context that ends with the test, or after a

@@ -239,8 +239,7 @@ func TestStaleEntryOfALiveProcessCostsOneHop(t *testing.T) {
 	// defaults waits out its 3s read timeout first, and no client stops a
 	// read for a cancellation without a deadline), so each gives up at
 	// once.
-	qc := redis.NewClient(rig.ClientOptions(p.Addr()))
-	t.Cleanup(func() { _ = qc.Close() })
+	qc := locktest.Client(t, p.Addr())
 	for range 5 {
 		held := p.Hold(faultproxy.Match{Script: joinScript, Key: key}, 1)
 		quitter := correct.New(qc, key, correct.WithNotifier(n), correct.WithTTL(ttl))
@@ -376,8 +375,7 @@ func TestQueueErrorJoinsNotObtained(t *testing.T) {
 	leakcheck.Guard(t)
 	ctx := testContext(t)
 	p := faultproxy.Start(t, redisAddr)
-	c := redis.NewClient(rig.ClientOptions(p.Addr())) // honours ctx deadlines
-	t.Cleanup(func() { _ = c.Close() })
+	c := locktest.Client(t, p.Addr()) // honours ctx deadlines
 	warm(t, c)
 	n := notifierOn(t, c)
 	key := newKey(t)

@@ -175,8 +175,5 @@ func waitToken(ctx context.Context, s *fencing.Store, want fencing.Token) error 
 // redisClient returns a new client of the shared server with its own
 // connection pool, as a separate process would have, closed at cleanup.
 func redisClient(t *testing.T) *redis.Client {
-	t.Helper()
-	c := redis.NewClient(rig.ClientOptions(redisAddr))
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+	return locktest.Client(t, redisAddr)
 }

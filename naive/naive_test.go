@@ -40,10 +40,7 @@ var keySeq atomic.Int64
 func lockKey() string { return fmt.Sprintf("naive-test:%d", keySeq.Add(1)) }
 
 func client(t *testing.T) *redis.Client {
-	t.Helper()
-	c := redis.NewClient(rig.ClientOptions(redisAddr))
-	t.Cleanup(func() { c.Close() })
-	return c
+	return locktest.Client(t, redisAddr)
 }
 
 type locker interface {

@@ -35,6 +35,16 @@ func ScriptsLoad(t *testing.T, c redis.Scripter, scripts map[string]*redis.Scrip
 	}
 }
 
+// Client returns a new client of the server at addr on the rig's options
+// (which honour a context's deadline), with its own connection pool, as a
+// separate process would have; it is closed when the test ends.
+func Client(t testing.TB, addr string) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(rig.ClientOptions(addr))
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
 // ThroughProxy returns a fault proxy in front of the server at addr and a
 // go-redis client through it on go-redis's default options, which send a
 // command again when its reply is lost; both end with the test.
