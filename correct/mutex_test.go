@@ -15,6 +15,7 @@ import (
 
 	"github.com/locklab/locklab/correct"
 	"github.com/locklab/locklab/internal/leakcheck"
+	"github.com/locklab/locklab/internal/locktest"
 )
 
 // TestMutualExclusion runs 16 clients, each with its own Mutex on one key,
@@ -223,9 +224,7 @@ func TestUnlockIgnoresCancellation(t *testing.T) {
 			if err := m.Unlock(reqCtx); err != nil {
 				t.Fatalf("Unlock(cancelled ctx) = %v; want nil", err)
 			}
-			if n := c.Exists(context.Background(), key).Val(); n != 0 {
-				t.Errorf("EXISTS %s after Unlock = %d; want 0", key, n)
-			}
+			locktest.CheckGone(t, c, key, "after Unlock")
 		})
 	}
 }

@@ -118,9 +118,7 @@ func TestReleaseSentTwiceAnswersTheSame(t *testing.T) {
 		t.Fatal(err)
 	}
 	locktest.LoseReply(t, p, faultproxy.Match{Command: "EVALSHA", Key: key}, "Unlock", func() error { return m.Unlock(ctx) })
-	if n := newClient(t).Exists(ctx, key).Val(); n != 0 {
-		t.Errorf("EXISTS after Unlock = %d; want 0", n)
-	}
+	locktest.CheckGone(t, newClient(t), key, "after Unlock")
 }
 
 // TestHandOffSentTwiceHandsOverOnce: A hands the lock to W1, the reply is
@@ -436,9 +434,7 @@ func TestUnfitServerIsRefused(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "maxmemory-policy allkeys-lru") || !errors.Is(err, correct.ErrEviction) {
 			t.Fatalf("Lock on an evicting server = %v; want an error naming maxmemory-policy allkeys-lru", err)
 		}
-		if n := c.Exists(ctx, key).Val(); n != 0 {
-			t.Errorf("EXISTS after the refused Lock = %d; want 0", n)
-		}
+		locktest.CheckGone(t, c, key, "after the refused Lock")
 		// A managed service forbids CONFIG, and allows INFO: the check
 		// still sees.
 		if err := c.Do(ctx, "ACL", "SETUSER", "noconfig", "on", ">pw", "~*", "&*", "+@all", "-config").Err(); err != nil {
@@ -470,9 +466,7 @@ func TestUnfitServerIsRefused(t *testing.T) {
 		if err == nil || !errors.Is(err, correct.ErrNoScripting) || !strings.Contains(err.Error(), "evalsha") {
 			t.Fatalf("Lock as a user who may not run scripts = %v; want an error naming the missing EVALSHA right", err)
 		}
-		if n := admin.Exists(ctx, key).Val(); n != 0 {
-			t.Errorf("EXISTS after the refused Lock = %d; want 0 (a lock it could never release)", n)
-		}
+		locktest.CheckGone(t, admin, key, "after the refused Lock (a lock it could never release)")
 	})
 }
 

@@ -265,9 +265,7 @@ func TestUnlockWithCancelledContext(t *testing.T) {
 	if err := m.Unlock(ctx); err != nil {
 		t.Fatalf("Unlock(cancelled ctx) = %v; want nil", err)
 	}
-	if n := rdb.Exists(t.Context(), key).Val(); n != 0 {
-		t.Errorf("lock key still exists after Unlock(cancelled ctx)")
-	}
+	locktest.CheckGone(t, rdb, key, "after Unlock(cancelled ctx)")
 }
 
 func TestUntilNeverOverstatesLease(t *testing.T) {
@@ -322,9 +320,7 @@ func TestLostReplyLeavesNoLock(t *testing.T) {
 	if got := counterValue(t, key); got != 1 {
 		t.Fatalf("counter = %d; want 1 (the script ran)", got)
 	}
-	if n := rdb.Exists(t.Context(), key).Val(); n != 0 {
-		t.Errorf("lock key exists after TryLock lost its reply; want it released")
-	}
+	locktest.CheckGone(t, rdb, key, "after TryLock lost its reply")
 	if got := m.Token(); got != 0 {
 		t.Errorf("Token() after a lost reply = %d; want 0", got)
 	}
@@ -541,9 +537,7 @@ func TestCorruptCounter(t *testing.T) {
 			if ok, err := m.TryLock(ctx); ok || err == nil {
 				t.Errorf("TryLock with counter %q = %v, %v; want false and an error", bad, ok, err)
 			}
-			if n := rdb.Exists(ctx, key).Val(); n != 0 {
-				t.Errorf("lock key exists after a failed acquire")
-			}
+			locktest.CheckGone(t, rdb, key, "after a failed acquire")
 			if got := rdb.Get(ctx, counter).Val(); got != bad {
 				t.Errorf("counter = %q after a failed acquire; want %q", got, bad)
 			}

@@ -91,9 +91,7 @@ func TestUncontendedLockUnlock(t *testing.T) {
 			if err := a.Unlock(ctx); !errors.Is(err, naive.ErrNotHeld) {
 				t.Errorf("second Unlock() = %v; want ErrNotHeld", err)
 			}
-			if n, _ := c.Exists(ctx, key).Result(); n != 0 {
-				t.Errorf("key left after Unlock")
-			}
+			locktest.CheckGone(t, c, key, "after Unlock")
 		})
 	}
 	leakcheck.VerifyNone(t)

@@ -110,9 +110,7 @@ func TestCounts(t *testing.T) {
 	if err := m.Unlock(ctx); !errors.Is(err, reentrant.ErrNotHeld) {
 		t.Errorf("third Unlock = %v; want ErrNotHeld", err)
 	}
-	if n := rdb.Exists(ctx, key).Val(); n != 0 {
-		t.Errorf("EXISTS after a refused Unlock = %d; want 0", n)
-	}
+	locktest.CheckGone(t, rdb, key, "after a refused Unlock")
 }
 
 func TestTTLRefreshed(t *testing.T) {
@@ -225,9 +223,7 @@ func TestUnlockAfterExpiry(t *testing.T) {
 	if err := m.Extend(ctx, time.Second); !errors.Is(err, reentrant.ErrNotHeld) {
 		t.Errorf("Extend after expiry = %v; want ErrNotHeld", err)
 	}
-	if n := rdb.Exists(ctx, key).Val(); n != 0 {
-		t.Errorf("EXISTS after refused calls = %d; want 0", n)
-	}
+	locktest.CheckGone(t, rdb, key, "after refused calls")
 }
 
 func TestUnlockWithCancelledContext(t *testing.T) {
@@ -241,9 +237,7 @@ func TestUnlockWithCancelledContext(t *testing.T) {
 	if err := m.Unlock(ctx); err != nil {
 		t.Errorf("Unlock(cancelled ctx) = %v; want nil", err)
 	}
-	if n := rdb.Exists(context.Background(), key).Val(); n != 0 {
-		t.Errorf("EXISTS after Unlock(cancelled ctx) = %d; want 0", n)
-	}
+	locktest.CheckGone(t, rdb, key, "after Unlock(cancelled ctx)")
 }
 
 func TestLockGivesUp(t *testing.T) {
@@ -316,7 +310,5 @@ func TestMutualExclusion(t *testing.T) {
 	if n := entries.Load(); n != 40 {
 		t.Errorf("entries = %d; want 40", n)
 	}
-	if n := rdb.Exists(context.Background(), key).Val(); n != 0 {
-		t.Errorf("EXISTS at the end = %d; want 0", n)
-	}
+	locktest.CheckGone(t, rdb, key, "at the end")
 }

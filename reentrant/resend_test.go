@@ -66,9 +66,7 @@ func TestLockSentTwiceCountsOnce(t *testing.T) {
 	if err := m.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := rdb.Exists(ctx, key).Val(); n != 0 {
-		t.Errorf("EXISTS after the matching Unlock = %d; want 0", n)
-	}
+	locktest.CheckGone(t, rdb, key, "after the matching Unlock")
 }
 
 // TestInnerShortTTLKeepsTheOuterLease: the outer hold has a 9s lease (kept

@@ -10,6 +10,7 @@ import (
 
 	"github.com/locklab/locklab/correct"
 	"github.com/locklab/locklab/internal/leakcheck"
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/reentrant"
 	"github.com/locklab/locklab/watchdog"
 )
@@ -64,9 +65,7 @@ func TestKeepReentrant(t *testing.T) {
 			t.Fatalf("reentrant Unlock = %v", err)
 		}
 	}
-	if n := rdb.Exists(ctx, key).Val(); n != 0 {
-		t.Errorf("EXISTS after the last Unlock = %d; want 0", n)
-	}
+	locktest.CheckGone(t, rdb, key, "after the last Unlock")
 	verify()
 }
 

@@ -76,9 +76,7 @@ func TestLockUnlock(t *testing.T) {
 	if err := m.Unlock(ctx); err != nil {
 		t.Fatalf("Unlock = %v", err)
 	}
-	if n := rdb.Exists(ctx, key).Val(); n != 0 {
-		t.Errorf("EXISTS after Unlock = %d; want 0", n)
-	}
+	locktest.CheckGone(t, rdb, key, "after Unlock")
 	waitClosed(t, m.Done(), 0, "Done after Unlock")
 	if cause := context.Cause(m.Context()); !errors.Is(cause, watchdog.ErrReleased) {
 		t.Errorf("cause after Unlock = %v; want ErrReleased", cause)
@@ -130,9 +128,7 @@ func TestUnlockWithCancelledContext(t *testing.T) {
 	if err := m.Unlock(cancelled); err != nil {
 		t.Errorf("Unlock(cancelled ctx) = %v; want nil", err)
 	}
-	if n := rdb.Exists(context.Background(), key).Val(); n != 0 {
-		t.Errorf("EXISTS after Unlock(cancelled ctx) = %d; want 0", n)
-	}
+	locktest.CheckGone(t, rdb, key, "after Unlock(cancelled ctx)")
 }
 
 func TestLockGivesUp(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/locklab/locklab/internal/faultproxy"
 	"github.com/locklab/locklab/internal/leakcheck"
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/rig"
 	"github.com/locklab/locklab/watchdog"
 )
@@ -312,9 +313,7 @@ func TestUnlockWhileRenewalParked(t *testing.T) {
 	if err := g.Wait(); err != nil {
 		t.Fatalf("Unlock = %v", err)
 	}
-	if n := rdb.Exists(ctx, key).Val(); n != 0 {
-		t.Errorf("EXISTS after Unlock = %d; want 0", n)
-	}
+	locktest.CheckGone(t, rdb, key, "after Unlock")
 	mu.Lock()
 	defer mu.Unlock()
 	if slices.Contains(after, watchdog.HookRenewed) {
@@ -368,9 +367,7 @@ func TestMaxHold(t *testing.T) {
 		t.Errorf("cause = %v; want ErrMaxHold", cause)
 	}
 	rec.waitPoint(t, watchdog.HookReleased, 5*time.Second)
-	if n := rdb.Exists(context.Background(), key).Val(); n != 0 {
-		t.Errorf("EXISTS after the cap = %d; want 0", n)
-	}
+	locktest.CheckGone(t, rdb, key, "after the cap")
 	if err := m.Unlock(context.Background()); !errors.Is(err, watchdog.ErrNotHeld) || !errors.Is(err, watchdog.ErrMaxHold) {
 		t.Errorf("Unlock after the cap = %v; want ErrNotHeld and ErrMaxHold", err)
 	}

@@ -25,7 +25,5 @@ func TestAcquireAndReleaseSentTwice(t *testing.T) {
 	m := watchdog.New(c, key)
 	locktest.LoseReply(t, p, faultproxy.Match{Command: "SET", Key: key}, "Lock", func() error { return m.Lock(ctx) })
 	locktest.LoseReply(t, p, faultproxy.Match{Command: "EVALSHA", Key: key}, "Unlock", func() error { return m.Unlock(ctx) })
-	if n := rdb.Exists(ctx, key).Val(); n != 0 {
-		t.Errorf("EXISTS after Unlock = %d; want 0", n)
-	}
+	locktest.CheckGone(t, rdb, key, "after Unlock")
 }

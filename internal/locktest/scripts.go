@@ -98,6 +98,15 @@ func WaitGone(t *testing.T, c redis.Cmdable, key string, d time.Duration) {
 	}
 }
 
+// CheckGone fails t unless key no longer exists on c; when says when, for
+// the message ("after Unlock").
+func CheckGone(t testing.TB, c redis.Cmdable, key, when string) {
+	t.Helper()
+	if n := c.Exists(context.Background(), key).Val(); n != 0 {
+		t.Errorf("EXISTS %s %s = %d; want 0", key, when, n)
+	}
+}
+
 // ScanKeys lists the keys on c matching pattern, with SCAN (never KEYS),
 // failing t if the scan fails or takes more than 5s.
 func ScanKeys(t testing.TB, c redis.Cmdable, pattern string) []string {
