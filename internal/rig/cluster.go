@@ -275,16 +275,7 @@ func (c *Cluster) Nodes() []*Node { return append([]*Node(nil), c.nodes...) }
 // MOVED/ASK redirects (go-redis's default). opts, when given, adjust the
 // options before the client is made.
 func (c *Cluster) Client(opts ...func(*redis.ClusterOptions)) *redis.ClusterClient {
-	o := &redis.ClusterOptions{
-		Addrs:                 c.Addrs(),
-		DialTimeout:           defaultClientTimeout,
-		ReadTimeout:           defaultClientTimeout,
-		WriteTimeout:          defaultClientTimeout,
-		MaxRetries:            -1,
-		ContextTimeoutEnabled: true,
-		DisableIdentity:       true,
-		DialerRetries:         1,
-	}
+	o := clientDefaults(c.Addrs()...).Cluster()
 	for _, f := range opts {
 		f(o)
 	}

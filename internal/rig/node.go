@@ -99,9 +99,14 @@ func (n *Node) Client(opts ...func(*redis.Options)) *redis.Client {
 // ClientOptions returns the options [Node.Client] starts from: dial, read
 // and write timeouts of 2s, no automatic retries (of commands or dials),
 // context timeouts on, no CLIENT SETINFO on connect.
-func ClientOptions(addr string) *redis.Options {
-	return &redis.Options{
-		Addr:                  addr,
+func ClientOptions(addr string) *redis.Options { return clientDefaults(addr).Simple() }
+
+// clientDefaults are the settings of every client the rig makes, for one
+// node ([ClientOptions]) or for a cluster ([Cluster.Client]): go-redis
+// turns them into either kind of options.
+func clientDefaults(addrs ...string) *redis.UniversalOptions {
+	return &redis.UniversalOptions{
+		Addrs:                 addrs,
 		DialTimeout:           defaultClientTimeout,
 		ReadTimeout:           defaultClientTimeout,
 		WriteTimeout:          defaultClientTimeout,
