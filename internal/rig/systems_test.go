@@ -36,6 +36,21 @@ func closeGone(t *testing.T, c interface{ Close() error }, pids []int) {
 	}
 }
 
+// wantListed fails the test unless [rig.SystemStrays] lists every one of
+// pids as a running rig server.
+func wantListed(t *testing.T, pids ...int) {
+	t.Helper()
+	strays, err := rig.SystemStrays()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pids {
+		if !slices.Contains(strays, p) {
+			t.Errorf("SystemStrays() = %v; want it to list pid %d", strays, p)
+		}
+	}
+}
+
 // childrenOf returns the pids of the running rig servers whose parent is
 // pid.
 func childrenOf(t *testing.T, pid int) []int {
@@ -89,17 +104,11 @@ func TestEtcdClusterFaults(t *testing.T) {
 	if v, err := e.Version(ctx); err != nil || v == "" {
 		t.Fatalf("Version() = %q, %v; want a version", v, err)
 	}
-	strays, err := rig.SystemStrays()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var pids []int
 	for _, m := range e.Members() {
-		if !slices.Contains(strays, m.Pid()) {
-			t.Errorf("SystemStrays() = %v; want it to list %s's pid %d", strays, m, m.Pid())
-		}
 		pids = append(pids, m.Pid())
 	}
+	wantListed(t, pids...)
 
 	leader, err := e.Leader(ctx)
 	if err != nil {
@@ -156,9 +165,7 @@ func TestZooKeeperFaults(t *testing.T) {
 		t.Fatalf("Version() = %q, %v; want a version", v, err)
 	}
 	pids := []int{s.Pid()}
-	if strays, _ := rig.SystemStrays(); !slices.Contains(strays, s.Pid()) {
-		t.Errorf("SystemStrays() = %v; want it to list %d", strays, s.Pid())
-	}
+	wantListed(t, pids...)
 	if err := s.Pause(); err != nil {
 		t.Fatal(err)
 	}
@@ -215,13 +222,7 @@ func TestPostgresFaults(t *testing.T) {
 	}
 	defer p.Close()
 	pid := p.Pid()
-	strays, err := rig.SystemStrays()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Contains(strays, pid) {
-		t.Errorf("SystemStrays() = %v; want it to list the postmaster %d", strays, pid)
-	}
+	wantListed(t, pid)
 	if err := p.Pause(); err != nil {
 		t.Fatal(err)
 	}
