@@ -124,6 +124,19 @@ func latencyPlot(c cell, names []string, hists map[string]*hdrhistogram.Histogra
 	return p, nil
 }
 
+// clientCounts returns the distinct client counts of rows, in ascending
+// order: the x axis of the figures against clients.
+func clientCounts(rows []row) []int {
+	var xs []int
+	for _, r := range rows {
+		if !slices.Contains(xs, r.Clients) {
+			xs = append(xs, r.Clients)
+		}
+	}
+	slices.Sort(xs)
+	return xs
+}
+
 // clientsPlot draws one figure per implementation against the number of
 // clients, for the rows of one scenario and hold.
 func clientsPlot(title, ylabel string, logY bool, rows []row, names []string, get func(row) float64, st implStyle) (*plot.Plot, error) {
@@ -133,13 +146,7 @@ func clientsPlot(title, ylabel string, logY bool, rows []row, names []string, ge
 	p.Y.Label.Text = ylabel
 	p.X.Scale = plot.LogScale{}
 	var ticks plot.ConstantTicks
-	var xs []int
-	for _, r := range rows {
-		if !slices.Contains(xs, r.Clients) {
-			xs = append(xs, r.Clients)
-		}
-	}
-	slices.Sort(xs)
+	xs := clientCounts(rows)
 	for _, x := range xs {
 		ticks = append(ticks, plot.Tick{Value: float64(x), Label: strconv.Itoa(x)})
 	}
@@ -197,13 +204,7 @@ func cmdsPlot(title string, rows []row, names []string, st implStyle) (*plot.Plo
 	p := plot.New()
 	p.Title.Text = title
 	p.Y.Label.Text = "Redis commands per acquisition"
-	var xs []int
-	for _, r := range rows {
-		if !slices.Contains(xs, r.Clients) {
-			xs = append(xs, r.Clients)
-		}
-	}
-	slices.Sort(xs)
+	xs := clientCounts(rows)
 	var present []string
 	for _, n := range names {
 		if slices.ContainsFunc(rows, func(r row) bool { return r.Impl == n }) {
