@@ -65,22 +65,27 @@ func (rb *redisBench) measure(ctx context.Context, addr, key string) {
 	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		rb.Error = err.Error()
-		rb.Rates = nil
+		rb.giveUp(err)
 		return
 	}
 	for i := range rb.Rates {
 		r := &rb.Rates[i]
 		rps, p50, err := runRedisBenchmark(ctx, rb.Binary, host, port, r.Clients, r.Requests, key)
 		if err != nil {
-			rb.Error = err.Error()
-			rb.Rates = nil
+			rb.giveUp(err)
 			return
 		}
 		r.PerRound = append(r.PerRound, rps)
 		r.p50s = append(r.p50s, p50)
 		r.PerSec, r.P50Ms = median(r.PerRound), median(r.p50s)
 	}
+}
+
+// giveUp records err as the reason there are no rates and drops those
+// measured so far.
+func (rb *redisBench) giveUp(err error) {
+	rb.Error = err.Error()
+	rb.Rates = nil
 }
 
 const redisBenchTimeout = 30 * time.Second
