@@ -83,13 +83,18 @@ func (e env) oneServer(lockOn func(c *redis.Client, key string) locker) contende
 	}
 }
 
-// clients returns go-redis clients for the first n servers.
-func (e env) clients(n int, sent *atomic.Int64) []*redis.Client {
+// clients returns go-redis clients (see client) for the first n servers,
+// or, when there are fewer, an error saying that the lock named name needs
+// n of them.
+func (e env) clients(name string, n int, sent *atomic.Int64) ([]*redis.Client, error) {
+	if len(e.addrs) < n {
+		return nil, fmt.Errorf("%s needs %d servers, have %d", name, n, len(e.addrs))
+	}
 	cs := make([]*redis.Client, n)
 	for i := range cs {
 		cs[i] = e.client(i, sent)
 	}
-	return cs
+	return cs, nil
 }
 
 // closeAll closes every client and returns the first error.

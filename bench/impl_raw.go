@@ -43,11 +43,11 @@ var rawRelease = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then 
 
 func connectRaw(n int) func(e env) (contender, error) {
 	return func(e env) (contender, error) {
-		if len(e.addrs) < n {
-			return contender{}, fmt.Errorf("raw-%d needs %d servers, have %d", n, n, len(e.addrs))
-		}
 		sent := new(atomic.Int64)
-		cs := e.clients(n, sent)
+		cs, err := e.clients(fmt.Sprintf("raw-%d", n), n, sent)
+		if err != nil {
+			return contender{}, err
+		}
 		return contender{
 			locker: func(key string) locker { return &rawLocker{cs: cs, key: key, ttl: e.ttl} },
 			close:  func() error { return closeAll(cs) },

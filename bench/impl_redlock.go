@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,11 +31,11 @@ const settleTimeout = 5 * time.Second
 
 func connectRedlock(notify bool) func(e env) (contender, error) {
 	return func(e env) (contender, error) {
-		if len(e.addrs) < 5 {
-			return contender{}, fmt.Errorf("redlock-5 needs 5 servers, have %d", len(e.addrs))
-		}
 		sent := new(atomic.Int64)
-		cs := e.clients(5, sent)
+		cs, err := e.clients("redlock-5", 5, sent)
+		if err != nil {
+			return contender{}, err
+		}
 		clients := make([]redlock.Client, len(cs))
 		subs := make([]redlock.NotifyClient, len(cs))
 		for i, c := range cs {

@@ -22,11 +22,11 @@ func init() {
 
 func connectRedsync(n int) func(env) (contender, error) {
 	return func(e env) (contender, error) {
-		if len(e.addrs) < n {
-			return contender{}, fmt.Errorf("redsync-%d needs %d servers, have %d", n, n, len(e.addrs))
-		}
 		sent := new(atomic.Int64)
-		cs := e.clients(n, sent)
+		cs, err := e.clients(fmt.Sprintf("redsync-%d", n), n, sent)
+		if err != nil {
+			return contender{}, err
+		}
 		pools := make([]rsredis.Pool, n)
 		for i, c := range cs {
 			pools[i] = goredis.NewPool(c)
