@@ -67,12 +67,8 @@ func StartCluster(tb testing.TB, primaries int) *Cluster {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() {
-		if tb.Failed() {
-			for _, nd := range c.nodes {
-				if log := notable(nd.LogTail(30)); log != "" {
-					tb.Logf("cluster node %s log (last lines, start-up banner left out):\n%s", nd.Addr(), log)
-				}
-			}
+		for _, nd := range c.nodes {
+			logTailIfFailed(tb, "cluster node", nd)
 		}
 		_ = c.Close()
 	})

@@ -176,15 +176,24 @@ func StartN(tb testing.TB, n int, opts ...Option) []*Node {
 	}
 	for _, nd := range nodes {
 		tb.Cleanup(func() {
-			if tb.Failed() {
-				if log := notable(nd.LogTail(30)); log != "" {
-					tb.Logf("redis-server %s log (last lines, start-up banner left out):\n%s", nd.Addr(), log)
-				}
-			}
+			logTailIfFailed(tb, "redis-server", nd)
 			_ = nd.Close()
 		})
 	}
 	return nodes
+}
+
+// logTailIfFailed logs the last lines of nd's log, its start-up banner
+// left out, under a line naming it what ("redis-server") and its address,
+// when tb has failed.
+func logTailIfFailed(tb testing.TB, what string, nd *Node) {
+	tb.Helper()
+	if !tb.Failed() {
+		return
+	}
+	if log := notable(nd.LogTail(30)); log != "" {
+		tb.Logf("%s %s log (last lines, start-up banner left out):\n%s", what, nd.Addr(), log)
+	}
 }
 
 // externalProvider hands out servers listed in LOCKLAB_REDIS_ADDRS.
