@@ -396,17 +396,7 @@ func (s *dockerServer) addr() string {
 func (s *dockerServer) pidfile() string { return "/data/locklab-" + s.id + ".pid" }
 
 func (s *dockerServer) args() []string {
-	aof := "no"
-	if s.cfg.aof {
-		aof = "yes"
-	}
-	a := []string{
-		"--save", "",
-		"--appendonly", aof,
-		"--appendfsync", "always",
-		"--repl-diskless-sync-delay", "0",
-		"--pidfile", s.pidfile(),
-	}
+	a := append(s.cfg.serverArgs(), "--pidfile", s.pidfile())
 	if s.p.hostNet {
 		// This machine's loopback, as an exec node.
 		a = append(a, "--bind", "127.0.0.1", "--port", strconv.Itoa(s.port), "--enable-debug-command", "local")

@@ -72,23 +72,18 @@ func (s *execServer) addr() string { return net.JoinHostPort("127.0.0.1", strcon
 func (s *execServer) logPath() string { return filepath.Join(s.dir, "redis.log") }
 
 func (s *execServer) args() []string {
-	aof := "no"
-	if s.cfg.aof {
-		aof = "yes"
-	}
 	a := []string{
 		"--port", strconv.Itoa(s.port),
 		"--bind", "127.0.0.1",
 		"--dir", s.dir,
-		"--save", "",
-		"--appendonly", aof,
-		"--appendfsync", "always",
+	}
+	a = append(a, s.cfg.serverArgs()...)
+	a = append(a,
 		"--enable-debug-command", "local",
 		"--daemonize", "no",
-		"--repl-diskless-sync-delay", "0", // replicas sync at once, not after 5s
 		"--logfile", "",
-		"--proc-title-template", procMarker + " {listen-addr} {server-mode}",
-	}
+		"--proc-title-template", procMarker+" {listen-addr} {server-mode}",
+	)
 	if s.busPort != 0 {
 		a = append(a, "--cluster-port", strconv.Itoa(s.busPort))
 	}

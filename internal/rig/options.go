@@ -29,6 +29,23 @@ func newConfig(opts []Option) config {
 	return c
 }
 
+// serverArgs returns the redis-server arguments c asks for under every
+// provider: no RDB snapshots, the append-only file as [WithAOF] sets it
+// (fsynced on every write), and replicas that sync at once rather than
+// after 5s.
+func (c config) serverArgs() []string {
+	aof := "no"
+	if c.aof {
+		aof = "yes"
+	}
+	return []string{
+		"--save", "",
+		"--appendonly", aof,
+		"--appendfsync", "always",
+		"--repl-diskless-sync-delay", "0",
+	}
+}
+
 // WithAOF turns on the append-only file with appendfsync always, so every
 // acknowledged write is on disk before the reply and survives SIGKILL and
 // [Node.Restart] with keepData. The default is no persistence at all.
