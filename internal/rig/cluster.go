@@ -130,21 +130,24 @@ func NewCluster(ctx context.Context, primaries int) (*Cluster, error) {
 // if it was taken meanwhile the server exits with "Address already in
 // use", and another bus port is tried.
 func startClusterNode(ctx context.Context, p execProvider, i int) (*Node, error) {
-	for attempt := 0; ; attempt++ {
+	var nd *Node
+	err := onFreePort(addrInUse, func() error {
 		bus, err := freePort()
 		if err != nil {
-			return nil, err
+			return err
 		}
 		cfg := newConfig([]Option{WithArgs(
 			"--cluster-enabled", "yes",
 			"--cluster-config-file", "nodes.conf", // in the node's own directory
 			"--cluster-port", strconv.Itoa(bus),
 		)})
-		nd, err := p.start(ctx, cfg, i)
-		if err == nil || attempt == 4 || !errors.Is(err, errAddrInUse) {
-			return nd, err
-		}
+		nd, err = p.start(ctx, cfg, i)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
+	return nd, nil
 }
 
 // redisCLI finds redis-cli: beside the server binary (a build of its own

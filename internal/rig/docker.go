@@ -350,20 +350,17 @@ func (p *dockerProv) name() string {
 
 func (p *dockerProv) start(ctx context.Context, cfg config, _ int) (*Node, error) {
 	s := &dockerServer{p: p, cfg: cfg, id: token.New()}
-	for attempt := 0; ; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			return nil, err
+	err := onFreePort(portTaken, func() error {
+		var err error
+		if s.port, err = freePort(); err != nil {
+			return err
 		}
-		s.port = port
-		err = s.run(ctx)
-		if err == nil {
-			return &Node{addr: s.addr(), ctl: s}, nil
-		}
-		if attempt == 4 || !portTaken(err) {
-			return nil, err
-		}
+		return s.run(ctx)
+	})
+	if err != nil {
+		return nil, err
 	}
+	return &Node{addr: s.addr(), ctl: s}, nil
 }
 
 // portTaken reports whether the port chosen was taken by someone else: the

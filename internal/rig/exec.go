@@ -38,24 +38,40 @@ func (p execProvider) start(ctx context.Context, cfg config, _ int) (*Node, erro
 			return nil, err
 		}
 	}
-	// A free port found by binding :0 may be taken before redis-server binds
-	// it (another package's test binary runs in parallel); try a few.
-	for attempt := 0; ; attempt++ {
-		s.port, err = freePort()
-		if err == nil {
-			err = s.start(ctx)
+	err = onFreePort(addrInUse, func() error {
+		var err error
+		if s.port, err = freePort(); err != nil {
+			return err
 		}
-		if err == nil {
-			return &Node{addr: s.addr(), ctl: s}, nil
-		}
-		if attempt == 4 || !errors.Is(err, errAddrInUse) {
-			_ = os.RemoveAll(dir)
-			return nil, err
-		}
+		return s.start(ctx)
+	})
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
 	}
+	return &Node{addr: s.addr(), ctl: s}, nil
 }
 
 var errAddrInUse = errors.New("address already in use")
+
+// addrInUse reports whether err says a server could not bind its port.
+func addrInUse(err error) bool { return errors.Is(err, errAddrInUse) }
+
+// startTries is how many times [onFreePort] calls a start at most.
+const startTries = 5
+
+// onFreePort calls start, and again while it fails with an error that
+// taken says means a port it chose was taken meanwhile: a free port found
+// by binding :0 may be taken before the server binds it (another
+// package's test binary runs in parallel). It returns start's last error.
+func onFreePort(taken func(error) bool, start func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := start()
+		if err == nil || attempt == startTries || !taken(err) {
+			return err
+		}
+	}
+}
 
 // execServer is one redis-server process and its directory.
 type execServer struct {

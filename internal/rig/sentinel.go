@@ -110,16 +110,16 @@ func NewSentinels(ctx context.Context, primary *Node, n int) (*Sentinels, error)
 	s := &Sentinels{dir: dir}
 	// Free ports may be taken before a sentinel binds them; every config
 	// names every port, so a clash restarts the whole group.
-	for attempt := 0; ; attempt++ {
-		err = s.start(ctx, bin, args, primary.Addr(), replicas, n)
-		if err == nil {
-			break
+	err = onFreePort(addrInUse, func() error {
+		err := s.start(ctx, bin, args, primary.Addr(), replicas, n)
+		if err != nil {
+			s.kill()
 		}
-		s.kill()
-		if attempt == 4 || !errors.Is(err, errAddrInUse) {
-			_ = os.RemoveAll(dir)
-			return nil, err
-		}
+		return err
+	})
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
 	}
 	if err := s.waitReady(ctx, primary.Addr(), replicas); err != nil {
 		_ = s.Close()
