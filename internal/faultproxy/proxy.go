@@ -245,12 +245,12 @@ func (p *Proxy) accept() {
 		resetting, closed := p.resetting, p.closed
 		p.mu.Unlock()
 		if resetting || closed {
-			reset(c)
+			shut(c, true)
 			continue
 		}
 		s, err := net.DialTimeout("tcp", p.target, 2*time.Second)
 		if err != nil {
-			reset(c)
+			shut(c, true)
 			continue
 		}
 		l := &link{p: p, client: c, server: s, seen: map[string]bool{}}
@@ -280,9 +280,9 @@ func (p *Proxy) accept() {
 	}
 }
 
-// reset closes c with RST instead of FIN.
-func reset(c net.Conn) {
-	if tc, ok := c.(*net.TCPConn); ok {
+// shut closes c; with rst, with RST instead of FIN.
+func shut(c net.Conn, rst bool) {
+	if tc, ok := c.(*net.TCPConn); ok && rst {
 		_ = tc.SetLinger(0)
 	}
 	_ = c.Close()
@@ -327,21 +327,13 @@ func (l *link) closeClient(rst bool) {
 		l.p.mu.Lock()
 		l.clientGone = true
 		l.p.mu.Unlock()
-		if rst {
-			reset(l.client)
-		} else {
-			_ = l.client.Close()
-		}
+		shut(l.client, rst)
 	})
 }
 
 func (l *link) closeServer(rst bool) {
 	l.serverOnce.Do(func() {
-		if rst {
-			reset(l.server)
-		} else {
-			_ = l.server.Close()
-		}
+		shut(l.server, rst)
 	})
 }
 
