@@ -58,6 +58,18 @@ func newPrefix(t *testing.T, c redis.UniversalClient) string {
 	return p
 }
 
+// holdLock takes a correct lock on key with ttl, as a live holder would
+// hold it, and releases it when the test ends.
+func holdLock(t *testing.T, c *redis.Client, key string, ttl time.Duration) *correct.Mutex {
+	t.Helper()
+	m := correct.New(c, key, correct.WithTTL(ttl))
+	if err := m.Lock(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Unlock(context.Background()) })
+	return m
+}
+
 // lockscan runs the command with args and returns its exit status and
 // output.
 func lockscan(t *testing.T, env map[string]string, args ...string) (int, string, string) {
@@ -98,11 +110,7 @@ func TestLeakedKeyIsFoundAndExitStatusIs3(t *testing.T) {
 	if err := c.SetNX(ctx, leaked, "token-of-a-dead-holder", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	healthy := correct.New(c, p+"order:1002", correct.WithTTL(time.Minute))
-	if err := healthy.Lock(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = healthy.Unlock(context.Background()) })
+	healthy := holdLock(t, c, p+"order:1002", time.Minute)
 
 	code, out, errOut := lockscan(t, nil, "-addr", redisAddr, "-pattern", p+"*")
 	if code != exitLeaks {
@@ -194,14 +202,9 @@ func TestEvictingServerIsReported(t *testing.T) {
 
 func TestHealthyLocksExitZero(t *testing.T) {
 	c := admin(t)
-	ctx := t.Context()
 	p := newPrefix(t, c)
 	for i := range 3 {
-		m := correct.New(c, fmt.Sprintf("%sjob:%d", p, i), correct.WithTTL(5*time.Second))
-		if err := m.Lock(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = m.Unlock(context.Background()) })
+		holdLock(t, c, fmt.Sprintf("%sjob:%d", p, i), 5*time.Second)
 	}
 	code, out, errOut := lockscan(t, nil, "-addr", redisAddr, "-pattern", p+"*")
 	if code != exitOK {
