@@ -89,6 +89,15 @@ func serviceNames(f composeFile) []string {
 // local build, locklab/redis:local, on a machine with no registry).
 var imageRE = regexp.MustCompile(`^\$\{LOCKLAB_REDIS_IMAGE:-redis:7(\.\d+){0,2}(-[a-z0-9]+)?\}$`)
 
+// checkImage fails the test unless image, of the service where names, is
+// the one imageRE matches.
+func checkImage(t *testing.T, where, image string) {
+	t.Helper()
+	if !imageRE.MatchString(image) {
+		t.Errorf("%s: image %q; want ${LOCKLAB_REDIS_IMAGE:-redis:7.x}", where, image)
+	}
+}
+
 // hostPort is one port a stack takes on the host, for the clash check.
 type hostPort struct {
 	file, service string
@@ -173,9 +182,7 @@ func TestRedlockComposeHasFiveIndependentLoopbackNodes(t *testing.T) {
 	for _, name := range serviceNames(f) {
 		s := f.Services[name]
 		where := "redlock.yaml " + name
-		if !imageRE.MatchString(s.Image) {
-			t.Errorf("%s: image %q; want ${LOCKLAB_REDIS_IMAGE:-redis:7.x}", where, s.Image)
-		}
+		checkImage(t, where, s.Image)
 		if s.NetworkMode != "" {
 			t.Errorf("%s: network_mode %q; want the default bridge with a published port", where, s.NetworkMode)
 		}
@@ -219,9 +226,7 @@ func TestSentinelComposeMonitorsItsPrimary(t *testing.T) {
 		s := f.Services[name]
 		where := "sentinel.yaml " + name
 		cmd := strings.Join(s.Command, " ")
-		if !imageRE.MatchString(s.Image) {
-			t.Errorf("%s: image %q; want ${LOCKLAB_REDIS_IMAGE:-redis:7.x}", where, s.Image)
-		}
+		checkImage(t, where, s.Image)
 		// Sentinel hands out the addresses it sees, so the group shares the
 		// host's network, and each server binds loopback itself.
 		if s.NetworkMode != "host" {
