@@ -388,23 +388,21 @@ func lockTokens(l locker) (tok string, fence uint64) {
 	return tok, fence
 }
 
-// shortErr keeps an error's first line, shortened for a timeline.
-func shortErr(err error) string {
+// shortErr keeps an error's first line, up to 90 bytes, for a timeline.
+func shortErr(err error) string { return firstLine(err, 90) }
+
+// longErr keeps an error's first line, up to 400 bytes, for the reports.
+func longErr(err error) string { return firstLine(err, 400) }
+
+// firstLine returns the first line of err ("" for nil), cut to n bytes
+// ending in "..." when it is longer.
+func firstLine(err error, n int) string {
 	if err == nil {
 		return ""
 	}
 	s, _, _ := strings.Cut(err.Error(), "\n")
-	if len(s) > 90 {
-		s = s[:87] + "..."
-	}
-	return s
-}
-
-// longErr keeps an error's first line, up to 400 bytes, for the reports.
-func longErr(err error) string {
-	s, _, _ := strings.Cut(err.Error(), "\n")
-	if len(s) > 400 {
-		s = s[:397] + "..."
+	if len(s) > n {
+		s = s[:n-3] + "..."
 	}
 	return s
 }
