@@ -15,3 +15,38 @@ func (c *Client) FreezeBefore(point, op, arg string) (*Call, bool) {
 	c.Freeze()
 	return call, true
 }
+
+// Unfreeze resumes c, frozen by [Client.FreezeBefore], lets it go on past
+// the hook point, and waits for call, the call FreezeBefore returned.
+func (c *Client) Unfreeze(call *Call) error {
+	c.s.t.Helper()
+	c.Thaw()
+	c.Continue()
+	return call.Err()
+}
+
+// NotFrozen ends a paused-holder scene whose freeze did not happen
+// ([Client.FreezeBefore] returned false: a's call gave up before it sent
+// anything, so there is nothing to pause): it waits for the call, a
+// releases its lock, and then b takes the lock, runs turn as the holder,
+// and releases it.
+func (s *Scene) NotFrozen(a *Client, call *Call, b *Client, turn func()) {
+	s.t.Helper()
+	s.Must(call.Err())
+	a.ReleaseAfterFault()
+	s.Must(b.Lock())
+	turn()
+	s.Must(b.Unlock())
+}
+
+// HolderWrites runs op, a write of data to the protected resource, on c,
+// which holds the lock. The resource (named resource on the timeline: "the
+// store") must accept it: op must answer "accepted". One that refuses the
+// holder's write is safe only because it is useless, and that is a
+// violation.
+func (s *Scene) HolderWrites(c *Client, op, data, resource string) {
+	s.t.Helper()
+	if c.MustDo(op, data) != "accepted" {
+		s.Violation("%s refused %s's write: %s holds the lock", resource, c.Name(), c.Name())
+	}
+}

@@ -70,6 +70,23 @@ func (r *ReplicaSet) Heal() {
 	r.s.Fault("replication flows again")
 }
 
+// Failover does what Sentinel would when the primary dies: it kills the
+// primary (named name on the timeline, see [Scene.KillNode]) and promotes
+// the first replica, which it returns. The other replicas, if any, still
+// follow the dead primary.
+func (r *ReplicaSet) Failover(name string) *rig.Node {
+	r.s.t.Helper()
+	r.s.KillNode(name, r.Primary)
+	promoted := r.Replicas[0]
+	r.s.Must(promoted.Promote(r.s.Ctx))
+	if len(r.Replicas) == 1 {
+		r.s.Fault("REPLICAOF NO ONE on the replica: the new primary")
+	} else {
+		r.s.Fault("REPLICAOF NO ONE on replica 1: the new primary")
+	}
+	return promoted
+}
+
 // Member is a server as the timeline names it: "primary", "replica 1".
 type Member struct {
 	Name string

@@ -209,15 +209,24 @@ func (s *Scene) Eventually(what string, cond func() (bool, error)) {
 	}
 }
 
+// WaitFor waits until cond holds, as [Scene.Eventually] does, and then
+// records a fault on the timeline: for what the system does by itself (a
+// lease runs out, a server ends a session, the members elect a new
+// leader), which the scenario can only wait for.
+func (s *Scene) WaitFor(what string, cond func() (bool, error), format string, args ...any) {
+	s.t.Helper()
+	s.Eventually(what, cond)
+	s.Fault(format, args...)
+}
+
 // WaitExpired waits until key is gone from the first node and records that
 // its TTL ran out.
 func (s *Scene) WaitExpired(key string) {
 	s.t.Helper()
-	s.Eventually(key+" is gone", func() (bool, error) {
+	s.WaitFor(key+" is gone", func() (bool, error) {
 		n, err := s.Redis().Exists(s.Ctx, key).Result()
 		return n == 0, err
-	})
-	s.Fault("%s expired", key)
+	}, "%s expired", key)
 }
 
 // quietTB is a test as the rig sees it in an exercise run: one that never

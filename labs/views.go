@@ -164,10 +164,17 @@ func (s *Scene) WaitGone(nodes ...*rig.Node) {
 	})
 }
 
+// Server is a server process the scene can crash: a redis-server
+// ([rig.Node]), an etcd member, a ZooKeeper or PostgreSQL server.
+type Server interface {
+	Pid() int
+	Kill() error
+}
+
 // KillNode crashes a server with SIGKILL, as a power cut does, and says so
 // on the timeline: "kill -9 <name> (pid N)". It loses everything not on
 // disk.
-func (s *Scene) KillNode(name string, node *rig.Node) {
+func (s *Scene) KillNode(name string, node Server) {
 	s.t.Helper()
 	pid := node.Pid()
 	s.Must(node.Kill())

@@ -64,9 +64,7 @@ func valueOn(s *labs.Scene, node *rig.Node) string {
 // replica 1 and make replica 2 follow it. It returns the new primary and
 // the replica left.
 func (c *cluster) failoverByHand() (primary, replica *rig.Node) {
-	c.s.KillNode("primary", c.Primary)
-	c.s.Must(c.Replicas[0].Promote(c.s.Ctx))
-	c.s.Fault("REPLICAOF NO ONE on replica 1: the new primary")
+	c.Failover("primary")
 	c.s.Must(c.Replicas[1].ReplicaOf(c.s.Ctx, c.Replicas[0].Addr()))
 	c.s.InSync(c.Replicas[0], 1)
 	c.s.Fault("replica 2 now follows the new primary (in sync)")

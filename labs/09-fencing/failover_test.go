@@ -70,9 +70,7 @@ func newPair(s *labs.Scene) *pair {
 
 // failover kills the primary and promotes the replica, as Sentinel would.
 func (p *pair) failover() {
-	p.s.KillNode("primary", p.Primary)
-	p.s.Must(p.Replicas[0].Promote(p.s.Ctx))
-	p.s.Fault("REPLICAOF NO ONE on the replica: the new primary")
+	p.Failover("primary")
 }
 
 // showCounter notes, for each member, the token counter's value and

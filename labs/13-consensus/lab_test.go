@@ -14,7 +14,6 @@ import (
 
 	"github.com/locklab/locklab/etcdlock"
 	"github.com/locklab/locklab/fencing"
-	"github.com/locklab/locklab/internal/faultproxy"
 	"github.com/locklab/locklab/internal/history"
 	"github.com/locklab/locklab/internal/rig"
 	"github.com/locklab/locklab/internal/sysclient"
@@ -273,27 +272,33 @@ func startEtcd(s *labs.Scene, n int) (*rig.Etcd, *clientv3.Client) {
 	return e, c
 }
 
-// writeAsHolder is the write of the client that holds the lock. The store
-// must accept it: a store that refuses it is safe only because it is
-// useless.
+// writeAsHolder is the write of the client that holds the lock: the store
+// must accept it.
 func writeAsHolder(s *labs.Scene, c *labs.Client, data string) {
 	s.T().Helper()
-	if c.MustDo(writeOrder, data) != "accepted" {
-		s.Violation("the store refused %s's write: %s holds the lock", c.Name(), c.Name())
-	}
+	s.HolderWrites(c, writeOrder, data, "the store")
 }
 
 // waitKeyGone waits until key is gone from etcd and records why.
 func waitKeyGone(s *labs.Scene, c *clientv3.Client, key, why string) {
 	s.T().Helper()
-	s.Eventually(key+" is gone", func() (bool, error) {
+	s.WaitFor(key+" is gone", func() (bool, error) {
 		resp, err := c.Get(s.Ctx, key)
 		if err != nil {
 			return false, err
 		}
 		return len(resp.Kvs) == 0, nil
-	})
-	s.Fault("%s", why)
+	}, "%s", why)
+}
+
+// waitNewLeader waits until leader, asked of the cluster, names a member
+// other than old, and records the election.
+func waitNewLeader[M comparable](s *labs.Scene, old M, leader func(context.Context) (M, error), elected string) {
+	s.T().Helper()
+	s.WaitFor("a new leader", func() (bool, error) {
+		l, err := leader(s.Ctx)
+		return err == nil && l != old, nil
+	}, "%s", elected)
 }
 
 // showOrder notes order 1001's status as etcd has it.
@@ -327,11 +332,7 @@ func pausedHolder(s *labs.Scene, impl *labs.Impl) {
 	if !frozen {
 		// The write gave up before sending anything: nothing to freeze.
 		// B's turn comes when A releases.
-		s.Must(w.Err())
-		a.ReleaseAfterFault()
-		s.Must(b.Lock())
-		writeAsHolder(s, b, dataB)
-		s.Must(b.Unlock())
+		s.NotFrozen(a, w, b, func() { writeAsHolder(s, b, dataB) })
 		showOrder(s, c)
 		return
 	}
@@ -340,9 +341,7 @@ func pausedHolder(s *labs.Scene, impl *labs.Impl) {
 	s.Must(b.Lock())
 	writeAsHolder(s, b, dataB)
 
-	a.Thaw()
-	a.Continue()
-	s.Must(w.Err())
+	s.Must(a.Unfreeze(w))
 	a.MustDo(toldOp, "10s") // A hears that its lease is gone, after its write
 	a.ReleaseAfterFault()
 	s.Must(b.Unlock())
@@ -374,10 +373,10 @@ func TestLab13_Exercise(t *testing.T) {
 // arrives.
 func partitionedHolder(s *labs.Scene, impl *labs.Impl) {
 	z := rig.StartZooKeeper(s.T(), 1, rig.WithZooKeeperForTests())
-	proxy := faultproxy.Start(s.T(), z.Addrs()[0])
+	link := s.Link(z.Addrs()[0])
 	s.Params[dbParam] = filepath.Join(s.T().TempDir(), "orders.db")
 	s.TTL = lease
-	a := s.Client("A", impl, labs.Param(zkParam, proxy.Addr()))
+	a := s.Client("A", impl, labs.Param(zkParam, link.Addr()))
 	b := s.Client("B", impl, labs.Param(zkParam, z.Addrs()[0]), labs.TTL(long))
 	observer, err := zklock.Connect(z.Addrs(), long)
 	s.Must(err)
@@ -386,20 +385,17 @@ func partitionedHolder(s *labs.Scene, impl *labs.Impl) {
 	s.Must(a.Lock())
 	child := a.MustDo(claimOp, "")
 	told := a.Go(toldOp, "10s")
-	proxy.Blackhole()
-	s.Fault("network: A cut off from ZooKeeper (its packets held)")
+	link.Cut("A cut off from ZooKeeper")
 	s.Must(told.Err())
-	s.Eventually("A's child is gone", func() (bool, error) {
+	s.WaitFor("A's child is gone", func() (bool, error) {
 		ok, _, err := observer.Conn().Exists(child)
 		return !ok, err
-	})
-	s.Fault("ZooKeeper expired A's session: its child is gone")
+	}, "ZooKeeper expired A's session: its child is gone")
 
 	s.Must(b.Lock())
 	writeAsHolder(s, b, dataB)
 
-	proxy.Heal()
-	s.Fault("network heals")
+	link.Heal()
 	a.MustDo(writeOrder, dataA) // the write A had in flight
 	a.MustDo(unlockBack, "")
 	s.Must(b.Unlock())
@@ -452,11 +448,7 @@ func pausedLeader(allMembers bool) labs.Scenario {
 		claim := a.MustDo(claimOp, "")
 		s.Must(leader.Pause())
 		s.Fault("SIGSTOP the leader (a long GC pause, a stalled VM)")
-		s.Eventually("a new leader", func() (bool, error) {
-			l, err := e.Leader(s.Ctx)
-			return err == nil && l != leader, nil
-		})
-		s.Fault("another member elected leader")
+		waitNewLeader(s, leader, e.Leader, "another member elected leader")
 
 		if !allMembers {
 			waitKeyGone(s, c, claim, "A's lease expired: its keep-alives went to the frozen leader")
@@ -564,10 +556,7 @@ var redisFailover = failover{start: func(s *labs.Scene) ([]labs.ClientOption, fu
 	s.Note("Redis: a primary and a replica, in sync")
 	r.HoldBack(0)
 	return []labs.ClientOption{labs.Addrs(r.Primary.Addr())}, func() []labs.ClientOption {
-		s.KillNode("the primary", r.Primary)
-		s.Must(r.Replicas[0].Promote(s.Ctx))
-		s.Fault("REPLICAOF NO ONE on the replica: the new primary")
-		return []labs.ClientOption{labs.Addrs(r.Replicas[0].Addr())}
+		return []labs.ClientOption{labs.Addrs(r.Failover("the primary").Addr())}
 	}
 }}
 
@@ -578,9 +567,7 @@ var etcdFailover = failover{start: func(s *labs.Scene) ([]labs.ClientOption, fun
 	return nil, func() []labs.ClientOption {
 		leader, err := e.Leader(s.Ctx)
 		s.Must(err)
-		pid := leader.Pid()
-		s.Must(leader.Kill())
-		s.Fault("kill -9 the leader (pid %d)", pid)
+		s.KillNode("the leader", leader)
 		s.Must(e.WaitHealthy(s.Ctx))
 		s.Fault("another member elected leader")
 		return nil
@@ -596,14 +583,8 @@ var zkFailover = failover{start: func(s *labs.Scene) ([]labs.ClientOption, func(
 	return nil, func() []labs.ClientOption {
 		leader, err := z.Leader(s.Ctx)
 		s.Must(err)
-		pid := leader.Pid()
-		s.Must(leader.Kill())
-		s.Fault("kill -9 the leader (pid %d)", pid)
-		s.Eventually("a new leader", func() (bool, error) {
-			l, err := z.Leader(s.Ctx)
-			return err == nil && l != leader, nil
-		})
-		s.Fault("another server elected leader")
+		s.KillNode("the leader", leader)
+		waitNewLeader(s, leader, z.Leader, "another server elected leader")
 		return nil
 	}
 }}

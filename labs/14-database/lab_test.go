@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/locklab/locklab/correct"
-	"github.com/locklab/locklab/internal/faultproxy"
 	"github.com/locklab/locklab/internal/rig"
 	"github.com/locklab/locklab/internal/sysclient"
 	"github.com/locklab/locklab/labs"
@@ -260,21 +259,18 @@ func database(s *labs.Scene) (*rig.Postgres, *pgxpool.Pool) {
 // be accepted.
 func writeAsHolder(s *labs.Scene, c *labs.Client, data string) {
 	s.T().Helper()
-	if c.MustDo(ship, data) != "accepted" {
-		s.Violation("the database refused %s's write: %s holds the lock", c.Name(), c.Name())
-	}
+	s.HolderWrites(c, ship, data, "the database")
 }
 
 // waitSessionGone waits until the server has ended the session of pid and
 // records why.
 func waitSessionGone(s *labs.Scene, pool *pgxpool.Pool, pid, why string) {
 	s.T().Helper()
-	s.Eventually("session "+pid+" ends", func() (bool, error) {
+	s.WaitFor("session "+pid+" ends", func() (bool, error) {
 		var n int
 		err := pool.QueryRow(s.Ctx, `SELECT count(*) FROM pg_stat_activity WHERE pid = $1`, pid).Scan(&n)
 		return n == 0, err
-	})
-	s.Fault("%s", why)
+	}, "%s", why)
 }
 
 // showOrder notes order 1001's row.
@@ -305,11 +301,7 @@ func rowPaused(s *labs.Scene, impl *labs.Impl) {
 	w, frozen := a.FreezeBefore(lab14.HookBeforeWrite, ship, dataA)
 	if !frozen {
 		// The write gave up before sending anything: nothing to freeze.
-		s.Must(w.Err())
-		a.ReleaseAfterFault()
-		s.Must(b.Lock())
-		writeAsHolder(s, b, dataB)
-		s.Must(b.Unlock())
+		s.NotFrozen(a, w, b, func() { writeAsHolder(s, b, dataB) })
 		showOrder(s, pool)
 		return
 	}
@@ -323,9 +315,7 @@ func rowPaused(s *labs.Scene, impl *labs.Impl) {
 	writeAsHolder(s, b, dataB)
 	s.Must(b.Unlock())
 
-	a.Thaw()
-	a.Continue()
-	s.Must(w.Err())
+	s.Must(a.Unfreeze(w))
 	a.ReleaseAfterFault()
 	showOrder(s, pool)
 }
@@ -349,36 +339,33 @@ func TestLab14_Exercise(t *testing.T) {
 func advisoryPartition(timeout bool) labs.Scenario {
 	return func(s *labs.Scene, impl *labs.Impl) {
 		p, pool := database(s)
-		proxy := faultproxy.Start(s.T(), p.Addr())
-		lockDSN := p.DSN(proxy.Addr())
+		link := s.Link(p.Addr())
+		lockDSN := p.DSN(link.Addr())
 		setting := "A's lock session: no idle timeout"
 		if timeout {
 			lockDSN += "&idle_session_timeout=" + ms(idleSession)
 			setting = fmt.Sprintf("A's lock session: idle_session_timeout = %v", idleSession)
 		}
 		s.Note("%s", setting)
-		a := s.Client("A", impl, labs.Param(appParam, p.DSN(proxy.Addr())), labs.Param(lockParam, lockDSN))
+		a := s.Client("A", impl, labs.Param(appParam, p.DSN(link.Addr())), labs.Param(lockParam, lockDSN))
 		b := s.Client("B", impl)
 
 		s.Must(a.Lock())
 		apid := a.MustDo(pid, "")
-		proxy.Blackhole()
-		s.Fault("network: A cut off from PostgreSQL (its packets held)")
+		link.Cut("A cut off from PostgreSQL")
 
 		if !timeout {
 			if err := b.LockWithin(partitionWait); err != nil {
 				s.Violation("A's session kept the lock while the network held its packets: B could not take it in %v, nor could anyone for as long as the server sees the connection open", partitionWait)
 			}
-			proxy.Heal()
-			s.Fault("network heals")
+			link.Heal()
 			a.ReleaseAfterFault()
 			return
 		}
 		waitSessionGone(s, pool, apid, "the server ended A's session (idle): its advisory lock released")
 		s.Must(b.Lock())
 		writeAsHolder(s, b, dataB)
-		proxy.Heal()
-		s.Fault("network heals")
+		link.Heal()
 		a.MustDo(ship, dataA) // the write A had in flight
 		a.ReleaseAfterFault()
 		s.Must(b.Unlock())
@@ -413,15 +400,12 @@ func behindFailedLock(s *labs.Scene, impl *labs.Impl) {
 	s.Must(err)
 	s.TTL = 30 * time.Second
 	r := s.Replicated(1)
-	primary, replica := r.Primary, r.Replicas[0]
 	r.HoldBack(0)
 
-	a := s.Client("A", impl, labs.Addrs(primary.Addr()))
+	a := s.Client("A", impl, labs.Addrs(r.Primary.Addr()))
 	s.Must(a.Lock())
-	s.KillNode("the Redis primary", primary)
-	s.Must(replica.Promote(s.Ctx))
-	s.Fault("REPLICAOF NO ONE on the replica: the new primary")
-	b := s.Client("B", impl, labs.Addrs(replica.Addr()))
+	promoted := r.Failover("the Redis primary")
+	b := s.Client("B", impl, labs.Addrs(promoted.Addr()))
 	s.Must(b.Lock())
 	s.Note("A and B both hold lock:order:1001 (lab 07)")
 
