@@ -2,6 +2,7 @@ package labs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -117,6 +118,25 @@ func (l *Local) Exit() { l.Record(history.Event{Kind: history.Exit}) }
 // tokens, accepted or not.
 func (l *Local) Write(data string, accepted bool) {
 	l.Record(history.Event{Kind: history.Write, OK: accepted, Text: data, Token: l.Token(), Fence: l.Fence()})
+}
+
+// Answer records on l's lane the write of data whose result was err, and
+// returns what a write op answers the scenario: "accepted" when err is
+// nil, "refused" when err is one of refused (errors.Is), the resource's
+// refusal. For any other error ok is false: the write failed, and the op
+// should fail with err.
+func (l *Local) Answer(data string, err error, refused ...error) (answer string, ok bool) {
+	if err == nil {
+		l.Write(data, true)
+		return "accepted", true
+	}
+	for _, r := range refused {
+		if errors.Is(err, r) {
+			l.Write(data, false)
+			return "refused", true
+		}
+	}
+	return "", false
 }
 
 // builtinOps are the operations every client understands.

@@ -2,7 +2,6 @@ package lab09_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -130,13 +129,8 @@ var (
 		defer st.Close()
 		tok := fencing.Token(w.Fence())
 		err = st.Write(ctx, order, data, tok)
-		switch {
-		case err == nil:
-			l.Write(data, true)
-			return "accepted", nil
-		case errors.Is(err, fencing.ErrStaleToken):
-			l.Write(data, false)
-			return "rejected", nil
+		if answer, ok := l.Answer(data, err, fencing.ErrStaleToken); ok {
+			return answer, nil
 		}
 		return "", fmt.Errorf("%s's write with token %d: %w (a refused write must return an error wrapping fencing.ErrStaleToken)", l.Name, tok, err)
 	})

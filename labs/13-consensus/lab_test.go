@@ -181,13 +181,8 @@ var (
 		default:
 			return "", fmt.Errorf("lab13: client %s's lock is a %T, not a worker", l.Name, l.Locker)
 		}
-		switch {
-		case err == nil:
-			l.Write(data, true)
-			return "accepted", nil
-		case errors.Is(err, lab13.ErrRefused):
-			l.Write(data, false)
-			return "refused", nil
+		if answer, ok := l.Answer(data, err, lab13.ErrRefused); ok {
+			return answer, nil
 		}
 		return "", fmt.Errorf("%s's write: %w (a refused write must return an error wrapping lab13.ErrRefused)", l.Name, err)
 	})
