@@ -145,17 +145,25 @@ func (s *Scene) env(name string, opts []ClientOption) *Env {
 // timeline) in a goroutine of this process.
 func (s *Scene) Client(name string, impl *Impl, opts ...ClientOption) *Client {
 	s.t.Helper()
-	c := s.startGoroutine(childSpec{Impl: impl.Name, Env: s.env(name, opts), ClockBase: s.hist.Clock().Base()})
-	s.clients++
-	s.t.Cleanup(c.close)
-	return c
+	return s.started(s.startGoroutine(s.spec(name, impl, opts)))
 }
 
 // Process starts a client named name in a child process, so the scenario
 // can crash it for real ([Client.Kill]) or freeze it ([Client.Freeze]).
 func (s *Scene) Process(name string, impl *Impl, opts ...ClientOption) *Client {
 	s.t.Helper()
-	c := s.startProcess(childSpec{Impl: impl.Name, Env: s.env(name, opts), ClockBase: s.hist.Clock().Base()})
+	return s.started(s.startProcess(s.spec(name, impl, opts)))
+}
+
+// spec is what a new client needs, wherever it runs: its recipe, its
+// environment and the scene's clock.
+func (s *Scene) spec(name string, impl *Impl, opts []ClientOption) childSpec {
+	return childSpec{Impl: impl.Name, Env: s.env(name, opts), ClockBase: s.hist.Clock().Base()}
+}
+
+// started counts c among the scene's clients and stops it when the test
+// ends.
+func (s *Scene) started(c *Client) *Client {
 	s.clients++
 	s.t.Cleanup(c.close)
 	return c
