@@ -267,13 +267,6 @@ func startEtcd(s *labs.Scene, n int) (*rig.Etcd, *clientv3.Client) {
 	return e, c
 }
 
-// writeAsHolder is the write of the client that holds the lock: the store
-// must accept it.
-func writeAsHolder(s *labs.Scene, c *labs.Client, data string) {
-	s.T().Helper()
-	s.HolderWrites(c, writeOrder, data, "the store")
-}
-
 // waitKeyGone waits until key is gone from etcd and records why.
 func waitKeyGone(s *labs.Scene, c *clientv3.Client, key, why string) {
 	s.T().Helper()
@@ -327,14 +320,14 @@ func pausedHolder(s *labs.Scene, impl *labs.Impl) {
 	if !frozen {
 		// The write gave up before sending anything: nothing to freeze.
 		// B's turn comes when A releases.
-		s.NotFrozen(a, w, b, func() { writeAsHolder(s, b, dataB) })
+		s.NotFrozen(a, w, b, func() { s.HolderWrites(b, writeOrder, dataB, "the store") })
 		showOrder(s, c)
 		return
 	}
 	waitKeyGone(s, c, claim, "A's lease expired: etcd deleted its claim")
 
 	s.Must(b.Lock())
-	writeAsHolder(s, b, dataB)
+	s.HolderWrites(b, writeOrder, dataB, "the store")
 
 	s.Must(a.Unfreeze(w))
 	a.MustDo(toldOp, "10s") // A hears that its lease is gone, after its write
@@ -388,7 +381,7 @@ func partitionedHolder(s *labs.Scene, impl *labs.Impl) {
 	}, "ZooKeeper expired A's session: its child is gone")
 
 	s.Must(b.Lock())
-	writeAsHolder(s, b, dataB)
+	s.HolderWrites(b, writeOrder, dataB, "the store")
 
 	link.Heal()
 	a.MustDo(writeOrder, dataA) // the write A had in flight

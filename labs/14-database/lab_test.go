@@ -255,13 +255,6 @@ func database(s *labs.Scene) (*rig.Postgres, *pgxpool.Pool) {
 	return p, pool
 }
 
-// writeAsHolder is the write of the client that holds the lock: it must
-// be accepted.
-func writeAsHolder(s *labs.Scene, c *labs.Client, data string) {
-	s.T().Helper()
-	s.HolderWrites(c, ship, data, "the database")
-}
-
 // waitSessionGone waits until the server has ended the session of pid and
 // records why.
 func waitSessionGone(s *labs.Scene, pool *pgxpool.Pool, pid, why string) {
@@ -301,7 +294,7 @@ func rowPaused(s *labs.Scene, impl *labs.Impl) {
 	w, frozen := a.FreezeBefore(lab14.HookBeforeWrite, ship, dataA)
 	if !frozen {
 		// The write gave up before sending anything: nothing to freeze.
-		s.NotFrozen(a, w, b, func() { writeAsHolder(s, b, dataB) })
+		s.NotFrozen(a, w, b, func() { s.HolderWrites(b, ship, dataB, "the database") })
 		showOrder(s, pool)
 		return
 	}
@@ -312,7 +305,7 @@ func rowPaused(s *labs.Scene, impl *labs.Impl) {
 	}
 	waitSessionGone(s, pool, apid, "the server ended A's session (idle in its transaction): rolled back, the row released")
 	s.Must(b.Lock())
-	writeAsHolder(s, b, dataB)
+	s.HolderWrites(b, ship, dataB, "the database")
 	s.Must(b.Unlock())
 
 	s.Must(a.Unfreeze(w))
@@ -364,7 +357,7 @@ func advisoryPartition(timeout bool) labs.Scenario {
 		}
 		waitSessionGone(s, pool, apid, "the server ended A's session (idle): its advisory lock released")
 		s.Must(b.Lock())
-		writeAsHolder(s, b, dataB)
+		s.HolderWrites(b, ship, dataB, "the database")
 		link.Heal()
 		a.MustDo(ship, dataA) // the write A had in flight
 		a.ReleaseAfterFault()
