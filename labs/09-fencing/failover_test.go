@@ -33,7 +33,7 @@ func counterGoesBack(s *labs.Scene, impl *labs.Impl) {
 	p.showCounter(labs.Member{Name: "primary", Node: p.Primary}, labs.Member{Name: "replica", Node: p.Replicas[0]})
 	a.MustDo(labs.ValidFor, "")
 
-	p.failover()
+	p.Failover("primary") // as Sentinel would
 	p.showCounter(labs.Member{Name: "new primary", Node: p.Replicas[0]})
 
 	b := s.Client("B", impl, labs.Addrs(p.Replicas[0].Addr()))
@@ -66,11 +66,6 @@ func newPair(s *labs.Scene) *pair {
 	s.InSync(p.Primary, 1) // the counter reached the replica
 	s.Note("a primary and a replica, in sync; token counter %s = %d on both", counterOf(s.Key), firstToken-1)
 	return p
-}
-
-// failover kills the primary and promotes the replica, as Sentinel would.
-func (p *pair) failover() {
-	p.Failover("primary")
 }
 
 // showCounter notes, for each member, the token counter's value and
