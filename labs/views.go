@@ -164,6 +164,16 @@ func (s *Scene) WaitGone(nodes ...*rig.Node) {
 	})
 }
 
+// WaitExpiredOn waits until the lock's key is gone from every one of nodes
+// ([Scene.WaitGone]) and records that it expired on all of them, with
+// meanwhile, what else is true by then, in parentheses ("A is still
+// frozen").
+func (s *Scene) WaitExpiredOn(nodes []*rig.Node, meanwhile string) {
+	s.t.Helper()
+	s.WaitGone(nodes...)
+	s.Fault("%s expired on all %d nodes (%s)", s.Key, len(nodes), meanwhile)
+}
+
 // Server is a server process the scene can crash: a redis-server
 // ([rig.Node]), an etcd member, a ZooKeeper or PostgreSQL server.
 type Server interface {

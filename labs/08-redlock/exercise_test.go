@@ -51,8 +51,7 @@ func pauseAt(s *labs.Scene, impl *labs.Impl, point, said string) {
 	s.Note(said, n)
 	a.Freeze()
 	frozen := time.Now()
-	s.WaitGone(nodes...)
-	s.Fault("%s expired on all 5 nodes (A is still frozen)", s.Key)
+	s.WaitExpiredOn(nodes, "A is still frozen")
 
 	s.Must(b.Lock())
 	s.ShowNodes(nodes)

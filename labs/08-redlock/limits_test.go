@@ -28,8 +28,7 @@ func pausedHolder(s *labs.Scene, impl *labs.Impl) {
 	a.MustDo(labs.ValidFor, "") // A checks its lock before the work: plenty left
 
 	a.Freeze()
-	s.WaitGone(nodes...)
-	s.Fault("%s expired on all 5 nodes (A is still frozen)", s.Key)
+	s.WaitExpiredOn(nodes, "A is still frozen")
 	s.Must(b.Lock())
 	s.ShowNodes(nodes)
 	work(s, b)

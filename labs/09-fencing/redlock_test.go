@@ -25,8 +25,7 @@ func redlockPaused(s *labs.Scene, impl *labs.Impl) {
 	a.MustDo(labs.ValidFor, "")
 
 	a.Freeze()
-	s.WaitGone(nodes...)
-	s.Fault("%s expired on all 5 nodes (A is still frozen)", s.Key)
+	s.WaitExpiredOn(nodes, "A is still frozen")
 
 	s.Must(b.Lock())
 	s.ShowNodes(nodes)
