@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -47,9 +46,7 @@ type BlindHandoff struct {
 	hook   func(context.Context, string)
 	id     string
 	sub    *redis.PubSub
-
-	mu    sync.Mutex // protects token
-	token string
+	hold
 }
 
 // NewBlindHandoff subscribes to the client's own channel and returns the
@@ -68,19 +65,6 @@ func NewBlindHandoff(ctx context.Context, client *redis.Client, key string, ttl 
 // Close ends the subscription.
 func (m *BlindHandoff) Close() error { return m.sub.Close() }
 
-// Token returns the current hold's token, or "".
-func (m *BlindHandoff) Token() string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.token
-}
-
-func (m *BlindHandoff) setToken(tok string) {
-	m.mu.Lock()
-	m.token = tok
-	m.mu.Unlock()
-}
-
 // TryLock takes the lock with SET NX PX.
 func (m *BlindHandoff) TryLock(ctx context.Context) (bool, error) {
 	tok := m.id + "." + token.New()
@@ -88,7 +72,7 @@ func (m *BlindHandoff) TryLock(ctx context.Context) (bool, error) {
 	if err != nil || !ok {
 		return false, err
 	}
-	m.setToken(tok)
+	m.set(tok)
 	return true, nil
 }
 
@@ -105,7 +89,7 @@ func (m *BlindHandoff) Lock(ctx context.Context) error {
 	if n == 1 { // first in line: the holder may have gone meanwhile
 		if ok, err := m.client.SetArgs(ctx, m.key, tok, redis.SetArgs{Mode: "NX", TTL: m.ttl}).Result(); err == nil && ok == "OK" {
 			m.client.LRem(ctx, m.queue, 0, tok)
-			m.setToken(tok)
+			m.set(tok)
 			return nil
 		}
 	}
@@ -120,7 +104,7 @@ func (m *BlindHandoff) Lock(ctx context.Context) error {
 			return errors.Join(ErrNotObtained, err)
 		}
 		if msg.Payload == tok {
-			m.setToken(tok)
+			m.set(tok)
 			return nil
 		}
 	}
@@ -128,8 +112,7 @@ func (m *BlindHandoff) Lock(ctx context.Context) error {
 
 // Unlock releases the lock, handing it to the oldest waiter if any.
 func (m *BlindHandoff) Unlock(ctx context.Context) error {
-	tok := m.Token()
-	m.setToken("")
+	tok := m.take()
 	if tok == "" {
 		return ErrNotHeld
 	}

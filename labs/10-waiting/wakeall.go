@@ -7,7 +7,6 @@ package lab10
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -41,16 +40,7 @@ type base struct {
 	key    string
 	ttl    time.Duration
 	hook   func(context.Context, string)
-
-	mu    sync.Mutex // protects token
-	token string
-}
-
-// Token returns the current hold's token, or "".
-func (m *base) Token() string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.token
+	hold
 }
 
 // TryLock takes the lock with SET NX PX.
@@ -60,18 +50,13 @@ func (m *base) TryLock(ctx context.Context) (bool, error) {
 	if err != nil || !ok {
 		return false, err
 	}
-	m.mu.Lock()
-	m.token = tok
-	m.mu.Unlock()
+	m.set(tok)
 	return true, nil
 }
 
 // Unlock deletes the lock if it is ours and publishes the release.
 func (m *base) Unlock(ctx context.Context) error {
-	m.mu.Lock()
-	tok := m.token
-	m.token = ""
-	m.mu.Unlock()
+	tok := m.take()
 	if tok == "" {
 		return ErrNotHeld
 	}
