@@ -70,9 +70,9 @@ func (r *ReplicaSet) Heal() {
 	r.s.Fault("replication flows again")
 }
 
-// Failover does what Sentinel would when the primary dies: it kills the
-// primary (named name on the timeline, see [Scene.KillNode]) and promotes
-// the first replica, which it returns. The other replicas, if any, still
+// Failover kills the primary (named name on the timeline, see
+// [Scene.KillNode]) and promotes the first replica, which it returns: the
+// failover Sentinel would make, done by hand. Any other replicas still
 // follow the dead primary.
 func (r *ReplicaSet) Failover(name string) *rig.Node {
 	r.s.t.Helper()

@@ -118,6 +118,18 @@ func (s *Scene) Latecomer(c, holder *Client) {
 	}
 }
 
+// HolderWrites runs op, a write of data to the protected resource, on c,
+// which holds the lock. The resource (named resource on the timeline: "the
+// store") must accept it: op must answer "accepted". One that refuses the
+// holder's write is safe only because it is useless, and that is a
+// violation.
+func (s *Scene) HolderWrites(c *Client, op, data, resource string) {
+	s.t.Helper()
+	if c.MustDo(op, data) != "accepted" {
+		s.Violation("%s refused %s's write: %s holds the lock", resource, c.Name(), c.Name())
+	}
+}
+
 // ValueOn returns key's value on node, "-" when it is absent or "down" when
 // the node does not answer. It uses a connection of its own, so no pooled
 // connection to a killed server gets in the way.
