@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -35,8 +34,7 @@ type lock struct {
 	err    error // invalid arguments, reported by every method
 	steps  steps // set once by the type's constructor
 
-	mu    sync.Mutex // protects token
-	token string     // "" when not held
+	hold token.Slot // the current hold's token
 }
 
 // steps are where the naive types differ: how TryLock takes the key and
@@ -67,26 +65,12 @@ func (l *lock) init(client Client, key string, opts []Option, s steps) {
 func (l *lock) Key() string { return l.key }
 
 // Token returns the token of the current hold, or "" when not held.
-func (l *lock) Token() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.token
-}
+func (l *lock) Token() string { return l.hold.Get() }
 
-func (l *lock) held(tok string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.token = tok
-}
+func (l *lock) held(tok string) { l.hold.Set(tok) }
 
 // take returns the current token and forgets it.
-func (l *lock) take() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	tok := l.token
-	l.token = ""
-	return tok
-}
+func (l *lock) take() string { return l.hold.Take() }
 
 func (l *lock) hook(ctx context.Context, point string) {
 	if l.opts.hook != nil {

@@ -21,3 +21,20 @@ func TestNewIs128BitsAndUnique(t *testing.T) {
 		seen[tok] = true
 	}
 }
+
+func TestSlotTakesOnce(t *testing.T) {
+	var s token.Slot
+	if got := s.Get(); got != "" {
+		t.Fatalf("zero Slot: Get() = %q; want \"\"", got)
+	}
+	s.Set("a")
+	if got := s.Get(); got != "a" {
+		t.Fatalf("after Set(%q): Get() = %q", "a", got)
+	}
+	if got := s.Take(); got != "a" {
+		t.Fatalf("Take() = %q; want %q", got, "a")
+	}
+	if got := s.Take(); got != "" {
+		t.Fatalf("second Take() = %q; want \"\": a token is taken back once", got)
+	}
+}
