@@ -133,7 +133,7 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 }
 
 func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
-	if err := ctx.Err(); err != nil {
+	if err := retry.CtxErr(ctx); err != nil {
 		return false, errors.Join(ErrNotObtained, err)
 	}
 	if m.s.isClosed() {
@@ -323,13 +323,11 @@ func (m *Mutex) abandon(ctx context.Context, tok string, err error) error {
 	return m.failed(ctx, err)
 }
 
-// failed returns ErrNotObtained joined with ctx's error if ctx ended, and
-// err otherwise.
+// failed returns ErrNotObtained joined with ctx's error if ctx ended
+// (its deadline passed counts, as in every lock: see retry.CtxErr), and err
+// otherwise.
 func (m *Mutex) failed(ctx context.Context, err error) error {
-	if cerr := ctx.Err(); cerr != nil {
-		return errors.Join(ErrNotObtained, cerr)
-	}
-	return err
+	return retry.Failed(ctx, ErrNotObtained, err)
 }
 
 // Unlock releases the lock if this Mutex still holds it: it deletes its
