@@ -38,11 +38,12 @@ end
 
 -- keep(queue, ttl) makes sure queue lives at least ttl ms more, never less
 -- than it had: each waiter keeps it alive, and when every waiter is gone
--- it expires. (PEXPIRE GT would not set a TTL on a list that has none.)
+-- it expires. PEXPIRE GT moves a TTL that is shorter, in one call (the
+-- usual case: each look finds the TTL run down since the last); it counts
+-- a list with no TTL as never expiring and leaves it, so NX then sets one.
 local function keep(queue, ttl)
-	local left = redis.call("PTTL", queue)
-	if left >= 0 and left < tonumber(ttl) or left == -1 then
-		redis.call("PEXPIRE", queue, ttl)
+	if redis.call("PEXPIRE", queue, ttl, "GT") == 0 then
+		redis.call("PEXPIRE", queue, ttl, "NX")
 	end
 end
 
