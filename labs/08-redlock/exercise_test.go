@@ -16,7 +16,7 @@ import (
 // until its keys have expired everywhere. B takes the lock. Then A
 // resumes, inside Lock.
 func pauseInsideLock(s *labs.Scene, impl *labs.Impl) {
-	pauseAt(s, impl, redlock.HookAcquiredQuorum, "%d of 5 nodes said OK to A; A has not looked at the clock yet")
+	pauseAt(s, impl, redlock.HookAcquiredQuorum, 5, "%d of 5 nodes said OK to A; A has not looked at the clock yet")
 }
 
 // pauseDuringSets is the same pause a moment earlier, while A's SETs are
@@ -26,12 +26,17 @@ func pauseInsideLock(s *labs.Scene, impl *labs.Impl) {
 // the replies are in, not before the first SET went out, sees no time gone
 // by.
 func pauseDuringSets(s *labs.Scene, impl *labs.Impl) {
-	pauseAt(s, impl, labs.Command(5), "%d of 5 nodes said OK to A; its SET to the fifth is not sent yet")
+	pauseAt(s, impl, labs.Command(5), 4, "%d of 5 nodes said OK to A; its SET to the fifth is not sent yet")
 }
 
 // pauseAt freezes A at point inside its TryLock until its keys have
-// expired everywhere, lets B take the lock, then resumes A.
-func pauseAt(s *labs.Scene, impl *labs.Impl, point, said string) {
+// expired everywhere, lets B take the lock, then resumes A. want is how
+// many nodes hold A's token at point once its SETs sent so far have
+// landed: package redlock reaches HookAcquiredQuorum as soon as a majority
+// has answered, its other SETs still on the wire (A's other goroutines run
+// while it is parked), so pauseAt gives them a second to land before it
+// counts, and the timeline reads the same on a slow machine.
+func pauseAt(s *labs.Scene, impl *labs.Impl, point string, want int, said string) {
 	s.TTL = shortLease
 	s.RequireControl() // kills, restarts or cuts off servers
 	nodes := s.Nodes(5)
@@ -42,11 +47,18 @@ func pauseAt(s *labs.Scene, impl *labs.Impl, point, said string) {
 	a.ParkAt(point)
 	try := a.Go("trylock", "")
 	a.WaitParked(point)
-	n := 0
-	for _, v := range s.ValuesOn(nodes) {
-		if v != "-" {
-			n++
+	holding := func() int {
+		n := 0
+		for _, v := range s.ValuesOn(nodes) {
+			if v != "-" {
+				n++
+			}
 		}
+		return n
+	}
+	n := holding()
+	for landBy := time.Now().Add(time.Second); n < want && time.Now().Before(landBy); n = holding() {
+		time.Sleep(time.Millisecond) // a poll: the SETs on the wire land in a few
 	}
 	s.Note(said, n)
 	a.Freeze()
