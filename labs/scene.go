@@ -201,17 +201,37 @@ func (s *Scene) Events() []history.Event { return s.hist.Events() }
 // cond, or the scene's deadline, fails the test naming what.
 func (s *Scene) Eventually(what string, cond func() (bool, error)) {
 	s.t.Helper()
+	if !s.poll(s.Ctx, what, cond) {
+		s.Fatalf("labs: timed out waiting until %s", what)
+	}
+}
+
+// EventuallyWithin polls cond as [Scene.Eventually] does, for d at most,
+// and reports whether it held by then: for a wait that may end either way
+// (what has landed within a moment), where Eventually's is one the scene
+// must get past. An error from cond fails the test naming what.
+func (s *Scene) EventuallyWithin(d time.Duration, what string, cond func() (bool, error)) bool {
+	s.t.Helper()
+	ctx, cancel := context.WithTimeout(s.Ctx, d)
+	defer cancel()
+	return s.poll(ctx, what, cond)
+}
+
+// poll calls cond every millisecond until it holds (true) or ctx ends
+// (false); an error from cond fails the test.
+func (s *Scene) poll(ctx context.Context, what string, cond func() (bool, error)) bool {
+	s.t.Helper()
 	for {
 		ok, err := cond()
 		if err != nil {
 			s.Fatalf("labs: waiting until %s: %v", what, err)
 		}
 		if ok {
-			return
+			return true
 		}
 		select {
-		case <-s.Ctx.Done():
-			s.Fatalf("labs: timed out waiting until %s", what)
+		case <-ctx.Done():
+			return false
 		case <-time.After(time.Millisecond):
 		}
 	}

@@ -56,11 +56,10 @@ func pauseAt(s *labs.Scene, impl *labs.Impl, point string, want int, said string
 		}
 		return n
 	}
-	n := holding()
-	for landBy := time.Now().Add(time.Second); n < want && time.Now().Before(landBy); n = holding() {
-		time.Sleep(time.Millisecond) // a poll: the SETs on the wire land in a few
-	}
-	s.Note(said, n)
+	s.EventuallyWithin(time.Second, "A's SETs on the wire have landed", func() (bool, error) {
+		return holding() >= want, nil
+	})
+	s.Note(said, holding())
 	a.Freeze()
 	frozen := time.Now()
 	s.WaitExpiredOn(nodes, "A is still frozen")
