@@ -46,6 +46,9 @@ func TestEndToEnd(t *testing.T) {
 		if r["ops_per_sec"].(float64) <= 0 || r["violations"] != 0.0 || r["redis_cmds_per_op"].(float64) < 2 {
 			t.Errorf("row %d: ops/s %v, violations %v, cmds/op %v; want > 0, 0, >= 2", i, r["ops_per_sec"], r["violations"], r["redis_cmds_per_op"])
 		}
+		if cpu, ok := r["server_cpu_us_per_op"].(float64); !ok || cpu <= 0 {
+			t.Errorf("row %d: server_cpu_us_per_op %v; want a time > 0 (a server did the work)", i, r["server_cpu_us_per_op"])
+		}
 	}
 	if rows[0]["ops_ratio"] == nil || rows[0]["ratio_to"] != "redsync-1" {
 		t.Errorf("correct's row has ratio %v to %v; want a ratio to redsync-1", rows[0]["ops_ratio"], rows[0]["ratio_to"])

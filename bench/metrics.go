@@ -54,14 +54,18 @@ type roundFigures struct {
 	CutOffMaxUs float64 `json:"cut_off_max_us"` // the longest of them
 	Jain        float64 `json:"jain"`
 	CmdsPerOp   float64 `json:"redis_cmds_per_op"`
-	GaveUp      int64   `json:"gave_up"`
-	Violations  int64   `json:"violations"`
-	Acquired    int64   `json:"acquisitions"`
-	ClientMin   int64   `json:"per_client_min"`
-	ClientMax   int64   `json:"per_client_max"`
-	ElapsedSecs float64 `json:"elapsed_s"`
-	HeldP50Us   float64 `json:"held_p50_us"`
-	HandoffP50  float64 `json:"handoff_p50_us"`
+	// ServerCPUUsPerOp is the servers' CPU time per acquisition (see
+	// measure.ParseCPU); the ledger's two commands are in it, as in every
+	// lock's figure.
+	ServerCPUUsPerOp float64 `json:"server_cpu_us_per_op"`
+	GaveUp           int64   `json:"gave_up"`
+	Violations       int64   `json:"violations"`
+	Acquired         int64   `json:"acquisitions"`
+	ClientMin        int64   `json:"per_client_min"`
+	ClientMax        int64   `json:"per_client_max"`
+	ElapsedSecs      float64 `json:"elapsed_s"`
+	HeldP50Us        float64 `json:"held_p50_us"`
+	HandoffP50       float64 `json:"handoff_p50_us"`
 	// FIFOFloorUs is the wait p99 of a perfect FIFO queue with this run's
 	// own hold and hand-off: (N-1) x (held p50 + handoff p50); 0 when not
 	// a contended run or no hand-off was seen.
@@ -98,6 +102,7 @@ func computeFigures(r *runResult) roundFigures {
 	}
 	if r.ops > 0 {
 		f.CmdsPerOp = float64(r.cmds.Total()) / float64(r.ops)
+		f.ServerCPUUsPerOp = float64(r.serverCPU.Microseconds()) / float64(r.ops)
 	}
 	if len(r.perClient) > 0 {
 		f.ClientMin, f.ClientMax = slices.Min(r.perClient), slices.Max(r.perClient)
@@ -151,9 +156,10 @@ type row struct {
 	PerClientMin float64 `json:"per_client_min"`
 	PerClientMax float64 `json:"per_client_max"`
 
-	RedisCmdsPerOp  float64            `json:"redis_cmds_per_op"`
-	RedisCmdMix     map[string]float64 `json:"redis_cmd_mix"`      // per acquisition, all rounds pooled
-	ClientCmdsPerOp *float64           `json:"client_cmds_per_op"` // null when not measurable (rueidis)
+	RedisCmdsPerOp   float64            `json:"redis_cmds_per_op"`
+	ServerCPUUsPerOp float64            `json:"server_cpu_us_per_op"` // median of the rounds' (roundFigures)
+	RedisCmdMix      map[string]float64 `json:"redis_cmd_mix"`        // per acquisition, all rounds pooled
+	ClientCmdsPerOp  *float64           `json:"client_cmds_per_op"`   // null when not measurable (rueidis)
 
 	GaveUp       int64   `json:"gave_up"` // total over rounds
 	GaveUpPerSec float64 `json:"gave_up_per_sec"`
@@ -250,7 +256,7 @@ func buildRow(im *impl, c cell, rs []*runResult, dur time.Duration) row {
 		RTTUs: float64(c.rtt.Microseconds()), Nodes: im.nodes, Mode: "closed",
 		Rounds: len(rs), DurationS: dur.Seconds(), RedisCmdMix: map[string]float64{},
 	}
-	var ops, p50, p99, p999, mx, jn, cmin, cmax, cpo, gps, ccpo, hp50, hp99, rp50, rp99, held []float64
+	var ops, p50, p99, p999, mx, jn, cmin, cmax, cpo, gps, ccpo, hp50, hp99, rp50, rp99, held, scpu []float64
 	pooled := measure.Commands{}
 	clientCmdsKnown := true
 	for _, r := range rs {
@@ -268,6 +274,7 @@ func buildRow(im *impl, c cell, rs []*runResult, dur time.Duration) row {
 		cmin = append(cmin, float64(f.ClientMin))
 		cmax = append(cmax, float64(f.ClientMax))
 		cpo = append(cpo, f.CmdsPerOp)
+		scpu = append(scpu, f.ServerCPUUsPerOp)
 		if r.elapsed > 0 {
 			gps = append(gps, float64(r.gaveUp)/r.elapsed.Seconds())
 		}
@@ -310,6 +317,7 @@ func buildRow(im *impl, c cell, rs []*runResult, dur time.Duration) row {
 	rw.WaitP50Us, rw.WaitP99Us, rw.WaitP999Us, rw.WaitMaxUs = median(p50), median(p99), median(p999), median(mx)
 	rw.Jain, rw.PerClientMin, rw.PerClientMax = median(jn), median(cmin), median(cmax)
 	rw.RedisCmdsPerOp, rw.GaveUpPerSec = median(cpo), median(gps)
+	rw.ServerCPUUsPerOp = median(scpu)
 	if clientCmdsKnown && len(ccpo) > 0 {
 		v := median(ccpo)
 		rw.ClientCmdsPerOp = &v

@@ -382,6 +382,7 @@ func tableColumns(contended bool) []column {
 		column{head: "client min/max", val: func(r row) string { return fmt.Sprintf("%.0f/%.0f", r.PerClientMin, r.PerClientMax) }},
 		column{head: "Redis cmds/acq", val: func(r row) string { return fmt.Sprintf("%.2f", r.RedisCmdsPerOp) }},
 		column{head: "client cmds/acq", val: func(r row) string { return fmtOptional(r.ClientCmdsPerOp) }},
+		column{head: "server CPU/acq", val: func(r row) string { return fmtUs(r.ServerCPUUsPerOp) }},
 		column{head: "gave up", val: func(r row) string { return fmt.Sprint(r.GaveUp) }},
 		column{head: "violations", val: func(r row) string { return fmt.Sprint(r.Violations) }},
 		column{head: "handoff p50 / p99", val: func(r row) string {

@@ -73,6 +73,7 @@ type runResult struct {
 	violations int64
 	cmds       measure.Commands // server commands (admin and ledger excluded), all servers
 	clientCmds int64            // commands handed to go-redis; -1 when not measurable
+	serverCPU  time.Duration    // CPU the servers used during the run (the ledger's INCR and DECR included)
 	leftover   int              // keys without a TTL still present after the run (deleted)
 	expiring   int              // keys with a TTL still present after the run (deleted)
 	fig        *roundFigures    // figures(r), once computed
@@ -200,6 +201,10 @@ func execute(ctx context.Context, srv *servers, led *ledger, spec runSpec) (*run
 	if err != nil {
 		return nil, err
 	}
+	cpuBefore, err := srv.cpu(ctx)
+	if err != nil {
+		return nil, err
+	}
 	sentBefore := sentTotal(workers)
 
 	r.ctx, r.cancel = context.WithCancel(ctx)
@@ -241,12 +246,17 @@ func execute(ctx context.Context, srv *servers, led *ledger, spec runSpec) (*run
 	if err != nil {
 		return nil, err
 	}
+	cpuAfter, err := srv.cpu(ctx)
+	if err != nil {
+		return nil, err
+	}
 
 	res := &runResult{
 		spec: spec, ops: r.ops.Load(), elapsed: r.end.Sub(start),
 		wait: newHist(), release: newHist(), handoff: newHist(), held: newHist(),
 		violations: r.tally.violations.Load(),
 		cmds:       measure.Commands{}, clientCmds: -1,
+		serverCPU: cpuAfter - cpuBefore,
 	}
 	for _, w := range workers {
 		if !w.cutWanted.IsZero() && w.cutWanted.Before(r.end) {

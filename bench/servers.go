@@ -99,6 +99,24 @@ func (s *servers) commandstats(ctx context.Context) ([]measure.Commands, error) 
 	return out, nil
 }
 
+// cpu returns the CPU time every server process has used so far, summed
+// (INFO cpu; see measure.ParseCPU).
+func (s *servers) cpu(ctx context.Context) (time.Duration, error) {
+	var total time.Duration
+	for i, c := range s.admin {
+		info, err := c.Info(ctx, "cpu").Result()
+		if err != nil {
+			return 0, fmt.Errorf("INFO cpu on %s: %w", s.addrs[i], err)
+		}
+		d, err := measure.ParseCPU(info)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", s.addrs[i], err)
+		}
+		total += d
+	}
+	return total, nil
+}
+
 // version returns redis_version of the first server.
 func (s *servers) version(ctx context.Context) string {
 	info, err := s.admin[0].Info(ctx, "server").Result()

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -171,4 +172,36 @@ func Since(before, after []Commands) Commands {
 		out.Add(Delta(before[i], after[i]))
 	}
 	return out
+}
+
+// ParseCPU parses the text of INFO cpu and returns the CPU time the server
+// process has used, system and user (used_cpu_sys + used_cpu_user, its
+// threads included). The difference of two readings around a run, divided
+// by the acquisitions, is the server's cost of one acquisition: what bounds
+// a run that keeps the server busy, which the count of commands alone does
+// not tell (an EVALSHA costs more than a SET, and a key written costs its
+// later expiry).
+func ParseCPU(info string) (time.Duration, error) {
+	var total float64
+	seen := 0
+	sc := bufio.NewScanner(strings.NewReader(info))
+	for sc.Scan() {
+		k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":")
+		if !ok || (k != "used_cpu_sys" && k != "used_cpu_user") {
+			continue
+		}
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil || x < 0 {
+			return 0, fmt.Errorf("INFO cpu: bad %s %q", k, v)
+		}
+		total += x
+		seen++
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	if seen != 2 {
+		return 0, fmt.Errorf("INFO cpu: want used_cpu_sys and used_cpu_user, found %d of them", seen)
+	}
+	return time.Duration(total * float64(time.Second)), nil
 }

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -116,5 +117,51 @@ func TestSinceCountsScriptInnerCommands(t *testing.T) {
 	}
 	if got.Total() != 4 {
 		t.Errorf("Total() = %d; want 4", got.Total())
+	}
+}
+
+func TestParseCPU(t *testing.T) {
+	info := "# CPU\r\nused_cpu_sys:1.250000\r\nused_cpu_user:0.500000\r\nused_cpu_sys_children:9.000000\r\n"
+	got, err := measure.ParseCPU(info)
+	if err != nil || got != 1750*time.Millisecond {
+		t.Errorf("ParseCPU = %v, %v; want 1.75s, nil", got, err)
+	}
+	for _, bad := range []string{
+		"# CPU\r\nused_cpu_sys:1.0\r\n",          // user missing
+		"used_cpu_sys:x\r\nused_cpu_user:1\r\n",  // not a number
+		"used_cpu_sys:-1\r\nused_cpu_user:1\r\n", // negative
+		"",                                       // empty
+	} {
+		if _, err := measure.ParseCPU(bad); err == nil {
+			t.Errorf("ParseCPU(%q): no error", bad)
+		}
+	}
+}
+
+// The CPU time a real server reports grows with the work it is given.
+func TestParseCPUOfRealServer(t *testing.T) {
+	ctx := context.Background()
+	c := redis.NewClient(rig.ClientOptions(redisAddr))
+	defer c.Close()
+	read := func() time.Duration {
+		t.Helper()
+		info, err := c.Info(ctx, "cpu").Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := measure.ParseCPU(info)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	before := read()
+	// A script that keeps the server busy for about 50ms of CPU.
+	busy := `local x = 0 for i = 1, 5000000 do x = x + i end return x`
+	if err := c.Eval(ctx, busy, nil).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if after := read(); after <= before {
+		t.Errorf("CPU time %v after a busy script, %v before; want it to grow", after, before)
 	}
 }
