@@ -10,6 +10,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locklab/locklab/internal/keyslot"
+	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/internal/token"
 )
 
@@ -26,12 +28,22 @@ import (
 // release sent to all five in parallel. It is the floor of the 5-node
 // locks; it checks no validity and keeps no order.
 //
-// Neither is a lock to use: the floor tells how far each lock is from what
-// the machine allows for its round trips.
+// raw+receipt and raw-5+receipt are raw and raw-5 with a release that is
+// safe to send twice: the compare-and-delete leaves a receipt (a key of
+// its own, for retry.ReceiptTTL), and a run that finds the key not ours
+// answers from it. That is what a release must do to answer right when
+// go-redis sends it again after a lost reply (see correct/release.lua),
+// and what no peer does; the pair of floors shows, in the same round, what
+// that costs the machine.
+//
+// None of them is a lock to use: the floor tells how far each lock is from
+// what the machine allows for its round trips.
 func init() {
 	gaveUp := func(error) bool { return false }
-	register(&impl{name: "raw", nodes: 1, kind: kindFloor, connect: connectRaw(1), gaveUp: gaveUp})
-	register(&impl{name: "raw-5", nodes: 5, kind: kindFloor, connect: connectRaw(5), gaveUp: gaveUp})
+	register(&impl{name: "raw", nodes: 1, kind: kindFloor, connect: connectRaw(1, rawRelease), gaveUp: gaveUp})
+	register(&impl{name: "raw-5", nodes: 5, kind: kindFloor, connect: connectRaw(5, rawRelease), gaveUp: gaveUp})
+	register(&impl{name: "raw+receipt", nodes: 1, kind: kindFloor, connect: connectRaw(1, rawReleaseReceipt), gaveUp: gaveUp})
+	register(&impl{name: "raw-5+receipt", nodes: 5, kind: kindFloor, connect: connectRaw(5, rawReleaseReceipt), gaveUp: gaveUp})
 }
 
 // rawRetry is how long raw waits before sending a refused SET again: the
@@ -41,7 +53,17 @@ const rawRetry = time.Millisecond
 // rawRelease deletes the key only if it still holds our token.
 var rawRelease = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`)
 
-func connectRaw(n int) func(e env) (contender, error) {
+// rawReleaseReceipt is rawRelease leaving a receipt, KEYS[2], for ARGV[2]
+// ms, and answering from it when the key is not ours: run twice, it
+// answers 1 both times.
+var rawReleaseReceipt = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then
+	redis.call("del", KEYS[1])
+	redis.call("set", KEYS[2], "1", "px", ARGV[2])
+	return 1
+end
+return tonumber(redis.call("get", KEYS[2]) or 0)`)
+
+func connectRaw(n int, script *redis.Script) func(e env) (contender, error) {
 	return func(e env) (contender, error) {
 		sent := new(atomic.Int64)
 		cs, err := e.clients(fmt.Sprintf("raw-%d", n), n, sent)
@@ -49,7 +71,7 @@ func connectRaw(n int) func(e env) (contender, error) {
 			return contender{}, err
 		}
 		return contender{
-			locker: func(key string) locker { return &rawLocker{cs: cs, key: key, ttl: e.ttl} },
+			locker: func(key string) locker { return &rawLocker{cs: cs, key: key, ttl: e.ttl, script: script} },
 			close:  func() error { return closeAll(cs) },
 			sent:   sent,
 		}, nil
@@ -57,10 +79,11 @@ func connectRaw(n int) func(e env) (contender, error) {
 }
 
 type rawLocker struct {
-	cs  []*redis.Client
-	key string
-	ttl time.Duration
-	tok string
+	cs     []*redis.Client
+	key    string
+	ttl    time.Duration
+	script *redis.Script // rawRelease or rawReleaseReceipt
+	tok    string
 }
 
 func (l *rawLocker) Lock(ctx context.Context) error {
@@ -120,15 +143,19 @@ func (l *rawLocker) each(fn func(c *redis.Client) error) int {
 }
 
 func (l *rawLocker) release(ctx context.Context, tok string) int {
+	keys, args := []string{l.key}, []any{tok}
+	if l.script == rawReleaseReceipt {
+		keys, args = []string{l.key, keyslot.Receipt(keyslot.Base(l.key), tok)}, []any{tok, retry.ReceiptMS}
+	}
 	if len(l.cs) == 1 {
-		n, err := rawRelease.Run(ctx, l.cs[0], []string{l.key}, tok).Int()
+		n, err := l.script.Run(ctx, l.cs[0], keys, args...).Int()
 		if err != nil || n == 0 {
 			return 0
 		}
 		return 1
 	}
 	return l.each(func(c *redis.Client) error {
-		n, err := rawRelease.Run(ctx, c, []string{l.key}, tok).Int()
+		n, err := l.script.Run(ctx, c, keys, args...).Int()
 		if err == nil && n == 0 {
 			return redis.Nil
 		}

@@ -313,7 +313,10 @@ const methodText = `## Method
   token NX PX ttl, then one EVALSHA of a compare-and-delete script, with a
   fresh crypto/rand token and no library around them (refused, it sends the
   SET again after 1 ms); raw-5 sends the same to five servers in parallel and
-  holds on a majority. **× floor** is a lock's ops/s over raw's (raw-5's for
+  holds on a majority. raw+receipt and raw-5+receipt release so that a
+  resend answers right (the compare-and-delete leaves a receipt key and
+  answers from it), as our locks do and no peer does: their × floor is what
+  that costs. **× floor** is a lock's ops/s over raw's (raw-5's for
   5-node locks) in the same round. In contended tables the **FIFO floor** is
   the wait p99 of a perfect queue with the run's own hold and hand-off,
   (N−1) × (held p50 + handoff p50), and **p99 × floor** the wait p99 over it,
