@@ -52,14 +52,15 @@ func (c cell) figures() []figure {
 // summaryGroup is one table of the summary: the locks on one number of
 // servers.
 type summaryGroup struct {
-	title string
-	nodes int
-	floor string
+	title   string
+	nodes   int
+	floor   string
+	receipt string // the floor whose release is safe to send twice
 }
 
 var summaryGroups = []summaryGroup{
-	{"One server", 1, "raw"},
-	{"Five servers", 5, "raw-5"},
+	{"One server", 1, "raw", "raw+receipt"},
+	{"Five servers", 5, "raw-5", "raw-5+receipt"},
 }
 
 // summaryLine is one line of a summary table, kept as values so a test can
@@ -70,6 +71,7 @@ type summaryLine struct {
 	leader   string // impl
 	bestPeer string // impl, "" if no peer ran
 	floor    string // impl, "" if the floor did not run
+	receipt  string // impl, "" if the floor with receipts did not run
 	ours     []summaryOurs
 }
 
@@ -104,6 +106,9 @@ func (res *results) summaryLines(g summaryGroup) (ours []string, lines []summary
 			ln := summaryLine{cell: c, fig: fig}
 			if _, ok := rows[g.floor]; ok {
 				ln.floor = g.floor
+			}
+			if _, ok := rows[g.receipt]; ok {
+				ln.receipt = g.receipt
 			}
 			for _, im := range res.impls {
 				r, ok := rows[im.name]
@@ -152,7 +157,9 @@ func (res *results) summary() string {
 	b.WriteString("Per cell, the **leader** has the best figure among the locks on the same number of servers (ours and the peers); " +
 		"each of our locks shows **× best peer · × floor**: its figure over the best peer's and over the floor's, " +
 		"each a median over rounds of same-round ratios. The floor of acq/s and pairs/s is `raw` (`raw-5` on five servers): " +
-		"the bare go-redis SET NX PX and EVALSHA compare-and-delete, no library. The floor of a contended wait p99 is the FIFO floor, " +
+		"the bare go-redis SET NX PX and EVALSHA compare-and-delete, no library. " +
+		"The **floor with receipts** is `raw+receipt` (`raw-5+receipt`): the same, with a release that leaves a receipt so that " +
+		"a resend after a lost reply answers right, as our locks' releases do and no peer's does; its × floor is what that safety costs. The floor of a contended wait p99 is the FIFO floor, " +
 		"(N−1) × (the lock's own held p50 + handoff p50): a perfect queue with that lock's hand-off. " +
 		"Higher is better for acq/s and pairs/s (↑), lower for wait p99 (↓). Every figure is in the tables below.\n\n")
 	if ln := res.mach.RedisBenchmark.line(); ln != "" {
@@ -164,18 +171,18 @@ func (res *results) summary() string {
 			continue
 		}
 		fmt.Fprintf(&b, "### %s\n\n", g.title)
-		b.WriteString("| cell | figure | leader | best peer | floor |")
+		b.WriteString("| cell | figure | leader | best peer | floor | floor with receipts |")
 		for _, o := range ours {
 			b.WriteString(" " + o + " |")
 		}
-		b.WriteString("\n|---|---|---|---|---|" + strings.Repeat("---:|", len(ours)) + "\n")
+		b.WriteString("\n|---|---|---|---|---|---|" + strings.Repeat("---:|", len(ours)) + "\n")
 		for _, ln := range lines {
 			arrow := "↓"
 			if ln.fig.higher {
 				arrow = "↑"
 			}
-			fmt.Fprintf(&b, "| %s | %s %s | %s | %s | %s |", summaryLabel(ln.cell), ln.fig.name, arrow,
-				res.named(ln.leader, ln.cell, ln.fig), res.named(ln.bestPeer, ln.cell, ln.fig), res.floorText(ln))
+			fmt.Fprintf(&b, "| %s | %s %s | %s | %s | %s | %s |", summaryLabel(ln.cell), ln.fig.name, arrow,
+				res.named(ln.leader, ln.cell, ln.fig), res.named(ln.bestPeer, ln.cell, ln.fig), res.floorText(ln), res.receiptText(ln))
 			for _, o := range ln.ours {
 				b.WriteString(" " + o.text() + " |")
 			}
@@ -200,6 +207,16 @@ func (res *results) floorText(ln summaryLine) string {
 		return "FIFO, each lock's own"
 	}
 	return res.named(ln.floor, ln.cell, ln.fig)
+}
+
+// receiptText is the floor with receipts and its ratio to the floor, as
+// its table row shows them.
+func (res *results) receiptText(ln summaryLine) string {
+	if ln.fig.name == figP99.name || ln.receipt == "" {
+		return "–"
+	}
+	r, _ := res.rowOf(ln.receipt, ln.cell)
+	return res.named(ln.receipt, ln.cell, ln.fig) + " (" + fmtRatio(ln.fig.floor(r)) + ")"
 }
 
 func (o summaryOurs) text() string {

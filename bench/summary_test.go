@@ -57,7 +57,7 @@ func syntheticResults(t *testing.T, names []string, cs []cell, rounds int, rng *
 // as the table prints it, each "× floor" is the table's, and each "× best
 // peer" is the same-round median recomputed from summary.json's rounds.
 func TestSummaryMatchesTables(t *testing.T) {
-	names := []string{"correct", "correct-poll", "redsync-1", "redislock", "rueidislock", "raw", "redlock-5", "redsync-5", "raw-5"}
+	names := []string{"correct", "correct-poll", "redsync-1", "redislock", "rueidislock", "raw", "raw+receipt", "redlock-5", "redsync-5", "raw-5", "raw-5+receipt"}
 	cs := []cell{
 		{scenario: scUncontended, clients: 1},
 		{scenario: scContended, clients: 8, hold: time.Millisecond, keys: 1},
@@ -108,7 +108,7 @@ func checkSummary(t *testing.T, res *results, summary, tables string) {
 		}
 		// The leader and best peer: named with their table figure, and
 		// the best in that column among their kinds on this many servers.
-		nodes := registry[group[5]].nodes
+		nodes := registry[group[6]].nodes
 		for i, kinds := range [][]implKind{{kindOurs, kindPeer}, {kindPeer}} {
 			name, val, _ := strings.Cut(cells[2+i], " ")
 			if got := get(name)[col]; got != val {
@@ -134,10 +134,17 @@ func checkSummary(t *testing.T, res *results, summary, tables string) {
 			if got := get(name)[col]; got != val {
 				t.Errorf("%q: floor %s is shown with %s; its table says %s", ln, name, val, got)
 			}
+			if cells[5] != "–" {
+				name, val, _ = strings.Cut(cells[5], " ")
+				val, ratio, _ := strings.Cut(val, " (")
+				if r := get(name); r[col] != val || r[floorCol]+")" != ratio {
+					t.Errorf("%q: floor with receipts %s is shown with %s (%s; its table says %s (%s)", ln, name, val, ratio, r[col], r[floorCol])
+				}
+			}
 		}
 		peer, _, _ := strings.Cut(cells[3], " ")
-		for i, ours := range group[5:] {
-			v := cells[5+i]
+		for i, ours := range group[6:] {
+			v := cells[6+i]
 			if v == "–" {
 				continue
 			}
