@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/locklab/locklab/internal/rig"
 )
 
@@ -21,6 +23,20 @@ func TestMain(m *testing.M) {
 			addrs = append(addrs, n.Addr())
 		}
 	})
+}
+
+// oneServer returns the bench's view of the first shared server and a
+// client of it, both closed when t ends.
+func oneServer(t *testing.T) (*servers, *redis.Client) {
+	t.Helper()
+	srv, err := startServers(t.Context(), addrs, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.close)
+	c := redis.NewClient(rig.ClientOptions(addrs[0]))
+	t.Cleanup(func() { c.Close() })
+	return srv, c
 }
 
 // TestHoldForLastsAtLeastTheHold checks the lower bound only: an upper
