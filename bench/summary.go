@@ -79,6 +79,8 @@ type summaryOurs struct {
 	impl      string
 	present   bool
 	peerRatio *float64 // same-round median of ours / best peer's
+	ahead     int      // rounds in which ours did better than the best peer
+	rounds    int      // rounds in which both ran
 	floor     *float64 // the table's ratio to the floor
 }
 
@@ -131,7 +133,9 @@ func (res *results) summaryLines(g summaryGroup) (ours []string, lines []summary
 					o.present = true
 					o.floor = fig.floor(r)
 					if ln.bestPeer != "" {
-						o.peerRatio = roundRatio(res.runsOf(name, c), res.runsOf(ln.bestPeer, c), fig.round)
+						ours, peer := res.runsOf(name, c), res.runsOf(ln.bestPeer, c)
+						o.peerRatio = roundRatio(ours, peer, fig.round)
+						o.ahead, o.rounds = aheadIn(perRound(ours, fig.round), perRound(peer, fig.round), fig.higher)
 					}
 				}
 				ln.ours = append(ln.ours, o)
@@ -140,6 +144,22 @@ func (res *results) summaryLines(g summaryGroup) (ours []string, lines []summary
 		}
 	}
 	return ours, lines
+}
+
+// aheadIn counts the rounds that have both figures, and those in which
+// vals did better than base (higher, or lower when !higher).
+func aheadIn(vals, base map[int]float64, higher bool) (ahead, rounds int) {
+	for round, v := range vals {
+		b, ok := base[round]
+		if !ok {
+			continue
+		}
+		rounds++
+		if higher && v > b || !higher && v < b {
+			ahead++
+		}
+	}
+	return ahead, rounds
 }
 
 // better reports whether a's figure beats b's.
@@ -156,7 +176,8 @@ func (res *results) summary() string {
 	b.WriteString("## Summary\n\n")
 	b.WriteString("Per cell, the **leader** has the best figure among the locks on the same number of servers (ours and the peers); " +
 		"each of our locks shows **× best peer · × floor**: its figure over the best peer's and over the floor's, " +
-		"each a median over rounds of same-round ratios. The floor of acq/s and pairs/s is `raw` (`raw-5` on five servers): " +
+		"each a median over rounds of same-round ratios; **(ahead k/n)** counts the rounds in which ours did better than the best peer, " +
+		"so a ratio near 1 with rounds on both sides is a tie within the machine's noise, not a lead. The floor of acq/s and pairs/s is `raw` (`raw-5` on five servers): " +
 		"the bare go-redis SET NX PX and EVALSHA compare-and-delete, no library. " +
 		"The **floor with receipts** is `raw+receipt` (`raw-5+receipt`): the same, with a release that leaves a receipt so that " +
 		"a resend after a lost reply answers right, as our locks' releases do and no peer's does; its × floor is what that safety costs. The floor of a contended wait p99 is the FIFO floor, " +
@@ -223,7 +244,11 @@ func (o summaryOurs) text() string {
 	if !o.present {
 		return "–"
 	}
-	return fmtRatio(o.peerRatio) + " · " + fmtRatio(o.floor)
+	ratio := fmtRatio(o.peerRatio)
+	if o.rounds > 1 {
+		ratio += fmt.Sprintf(" (ahead %d/%d)", o.ahead, o.rounds)
+	}
+	return ratio + " · " + fmtRatio(o.floor)
 }
 
 // summaryLabel names a cell for a reader: "contended, 32 clients, hold 1ms".

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -163,6 +164,9 @@ func checkSummary(t *testing.T, res *results, summary, tables string) {
 				}
 			}
 			want := sameRoundFromRows(t, res, ours, peer, c, figName)
+			if ra, _ := res.rowOf(ours, c); len(ra.PerRound) > 1 {
+				want += aheadFromRows(t, res, ours, peer, c, figName)
+			}
 			if peerRatio != want {
 				t.Errorf("%q: %s × best peer %s; from summary.json's rounds it is %s", ln, ours, peerRatio, want)
 			}
@@ -198,6 +202,27 @@ func sameRoundFromRows(t *testing.T, res *results, a, b string, c cell, fig stri
 		return "–"
 	}
 	return fmtRatio(&v)
+}
+
+// aheadFromRows recounts, from the rows' per-round figures, the rounds in
+// which a did better than b, as the summary prints them.
+func aheadFromRows(t *testing.T, res *results, a, b string, c cell, fig string) string {
+	t.Helper()
+	ra, _ := res.rowOf(a, c)
+	rb, _ := res.rowOf(b, c)
+	ahead, n := 0, 0
+	for _, fa := range ra.PerRound {
+		for _, fb := range rb.PerRound {
+			if fa.Round != fb.Round {
+				continue
+			}
+			n++
+			if fig == "wait p99" && fa.WaitP99Us < fb.WaitP99Us || fig != "wait p99" && fa.OpsPerSec > fb.OpsPerSec {
+				ahead++
+			}
+		}
+	}
+	return fmt.Sprintf(" (ahead %d/%d)", ahead, n)
 }
 
 // parseTables reads the scenario tables into rows of header → cell.
