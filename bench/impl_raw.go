@@ -71,9 +71,11 @@ func connectRaw(n int, script *redis.Script) func(e env) (contender, error) {
 			return contender{}, err
 		}
 		return contender{
-			locker: func(key string) locker { return &rawLocker{cs: cs, key: key, ttl: e.ttl, script: script} },
-			close:  func() error { return closeAll(cs) },
-			sent:   sent,
+			locker: func(key string) locker {
+				return &rawLocker{cs: cs, key: key, base: keyslot.Base(key), ttl: e.ttl, script: script}
+			},
+			close: func() error { return closeAll(cs) },
+			sent:  sent,
 		}, nil
 	}
 }
@@ -81,6 +83,7 @@ func connectRaw(n int, script *redis.Script) func(e env) (contender, error) {
 type rawLocker struct {
 	cs     []*redis.Client
 	key    string
+	base   string // keyslot.Base(key), for receipts
 	ttl    time.Duration
 	script *redis.Script // rawRelease or rawReleaseReceipt
 	tok    string
@@ -145,7 +148,7 @@ func (l *rawLocker) each(fn func(c *redis.Client) error) int {
 func (l *rawLocker) release(ctx context.Context, tok string) int {
 	keys, args := []string{l.key}, []any{tok}
 	if l.script == rawReleaseReceipt {
-		keys, args = []string{l.key, keyslot.Receipt(keyslot.Base(l.key), tok)}, []any{tok, retry.ReceiptMS}
+		keys, args = []string{l.key, keyslot.Receipt(l.base, tok)}, []any{tok, retry.ReceiptMS}
 	}
 	if len(l.cs) == 1 {
 		n, err := l.script.Run(ctx, l.cs[0], keys, args...).Int()
