@@ -8,6 +8,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locklab/locklab/internal/faultproxy"
+	"github.com/locklab/locklab/internal/keyslot"
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/measure"
 )
 
@@ -54,42 +57,43 @@ func TestCommandstatsCountsScriptInnerCommands(t *testing.T) {
 	}
 }
 
-// TestRawReceiptReleaseRunTwice checks the two single-server floors'
-// releases on a real server as go-redis's resend after a lost reply runs
-// them: the same release twice. raw+receipt answers 1 both times; raw
-// answers 0 the second time, which is what the receipt is for (if raw
-// answered 1, the test could not tell the two apart). Neither answers 1 for
-// a token that never held the lock.
-func TestRawReceiptReleaseRunTwice(t *testing.T) {
+// TestRawReceiptReleaseLostReply checks the single-server floors' releases
+// against a real lost reply: the fault proxy drops the EVALSHA's reply,
+// and go-redis, on its default options, sends it again. raw+receipt
+// answers 1 all the same; raw answers 0, which is what the receipt is for
+// (if raw answered 1, the test could not tell the two apart). Neither
+// answers 1 for a token that never held the lock.
+func TestRawReceiptReleaseLostReply(t *testing.T) {
 	ctx := t.Context()
-	_, c := oneServer(t)
-
 	for _, tc := range []struct {
 		script *redis.Script
 		name   string
-		second int
+		want   int
 	}{
 		{rawReleaseReceipt, "raw+receipt", 1},
 		{rawRelease, "raw", 0},
 	} {
-		l := &rawLocker{cs: []*redis.Client{c}, key: keyRoot + "test:raw:" + tc.name, ttl: time.Minute, script: tc.script}
+		p, c := locktest.ThroughProxy(t, addrs[0])
+		key := keyRoot + "test:raw:" + tc.name
+		l := &rawLocker{cs: []*redis.Client{c}, key: key, base: keyslot.Base(key), ttl: time.Minute, script: tc.script}
+		if err := tc.script.Load(ctx, c).Err(); err != nil { // so the resend is an EVALSHA too
+			t.Fatal(err)
+		}
 		if err := l.Lock(ctx); err != nil {
 			t.Fatalf("%s: Lock: %v", tc.name, err)
 		}
-		if n := l.release(ctx, l.tok); n != 1 {
-			t.Errorf("%s: first release = %d; want 1", tc.name, n)
+		lost := p.DropReply(faultproxy.Match{Command: "EVALSHA", Key: key}, 1)
+		if n := l.release(ctx, l.tok); n != tc.want {
+			t.Errorf("%s: release whose reply was lost, sent again = %d; want %d", tc.name, n, tc.want)
 		}
-		if n := l.release(ctx, l.tok); n != tc.second {
-			t.Errorf("%s: the same release again = %d; want %d", tc.name, n, tc.second)
+		if lost.Hits() != 1 {
+			t.Errorf("%s: the release's reply was not lost (%d hits)", tc.name, lost.Hits())
 		}
 		if n := l.release(ctx, "never-held"); n != 0 {
 			t.Errorf("%s: release of a token that never held the lock = %d; want 0", tc.name, n)
 		}
-		if err := c.Del(ctx, l.key).Err(); err != nil {
+		if err := c.Del(ctx, key, keyslot.Receipt(l.base, l.tok)).Err(); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := c.FlushAll(ctx).Err(); err != nil { // the receipts
-		t.Fatal(err)
 	}
 }
