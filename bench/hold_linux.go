@@ -5,23 +5,39 @@ import (
 	"time"
 )
 
-// holdFor keeps the lock for d by blocking this goroutine's thread in
-// nanosleep(2), which wakes within tens of microseconds of d.
+// holdFor keeps the lock for d. Where holds cannot overlap (a cell on one
+// key: at most one client holds it), it blocks this goroutine's thread in
+// nanosleep(2), which wakes within tens of microseconds of d; where they
+// can (the keys cell, many clients over many keys), it uses time.Sleep.
 //
-// time.Sleep does not: the Go runtime waits for timers in epoll_wait,
-// whose timeout is in whole milliseconds (runtime/netpoll_epoll.go rounds
-// anything under 1 ms up to 1 ms). When the process goes idle partway
-// through a 1 ms sleep (it handled some other client's reply 0.6 ms in),
-// the sleep ends a full millisecond after that moment: 1.6 ms. The bench
-// runs every client in one process, so a lock whose other clients do work
+// time.Sleep is imprecise when the process goes idle: the Go runtime waits
+// for timers in epoll_wait, whose timeout is in whole milliseconds
+// (runtime/netpoll_epoll.go rounds anything under 1 ms up to 1 ms). When
+// the process goes idle partway through a 1 ms sleep (it handled some
+// other client's reply 0.6 ms in), the sleep ends a full millisecond after
+// that moment: 1.6 ms. On one key, a lock whose other clients do work
 // during a hold (a releaser finishing its Unlock on five nodes, a waiter
 // re-queueing) had its holds stretched by up to 1 ms, while a lock whose
 // waiters sleep through the hold did not: a measure of the runtime's timer
 // granularity, not of the lock. Real clients are separate processes.
-// prSetTimerslack is PR_SET_TIMERSLACK from <linux/prctl.h>.
-const prSetTimerslack = 29
-
-func holdFor(d time.Duration) {
+//
+// nanosleep is precise, but a goroutine in a blocking syscall keeps its P
+// (one of GOMAXPROCS, 2 on the 2-core machine) until the runtime's sysmon
+// takes it back; sysmon leaves a P parked in a syscall for up to 10 ms
+// while another P is idle, and once it has backed off it polls the network
+// only every 10 ms. One holder at a time parks one P. 64 holders at once
+// park every P, and replies then sit unread: in the keys cell (64 clients,
+// hold 1ms), 8 of 103 rounds of the single-server Redis locks over three
+// runs fell to about 1650 acquisitions/s with a median wait of 18-20 ms
+// (raw, raw+receipt, redislock, correct-poll), and the others ran at about
+// 0.6 times the rate they reach with time.Sleep. There the clients are
+// busy, so time.Sleep stretches every lock's holds alike (held p50 1.3-1.4
+// ms for 1 ms, in 70 rounds none stalled), which the report shows.
+func holdFor(d time.Duration, overlapping bool) {
+	if overlapping {
+		time.Sleep(d)
+		return
+	}
 	// The default timer slack lets the kernel end the sleep up to 50 µs
 	// late; a hold is a measurement, so ask for 1 ns on this thread.
 	_, _, _ = syscall.RawSyscall(syscall.SYS_PRCTL, prSetTimerslack, 1, 0)
@@ -35,3 +51,6 @@ func holdFor(d time.Duration) {
 		ts = left
 	}
 }
+
+// prSetTimerslack is PR_SET_TIMERSLACK from <linux/prctl.h>.
+const prSetTimerslack = 29

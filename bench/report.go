@@ -340,11 +340,14 @@ const methodText = `## Method
   next holder (one that was already waiting) has the lock, on one clock.
 - Jain's index is over per-client acquisition counts (1 = equal shares).
 - **held p50** is the hold as it really was: from Lock returning to the start
-  of Unlock. On Linux the hold is a nanosleep(2), not a time.Sleep: the Go
-  runtime rounds a timer's wait to whole milliseconds whenever the process
-  goes idle mid-sleep, which stretched a 1 ms hold to 1.6 ms for locks
-  whose other clients (in this one process) were busy during it, and not
-  for others. The best possible contended rate is about
+  of Unlock. On Linux, on one key, the hold is a nanosleep(2), not a
+  time.Sleep: the Go runtime rounds a timer's wait to whole milliseconds
+  whenever the process goes idle mid-sleep, which stretched a 1 ms hold to
+  1.6 ms for locks whose other clients (in this one process) were busy
+  during it, and not for others. In the keys cell, where many holds
+  overlap, it is a time.Sleep: a thread in nanosleep keeps a Go P parked,
+  and dozens at once stalled the whole process for the runtime's 10 ms
+  network poll. The best possible contended rate is about
   1 / (held + handoff).
 
 `
