@@ -30,9 +30,12 @@ import (
 // hold 1ms), 8 of 103 rounds of the single-server Redis locks over three
 // runs fell to about 1650 acquisitions/s with a median wait of 18-20 ms
 // (raw, raw+receipt, redislock, correct-poll), and the others ran at about
-// 0.6 times the rate they reach with time.Sleep. There the clients are
-// busy, so time.Sleep stretches every lock's holds alike (held p50 1.3-1.4
-// ms for 1 ms, in 70 rounds none stalled), which the report shows.
+// 0.6 times the rate they reach with time.Sleep (in 70 rounds of which
+// none stalled). There time.Sleep stretches the go-redis locks' 1 ms holds
+// alike, to 1.25-1.45 ms; rueidislock, whose client keeps goroutines of
+// its own busy, measured 1.01-1.26 ms over four runs. The report's held p50
+// column shows each lock's. (One clock goroutine sleeping for every holder
+// parks one P too, but measured 1.37-1.66 ms, and no more alike.)
 func holdFor(d time.Duration, overlapping bool) {
 	if overlapping {
 		time.Sleep(d)
