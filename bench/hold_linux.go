@@ -33,7 +33,7 @@ import (
 // 0.6 times the rate they reach with time.Sleep (in 70 rounds of which
 // none stalled). There time.Sleep stretches the go-redis locks' 1 ms holds
 // alike, to 1.25-1.45 ms; rueidislock, whose client keeps goroutines of
-// its own busy, measured 1.01-1.26 ms over four runs. The report's held p50
+// its own busy, measured 1.01-1.26 ms over five runs. The report's held p50
 // column shows each lock's. (One clock goroutine sleeping for every holder
 // parks one P too, but measured 1.37-1.66 ms, and no more alike.)
 func holdFor(d time.Duration, overlapping bool) {
