@@ -40,7 +40,10 @@ var (
 )
 
 // The -quick preset (make bench-quick): every scenario, 8 clients, both
-// holds, one round of 250ms runs; under 60s including server start.
+// holds, one round of 250ms runs: about 80s on the 2-core machine, of
+// which the locks on etcd, ZooKeeper and PostgreSQL take about 35s, mostly
+// starting those servers (one after another, when their locks first
+// connect).
 const (
 	quickDuration = 250 * time.Millisecond
 	quickRounds   = 1
