@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"os"
 	"testing"
 	"time"
@@ -37,6 +38,26 @@ func oneServer(t *testing.T) (*servers, *redis.Client) {
 	c := redis.NewClient(rig.ClientOptions(addrs[0]))
 	t.Cleanup(func() { c.Close() })
 	return srv, c
+}
+
+// TestHoldsOverlapOnlyInTheKeysCell: of the cells the default plan runs,
+// only the keys cells have holders at once; the one-key cells, where each
+// hold blocks a thread in nanosleep, must have one holder at a time, or
+// their holds would park every P (see hold_linux.go).
+func TestHoldsOverlapOnlyInTheKeysCell(t *testing.T) {
+	c, err := parseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cl := range cells(c) {
+		if got, want := cl.holdsOverlap(), cl.scenario == scKeys; got != want {
+			t.Errorf("cell %v: holdsOverlap() = %v; want %v", cl, got, want)
+		}
+	}
+	one := cell{scenario: scKeys, clients: 64, hold: time.Millisecond, keys: 1}
+	if one.holdsOverlap() {
+		t.Errorf("cell %v: holdsOverlap() = true; want false (one key, one holder)", one)
+	}
 }
 
 // TestHoldForLastsAtLeastTheHold checks the lower bound only: an upper

@@ -47,6 +47,12 @@ func fmtHold(d time.Duration) string {
 	return strings.ReplaceAll(d.String(), "µ", "u")
 }
 
+// holdsOverlap reports whether clients in c can hold the lock at the same
+// time: only over many keys. On one key (or a fresh key per pair, with one
+// client) a working lock has one holder at a time. holdFor sleeps
+// differently in the two cases (see hold_linux.go).
+func (c cell) holdsOverlap() bool { return c.keys > 1 }
+
 // cells expands the configuration into the cells to run, in a fixed order.
 //   - uncontended: one client, hold 0, a fresh key per pair.
 //   - contended: every -clients value x every -hold, one key.

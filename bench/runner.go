@@ -491,7 +491,7 @@ func (r *runState) once(w *worker, wanted time.Time) bool {
 		w.acquired++
 	}
 	if h := r.spec.cell.hold; h > 0 {
-		holdFor(h, r.spec.cell.keys > 1) // many keys: holds overlap
+		holdFor(h, r.spec.cell.holdsOverlap())
 	}
 	r.led.exit(&r.tally, s.occKey)
 	rel := time.Now()
