@@ -40,10 +40,10 @@ var (
 )
 
 // The -quick preset (make bench-quick): every scenario, 8 clients, both
-// holds, one round of 250ms runs: about 80s on the 2-core machine, of
-// which the locks on etcd, ZooKeeper and PostgreSQL take about 35s, mostly
-// starting those servers (one after another, when their locks first
-// connect).
+// holds, one round of 250ms runs: 56-80s on the 2-core machine (56-60s on
+// a quiet one), of which the locks on etcd, ZooKeeper and PostgreSQL take
+// 15-35s, much of it starting those servers (one after another, when
+// their locks first connect; starting them at once saved 1-3s of 57-60s).
 const (
 	quickDuration = 250 * time.Millisecond
 	quickRounds   = 1
