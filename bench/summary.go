@@ -8,8 +8,9 @@ import (
 )
 
 // The summary opens report.md: for an engineer choosing a lock, one line
-// per cell and figure, saying who leads and how each of our locks stands
-// against the best peer and against the floor. Every figure in it is one
+// per scenario and figure (and under it, per cell and figure), saying who
+// leads and how each of our locks stands against the best peer and
+// against the floor. Every figure in it is one
 // of the tables' (the same row, the same formatting), except the ratio to
 // the best peer, which is a same-round ratio like the tables' ratios to
 // redsync and is kept in summary.json's per-round figures.
@@ -170,28 +171,43 @@ func (f figure) better(a, b row) bool {
 	return f.med(a) < f.med(b)
 }
 
-// summary renders the opening summary.
+// summary renders the opening summary, one screen: per scenario its
+// headline cell (headlineCells), then the same lines for every cell under
+// "Every cell".
 func (res *results) summary() string {
 	var b bytes.Buffer
 	b.WriteString("## Summary\n\n")
-	b.WriteString("Per cell, the **leader** has the best figure among the locks on the same number of servers (ours and the peers); " +
-		"each of our locks shows **× best peer · × floor**: its figure over the best peer's and over the floor's, " +
-		"each a median over rounds of same-round ratios; **(ahead k/n)** counts the rounds in which ours did better than the best peer, " +
-		"so a ratio near 1 with rounds on both sides is a tie within the machine's noise, not a lead. The floor of acq/s and pairs/s is `raw` (`raw-5` on five servers): " +
-		"the bare go-redis SET NX PX and EVALSHA compare-and-delete, no library. " +
-		"The **floor with receipts** is `raw+receipt` (`raw-5+receipt`): the same, with a release that leaves a receipt so that " +
-		"a resend after a lost reply answers right, as our locks' releases do and no peer's does; its × floor is what that safety costs. The floor of a contended wait p99 is the FIFO floor, " +
-		"(N−1) × (the lock's own held p50 + handoff p50): a perfect queue with that lock's hand-off. " +
-		"Higher is better for acq/s and pairs/s (↑), lower for wait p99 (↓). Every figure is in the tables below.\n\n")
+	b.WriteString("One line per scenario and figure, at its headline cell (the most clients; on one key the longest hold, " +
+		"where waiting in line shows; over many keys the shortest, where the lock's own cost shows); every cell is under *Every cell* below. " +
+		"The **leader** has the best figure among the locks on the same number of servers, ours and the peers'. " +
+		"Each of our locks shows **× best peer · × floor**, medians over rounds of same-round ratios, and **(ahead k/n)**, " +
+		"the rounds in which it beat the best peer: a ratio near 1 with rounds on both sides is a tie within the machine's noise. " +
+		"The **floor** is `raw` (`raw-5`), the bare go-redis SET NX PX and EVALSHA compare-and-delete; " +
+		"the **floor with receipts**, `raw+receipt` (`raw-5+receipt`), also answers right when a release is sent twice, " +
+		"as our locks do and no peer does, and its × floor is what that costs. " +
+		"A wait p99's floor is the FIFO floor, (N−1) × (the lock's own held p50 + handoff p50). ↑: higher is better; ↓: lower.\n\n")
 	if ln := res.mach.RedisBenchmark.line(); ln != "" {
 		b.WriteString(ln + "\n\n")
 	}
+	head := headlineCells(res.cells)
+	res.summaryTables(&b, func(c cell) bool { return slices.Contains(head, c) })
+	if len(head) < len(res.cells) {
+		b.WriteString("## Every cell\n\n")
+		res.summaryTables(&b, func(cell) bool { return true })
+	}
+	return b.String()
+}
+
+// summaryTables writes, for each group of locks, a table of the summary
+// lines of the cells that keep.
+func (res *results) summaryTables(b *bytes.Buffer, keep func(cell) bool) {
 	for _, g := range summaryGroups {
 		ours, lines := res.summaryLines(g)
+		lines = slices.DeleteFunc(lines, func(ln summaryLine) bool { return !keep(ln.cell) })
 		if len(lines) == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, "### %s\n\n", g.title)
+		fmt.Fprintf(b, "### %s\n\n", g.title)
 		b.WriteString("| cell | figure | leader | best peer | floor | floor with receipts |")
 		for _, o := range ours {
 			b.WriteString(" " + o + " |")
@@ -202,7 +218,7 @@ func (res *results) summary() string {
 			if ln.fig.higher {
 				arrow = "↑"
 			}
-			fmt.Fprintf(&b, "| %s | %s %s | %s | %s | %s | %s |", summaryLabel(ln.cell), ln.fig.name, arrow,
+			fmt.Fprintf(b, "| %s | %s %s | %s | %s | %s | %s |", summaryLabel(ln.cell), ln.fig.name, arrow,
 				res.named(ln.leader, ln.cell, ln.fig), res.named(ln.bestPeer, ln.cell, ln.fig), res.floorText(ln), res.receiptText(ln))
 			for _, o := range ln.ours {
 				b.WriteString(" " + o.text() + " |")
@@ -211,7 +227,31 @@ func (res *results) summary() string {
 		}
 		b.WriteString("\n")
 	}
-	return b.String()
+}
+
+// headlineCells returns one cell per scenario of cs, in their order: the
+// one with the most clients, and among those, on one key the longest hold
+// (a queue forms, so waiting is what differs) and over many keys the
+// shortest (contention is low and the lock's own cost is what differs).
+// A scenario with one cell (uncontended) is that cell.
+func headlineCells(cs []cell) []cell {
+	var out []cell
+	for _, c := range cs {
+		i := slices.IndexFunc(out, func(h cell) bool { return h.scenario == c.scenario })
+		if i < 0 {
+			out = append(out, c)
+			continue
+		}
+		h := out[i]
+		longer := c.hold > h.hold
+		if c.keys > 1 {
+			longer = c.hold < h.hold
+		}
+		if c.clients > h.clients || c.clients == h.clients && longer {
+			out[i] = c
+		}
+	}
+	return out
 }
 
 // named prints an impl with its figure, as the table shows it.

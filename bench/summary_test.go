@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -299,4 +301,57 @@ func parseFigure(t *testing.T, s string) float64 {
 		}
 	}
 	return v
+}
+
+// TestHeadlineCellsOfTheDefaultPlan: the summary's headline cells for the
+// default plan are one per scenario, and the cells the lock targets are
+// set on: 32 clients with a 1ms hold on one key, hold 0 over many keys.
+func TestHeadlineCellsOfTheDefaultPlan(t *testing.T) {
+	c, err := parseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, h := range headlineCells(cells(c)) {
+		got = append(got, summaryLabel(h))
+	}
+	want := []string{
+		"uncontended",
+		"contended, 32 clients, hold 1ms",
+		"keys, 64 clients over 1024 keys, hold 0",
+		"rtt-uncontended",
+		"rtt-contended, 8 clients, hold 1ms",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("headline cells:\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestSummaryOpensWithHeadlinesOnly: the summary's first tables hold the
+// headline cells only, and every cell follows under "Every cell".
+func TestSummaryOpensWithHeadlinesOnly(t *testing.T) {
+	cs := []cell{
+		{scenario: scUncontended, clients: 1},
+		{scenario: scContended, clients: 8, hold: time.Millisecond, keys: 1},
+		{scenario: scContended, clients: 32, keys: 1},
+		{scenario: scContended, clients: 32, hold: time.Millisecond, keys: 1},
+	}
+	res := syntheticResults(t, []string{"correct", "redislock", "raw", "raw+receipt"}, cs, 2, rand.New(rand.NewPCG(1, 2)))
+	head, every, ok := strings.Cut(res.summary(), "## Every cell")
+	if !ok {
+		t.Fatal("no Every cell section")
+	}
+	count := func(s, label string) int { return strings.Count(s, "| "+label+" |") }
+	for _, c := range cs {
+		wantHead := 0
+		if c == cs[0] || c == cs[3] {
+			wantHead = len(c.figures())
+		}
+		if n := count(head, summaryLabel(c)); n != wantHead {
+			t.Errorf("%s: %d lines in the headline tables, want %d", summaryLabel(c), n, wantHead)
+		}
+		if n := count(every, summaryLabel(c)); n != len(c.figures()) {
+			t.Errorf("%s: %d lines under Every cell, want %d", summaryLabel(c), n, len(c.figures()))
+		}
+	}
 }
