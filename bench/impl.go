@@ -202,7 +202,7 @@ var plannedImpls = []string{"correct", "watchdog", "reentrant", "fencing", "redl
 // implOrder is the display order: ours first, then the peers.
 var implOrder = []string{
 	"correct", "correct-poll", "correct+keep", "watchdog", "reentrant", "fencing", "redlock-5", "redlock-5-poll",
-	"redsync-1", "redsync-5", "redislock", "rueidislock", "raw", "raw+receipt", "raw-5", "raw-5+receipt",
+	"redsync-1", "redsync-5", "redislock", "rueidislock", "raw", "raw-again", "raw+receipt", "raw-5", "raw-5+receipt",
 }
 
 // sortedImpls returns registered names in display order (naive last).

@@ -36,12 +36,19 @@ import (
 // and what no peer does; the pair of floors shows, in the same round, what
 // that costs the machine.
 //
+// raw-again is raw once more, run in every round like the rest: the A/A
+// control. Its ratio to raw is the ratio of two runs of the same code in
+// the same round, so its spread over rounds is how far apart this machine
+// puts equal locks; a lock whose ratio to another falls inside it has not
+// been shown faster or slower (the summary prints it beside the floor).
+//
 // None of them is a lock to use: the floor tells how far each lock is from
 // what the machine allows for its round trips.
 func init() {
 	gaveUp := func(error) bool { return false }
 	register(&impl{name: "raw", nodes: 1, kind: kindFloor, connect: connectRaw(1, rawRelease), gaveUp: gaveUp})
 	register(&impl{name: "raw-5", nodes: 5, kind: kindFloor, connect: connectRaw(5, rawRelease), gaveUp: gaveUp})
+	register(&impl{name: "raw-again", nodes: 1, kind: kindFloor, connect: connectRaw(1, rawRelease), gaveUp: gaveUp})
 	register(&impl{name: "raw+receipt", nodes: 1, kind: kindFloor, connect: connectRaw(1, rawReleaseReceipt), gaveUp: gaveUp})
 	register(&impl{name: "raw-5+receipt", nodes: 5, kind: kindFloor, connect: connectRaw(5, rawReleaseReceipt), gaveUp: gaveUp})
 }

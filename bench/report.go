@@ -317,7 +317,10 @@ const methodText = `## Method
   resend answers right (the compare-and-delete leaves a receipt key and
   answers from it), as our locks do and no peer does: their × floor is what
   that costs. **× floor** is a lock's ops/s over raw's (raw-5's for
-  5-node locks) in the same round. In contended tables the **FIFO floor** is
+  5-node locks) in the same round. raw-again is raw run a second time in
+  each round, the A/A control: its × floor is the ratio of two runs of
+  the same code, so its spread over rounds (the summary's "A/A") is how far
+  apart this machine puts equal locks. In contended tables the **FIFO floor** is
   the wait p99 of a perfect queue with the run's own hold and hand-off,
   (N−1) × (held p50 + handoff p50), and **p99 × floor** the wait p99 over it,
   per round, then the median. redis-benchmark's SET rate on the first server,

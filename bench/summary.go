@@ -57,11 +57,12 @@ type summaryGroup struct {
 	nodes   int
 	floor   string
 	receipt string // the floor whose release is safe to send twice
+	again   string // the floor run a second time, the A/A control; "" if none
 }
 
 var summaryGroups = []summaryGroup{
-	{"One server", 1, "raw", "raw+receipt"},
-	{"Five servers", 5, "raw-5", "raw-5+receipt"},
+	{"One server", 1, "raw", "raw+receipt", "raw-again"},
+	{"Five servers", 5, "raw-5", "raw-5+receipt", ""},
 }
 
 // summaryLine is one line of a summary table, kept as values so a test can
@@ -69,10 +70,11 @@ var summaryGroups = []summaryGroup{
 type summaryLine struct {
 	cell     cell
 	fig      figure
-	leader   string // impl
-	bestPeer string // impl, "" if no peer ran
-	floor    string // impl, "" if the floor did not run
-	receipt  string // impl, "" if the floor with receipts did not run
+	leader   string    // impl
+	bestPeer string    // impl, "" if no peer ran
+	floor    string    // impl, "" if the floor did not run
+	receipt  string    // impl, "" if the floor with receipts did not run
+	aa       []float64 // the A/A control's same-round ratios to the floor, sorted; nil if it did not run
 	ours     []summaryOurs
 }
 
@@ -113,6 +115,9 @@ func (res *results) summaryLines(g summaryGroup) (ours []string, lines []summary
 			if _, ok := rows[g.receipt]; ok {
 				ln.receipt = g.receipt
 			}
+			if _, ok := rows[g.again]; ok && ln.floor != "" && fig.higher {
+				ln.aa = sameRoundRatios(perRound(res.runsOf(g.again, c), fig.round), perRound(res.runsOf(g.floor, c), fig.round))
+			}
 			for _, im := range res.impls {
 				r, ok := rows[im.name]
 				if !ok || (im.kind != kindOurs && im.kind != kindPeer) {
@@ -145,6 +150,19 @@ func (res *results) summaryLines(g summaryGroup) (ours []string, lines []summary
 		}
 	}
 	return ours, lines
+}
+
+// sameRoundRatios returns vals over base in each round that has both,
+// sorted.
+func sameRoundRatios(vals, base map[int]float64) []float64 {
+	var out []float64
+	for round, v := range vals {
+		if b, ok := base[round]; ok && b != 0 {
+			out = append(out, v/b)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // aheadIn counts the rounds that have both figures, and those in which
@@ -185,6 +203,8 @@ func (res *results) summary() string {
 		"The **floor** is `raw` (`raw-5`), the bare go-redis SET NX PX and EVALSHA compare-and-delete; " +
 		"the **floor with receipts**, `raw+receipt` (`raw-5+receipt`), also answers right when a release is sent twice, " +
 		"as our locks do and no peer does, and its × floor is what that costs. " +
+		"**A/A** beside the floor is the control: `raw-again`, the floor run a second time in each round, over the floor, lowest and highest round; " +
+		"it is how far apart this machine puts two runs of the same code, so a ratio inside it shows no difference. " +
 		"A wait p99's floor is the FIFO floor, (N−1) × (the lock's own held p50 + handoff p50). ↑: higher is better; ↓: lower.\n\n")
 	if ln := res.mach.RedisBenchmark.line(); ln != "" {
 		b.WriteString(ln + "\n\n")
@@ -267,7 +287,11 @@ func (res *results) floorText(ln summaryLine) string {
 	if ln.fig.name == figP99.name {
 		return "FIFO, each lock's own"
 	}
-	return res.named(ln.floor, ln.cell, ln.fig)
+	t := res.named(ln.floor, ln.cell, ln.fig)
+	if len(ln.aa) > 0 {
+		t += fmt.Sprintf(" (A/A %.2f–%.2f×)", ln.aa[0], ln.aa[len(ln.aa)-1])
+	}
+	return t
 }
 
 // receiptText is the floor with receipts and its ratio to the floor, as

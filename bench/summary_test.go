@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -60,7 +61,7 @@ func syntheticResults(t *testing.T, names []string, cs []cell, rounds int, rng *
 // as the table prints it, each "× floor" is the table's, and each "× best
 // peer" is the same-round median recomputed from summary.json's rounds.
 func TestSummaryMatchesTables(t *testing.T) {
-	names := []string{"correct", "correct-poll", "redsync-1", "redislock", "rueidislock", "raw", "raw+receipt", "redlock-5", "redsync-5", "raw-5", "raw-5+receipt"}
+	names := []string{"correct", "correct-poll", "redsync-1", "redislock", "rueidislock", "raw", "raw-again", "raw+receipt", "redlock-5", "redsync-5", "raw-5", "raw-5+receipt"}
 	cs := []cell{
 		{scenario: scUncontended, clients: 1},
 		{scenario: scContended, clients: 8, hold: time.Millisecond, keys: 1},
@@ -100,11 +101,26 @@ func checkSummary(t *testing.T, res *results, summary, tables string) {
 			col, floorCol = "p99", "p99 × floor"
 		}
 		rows := tabs[sc]
-		get := func(impl string) map[string]string {
+		c := func(sc string, n int, hold string) cell {
+			for _, cc := range res.cells {
+				if cc.scenario == sc && cc.clients == n && fmtHold(cc.hold) == hold {
+					return cc
+				}
+			}
+			t.Fatalf("%q: no cell %s N=%d hold %s", ln, sc, n, hold)
+			return cell{}
+		}
+		find := func(impl string) map[string]string {
 			for _, r := range rows {
 				if r["impl"] == impl && r["N"] == strconv.Itoa(n) && strings.HasPrefix(r["hold (held p50)"], hold+" ") {
 					return r
 				}
+			}
+			return nil
+		}
+		get := func(impl string) map[string]string {
+			if r := find(impl); r != nil {
+				return r
 			}
 			t.Fatalf("summary line %q: no table row for %s N=%d hold %s", ln, impl, n, hold)
 			return nil
@@ -134,8 +150,18 @@ func checkSummary(t *testing.T, res *results, summary, tables string) {
 		}
 		if figName != "wait p99" {
 			name, val, _ := strings.Cut(cells[4], " ")
+			val, aa, hasAA := strings.Cut(val, " (A/A ")
 			if got := get(name)[col]; got != val {
 				t.Errorf("%q: floor %s is shown with %s; its table says %s", ln, name, val, got)
+			}
+			// The A/A control: raw-again over raw, lowest and highest
+			// round, recomputed from summary.json's rounds.
+			if nodes == 1 && find("raw-again") != nil {
+				if want := aaFromRows(t, res, name, c(sc, n, hold)); !hasAA || aa != want+")" {
+					t.Errorf("%q: A/A shown as %q (shown: %v); from the rounds it is %q", ln, aa, hasAA, want)
+				}
+			} else if hasAA {
+				t.Errorf("%q: A/A shown without a raw-again row", ln)
 			}
 			if cells[5] != "–" {
 				name, val, _ = strings.Cut(cells[5], " ")
@@ -159,15 +185,10 @@ func checkSummary(t *testing.T, res *results, summary, tables string) {
 			if r[floorCol] != floorRatio {
 				t.Errorf("%q: %s × floor %s; the table's %s is %s", ln, ours, floorRatio, floorCol, r[floorCol])
 			}
-			c := cell{scenario: sc, clients: n}
-			for _, cc := range res.cells {
-				if cc.scenario == sc && cc.clients == n && fmtHold(cc.hold) == hold {
-					c = cc
-				}
-			}
-			want := sameRoundFromRows(t, res, ours, peer, c, figName)
-			if ra, _ := res.rowOf(ours, c); len(ra.PerRound) > 1 {
-				want += aheadFromRows(t, res, ours, peer, c, figName)
+			cl := c(sc, n, hold)
+			want := sameRoundFromRows(t, res, ours, peer, cl, figName)
+			if ra, _ := res.rowOf(ours, cl); len(ra.PerRound) > 1 {
+				want += aheadFromRows(t, res, ours, peer, cl, figName)
 			}
 			if peerRatio != want {
 				t.Errorf("%q: %s × best peer %s; from summary.json's rounds it is %s", ln, ours, peerRatio, want)
@@ -177,6 +198,27 @@ func checkSummary(t *testing.T, res *results, summary, tables string) {
 	if lines == 0 {
 		t.Fatalf("no summary lines in:\n%s", summary)
 	}
+}
+
+// aaFromRows recomputes the A/A control of cell c from the rows'
+// per-round figures: raw-again's acquisitions per second over floor's,
+// "lowest–highest×".
+func aaFromRows(t *testing.T, res *results, floor string, c cell) string {
+	t.Helper()
+	ra, ok1 := res.rowOf("raw-again", c)
+	rf, ok2 := res.rowOf(floor, c)
+	if !ok1 || !ok2 {
+		t.Fatalf("rows of raw-again and %s in %v missing", floor, c)
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, a := range ra.PerRound {
+		for _, f := range rf.PerRound {
+			if a.Round == f.Round {
+				lo, hi = min(lo, a.OpsPerSec/f.OpsPerSec), max(hi, a.OpsPerSec/f.OpsPerSec)
+			}
+		}
+	}
+	return fmt.Sprintf("%.2f–%.2f×", lo, hi)
 }
 
 // sameRoundFromRows recomputes a same-round ratio from the rows' per-round
