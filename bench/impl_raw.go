@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,6 +70,15 @@ var rawReleaseReceipt = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1
 	return 1
 end
 return tonumber(redis.call("get", KEYS[2]) or 0)`)
+
+// dropLoneControl leaves raw-again out of a run of one round (the -quick
+// preset) unless -impls names it: one round gives one ratio, not a spread.
+func dropLoneControl(impls []*impl, cfg *config) []*impl {
+	if cfg.rounds > 1 || len(cfg.impls) > 0 {
+		return impls
+	}
+	return slices.DeleteFunc(impls, func(im *impl) bool { return im.name == "raw-again" })
+}
 
 func connectRaw(n int, script *redis.Script) func(e env) (contender, error) {
 	return func(e env) (contender, error) {

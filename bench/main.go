@@ -79,6 +79,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		if impls, err = resolveImpls(cfg.impls); err != nil {
 			return err
 		}
+		impls = dropLoneControl(impls, cfg)
 		for _, im := range impls {
 			nodes = max(nodes, im.nodes)
 		}

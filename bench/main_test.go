@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
@@ -71,6 +72,33 @@ func TestHoldForLastsAtLeastTheHold(t *testing.T) {
 			if got := time.Since(start); got < d {
 				t.Errorf("holdFor(%v, %v) returned after %v", d, overlapping, got)
 			}
+		}
+	}
+}
+
+// TestControlNeedsTwoRounds: the A/A control runs by default, but not in
+// the one-round -quick preset, unless -impls names it.
+func TestControlNeedsTwoRounds(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, true},
+		{[]string{"-quick"}, false},
+		{[]string{"-rounds", "1"}, false},
+		{[]string{"-quick", "-impls", "raw,raw-again"}, true},
+	} {
+		cfg, err := parseFlags(tc.args, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		impls, err := resolveImpls(cfg.impls)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := slices.ContainsFunc(dropLoneControl(impls, cfg), func(im *impl) bool { return im.name == "raw-again" })
+		if got != tc.want {
+			t.Errorf("%q: raw-again runs: %v, want %v", tc.args, got, tc.want)
 		}
 	}
 }
