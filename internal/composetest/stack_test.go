@@ -142,7 +142,7 @@ func eventually(ctx context.Context, t *testing.T, what string, cond func() bool
 // primary, and the old primary, unpaused, following it.
 func TestSentinelStackFailsOver(t *testing.T) {
 	stackUp(t, "sentinel", append([]string{primaryAddr, replicaAddr}, sentinelAddrs...))
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second) // the failover and the lock on the new primary: about 3s
 	defer cancel()
 	for _, s := range sentinelAddrs {
 		if got := masterOf(ctx, t, s); got != primaryAddr {
@@ -194,16 +194,37 @@ func TestSentinelStackFailsOver(t *testing.T) {
 		}
 		return ok // an error: the client is still finding the new primary
 	})
+	t.Logf("failover: locked on the new primary %v after the pause", time.Since(paused).Round(100*time.Millisecond))
 	if err := m.Unlock(ctx); err != nil {
 		t.Errorf("Unlock() on the new primary = %v", err)
 	}
 
+	// The old primary follows only when a sentinel tells it to: once it
+	// has reported itself a master for 8s (Sentinel's 4 publish periods),
+	// seen by an INFO that Sentinel sends a replica every 10s; then it
+	// syncs. About 15s here; it gets a minute of its own, and a failure
+	// says what the old primary and the sentinels saw.
 	composeDo(t, "unpause", "primary")
 	unpaused = true
+	back := time.Now()
+	fctx, fcancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer fcancel()
 	old := dial(t, primaryAddr)
-	eventually(ctx, t, "the old primary, unpaused, follows the new one", func() bool {
-		info, err := old.Info(ctx, "replication").Result()
+	var info string
+	defer func() {
+		if t.Failed() {
+			t.Logf("the old primary's INFO replication:\n%s", info)
+			s := redis.NewSentinelClient(&redis.Options{Addr: sentinelAddrs[0], DialTimeout: time.Second, ReadTimeout: time.Second})
+			defer s.Close()
+			reps, err := s.Replicas(t.Context(), "locklab").Result()
+			t.Logf("sentinel %s: master %s; replicas %v (%v)", sentinelAddrs[0], masterOf(t.Context(), t, sentinelAddrs[0]), reps, err)
+		}
+	}()
+	eventually(fctx, t, "the old primary, unpaused, follows the new one", func() bool {
+		var err error
+		info, err = old.Info(fctx, "replication").Result()
 		return err == nil && strings.Contains(info, "role:slave") && strings.Contains(info, "master_port:7202") &&
 			strings.Contains(info, "master_link_status:up")
 	})
+	t.Logf("failover: the old primary followed the new one %v after the unpause", time.Since(back).Round(100*time.Millisecond))
 }
