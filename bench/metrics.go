@@ -24,10 +24,20 @@ func median(xs []float64) float64 {
 }
 
 // ratioMedian pairs each round's value with the baseline's value from the
-// same round, and returns the median of those ratios. Rounds missing on
-// either side, or with a zero baseline, are skipped; with none left it
-// reports false.
+// same round, and returns the median of those ratios (sameRoundRatios);
+// with none it reports false.
 func ratioMedian(vals, base map[int]float64) (float64, bool) {
+	rs := sameRoundRatios(vals, base)
+	if len(rs) == 0 {
+		return 0, false
+	}
+	return median(rs), true
+}
+
+// sameRoundRatios returns vals over base in each round that has both,
+// sorted. Rounds missing on either side, with a zero baseline, or with a
+// NaN are skipped.
+func sameRoundRatios(vals, base map[int]float64) []float64 {
 	var rs []float64
 	for round, v := range vals {
 		b, ok := base[round]
@@ -36,10 +46,8 @@ func ratioMedian(vals, base map[int]float64) (float64, bool) {
 		}
 		rs = append(rs, v/b)
 	}
-	if len(rs) == 0 {
-		return 0, false
-	}
-	return median(rs), true
+	slices.Sort(rs)
+	return rs
 }
 
 // roundFigures are the per-round values rows are built from.

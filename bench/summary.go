@@ -152,19 +152,6 @@ func (res *results) summaryLines(g summaryGroup) (ours []string, lines []summary
 	return ours, lines
 }
 
-// sameRoundRatios returns vals over base in each round that has both,
-// sorted.
-func sameRoundRatios(vals, base map[int]float64) []float64 {
-	var out []float64
-	for round, v := range vals {
-		if b, ok := base[round]; ok && b != 0 {
-			out = append(out, v/b)
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
 // aheadIn counts the rounds that have both figures, and those in which
 // vals did better than base (higher, or lower when !higher).
 func aheadIn(vals, base map[int]float64, higher bool) (ahead, rounds int) {
@@ -209,21 +196,34 @@ func (res *results) summary() string {
 	if ln := res.mach.RedisBenchmark.line(); ln != "" {
 		b.WriteString(ln + "\n\n")
 	}
+	groups := make([]summaryTable, len(summaryGroups))
+	for i, g := range summaryGroups {
+		groups[i].title = g.title
+		groups[i].ours, groups[i].lines = res.summaryLines(g)
+	}
 	head := headlineCells(res.cells)
-	res.summaryTables(&b, func(c cell) bool { return slices.Contains(head, c) })
+	res.summaryTables(&b, groups, func(c cell) bool { return slices.Contains(head, c) })
 	if len(head) < len(res.cells) {
 		b.WriteString("## Every cell\n\n")
-		res.summaryTables(&b, func(cell) bool { return true })
+		res.summaryTables(&b, groups, func(cell) bool { return true })
 	}
 	return b.String()
 }
 
-// summaryTables writes, for each group of locks, a table of the summary
-// lines of the cells that keep.
-func (res *results) summaryTables(b *bytes.Buffer, keep func(cell) bool) {
-	for _, g := range summaryGroups {
-		ours, lines := res.summaryLines(g)
-		lines = slices.DeleteFunc(lines, func(ln summaryLine) bool { return !keep(ln.cell) })
+// summaryTable is one group's summary: its title, our locks in it, and
+// its lines for every cell.
+type summaryTable struct {
+	title string
+	ours  []string
+	lines []summaryLine
+}
+
+// summaryTables writes, for each group of locks, a table of its lines for
+// the cells that keep.
+func (res *results) summaryTables(b *bytes.Buffer, groups []summaryTable, keep func(cell) bool) {
+	for _, g := range groups {
+		ours := g.ours
+		lines := slices.DeleteFunc(slices.Clone(g.lines), func(ln summaryLine) bool { return !keep(ln.cell) })
 		if len(lines) == 0 {
 			continue
 		}
