@@ -219,6 +219,63 @@ func TestHandoffWithANodeDown(t *testing.T) {
 	checkNoTrace(t, live, key)
 }
 
+// TestNodeOrderIsEachProcessOwn: three processes list the same five nodes
+// in different orders, as processes configured one by one do. Hand-off
+// must not care: every node queues the waiters and hands itself over on
+// its own, ranking them alike, so the waiters get the lock in the order
+// they came, handed over at once rather than found by their rounds every
+// ttl/4. A design that picks nodes by their place in the list (one queue
+// on "node 0", say) fails here: the processes would queue on different
+// nodes, and nobody would hand the lock to anyone.
+func TestNodeOrderIsEachProcessOwn(t *testing.T) {
+	leakcheck.Guard(t)
+	ctx := locktest.Context(t)
+	key := newKey(t)
+	const ttl = 10 * time.Second
+	orders := [][]int{{0, 1, 2, 3, 4}, {4, 3, 2, 1, 0}, {2, 4, 1, 3, 0}}
+	mutexes := make([]*redlock.Mutex, len(orders))
+	var waits []<-chan error
+	for p, order := range orders {
+		as := make([]string, len(order))
+		for i, j := range order {
+			as[i] = addrs[j]
+		}
+		cs, n := withNotifier(t, as)
+		if p == 0 {
+			mutexes[p] = redlock.New(cs, key, redlock.WithNotifier(n), redlock.WithTTL(ttl))
+			mustLock(t, ctx, mutexes[p])
+			continue
+		}
+		var done <-chan error
+		mutexes[p], done = queueWaiter(t, ctx, cs, key, redlock.WithNotifier(n), redlock.WithTTL(ttl))
+		waits = append(waits, done)
+	}
+	start := time.Now()
+	mustUnlock(t, ctx, mutexes[0])
+	for p, done := range waits {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("waiter %d: Lock() = %v", p+1, err)
+			}
+		case <-time.After(ttl / 8):
+			t.Fatalf("waiter %d was not handed the lock within %v (its own round comes every %v)", p+1, ttl/8, ttl/4)
+		}
+		for q, other := range waits[p+1:] {
+			select {
+			case err := <-other:
+				t.Fatalf("waiter %d got the lock (%v) while waiter %d, queued before it, held it", p+q+2, err, p+1)
+			default:
+			}
+		}
+		mustUnlock(t, ctx, mutexes[p+1])
+	}
+	if took := time.Since(start); took > ttl/8 {
+		t.Errorf("two hand-offs took %v; want well under the waiters' round every %v", took, ttl/4)
+	}
+	checkNoTrace(t, admin, key)
+}
+
 // TestHandoffSplitIsResolved builds a split deterministically: three
 // waiters A, B and C (in that order of arrival) are each removed from
 // some nodes' queues, as if their rounds had missed those nodes, so the

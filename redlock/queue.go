@@ -52,9 +52,31 @@ import (
 // Steady contention costs, per acquisition and per node, one round of
 // acquire.lua (EVALSHA, GET, ZADD, PEXPIRE, and on one node of the round
 // a ZRANK) and one of release.lua (EVALSHA, GET, ZPOPMIN, PUBLISH, SET,
-// SET): 10 commands per node in 2 round trips, however many wait. Every script is safe to run twice:
-// ZADD NX adds a waiter once, a release answers a second run from its
-// receipt and never pops a second waiter.
+// SET): 10 commands per node in 2 round trips, however many wait. Every
+// script is safe to run twice: ZADD NX adds a waiter once, a release
+// answers a second run from its receipt and never pops a second waiter.
+//
+// Why a queue on every node. With five nodes that is 50 commands per
+// acquisition (the bench counts 52 with 32 clients on one key; redsync,
+// polling, about 25, as it neither queues nor leaves receipts). Of the 10
+// per node only the queue's PEXPIRE and the ZRANK could go, at the price
+// of leaking the queues of dead waiters and of pacing a crowd blindly. A
+// queue on one node, the "line", would cost about half: the waiter joins
+// there alone (4 commands), the holder's Unlock pops the next waiter there
+// (6), then hands each other node to that waiter's token with an
+// owner-checked SET (3 each: a resend finds the token it was told to set,
+// and needs no receipt) and tells the waiter which nodes it got in one
+// PUBLISH, about 23 in all. We do not, for three reasons. Every process
+// would have to agree which node is the line, and nothing in a list of
+// clients says so: each process lists the nodes in its own order and may
+// know a node by another address (TestNodeOrderIsEachProcessOwn). While
+// the line is down or frozen nobody can queue, so the loss of one node,
+// which Redlock exists to survive, would turn waiting back into polling
+// (TestHandoffWithANodeDown). And Unlock would make two round trips in a
+// row, the line's and then the others', and the waiter would have to count
+// nodes on the releaser's word instead of each node's own message. The
+// queue on every node needs no agreement, hands over with any minority
+// down, and costs one round trip on each side.
 //
 // Safety. A node's key changes hands only through an owner-checked script
 // run by the client that holds it (release.lua, or acquire.lua giving up a
