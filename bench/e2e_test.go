@@ -49,6 +49,12 @@ func TestEndToEnd(t *testing.T) {
 		if cpu, ok := r["server_cpu_us_per_op"].(float64); !ok || cpu <= 0 {
 			t.Errorf("row %d: server_cpu_us_per_op %v; want a time > 0 (a server did the work)", i, r["server_cpu_us_per_op"])
 		}
+		// Each acquisition costs this process at least its two round trips'
+		// system calls, a few microseconds; a figure under 1µs or over
+		// 10ms is a unit or window mistake.
+		if cpu, ok := r["client_cpu_us_per_op"].(float64); !ok || cpu < 1 || cpu > 10000 {
+			t.Errorf("row %d: client_cpu_us_per_op %v; want 1µs to 10ms", i, r["client_cpu_us_per_op"])
+		}
 	}
 	if rows[0]["ops_ratio"] == nil || rows[0]["ratio_to"] != "redsync-1" {
 		t.Errorf("correct's row has ratio %v to %v; want a ratio to redsync-1", rows[0]["ops_ratio"], rows[0]["ratio_to"])
@@ -69,7 +75,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 	report, _ := os.ReadFile(filepath.Join(dir, "report.md"))
 	for _, want := range []string{"GOMAXPROCS", "redis-server 7", "github.com/go-redsync/redsync/v4", "| correct | 2 |",
-		"| × redsync | × floor |", "| FIFO floor | p99 × floor |", "redis-benchmark -c 2 SET"} {
+		"| × redsync | × floor |", "| FIFO floor | p99 × floor |", "| server CPU/acq | client CPU/acq |", "redis-benchmark -c 2 SET"} {
 		if !bytes.Contains(report, []byte(want)) {
 			t.Errorf("report.md lacks %q", want)
 		}

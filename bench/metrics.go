@@ -168,6 +168,12 @@ type row struct {
 	ServerCPUUsPerOp float64            `json:"server_cpu_us_per_op"` // median of the rounds' (roundFigures)
 	RedisCmdMix      map[string]float64 `json:"redis_cmd_mix"`        // per acquisition, all rounds pooled
 	ClientCmdsPerOp  *float64           `json:"client_cmds_per_op"`   // null when not measurable (rueidis)
+	// ClientCPUUsPerOp is this process's CPU time (user and system) per
+	// acquisition during the load, median of the rounds: the lock's client
+	// code, go-redis, the Go runtime, and the harness's own share, alike
+	// for every lock (and in rtt cells the in-process latency proxy, which
+	// works in proportion to what the lock sends). null when not measurable.
+	ClientCPUUsPerOp *float64 `json:"client_cpu_us_per_op"`
 
 	GaveUp       int64   `json:"gave_up"` // total over rounds
 	GaveUpPerSec float64 `json:"gave_up_per_sec"`
@@ -264,7 +270,7 @@ func buildRow(im *impl, c cell, rs []*runResult, dur time.Duration) row {
 		RTTUs: float64(c.rtt.Microseconds()), Nodes: im.nodes, Mode: "closed",
 		Rounds: len(rs), DurationS: dur.Seconds(), RedisCmdMix: map[string]float64{},
 	}
-	var ops, p50, p99, p999, mx, jn, cmin, cmax, cpo, gps, ccpo, hp50, hp99, rp50, rp99, held, scpu []float64
+	var ops, p50, p99, p999, mx, jn, cmin, cmax, cpo, gps, ccpo, hp50, hp99, rp50, rp99, held, scpu, ccpu []float64
 	pooled := measure.Commands{}
 	clientCmdsKnown := true
 	for _, r := range rs {
@@ -290,6 +296,9 @@ func buildRow(im *impl, c cell, rs []*runResult, dur time.Duration) row {
 			clientCmdsKnown = false
 		} else if r.ops > 0 {
 			ccpo = append(ccpo, float64(r.clientCmds)/float64(r.ops))
+		}
+		if r.clientCPU >= 0 && r.ops > 0 {
+			ccpu = append(ccpu, float64(r.clientCPU.Microseconds())/float64(r.ops))
 		}
 		if r.handoff.TotalCount() > 0 {
 			hp50 = append(hp50, float64(r.handoff.ValueAtQuantile(50)))
@@ -329,6 +338,10 @@ func buildRow(im *impl, c cell, rs []*runResult, dur time.Duration) row {
 	if clientCmdsKnown && len(ccpo) > 0 {
 		v := median(ccpo)
 		rw.ClientCmdsPerOp = &v
+	}
+	if len(ccpu) == len(rs) && len(ccpu) > 0 {
+		v := median(ccpu)
+		rw.ClientCPUUsPerOp = &v
 	}
 	rw.HandoffP50Us, rw.HandoffP99Us = median(hp50), median(hp99)
 	rw.ReleaseP50Us, rw.ReleaseP99Us = median(rp50), median(rp99)

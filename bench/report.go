@@ -334,6 +334,12 @@ const methodText = `## Method
   violation counter's own INCR/DECR are subtracted exactly. **Client cmds/acq**
   is what the lock handed to go-redis (round trips, in effect); not measured
   for rueidislock.
+- **Server CPU/acq** is the servers' CPU time (INFO cpu) per acquisition;
+  **client CPU/acq** is the bench process's own (getrusage, user + system)
+  during the load: the lock's code, its client library and the Go runtime,
+  plus the harness's share (histograms, the violation counter), alike for
+  every lock; in rtt cells it includes the in-process latency proxy. Both
+  are medians of the rounds.
 - **Violations**: a shared occupancy counter on the first server: each holder
   INCRs it on entering the critical section and DECRs it before releasing, over
   one pipelined connection in the order the holders issue them; an INCR that
@@ -392,6 +398,12 @@ func tableColumns(contended bool) []column {
 		column{head: "Redis cmds/acq", val: func(r row) string { return fmt.Sprintf("%.2f", r.RedisCmdsPerOp) }},
 		column{head: "client cmds/acq", val: func(r row) string { return fmtOptional(r.ClientCmdsPerOp) }},
 		column{head: "server CPU/acq", val: func(r row) string { return fmtUs(r.ServerCPUUsPerOp) }},
+		column{head: "client CPU/acq", val: func(r row) string {
+			if r.ClientCPUUsPerOp == nil {
+				return "–"
+			}
+			return fmtUs(*r.ClientCPUUsPerOp)
+		}},
 		column{head: "gave up", val: func(r row) string { return fmt.Sprint(r.GaveUp) }},
 		column{head: "violations", val: func(r row) string { return fmt.Sprint(r.Violations) }},
 		column{head: "handoff p50 / p99", val: func(r row) string {

@@ -74,6 +74,7 @@ type runResult struct {
 	cmds       measure.Commands // server commands (admin and ledger excluded), all servers
 	clientCmds int64            // commands handed to go-redis; -1 when not measurable
 	serverCPU  time.Duration    // CPU the servers used during the run (the ledger's INCR and DECR included)
+	clientCPU  time.Duration    // CPU this process used during the load; -1 when not measurable (see processCPU)
 	leftover   int              // keys without a TTL still present after the run (deleted)
 	expiring   int              // keys with a TTL still present after the run (deleted)
 	fig        *roundFigures    // figures(r), once computed
@@ -223,9 +224,14 @@ func execute(ctx context.Context, srv *servers, led *ledger, spec runSpec) (*run
 		})
 	}
 	start = time.Now()
+	clientBefore := processCPU()
 	timer := time.AfterFunc(spec.duration, r.stop)
 	close(startGate)
 	wg.Wait()
+	clientCPU := processCPU() - clientBefore
+	if clientBefore < 0 || clientCPU < 0 {
+		clientCPU = -1
+	}
 	timer.Stop()
 	r.stop() // no-op unless every worker quit early (attempt bound)
 	if ctx.Err() != nil {
@@ -256,7 +262,7 @@ func execute(ctx context.Context, srv *servers, led *ledger, spec runSpec) (*run
 		wait: newHist(), release: newHist(), handoff: newHist(), held: newHist(),
 		violations: r.tally.violations.Load(),
 		cmds:       measure.Commands{}, clientCmds: -1,
-		serverCPU: cpuAfter - cpuBefore,
+		serverCPU: cpuAfter - cpuBefore, clientCPU: clientCPU,
 	}
 	for _, w := range workers {
 		if !w.cutWanted.IsZero() && w.cutWanted.Before(r.end) {
