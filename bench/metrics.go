@@ -66,14 +66,17 @@ type roundFigures struct {
 	// measure.ParseCPU); the ledger's two commands are in it, as in every
 	// lock's figure.
 	ServerCPUUsPerOp float64 `json:"server_cpu_us_per_op"`
-	GaveUp           int64   `json:"gave_up"`
-	Violations       int64   `json:"violations"`
-	Acquired         int64   `json:"acquisitions"`
-	ClientMin        int64   `json:"per_client_min"`
-	ClientMax        int64   `json:"per_client_max"`
-	ElapsedSecs      float64 `json:"elapsed_s"`
-	HeldP50Us        float64 `json:"held_p50_us"`
-	HandoffP50       float64 `json:"handoff_p50_us"`
+	// ClientCPUUsPerOp is this process's CPU time per acquisition during
+	// the load (see row.ClientCPUUsPerOp); null when not measurable.
+	ClientCPUUsPerOp *float64 `json:"client_cpu_us_per_op"`
+	GaveUp           int64    `json:"gave_up"`
+	Violations       int64    `json:"violations"`
+	Acquired         int64    `json:"acquisitions"`
+	ClientMin        int64    `json:"per_client_min"`
+	ClientMax        int64    `json:"per_client_max"`
+	ElapsedSecs      float64  `json:"elapsed_s"`
+	HeldP50Us        float64  `json:"held_p50_us"`
+	HandoffP50       float64  `json:"handoff_p50_us"`
 	// FIFOFloorUs is the wait p99 of a perfect FIFO queue with this run's
 	// own hold and hand-off: (N-1) x (held p50 + handoff p50); 0 when not
 	// a contended run or no hand-off was seen.
@@ -111,6 +114,10 @@ func computeFigures(r *runResult) roundFigures {
 	if r.ops > 0 {
 		f.CmdsPerOp = float64(r.cmds.Total()) / float64(r.ops)
 		f.ServerCPUUsPerOp = float64(r.serverCPU.Microseconds()) / float64(r.ops)
+		if r.clientCPU >= 0 {
+			v := float64(r.clientCPU.Microseconds()) / float64(r.ops)
+			f.ClientCPUUsPerOp = &v
+		}
 	}
 	if len(r.perClient) > 0 {
 		f.ClientMin, f.ClientMax = slices.Min(r.perClient), slices.Max(r.perClient)
@@ -297,8 +304,8 @@ func buildRow(im *impl, c cell, rs []*runResult, dur time.Duration) row {
 		} else if r.ops > 0 {
 			ccpo = append(ccpo, float64(r.clientCmds)/float64(r.ops))
 		}
-		if r.clientCPU >= 0 && r.ops > 0 {
-			ccpu = append(ccpu, float64(r.clientCPU.Microseconds())/float64(r.ops))
+		if f.ClientCPUUsPerOp != nil {
+			ccpu = append(ccpu, *f.ClientCPUUsPerOp)
 		}
 		if r.handoff.TotalCount() > 0 {
 			hp50 = append(hp50, float64(r.handoff.ValueAtQuantile(50)))
@@ -339,7 +346,7 @@ func buildRow(im *impl, c cell, rs []*runResult, dur time.Duration) row {
 		v := median(ccpo)
 		rw.ClientCmdsPerOp = &v
 	}
-	if len(ccpu) == len(rs) && len(ccpu) > 0 {
+	if len(ccpu) > 0 {
 		v := median(ccpu)
 		rw.ClientCPUUsPerOp = &v
 	}
