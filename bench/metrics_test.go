@@ -196,3 +196,32 @@ func TestStepsRotate(t *testing.T) {
 		t.Errorf("steps order = %v; want %v", got, want)
 	}
 }
+
+// TestClientCPUPerAcquisition: a run's client CPU is divided by its
+// acquisitions, a round that could not read it is left out of the row's
+// median rather than counted as zero, and a row with no round measured
+// has none.
+func TestClientCPUPerAcquisition(t *testing.T) {
+	ours := &impl{name: "ours", nodes: 1}
+	c := cell{scenario: scKeys, clients: 2, keys: 4}
+	var runs []*runResult
+	for round, cpu := range []time.Duration{3 * time.Millisecond, -1, 5 * time.Millisecond} {
+		r := fakeRun(ours, c, round, 100, []int64{10}, []int64{50, 50})
+		r.clientCPU = cpu
+		runs = append(runs, r)
+	}
+	rows := aggregate(runs, []cell{c}, []*impl{ours}, time.Second)
+	got := rows[0]
+	if got.ClientCPUUsPerOp == nil || *got.ClientCPUUsPerOp != 40 {
+		t.Errorf("client CPU/acq = %s; want 40 (the median of 30 and 50 µs; the unread round left out)", fmtOptional(got.ClientCPUUsPerOp))
+	}
+	if f := got.PerRound[1]; f.ClientCPUUsPerOp != nil {
+		t.Errorf("round 1, not measured: client CPU/acq = %v; want null", *f.ClientCPUUsPerOp)
+	}
+	for _, r := range runs {
+		r.clientCPU, r.fig = -1, nil
+	}
+	if rows := aggregate(runs, []cell{c}, []*impl{ours}, time.Second); rows[0].ClientCPUUsPerOp != nil {
+		t.Errorf("no round measured: client CPU/acq = %v; want null", *rows[0].ClientCPUUsPerOp)
+	}
+}
