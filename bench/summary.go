@@ -263,11 +263,11 @@ func headlineCells(cs []cell) []cell {
 			continue
 		}
 		h := out[i]
-		longer := c.hold > h.hold
+		preferred := c.hold > h.hold // on one key: the longer hold
 		if c.keys > 1 {
-			longer = c.hold < h.hold
+			preferred = c.hold < h.hold // over many keys: the shorter
 		}
-		if c.clients > h.clients || c.clients == h.clients && longer {
+		if c.clients > h.clients || c.clients == h.clients && preferred {
 			out[i] = c
 		}
 	}
