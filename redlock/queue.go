@@ -71,12 +71,12 @@ import (
 // clients says so: each process lists the nodes in its own order and may
 // know a node by another address (TestNodeOrderIsEachProcessOwn). While
 // the line is down or frozen nobody can queue, so the loss of one node,
-// which Redlock exists to survive, would turn waiting back into polling
-// (TestHandoffWithANodeDown). And Unlock would make two round trips in a
-// row, the line's and then the others', and the waiter would have to count
-// nodes on the releaser's word instead of each node's own message. The
-// queue on every node needs no agreement, hands over with any minority
-// down, and costs one round trip on each side.
+// which Redlock exists to survive, would turn waiting back into polling.
+// And Unlock would make two round trips in a row, the line's and then the
+// others', and the waiter would have to count nodes on the releaser's word
+// instead of each node's own message. The queue on every node needs no
+// agreement, hands over with any minority down (TestHandoffWithANodeDown),
+// and costs one round trip on each side.
 //
 // Safety. A node's key changes hands only through an owner-checked script
 // run by the client that holds it (release.lua, or acquire.lua giving up a
