@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -117,6 +118,18 @@ func (p *Proxy) Heal() {
 // options then sends the command again on a new connection. Replies to
 // commands pipelined behind it on that connection are lost with it.
 func (p *Proxy) DropReply(m Match, n int) *Rule { return p.addRule(m, dropReply, n) }
+
+// DropBatch loses a whole pipelined batch, n times (every time if n <= 0):
+// the batch is the command that matches m and every command the client
+// sends on the same connection after it until the first of their replies
+// comes back from the server. Each is delivered, and the server runs it;
+// once the proxy has read the replies of all of them, it closes the
+// client's connection without forwarding any. A client that pipelines
+// (go-redis's AutoPipeliner, or a Pipeline on its default options) sees
+// the whole batch fail with a network error although the server ran it,
+// and sends the batch again: every command in it runs twice. Each command
+// of the batch counts as a hit of the rule, and [Rule.Caught] names them.
+func (p *Proxy) DropBatch(m Match, n int) *Rule { return p.addRule(m, dropBatch, n) }
 
 // Hold holds the next n commands that match m (every one if n <= 0) in the
 // network, together with whatever the client sends after each on the same
@@ -303,12 +316,14 @@ type link struct {
 	clientGone bool            // the client side is closed: replies are read and dropped
 	stalled    *Rule           // set while a Stall rule freezes the link
 	seen       map[string]bool // names of the commands the client has sent
+	batch      *Rule           // the DropBatch rule whose batch is open: the commands read now join it
 }
 
 // sent is a command delivered to the server whose reply is due.
 type sent struct {
-	drop bool  // lose the reply
-	hold *Rule // the rule that held the command, if any: its answer counts
+	drop  bool  // lose the reply
+	batch bool  // one of a lost batch: the client's connection closes once every reply of it is in
+	hold  *Rule // the rule that held the command, if any: its answer counts
 }
 
 // item is a unit of bytes on its way: a whole command (client to server)
@@ -318,6 +333,7 @@ type item struct {
 	due     time.Time
 	command bool  // a whole command, whose reply the server will send
 	drop    bool  // lose its reply
+	batch   bool  // one of a lost batch (see sent.batch)
 	hold    *Rule // deliver only once this rule is released
 	subs    bool  // a SUBSCRIBE: the link's replies stop pairing with commands
 }
@@ -398,6 +414,11 @@ func (l *link) classify(c command) item {
 	defer p.mu.Unlock()
 	l.seen[c.name] = true
 	faulted := false
+	if r := l.batch; r != nil && !setup[c.name] {
+		// A lost batch is open on this connection: the command joins it.
+		faulted, it.drop, it.batch = true, true, true
+		r.use(c)
+	}
 	for _, r := range p.rules {
 		if !r.active() || !r.match.matches(c) {
 			continue
@@ -416,6 +437,9 @@ func (l *link) classify(c command) item {
 			it.drop = true
 		case hold:
 			it.hold = r
+		case dropBatch:
+			it.drop, it.batch = true, true
+			l.batch = r
 		}
 	}
 	return it
@@ -434,7 +458,7 @@ func (l *link) writeCommands(q <-chan item) {
 		}
 		l.p.mu.Lock()
 		if it.command {
-			l.pending = append(l.pending, sent{drop: it.drop, hold: it.hold})
+			l.pending = append(l.pending, sent{drop: it.drop, batch: it.batch, hold: it.hold})
 		}
 		if it.subs {
 			l.passthru = true
@@ -505,21 +529,32 @@ func (l *link) readReplies(q chan<- item) {
 			}
 			frame := append([]byte(nil), buf[:size]...)
 			buf = buf[size:]
-			drop := false
+			lose, closeNow := false, false
 			if kind == answer {
 				p.mu.Lock()
 				if len(l.pending) > 0 {
-					drop = l.pending[0].drop
-					if r := l.pending[0].hold; r != nil {
+					s := l.pending[0]
+					if r := s.hold; r != nil {
 						r.answered++
 					}
 					l.pending = l.pending[1:]
+					lose, closeNow = s.drop, s.drop
+					if s.batch {
+						// The batch's first reply is in: it takes no
+						// more commands, and the client's connection
+						// closes once its last reply is in too.
+						l.batch = nil
+						closeNow = !slices.ContainsFunc(l.pending, func(s sent) bool { return s.batch })
+					}
 					p.broadcastLocked()
 				}
 				p.mu.Unlock()
 			}
-			if drop {
+			if closeNow {
 				l.closeClient(false)
+			}
+			if lose {
+				continue // the reply is lost: never forwarded
 			}
 			q <- p.stamp(item{data: frame})
 		}

@@ -51,11 +51,12 @@ const (
 	dropReply               // deliver, then close the client's connection instead of replying
 	hold                    // hold the command (and what follows it) until Release
 	stall                   // freeze the command's connection both ways until Release
+	dropBatch               // deliver a pipelined batch, then close the client's connection instead of replying to any of it
 )
 
 // A Rule is one fault the proxy applies to matching commands, made by
-// [Proxy.DropReply], [Proxy.Hold], [Proxy.DeliverLate], [Proxy.Stall] or
-// [Proxy.Count]. Rules apply in the order they were made; a command meets
+// [Proxy.DropReply], [Proxy.DropBatch], [Proxy.Hold], [Proxy.DeliverLate],
+// [Proxy.Stall] or [Proxy.Count]. Rules apply in the order they were made; a command meets
 // at most one fault (the first rule that matches and has uses left), and
 // every counting rule it matches. Its methods are safe for concurrent use.
 type Rule struct {
