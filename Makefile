@@ -6,7 +6,7 @@ LABDIR     = $(wildcard labs/$(LAB)-*)
 BENCHARGS ?=
 STACK     ?= redlock
 
-.PHONY: test deps vet lint lab red exercise progress reset doctor wrongfixes bench bench-quick faults strays up down test-docker images dev dev-image help
+.PHONY: test test-valkey deps vet lint lab red exercise progress reset doctor wrongfixes bench bench-quick faults strays up down test-docker images dev dev-image help
 
 # LOCKLAB_WRONG_FIXES=1: every lab also proves each wrong fix of its
 # exercise caught (labs.WrongFixes), building the lab once per fix (without
@@ -14,6 +14,14 @@ STACK     ?= redlock
 test: deps vet
 	LOCKLAB_WRONG_FIXES=1 $(GO) test -race ./...
 	@$(MAKE) --no-print-directory strays
+
+# test-valkey runs the Redis locks' suites (their contract, each package's
+# own tests, the rig's) and the labs that need one server kind on Valkey
+# (LOCKLAB_SERVER=valkey: valkey-server from PATH) instead of Redis. CI
+# runs it after test.
+VALKEY_TESTS ?= ./internal/rig/ ./internal/contract/ ./naive/ ./correct/ ./watchdog/ ./reentrant/ ./fencing/ ./redlock/ ./labs/00-two-instances/ ./labs/01-setnx-expire/ ./labs/02-check-then-set/ ./labs/03-blind-delete/ ./labs/04-get-then-del/ ./labs/05-lease-too-short/ ./labs/06-reentrancy/ ./labs/10-waiting/ ./labs/12-lost-reply/
+test-valkey:
+	LOCKLAB_SERVER=valkey $(GO) test -race -count=1 $(VALKEY_TESTS)
 
 # deps installs what is missing (Redis, etcd, ZooKeeper, PostgreSQL) from
 # Debian packages when it can, and says how otherwise: see .ci/deps.
@@ -62,7 +70,8 @@ exercise:
 progress:
 	@$(GO) run ./labs/learn progress
 
-# reset restores one lab's exercise.go as shipped (yours is kept as exercise.go.mine).
+# reset restores one lab's exercise.go as shipped (yours is kept as exercise.go.mine,
+# or .mine.2, .mine.3, ... after an earlier reset: no copy is overwritten).
 reset:
 	$(call need_lab,reset)
 	@$(GO) run ./labs/learn reset $(LAB)

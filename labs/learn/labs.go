@@ -31,10 +31,11 @@ const (
 	red                      // edited, and its exercise tests fail
 	solved                   // edited, and its exercise tests pass
 	noExercise               // the lab has no exercise
+	noBuild                  // edited, and its tests do not compile
 )
 
 func (s status) String() string {
-	return [...]string{"not started", "still red", "solved", "no exercise"}[s]
+	return [...]string{"not started", "still red", "solved", "no exercise", "does not compile"}[s]
 }
 
 // lab is one labs/NN-topic directory.
@@ -153,7 +154,37 @@ func testExercise(root, dir string) (status, string) {
 	if ctx.Err() != nil {
 		return red, fmt.Sprintf("its tests ran past %v", exerciseTimeout)
 	}
+	if why, ok := buildFailure(out); ok {
+		return noBuild, why
+	}
 	return red, firstFailure(out)
+}
+
+// buildFailure reports whether a go test run failed to build the lab (a
+// compile error, or go vet refusing the code) rather than failing a test,
+// with the first error the compiler gave ("exercise.go:68:17: undefined:
+// x"): an exercise that does not compile is not "still red", and the
+// learner should read the compiler's message, not look for a violation.
+func buildFailure(out []byte) (string, bool) {
+	if !bytes.Contains(out, []byte("[build failed]")) && !bytes.Contains(out, []byte("[setup failed]")) {
+		return "", false
+	}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	header := false
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		switch {
+		case strings.HasPrefix(line, "# "):
+			header = true
+		case header && line != "" && !strings.HasPrefix(line, "FAIL"):
+			if _, rest, ok := strings.Cut(line, "/labs/"); ok && strings.Contains(line, ".go:") {
+				line = "labs/" + rest // the file as the learner knows it, not the absolute path
+			}
+			return line, true
+		}
+	}
+	return "go test could not build it: run make exercise LAB=NN to see why", true
 }
 
 // firstFailure picks the line of a failing run a learner should read

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,9 +18,10 @@ import (
 // edited exercise and never fails because one is still red: a learner's
 // plain go test stays green, and the summary says what is left.
 //
-// go test shows a passing package's output only with -v, so on a terminal
-// the summary is written to the terminal itself, once the labs' own test
-// binaries have finished. The run is never cached: a stamp file it reads
+// go test shows a passing package's output only with -v or -json, so
+// without them the summary is written where go test's own output goes (a
+// terminal, a pipe, a file: see summaryOut), once the labs' own test
+// binaries have finished; with them it is in this test's log. The run is never cached: a stamp file it reads
 // is rewritten at the end, too recently for go test to cache the result
 // (it caches no run that read a file changed in the last two seconds).
 func TestProgress(t *testing.T) {
@@ -37,15 +40,21 @@ func TestProgress(t *testing.T) {
 	}
 	var log bytes.Buffer
 	labs, err := progress(root, &log)
+	if os.Getenv(summaryOnlyEnv) != "" { // TestSummaryGoesWhereGoTestWrites runs this test
+		labs, err = []*lab{{num: "00", dir: "labs/00-a", title: "a", status: solved}}, nil
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := summary(labs)
 	t.Log(log.String() + out)
-	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil && os.Getenv("CI") == "" {
-		defer tty.Close()
+	if os.Getenv("CI") != "" {
+		return
+	}
+	if w, pad := summaryOut(); w != nil {
+		defer w.Close()
 		waitForLabs(2 * time.Minute)
-		tty.WriteString(out)
+		_, _ = io.WriteString(w, pad+out)
 	}
 }
 
@@ -125,6 +134,34 @@ func TestReset(t *testing.T) {
 	if got, _ := os.ReadFile(filepath.Join(dir, "exercise.go.mine")); !bytes.Equal(got, mine) {
 		t.Errorf("exercise.go.mine = %q; want the learner's %q", got, mine)
 	}
+
+	// A second reset, of another version, keeps the first one: a solved
+	// exercise was lost that way once.
+	mine2 := []byte("package lab03 // my second try\n")
+	write(filepath.Join(dir, "exercise.go"), mine2)
+	out.Reset()
+	if err := reset(root, "03", &out); err != nil {
+		t.Fatalf("second reset: %v", err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "exercise.go.mine")); !bytes.Equal(got, mine) {
+		t.Errorf("exercise.go.mine after a second reset = %q; want the first version kept, %q", got, mine)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "exercise.go.mine.2")); !bytes.Equal(got, mine2) {
+		t.Errorf("exercise.go.mine.2 = %q; want the second version, %q", got, mine2)
+	}
+	if s := out.String(); !strings.Contains(s, "exercise.go.mine.2") || !strings.Contains(s, "earlier ones are kept too: exercise.go.mine") {
+		t.Errorf("second reset says %q; want it to name the new copy and the earlier one it kept", s)
+	}
+	// The same version again is not kept twice.
+	write(filepath.Join(dir, "exercise.go"), mine)
+	out.Reset()
+	if err := reset(root, "03", &out); err != nil || !strings.Contains(out.String(), "your version is in labs/03-blind-delete/exercise.go.mine (kept there by an earlier reset)") {
+		t.Errorf("reset of a version kept already = %v, %q; want it to name the copy that holds it", err, out.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "exercise.go.mine.3")); err == nil {
+		t.Error("a version already kept was kept again as exercise.go.mine.3")
+	}
+
 	if err := reset(root, "03", &out); err != nil || !strings.Contains(out.String(), "as shipped already") {
 		t.Errorf("second reset = %v, %q; want it to say the exercise is as shipped", err, out.String())
 	}
@@ -145,5 +182,85 @@ func TestSummaryNamesTheNextLab(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("summary lacks %q:\n%s", want, got)
 		}
+	}
+}
+
+// summaryOnlyEnv makes TestProgress summarize one solved lab instead of
+// testing the exercises, for TestSummaryGoesWhereGoTestWrites.
+const summaryOnlyEnv = "LOCKLAB_LEARN_SUMMARY_ONLY"
+
+// TestSummaryGoesWhereGoTestWrites: the summary at the end of go test
+// ./labs/... is in go test's output wherever that goes, not only on a
+// terminal: a pipe (go test | tee, an IDE), a file (go test > log, also
+// past the go command's own next line) and -json (in the test's log).
+func TestSummaryGoesWhereGoTestWrites(t *testing.T) {
+	if os.Getenv(summaryOnlyEnv) != "" {
+		t.Skip("inside the go test this test runs")
+	}
+	if runtime.GOOS != "linux" {
+		t.Skip("the summary reaches a pipe or a file through /proc, on Linux; elsewhere it goes to the terminal")
+	}
+	const want = "Your progress: 1 of 1 exercises solved"
+	gotest := func(stdout io.Writer, args ...string) {
+		t.Helper()
+		cmd := exec.Command("go", append([]string{"test", "-count=1", "-run", "^TestProgress$"}, append(args, ".")...)...)
+		cmd.Env = append(os.Environ(), summaryOnlyEnv+"=1", "CI=")
+		cmd.Stdout, cmd.Stderr = stdout, stdout
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("go test %v: %v", args, err)
+		}
+	}
+	var pipe bytes.Buffer // exec gives the child a pipe
+	gotest(&pipe)
+	if !strings.Contains(pipe.String(), want) {
+		t.Errorf("go test | ...: the summary is missing from\n%s", pipe.String())
+	}
+	f, err := os.Create(filepath.Join(t.TempDir(), "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	gotest(f)
+	b, _ := os.ReadFile(f.Name())
+	if got := string(b); !strings.Contains(got, want) || !strings.Contains(got, "ok  \tgithub.com/locklab/locklab/labs/learn") {
+		t.Errorf("go test > log: want the summary and go test's ok line intact, got\n%s", got)
+	}
+	var json bytes.Buffer
+	gotest(&json, "-json")
+	if !strings.Contains(json.String(), want) {
+		t.Errorf("go test -json: the summary is missing from\n%s", json.String())
+	}
+	for _, line := range strings.Split(strings.TrimSpace(json.String()), "\n") {
+		if !strings.HasPrefix(line, "{") {
+			t.Errorf("go test -json: a line that is not JSON: %q", line)
+		}
+	}
+}
+
+// TestExerciseThatDoesNotCompile: progress says an exercise that does not
+// compile does not compile, with the compiler's first error, instead of
+// calling it still red (go test's real output for a compile error).
+func TestExerciseThatDoesNotCompile(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "m")
+	labdir := filepath.Join(dir, "labs", "03-blind-delete")
+	if err := os.MkdirAll(labdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, src := range map[string]string{
+		filepath.Join(dir, "go.mod"):              "module example.com/m\n\ngo 1.21\n",
+		filepath.Join(labdir, "exercise.go"):      "package lab03\n\nfunc Unlock() error { return undefinedThing() }\n",
+		filepath.Join(labdir, "exercise_test.go"): "package lab03\n\nimport \"testing\"\n\nfunc TestLab03_Exercise(t *testing.T) {}\n",
+	} {
+		if err := os.WriteFile(name, []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, why := testExercise(dir, filepath.Join("labs", "03-blind-delete"))
+	if st != noBuild || why != "labs/03-blind-delete/exercise.go:3:30: undefined: undefinedThing" {
+		t.Errorf("testExercise of a lab that does not compile = %v, %q; want does not compile, with the compiler's error", st, why)
+	}
+	got := summary([]*lab{{num: "03", dir: "labs/03-blind-delete", title: "the blind DEL", status: st, why: why}})
+	if !strings.Contains(got, "does not compile: labs/03-blind-delete/exercise.go:3:30: undefined") || strings.Contains(got, "still red") {
+		t.Errorf("summary of a lab that does not compile:\n%s", got)
 	}
 }
