@@ -9,80 +9,102 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
-// gonePoll bounds the question a keeper asks etcd when clientv3 stops
-// keeping its lease alive early: is the lease gone, or only unanswered?
-const gonePoll = time.Second
+// doneMargin returns how long before the earliest moment etcd can end a
+// lease of ttl a keeper closes Done: a tenth of the TTL (1s of the default
+// 10s, 100ms of a 1s TTL). It covers the difference in rate between this
+// process's clock and etcd's, and a timer that fires late in a busy
+// process; it does not cover a process paused past it (nothing can).
+func doneMargin(ttl time.Duration) time.Duration { return ttl / 10 }
 
-// A keeper keeps the lease of a hold with its own lease alive, as
-// concurrency.Session does, and closes done when it can no longer: etcd
-// says the lease is gone, no answer came for a whole TTL, or stop was
-// called (Unlock).
+// A keeper keeps the lease of one hold alive and closes done when it can
+// no longer promise that etcd still has it: at the latest doneMargin
+// before the earliest moment etcd may end the lease, before any other
+// client can get the lock.
 //
-// It differs from a Session in one way, which a failover shows: clientv3
-// waits for the answer to a new lease's first keep-alive only for the
-// client's DialTimeout plus 1s (its lessor's first-answer deadline), then
-// stops keeping the lease alive, and a Session ends with it, although the
-// lease, just granted, lives for its whole TTL. A leader that stalls right
-// after Lock (SIGSTOP, a GC pause, an election) thus cost the holder its
-// lock while etcd still kept it (lab 13's paused leader, seen 2 runs in
-// 14 with a 2s DialTimeout). A keeper asks again, until etcd answers that
-// the lease is gone or a whole TTL has passed since the last answer.
+// The keeper renews the lease itself, one KeepAliveOnce every TTL/3,
+// rather than through clientv3's KeepAlive stream, because what it counts
+// from is the send time of the renewal that was answered. etcd restarts a
+// lease's countdown when the renewal reaches its leader; the answer comes
+// back a reply's latency later. clientv3's lessor (and so a
+// concurrency.Session) restarts its countdown when the answer arrives,
+// so its Done came a reply's latency after etcd ended the lease: with
+// 800ms replies, another client held the lock 340-727ms before the old
+// holder's Done closed (issue 34). A renewal sent at s and answered with
+// TTL t means etcd keeps the lease at least until s+t, since etcd got the
+// renewal after s; the keeper's deadline is s+t-doneMargin(t). A renewal
+// that never returns changes nothing: the deadline stands.
+//
+// The keeper also does not have the Session's other limit: clientv3 waits
+// for the answer to a new lease's first keep-alive only for DialTimeout
+// plus 1s, then stops keeping it alive although the lease lives for its
+// whole TTL (a leader that stalls right after Lock cost the holder its
+// lock, lab 13). A keeper asks again until its own deadline.
 type keeper struct {
-	done chan struct{}
-	stop context.CancelFunc
+	done   chan struct{} // closed when the lease is presumed lost or stop was called
+	cancel context.CancelFunc
+	exited chan struct{} // closed when run has returned
 }
 
-// keep starts keeping lease id alive; granted is when the grant was sent,
-// so the lease lives at least ttl from then.
-func keep(c *clientv3.Client, id clientv3.LeaseID, ttl time.Duration, granted time.Time) (*keeper, error) {
-	ctx, stop := context.WithCancel(context.Background())
-	answers, err := c.KeepAlive(ctx, id)
-	if err != nil {
-		stop()
-		return nil, err
-	}
-	k := &keeper{done: make(chan struct{}), stop: stop}
-	go k.run(ctx, c, id, answers, granted.Add(ttl))
-	return k, nil
+// keep starts keeping lease id alive. sent is when the grant (or the last
+// renewal) that answered with ttl was sent; ended, if not nil, is a
+// channel whose closing ends the hold too (a shared session's Done).
+func keep(c *clientv3.Client, id clientv3.LeaseID, ttl time.Duration, sent time.Time, ended <-chan struct{}) *keeper {
+	ctx, cancel := context.WithCancel(context.Background())
+	k := &keeper{done: make(chan struct{}), cancel: cancel, exited: make(chan struct{})}
+	go k.run(ctx, c, id, ttl, sent, ended)
+	return k
 }
 
-func (k *keeper) run(ctx context.Context, c *clientv3.Client, id clientv3.LeaseID, answers <-chan *clientv3.LeaseKeepAliveResponse, deadline time.Time) {
+// stop stops renewing the lease, closes done, and returns once the keeper's
+// goroutine has.
+func (k *keeper) stop() {
+	k.cancel()
+	<-k.exited
+}
+
+func (k *keeper) run(ctx context.Context, c *clientv3.Client, id clientv3.LeaseID, ttl time.Duration, sent time.Time, ended <-chan struct{}) {
+	defer close(k.exited)
 	defer close(k.done)
-	defer k.stop() // presumed lost: no more keep-alives
-	// The deadline is the keeper's own, so Done closes a TTL after the last
-	// answer whatever clientv3's lessor does meanwhile.
+	defer k.cancel()
+	deadline := sent.Add(ttl - doneMargin(ttl))
 	expired := time.NewTimer(time.Until(deadline))
 	defer expired.Stop()
+	renew := time.NewTimer(time.Until(sent.Add(ttl / 3)))
+	defer renew.Stop()
 	for {
 		select {
-		case a, ok := <-answers:
-			if ok {
-				expired.Reset(time.Duration(a.TTL) * time.Second)
-				continue
-			}
-			// clientv3 stopped: stop was called, etcd said the lease is
-			// gone, or its deadline for an answer passed. Ask again
-			// unless the lease is gone.
-			if ctx.Err() != nil || leaseGone(ctx, c, id) {
-				return
-			}
-			var err error
-			if answers, err = c.KeepAlive(ctx, id); err != nil {
-				return // the client is closed
-			}
+		case <-renew.C:
 		case <-expired.C:
-			return // no answer for a whole TTL
+			return
+		case <-ended:
+			return
 		case <-ctx.Done():
 			return
+		}
+		// One renewal, asked again (by clientv3) until it is answered or
+		// the deadline passes.
+		at := time.Now()
+		rctx, cancel := context.WithDeadline(ctx, deadline)
+		resp, err := c.KeepAliveOnce(rctx, id)
+		cancel()
+		switch {
+		case err == nil:
+			ttl = time.Duration(resp.TTL) * time.Second
+			deadline = at.Add(ttl - doneMargin(ttl))
+			expired.Reset(time.Until(deadline))
+			renew.Reset(time.Until(at.Add(ttl / 3)))
+		case errors.Is(err, rpctypes.ErrLeaseNotFound):
+			return // etcd says the lease is gone
+		case ctx.Err() != nil || c.Ctx().Err() != nil || time.Now().After(deadline):
+			return // stopped, the client closed, or no answer in time
+		default:
+			// etcd refused it otherwise: try again shortly, within the
+			// deadline.
+			renew.Reset(gonePoll)
 		}
 	}
 }
 
-// leaseGone reports whether etcd says lease id has ended. No answer within
-// gonePoll is not an ending.
-func leaseGone(ctx context.Context, c *clientv3.Client, id clientv3.LeaseID) bool {
-	ctx, cancel := context.WithTimeout(ctx, gonePoll)
-	defer cancel()
-	r, err := c.TimeToLive(ctx, id)
-	return errors.Is(err, rpctypes.ErrLeaseNotFound) || err == nil && r.TTL <= 0
-}
+// gonePoll is how soon a keeper asks again after a renewal failed for a
+// reason other than its deadline.
+const gonePoll = 500 * time.Millisecond

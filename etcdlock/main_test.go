@@ -48,12 +48,14 @@ func client(t testing.TB, eps ...string) *clientv3.Client {
 	return c
 }
 
-// claims returns the claim keys under the lock name key, oldest first.
+// claims returns the claim keys in the line of the lock named key, oldest
+// first: the keys under key + "/" up to key + "/~", where the tombstones
+// of withdrawn claims begin.
 func claims(t testing.TB, c *clientv3.Client, key string) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	resp, err := c.Get(ctx, key+"/", append(clientv3.WithFirstCreate(), clientv3.WithLimit(0))...)
+	resp, err := c.Get(ctx, key+"/", append(clientv3.WithFirstCreate(), clientv3.WithLimit(0), clientv3.WithRange(key+"/~"))...)
 	if err != nil {
 		t.Fatal(err)
 	}

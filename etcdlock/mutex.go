@@ -41,11 +41,13 @@ type Mutex struct {
 // hold is one acquisition: its claim key, the claim's create revision (the
 // fencing token) and the lease it lives on.
 type hold struct {
-	lease clientv3.LeaseID
-	done  <-chan struct{} // closed when the lease is no longer kept alive
-	own   *keeper         // the hold's own lease: Unlock revokes it; nil with WithSession
-	claim string          // key/<lease hex>-<token>
-	rev   int64           // the claim's create revision; 0 until known
+	lease  clientv3.LeaseID
+	keep   *keeper // renews the lease for this hold; its done is Done
+	own    bool    // the lease is the hold's own: Unlock revokes it
+	claim  string  // key/<lease hex>-<token>
+	tomb   string  // key/~<lease hex>-<token>: the claim's tombstone, see withdraw
+	unsure bool    // the claim's transaction was sent and its answer never came
+	rev    int64   // the claim's create revision; 0 until known
 }
 
 // New returns a Mutex for the lock named key, using client to reach etcd.
@@ -114,22 +116,32 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 	// One transaction writes the claim and reads the oldest one. The
 	// claim's name is fixed before it is sent, so the transaction sent
 	// twice finds its claim in place (the Else branch) with the same
-	// revision: safe to repeat after a lost reply.
-	oldest := clientv3.OpGet(m.prefix, clientv3.WithFirstCreate()...)
+	// revision: safe to repeat after a lost reply. It also finds nothing
+	// to do once the claim's tombstone exists: a transaction that reaches
+	// etcd after Lock gave up on it and withdrew it (see withdraw) writes
+	// nothing.
+	h.unsure = true
 	resp, err := m.client.Txn(ctx).
-		If(clientv3.Compare(clientv3.CreateRevision(h.claim), "=", 0)).
-		Then(clientv3.OpPut(h.claim, "", clientv3.WithLease(h.lease)), oldest).
-		Else(clientv3.OpGet(h.claim), oldest).
+		If(clientv3.Compare(clientv3.CreateRevision(h.claim), "=", 0),
+			clientv3.Compare(clientv3.Version(h.tomb), "=", 0)).
+		Then(clientv3.OpPut(h.claim, "", clientv3.WithLease(h.lease)), m.oldest()).
+		Else(clientv3.OpGet(h.claim), m.oldest()).
 		Commit()
 	if err != nil {
 		if errors.Is(err, rpctypes.ErrLeaseNotFound) {
-			err = fmt.Errorf("%w: lease %x of the session not found", ErrSessionLost, h.lease)
+			h.unsure = false // no claim can ever land on a lease that is gone
+			err = fmt.Errorf("%w: lease %x not found", ErrSessionLost, h.lease)
 		}
 		return false, m.abandon(ctx, h, fmt.Errorf("etcdlock: claim %q: %w", m.key, err))
 	}
+	h.unsure = false
 	h.rev = resp.Header.Revision
 	if !resp.Succeeded {
-		h.rev = resp.Responses[0].GetResponseRange().Kvs[0].CreateRevision
+		mine := resp.Responses[0].GetResponseRange().Kvs
+		if len(mine) == 0 { // its tombstone exists: never for a claim sent once
+			return false, m.abandon(ctx, h, fmt.Errorf("etcdlock: claim %q: %q was withdrawn", m.key, h.claim))
+		}
+		h.rev = mine[0].CreateRevision
 	}
 	first := resp.Responses[1].GetResponseRange().Kvs
 	if len(first) == 0 || first[0].CreateRevision != h.rev {
@@ -149,9 +161,22 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 	return true, nil
 }
 
-// newHold returns a hold on a new claim's lease: the shared session's, or
-// a new one that Lock grants with its own ctx (so an unreachable etcd
-// cannot hold Lock past its deadline) and a keeper keeps alive.
+// lineEnd returns the end of the range of the line's claims: the claims
+// are the keys from prefix up to, not including, prefix + "~". A claim's
+// name after the prefix is lowercase hex, '-' and base64url, all below
+// '~'; tombstones (prefix + "~" + ...) sort after the line and are never
+// in it.
+func (m *Mutex) lineEnd() string { return m.prefix + "~" }
+
+// oldest reads the first claim in line, by create revision.
+func (m *Mutex) oldest() clientv3.Op {
+	return clientv3.OpGet(m.prefix, append(clientv3.WithFirstCreate(), clientv3.WithRange(m.lineEnd()))...)
+}
+
+// newHold returns a hold on a new claim's lease, kept alive by a keeper of
+// its own: the shared session's lease, renewed once first (so the keeper
+// knows from when etcd keeps it), or a new lease that Lock grants with its
+// own ctx (so an unreachable etcd cannot hold Lock past its deadline).
 func (m *Mutex) newHold(ctx context.Context) (*hold, error) {
 	if m.shared != nil {
 		select {
@@ -159,7 +184,20 @@ func (m *Mutex) newHold(ctx context.Context) (*hold, error) {
 			return nil, fmt.Errorf("etcdlock: lock %q: %w: the session given with WithSession has ended", m.key, ErrSessionLost)
 		default:
 		}
-		return m.claimOn(m.shared.Lease(), m.shared.Done(), nil), nil
+		lease := m.shared.Lease()
+		sent := time.Now()
+		resp, err := m.client.KeepAliveOnce(ctx, lease)
+		if err != nil {
+			if cerr := retry.CtxErr(ctx); cerr != nil {
+				return nil, errors.Join(ErrNotObtained, cerr)
+			}
+			if errors.Is(err, rpctypes.ErrLeaseNotFound) {
+				return nil, fmt.Errorf("etcdlock: lock %q: %w: the lease %x of the session given with WithSession is gone", m.key, ErrSessionLost, lease)
+			}
+			return nil, fmt.Errorf("etcdlock: renew the session's lease %x for %q: %w", lease, m.key, err)
+		}
+		k := keep(m.client, lease, time.Duration(resp.TTL)*time.Second, sent, m.shared.Done())
+		return m.claimOn(lease, k, false), nil
 	}
 	granted := time.Now()
 	lease, err := m.client.Grant(ctx, m.ttl)
@@ -169,20 +207,15 @@ func (m *Mutex) newHold(ctx context.Context) (*hold, error) {
 		}
 		return nil, fmt.Errorf("etcdlock: grant a lease for %q: %w", m.key, err)
 	}
-	k, err := keep(m.client, lease.ID, time.Duration(m.ttl)*time.Second, granted)
-	if err != nil {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), retry.ReleaseTimeout)
-		defer cancel()
-		_, rerr := m.client.Revoke(rctx, lease.ID)
-		return nil, errors.Join(fmt.Errorf("etcdlock: keep lease %x alive for %q: %w", lease.ID, m.key, err), rerr)
-	}
-	return m.claimOn(lease.ID, k.done, k), nil
+	k := keep(m.client, lease.ID, time.Duration(lease.TTL)*time.Second, granted, nil)
+	return m.claimOn(lease.ID, k, true), nil
 }
 
 // claimOn returns a hold whose claim, unique to this acquisition, lives on
 // lease.
-func (m *Mutex) claimOn(lease clientv3.LeaseID, done <-chan struct{}, own *keeper) *hold {
-	return &hold{lease: lease, done: done, own: own, claim: fmt.Sprintf("%s%x-%s", m.prefix, lease, token.New())}
+func (m *Mutex) claimOn(lease clientv3.LeaseID, k *keeper, own bool) *hold {
+	name := fmt.Sprintf("%x-%s", lease, token.New())
+	return &hold{lease: lease, keep: k, own: own, claim: m.prefix + name, tomb: m.lineEnd() + name}
 }
 
 // abandon withdraws h's claim after a failure and returns the error Lock
@@ -190,7 +223,7 @@ func (m *Mutex) claimOn(lease clientv3.LeaseID, done <-chan struct{}, own *keepe
 // otherwise, and the withdrawal's own error if it failed too.
 func (m *Mutex) abandon(ctx context.Context, h *hold, err error) error {
 	werr := m.withdraw(ctx, h)
-	if werr != nil && h.own == nil {
+	if werr != nil && !h.own {
 		m.sweep(h)
 	}
 	if cerr := retry.CtxErr(ctx); cerr != nil {
@@ -200,18 +233,36 @@ func (m *Mutex) abandon(ctx context.Context, h *hold, err error) error {
 }
 
 // withdraw removes h's claim, on a context detached from ctx's
-// cancellation and bounded by retry.ReleaseTimeout: it revokes the hold's own
-// lease (which deletes the claim), or deletes the claim by its unique name.
-// It reports whether the claim was still there.
+// cancellation and bounded by retry.ReleaseTimeout, and makes sure a claim
+// transaction still in the network can never put it back:
+//
+//   - A hold with its own lease revokes the lease, which deletes the claim;
+//     a claim transaction that reaches etcd later fails (its lease is
+//     gone).
+//   - On a shared session's lease, which lives on, deleting the claim is
+//     not enough when the claim's transaction got no answer: it may still
+//     be in the network (held by a partition past gRPC's give-up, about
+//     11s) and land after the delete, and then nothing would ever delete
+//     it: a permanent stall for everyone in line (issue 34). So withdraw
+//     deletes the claim and, in the same transaction, writes the claim's
+//     tombstone on the session's lease; the claim transaction requires the
+//     tombstone's absence. etcd applies transactions one at a time, so
+//     either the claim landed first and the withdraw deletes it, or the
+//     withdraw came first and the late claim writes nothing. The tombstone
+//     stays until the session ends (one small key per Lock that lost its
+//     claim's answer); it is outside the line (see lineEnd).
+//
+// When the claim's answer came, a delete of exactly that claim (by its
+// create revision) is enough.
 func (m *Mutex) withdraw(ctx context.Context, h *hold) error {
 	_, err := m.release(ctx, h)
 	return err
 }
 
-// sweep deletes h's claim in the background after Lock failed to withdraw
-// it: a claim on a shared session's lease, which is kept alive, would
-// otherwise stay at the head of the line for as long as the session lives.
-// The goroutine retries every second until the delete succeeds or the
+// sweep withdraws h's claim in the background after Lock failed to: a
+// claim on a shared session's lease, which is kept alive, would otherwise
+// stay at the head of the line for as long as the session lives. The
+// goroutine retries every second until the withdraw succeeds or the
 // session ends (its claims end with it).
 func (m *Mutex) sweep(h *hold) {
 	go func() {
@@ -219,54 +270,87 @@ func (m *Mutex) sweep(h *hold) {
 		defer t.Stop()
 		for {
 			select {
-			case <-h.done:
+			case <-m.shared.Done():
 				return
 			case <-t.C:
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), retry.ReleaseTimeout)
-			_, err := m.client.Delete(ctx, h.claim)
-			cancel()
-			if err == nil {
+			if _, err := m.release(context.Background(), h); err == nil {
 				return
 			}
 		}
 	}()
 }
 
+// release ends h, on a context detached from ctx's cancellation and
+// bounded by retry.ReleaseTimeout, and reports whether h's claim was still
+// there: it stops the keeper, withdraws or deletes the claim (see
+// withdraw), and revokes a lease of the hold's own.
+//
+// Whether the claim was there is decided by a transaction that deletes it
+// only if its create revision is the held one: clientv3 never sends a
+// transaction twice, so its answer is the truth. The Revoke that follows
+// is not asked that question: clientv3 sends a Revoke again when its reply
+// is lost, and the second finds no lease; Unlock then said ErrNotHeld of a
+// lock it held until that moment (issue 34).
 func (m *Mutex) release(ctx context.Context, h *hold) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), retry.ReleaseTimeout)
 	defer cancel()
-	if h.own != nil {
-		h.own.stop() // no more keep-alives, whatever the revoke says
-		_, err := m.client.Revoke(ctx, h.lease)
+	h.keep.stop() // no more renewals from this hold, whatever follows
+	was := false
+	switch {
+	case h.unsure && !h.own:
+		resp, err := m.client.Txn(ctx).Then(
+			clientv3.OpDelete(h.claim),
+			clientv3.OpPut(h.tomb, "", clientv3.WithLease(h.lease)),
+		).Commit()
 		switch {
 		case errors.Is(err, rpctypes.ErrLeaseNotFound):
-			return false, nil
+			return false, nil // the session's lease is gone, and every claim on it
 		case err != nil:
+			return false, fmt.Errorf("etcdlock: withdraw claim %q: %w", h.claim, err)
+		}
+		was = resp.Responses[0].GetResponseDeleteRange().Deleted == 1
+	case h.rev != 0:
+		resp, err := m.client.Txn(ctx).
+			If(clientv3.Compare(clientv3.CreateRevision(h.claim), "=", h.rev)).
+			Then(clientv3.OpDelete(h.claim)).
+			Commit()
+		if err != nil {
+			return false, fmt.Errorf("etcdlock: delete claim %q: %w", h.claim, err)
+		}
+		was = resp.Succeeded
+	}
+	if h.own {
+		_, err := m.client.Revoke(ctx, h.lease)
+		switch {
+		case err == nil, errors.Is(err, rpctypes.ErrLeaseNotFound):
+		case h.rev != 0 && !h.unsure:
+			// The claim's fate is decided; the lease, renewed no more and
+			// holding nothing, ends within the TTL.
+		default:
 			return false, fmt.Errorf("etcdlock: revoke lease %x of %q (its claim ends with the lease, at most %ds from now): %w", h.lease, m.key, m.ttl, err)
 		}
-		return true, nil
 	}
-	resp, err := m.client.Delete(ctx, h.claim)
-	if err != nil {
-		return false, fmt.Errorf("etcdlock: delete claim %q: %w", h.claim, err)
-	}
-	return resp.Deleted == 1, nil
+	return was, nil
 }
 
-// Unlock releases the lock if this Mutex still holds it: it revokes the
-// hold's own lease, or deletes its claim (with [WithSession]). Either can
-// only remove this hold's claim: claims are unique to an acquisition. It
-// returns [ErrNotHeld] if the lock was never acquired, was already
-// released, or its claim is gone (the lease expired).
+// Unlock releases the lock if this Mutex still holds it: it deletes the
+// hold's claim if the claim is still the one it made (same create
+// revision), then revokes the hold's own lease (not with [WithSession]).
+// It can only remove this hold's claim: claims are unique to an
+// acquisition. It returns [ErrNotHeld] if the lock was never acquired,
+// was already released, or its claim is gone (the lease expired); the
+// delete decides, not the Revoke, whose reply clientv3 may have lost and
+// sent again.
 //
 // Unlock ignores the cancellation and deadline of ctx (it keeps its
 // values) and bounds the release by its own timeout of 2s, so a deferred
 // Unlock with a request context that has ended still releases the lock.
 // On a transport error the outcome is unknown: the Mutex keeps the hold
 // and Unlock may be called again (it then reports ErrNotHeld if the first
-// release had landed). A hold with its own lease stops renewing it at the
-// first Unlock, so its claim ends within the TTL whatever happens.
+// release had landed). A hold stops renewing its lease at the first
+// Unlock (and Done closes), so a claim on its own lease ends within the
+// TTL whatever happens.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	h, err := m.base.Releasing(ctx, m.check, ErrNotHeld, HookBeforeRelease)
 	if err != nil {
@@ -313,7 +397,7 @@ func (m *Mutex) IsOwner() clientv3.Cmp {
 // lock, Done returns a closed channel.
 func (m *Mutex) Done() <-chan struct{} {
 	if h := m.base.Cur.Get(); h != nil {
-		return h.done
+		return h.keep.done
 	}
 	return held.Closed()
 }

@@ -2,9 +2,11 @@ package etcdlock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -23,13 +25,13 @@ func (m *Mutex) waitTurn(ctx context.Context, h *hold) error {
 	defer close(stop)
 	go func() {
 		select {
-		case <-h.done:
+		case <-h.keep.done:
 			cancel()
 		case <-stop:
 		}
 	}()
 
-	older := append(clientv3.WithLastCreate(), clientv3.WithMaxCreateRev(h.rev-1))
+	older := append(clientv3.WithLastCreate(), clientv3.WithRange(m.lineEnd()), clientv3.WithMaxCreateRev(h.rev-1))
 	for {
 		resp, err := m.client.Get(ctx, m.prefix, older...)
 		if err != nil {
@@ -39,7 +41,16 @@ func (m *Mutex) waitTurn(ctx context.Context, h *hold) error {
 			break
 		}
 		ahead := string(resp.Kvs[0].Key)
-		if err := m.waitDelete(ctx, ahead, resp.Header.Revision); err != nil {
+		err = m.waitDelete(ctx, ahead, resp.Header.Revision)
+		if errors.Is(err, rpctypes.ErrCompacted) {
+			// The watch started, or resumed after a reconnect, at a
+			// revision etcd has compacted away: the deletion may be among
+			// the lost history. Read the line again (it is current) and
+			// watch from there; the place in line is the claim's revision,
+			// which a compaction does not touch.
+			continue
+		}
+		if err != nil {
 			return m.waitErr(h, err)
 		}
 	}
@@ -54,7 +65,8 @@ func (m *Mutex) waitTurn(ctx context.Context, h *hold) error {
 }
 
 // waitDelete watches key from revision rev (the revision at which it was
-// seen) until it is deleted.
+// seen) until it is deleted. It returns an error wrapping
+// rpctypes.ErrCompacted if etcd no longer has the history from rev.
 func (m *Mutex) waitDelete(ctx context.Context, key string, rev int64) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -66,6 +78,9 @@ func (m *Mutex) waitDelete(ctx context.Context, key string, rev int64) error {
 			}
 		}
 		last = wr
+	}
+	if last.CompactRevision != 0 {
+		return fmt.Errorf("etcdlock: watch %q from revision %d: %w (compacted up to %d)", key, rev, rpctypes.ErrCompacted, last.CompactRevision)
 	}
 	if err := last.Err(); err != nil {
 		return fmt.Errorf("etcdlock: watch %q: %w", key, err)
@@ -79,7 +94,7 @@ func (m *Mutex) waitDelete(ctx context.Context, key string, rev int64) error {
 // waitErr names why a wait ended: the lease (ErrSessionLost), or err.
 func (m *Mutex) waitErr(h *hold, err error) error {
 	select {
-	case <-h.done:
+	case <-h.keep.done:
 		return fmt.Errorf("etcdlock: lock %q: %w: the lease's keep-alive ended while it waited", m.key, ErrSessionLost)
 	default:
 		return err

@@ -1,0 +1,201 @@
+package etcdlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.etcd.io/etcd/client/v3/concurrency"
+
+	"github.com/locklab/locklab/etcdlock"
+	"github.com/locklab/locklab/internal/leakcheck"
+	"github.com/locklab/locklab/internal/rig"
+	"github.com/locklab/locklab/observe"
+)
+
+// The regression tests of issue 34's findings on etcdlock, each in the
+// user's world: clientv3 on its default options, real etcd, the bytes of
+// one connection held, delivered late or lost (wire_test.go).
+
+const (
+	methodTxn    = "/etcdserverpb.KV/Txn"
+	methodRange  = "/etcdserverpb.KV/Range"
+	methodRevoke = "/etcdserverpb.Lease/LeaseRevoke"
+)
+
+// TestLateClaimAfterGiveUp (issue 34, WithSession's permanent stall): the
+// claim's transaction is held in the network; the client gives the
+// connection up (as gRPC does when its keep-alive finds it dead, about 11s
+// in the user's world; here at once) and Lock fails and withdraws its claim
+// on a new connection, where there is nothing yet to withdraw. Then the
+// network delivers the held transaction, on its old connection, and etcd
+// runs it. The claim must not land, or must not stay: no claim in line,
+// and another client gets the lock at once. With a lease per hold, the
+// withdraw revoked the lease, so the late claim fails; on a shared session
+// the lease lives on.
+func TestLateClaimAfterGiveUp(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		session bool
+	}{{"own lease", false}, {"shared session", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			leakcheck.Guard(t)
+			ctx := context.Background()
+			key := lockKey(t)
+			w := newWire(t, endpoints[0])
+			c := w.client(t)
+			var opts []etcdlock.Option
+			if tc.session {
+				s, err := concurrency.NewSession(c, concurrency.WithTTL(30))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Close()
+				opts = append(opts, etcdlock.WithSession(s))
+			} else if _, err := c.Get(ctx, key); err != nil { // the first connection is up
+				t.Fatal(err)
+			}
+			a := etcdlock.New(c, key, opts...)
+			conn := w.current()
+			w.beforeCall(methodTxn, conn.hold) // the claim is the first Txn
+			got := make(chan error, 1)
+			go func() { got <- a.Lock(ctx) }()
+			conn.awaitHeld()
+			conn.giveUp()
+			err := <-got
+			if err == nil {
+				t.Fatal("a.Lock = nil with its claim held in the network; want an error")
+			}
+			t.Logf("a.Lock, claim held and the connection given up: %v", err)
+
+			conn.deliver() // the held claim reaches etcd, which runs it
+			plain := client(t)
+			if line := claims(t, plain, key); len(line) != 0 {
+				t.Errorf("claims after a's late claim reached etcd = %q; want none (a gave up: nobody would ever delete it)", line)
+			}
+			b := etcdlock.New(plain, key)
+			bctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			if err := b.Lock(bctx); err != nil {
+				t.Fatalf("b.Lock after a gave up = %v; want nil within 5s", err)
+			}
+			if err := b.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// a's process locks again, as a worker that retries would.
+			if err := a.Lock(bctx); err != nil {
+				t.Fatalf("a.Lock again = %v", err)
+			}
+			if err := a.Unlock(ctx); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+var _ = errors.Is
+
+// TestUnlockRevokeReplyLost (issue 34): a holder with a lease of its own
+// unlocks; etcd revokes the lease, and the Revoke's reply is lost (the
+// connection closes as it comes back). clientv3 sends the Revoke again,
+// on a new connection (its retry policy treats LeaseRevoke as
+// repeatable), and the second finds no lease. The lock was held until
+// that moment, so Unlock must say nil, not ErrNotHeld, and the observer
+// must hear of a release, not a loss.
+func TestUnlockRevokeReplyLost(t *testing.T) {
+	leakcheck.Guard(t)
+	ctx := context.Background()
+	key := lockKey(t)
+	w := newWire(t, endpoints[0])
+	var lost atomic.Int64
+	a := etcdlock.New(w.client(t), key, etcdlock.WithObserver(func(e observe.Event) {
+		if e.Kind == observe.Lost {
+			lost.Add(1)
+		}
+	}))
+	if err := a.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	conn := w.current()
+	w.beforeCall(methodRevoke, conn.dropReply)
+	if err := a.Unlock(ctx); err != nil {
+		t.Errorf("a.Unlock, the Revoke's reply lost and the Revoke sent again = %v; want nil (a held the lock until then)", err)
+	}
+	if n := lost.Load(); n != 0 {
+		t.Errorf("observer heard %d losses; want 0", n)
+	}
+	w.await(5*time.Second, "the Revoke's reply was lost", func() bool { return !conn.dropNext })
+	if line := claims(t, client(t), key); len(line) != 0 {
+		t.Errorf("claims after Unlock = %q; want none", line)
+	}
+}
+
+// TestWaitResumesAfterCompaction (issue 34): a waits in line, watching the
+// claim ahead from the revision at which it read the line. Its connection
+// is partitioned, etcd compacts past that revision meanwhile, and the
+// client gives the connection up and dials again; clientv3 resumes the
+// watch from the old revision, which etcd no longer has. a must keep its
+// place (re-read the line, watch again) and get the lock when b unlocks,
+// not fail with "required revision has been compacted".
+func TestWaitResumesAfterCompaction(t *testing.T) {
+	t.Parallel() // it compacts: a cluster of its own
+	ctx := context.Background()
+	e := rig.StartEtcd(t, 1)
+	key := lockKey(t)
+	w := newWire(t, e.Endpoints()[0])
+	plain := client(t, e.Endpoints()...)
+
+	b := etcdlock.New(plain, key)
+	if err := b.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	read := make(chan struct{})
+	a := etcdlock.New(w.client(t), key, etcdlock.WithHook(func(ctx context.Context, point string) {
+		if point == etcdlock.HookClaimed {
+			// The next Range is a's read of the line ahead of it.
+			w.afterCall(methodRange, func() { close(read) })
+		}
+	}))
+	got := make(chan error, 1)
+	go func() { got <- a.Lock(ctx) }()
+	select {
+	case <-read:
+	case err := <-got:
+		t.Fatalf("a.Lock = %v before it waited", err)
+	}
+	conn := w.current()
+	conn.hold()
+	for i := range 3 {
+		if _, err := plain.Put(ctx, key+"-other", fmt.Sprint(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := plain.Get(ctx, key+"-other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := plain.Compact(ctx, r.Header.Revision); err != nil {
+		t.Fatal(err)
+	}
+	reread := make(chan struct{})
+	w.afterCall(methodRange, func() { close(reread) })
+	conn.giveUp() // clientv3 dials again and resumes a's watch
+
+	select {
+	case err := <-got:
+		t.Fatalf("a.Lock while b holds, after a reconnect past a compaction = %v; want it to keep waiting", err)
+	case <-reread: // a read the line again
+	}
+	if err := b.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("a.Lock after b unlocked = %v; want nil", err)
+	}
+	if err := a.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
