@@ -152,15 +152,20 @@ func startClusterNode(ctx context.Context, p execProvider, i int) (*Node, error)
 
 // redisCLI finds redis-cli: beside the server binary (a build of its own
 // named by LOCKLAB_REDIS_SERVER comes with its own redis-cli), then on PATH.
+// For valkey-server, it is valkey-cli.
 func redisCLI(serverBin string) (string, error) {
-	beside := filepath.Join(filepath.Dir(serverBin), "redis-cli")
+	name := "redis-cli"
+	if strings.HasPrefix(filepath.Base(serverBin), "valkey") {
+		name = "valkey-cli"
+	}
+	beside := filepath.Join(filepath.Dir(serverBin), name)
 	if fi, err := os.Stat(beside); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
 		return beside, nil
 	}
-	if p, err := exec.LookPath("redis-cli"); err == nil {
+	if p, err := exec.LookPath(name); err == nil {
 		return p, nil
 	}
-	return "", fmt.Errorf("rig: cluster: redis-cli not found beside %s or on PATH (it comes with redis-server: apt-get install redis-tools, brew install redis)", serverBin)
+	return "", fmt.Errorf("rig: cluster: %s not found beside %s or on PATH (it comes with the server: apt-get install redis-tools or valkey-tools, brew install redis or valkey)", name, serverBin)
 }
 
 // create runs redis-cli --cluster create over the nodes and checks it

@@ -29,6 +29,7 @@ func TestPickProviderHonoursLocklabProvider(t *testing.T) {
 	noRedis := func(t *testing.T) {
 		t.Setenv("PATH", t.TempDir())
 		t.Setenv("LOCKLAB_REDIS_SERVER", "")
+		t.Setenv(serverEnv, "") // the choice of provider, for Redis (make test-valkey runs this too)
 	}
 	engineDown := func() (provider, error) { return nil, errors.New("the Docker engine does not answer") }
 	engineUp := func() (provider, error) { return fakeProvider{}, nil }

@@ -26,6 +26,39 @@ or on Docker containers (go test -tags docker ./..., make test-docker).`
 // Unset or empty, the rig picks one (see the package doc).
 const providerEnv = "LOCKLAB_PROVIDER"
 
+// serverEnv picks the kind of server the exec provider runs: "redis"
+// (redis-server, the default) or "valkey" (valkey-server, the Linux
+// Foundation's fork of Redis 7.2, which several clouds and Debian now ship
+// as their Redis). LOCKLAB_REDIS_SERVER, naming a binary, overrides it.
+const serverEnv = "LOCKLAB_SERVER"
+
+// Valkey reports whether the rig runs Valkey (LOCKLAB_SERVER=valkey).
+func Valkey() bool { return strings.TrimSpace(os.Getenv(serverEnv)) == "valkey" }
+
+// serverBinary returns the server binary the exec provider runs: the one
+// LOCKLAB_REDIS_SERVER names, else redis-server or valkey-server (as
+// LOCKLAB_SERVER says) from PATH; "" when redis-server is not there (the
+// rig then looks for another provider). A kind it does not know, or a
+// valkey-server that is missing, is an error.
+func serverBinary() (string, error) {
+	if bin := os.Getenv("LOCKLAB_REDIS_SERVER"); bin != "" {
+		return bin, nil
+	}
+	switch kind := strings.TrimSpace(os.Getenv(serverEnv)); kind {
+	case "", "redis":
+		bin, _ := exec.LookPath("redis-server")
+		return bin, nil
+	case "valkey":
+		bin, err := exec.LookPath("valkey-server")
+		if err != nil {
+			return "", fmt.Errorf("rig: %s=valkey, but valkey-server is not on PATH: install it with \"make deps\" (Debian 12: apt-get install -t bookworm-backports valkey-server; macOS: brew install valkey)", serverEnv)
+		}
+		return bin, nil
+	default:
+		return "", fmt.Errorf("rig: %s=%q; want redis, valkey or nothing (redis)", serverEnv, kind)
+	}
+}
+
 // provider makes nodes. Exactly one is chosen per process.
 type provider interface {
 	name() string
@@ -68,9 +101,9 @@ func pickProvider() (provider, error) {
 		}
 		return p, nil
 	}
-	bin := os.Getenv("LOCKLAB_REDIS_SERVER")
-	if bin == "" {
-		bin, _ = exec.LookPath("redis-server")
+	bin, err := serverBinary()
+	if err != nil {
+		return nil, err
 	}
 	if bin != "" {
 		return execProvider{bin: bin}, nil

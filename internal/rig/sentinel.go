@@ -139,7 +139,7 @@ func sentinelCommand() (string, []string, error) {
 	if !ok {
 		return "", nil, fmt.Errorf("rig: sentinels need redis-server processes; provider %s: %w", p.name(), ErrNoControl)
 	}
-	if os.Getenv("LOCKLAB_REDIS_SERVER") == "" {
+	if os.Getenv("LOCKLAB_REDIS_SERVER") == "" && !Valkey() {
 		if bin, err := exec.LookPath("redis-sentinel"); err == nil {
 			return bin, nil, nil
 		}
