@@ -22,6 +22,12 @@ const (
 	childPrefix = "lock-"
 	// seqDigits is how many digits ZooKeeper appends to a sequential node.
 	seqDigits = 10
+	// maxPath is the longest lock path New accepts, in bytes. ZooKeeper's
+	// server drops the connection of a client whose request is larger
+	// than its jute.maxbuffer (1 MiB by default), which would end the
+	// connection under every lock of the Session; 4 KiB keeps every
+	// request of the package far below that.
+	maxPath = 4096
 )
 
 // acl is what every node the package creates allows: anything, to anyone.
@@ -53,8 +59,11 @@ type hold struct {
 	node  string // full path of the child
 	seq   int64
 	czxid int64
-	sid   int64 // the session that owns the child
+	owner int64 // the session that owns the child (its ephemeralOwner)
 	lost  <-chan struct{}
+
+	mu      sync.Mutex // serializes the Unlocks of this hold; protects deleted
+	deleted bool       // a delete of the child has been sent
 }
 
 // New returns a Mutex for the lock at path, an absolute ZooKeeper path
@@ -86,6 +95,8 @@ func New(s *Session, path string, opts ...Option) *Mutex {
 func checkPath(path string) error {
 	bad := func(why string) error { return args.Invalid(ErrInvalid, "path %q: %s", path, why) }
 	switch {
+	case len(path) > maxPath:
+		return args.Invalid(ErrInvalid, "path of %d bytes: longer than %d", len(path), maxPath)
 	case path == "":
 		return bad("empty")
 	case path[0] != '/':
@@ -137,14 +148,12 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 		return false, errors.Join(ErrNotObtained, err)
 	}
 	if m.s.isClosed() {
-		return false, fmt.Errorf("zklock: lock %q: %w: the session is closed", m.path, ErrSessionLost)
+		return false, fmt.Errorf("zklock: lock %q: %w", m.path, errClosed)
 	}
 	if err := m.ensureParents(ctx); err != nil {
 		return false, m.failed(ctx, err)
 	}
 	tok := token.New()
-	lost := m.s.lostChan()
-	sid := m.s.conn.SessionID()
 	name, err := m.create(ctx, tok)
 	if err != nil {
 		return false, m.abandon(ctx, tok, err)
@@ -153,7 +162,7 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 	node := m.path + "/" + name
 
 	for {
-		children, err := call(ctx, func() ([]string, error) {
+		children, err := read(ctx, m.s, func() ([]string, error) {
 			c, _, err := m.s.conn.Children(m.path)
 			return c, err
 		})
@@ -176,21 +185,39 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 		}
 	}
 
-	// Read the child's czxid, the fencing token; this also checks that it
-	// still exists (the session did not end meanwhile).
-	stat, err := call(ctx, func() (*zk.Stat, error) {
-		ok, st, err := m.s.conn.Exists(node)
-		if err == nil && !ok {
-			err = fmt.Errorf("%w: its child %s is gone", ErrSessionLost, name)
+	// Read the child's czxid, the fencing token, and its owner, and check
+	// that it still exists (its session did not end meanwhile). The hold's
+	// Done is the connection's from this moment: a Lock never returns a
+	// hold that is already lost, nor one whose child belongs to a session
+	// the connection no longer has.
+	for {
+		stat, err := read(ctx, m.s, func() (*zk.Stat, error) {
+			ok, st, err := m.s.conn.Exists(node)
+			if err == nil && !ok {
+				err = fmt.Errorf("%w: its child %s is gone", ErrSessionLost, name)
+			}
+			return st, err
+		})
+		if err != nil {
+			return false, m.abandon(ctx, tok, fmt.Errorf("zklock: lock %q: %w", m.path, err))
 		}
-		return st, err
-	})
-	if err != nil {
-		return false, m.abandon(ctx, tok, fmt.Errorf("zklock: lock %q: %w", m.path, err))
+		if lost, ok := m.s.grant(stat.EphemeralOwner); ok {
+			m.base.Cur.Set(&hold{node: node, seq: seq, czxid: stat.Czxid, owner: stat.EphemeralOwner, lost: lost})
+			m.base.At(ctx, HookAcquired)
+			return true, nil
+		}
+		if m.s.same(stat.EphemeralOwner) || !m.s.same(m.s.conn.SessionID()) {
+			// Connected with the child's session but no recent answer, or
+			// not connected: wait until the connection is alive, then look
+			// again.
+			if err := m.s.waitAlive(ctx); err != nil {
+				return false, m.abandon(ctx, tok, err)
+			}
+			continue
+		}
+		// Connected with another session: the child's has ended.
+		return false, m.abandon(ctx, tok, fmt.Errorf("zklock: lock %q: %w: its child %s belongs to an ended session", m.path, ErrSessionLost, name))
 	}
-	m.base.Cur.Set(&hold{node: node, seq: seq, czxid: stat.Czxid, sid: sid, lost: lost})
-	m.base.At(ctx, HookAcquired)
-	return true, nil
 }
 
 // ensureParents creates the lock's node, once per Mutex, and its
@@ -213,7 +240,7 @@ func (m *Mutex) ensureParents(ctx context.Context) error {
 		if !last && m.s.knows(p) {
 			continue
 		}
-		_, err := call(ctx, func() (string, error) {
+		_, err := read(ctx, m.s, func() (string, error) {
 			if last {
 				return m.s.conn.CreateContainer(p, nil, zk.FlagContainer, acl)
 			}
@@ -234,11 +261,12 @@ func (m *Mutex) ensureParents(ctx context.Context) error {
 
 // create creates the Mutex's ephemeral sequential child with tok in its
 // name and returns the name. When the reply is lost (the connection
-// dropped), it looks for a child with tok: if the create landed, that is
-// ours. If the lock's node has been deleted meanwhile, it is made again.
-// When ctx ends while the create is in flight, the create may still land
-// after create has returned: the session deletes that child once the
-// create's reply (or its loss) is known.
+// dropped), it waits for the connection (as long as ctx allows) and looks
+// for a child with tok: if the create landed, that is ours; if not, it
+// sends the create again. If the lock's node has been deleted meanwhile, it
+// is made again. When ctx ends while the create is in flight, the create
+// may still land after create has returned: the session deletes that
+// child once the create's reply (or its loss) is known.
 func (m *Mutex) create(ctx context.Context, tok string) (string, error) {
 	prefix := m.path + "/" + childPrefix + tok + "-"
 	for attempt := 0; ; attempt++ {
@@ -267,15 +295,46 @@ func (m *Mutex) create(ctx context.Context, tok string) (string, error) {
 				return "", err
 			}
 			continue
-		case errors.Is(err, zk.ErrConnectionClosed):
-			if m.s.waitConnected(m.s.timeout) {
-				name, ferr := call(ctx, func() (string, error) { return findByToken(m.s.conn, m.path, tok) })
-				if ferr == nil && name != "" {
-					return name, nil // it landed
-				}
+		case transient(err) && attempt < maxCreates:
+			if werr := m.s.waitConnected(ctx); werr != nil {
+				return "", werr
 			}
+			name, ferr := call(ctx, func() (string, error) { return findByToken(m.s.conn, m.path, tok) })
+			if ferr == nil && name != "" {
+				return name, nil // it landed
+			}
+			if ferr == nil {
+				continue // it never reached the server: send it again
+			}
+			err = ferr
 		}
 		return "", fmt.Errorf("zklock: create a child of %q: %w", m.path, err)
+	}
+}
+
+// maxCreates bounds how many times create sends its create again after
+// the connection dropped under it.
+const maxCreates = 3
+
+// transient reports whether err is go-zookeeper's report of a connection
+// that dropped (the request may or may not have reached the server) or of
+// a request it never sent: the session may live on.
+func transient(err error) bool {
+	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer)
+}
+
+// read runs f, a request that is safe to send again (a read, or a create
+// that accepts ErrNodeExists), as call does, and sends it again, once the
+// connection has a session, when the connection dropped under it.
+func read[T any](ctx context.Context, s *Session, f func() (T, error)) (T, error) {
+	for {
+		v, err := call(ctx, f)
+		if err == nil || !transient(err) {
+			return v, err
+		}
+		if werr := s.waitConnected(ctx); werr != nil {
+			return v, werr
+		}
 	}
 }
 
@@ -285,7 +344,7 @@ func (m *Mutex) waitGone(ctx context.Context, node string) error {
 		ok bool
 		ch <-chan zk.Event
 	}
-	w, err := call(ctx, func() (watch, error) {
+	w, err := read(ctx, m.s, func() (watch, error) {
 		ok, _, ch, err := m.s.conn.ExistsW(node)
 		return watch{ok, ch}, err
 	})
@@ -306,17 +365,20 @@ func (m *Mutex) waitGone(ctx context.Context, node string) error {
 	}
 }
 
-// abandon deletes the child with tok after a failure (in the background,
-// until it is gone or the session ends) and returns the error Lock
-// reports: ErrNotObtained joined with ctx's error if ctx ended, err
-// otherwise (nil for a TryLock that found the lock taken).
+// abandon deletes the child with tok after a failure and returns the
+// error Lock reports: ErrNotObtained joined with ctx's error if ctx ended,
+// err otherwise (nil for a TryLock that found the lock taken). The delete
+// runs at once, within its own bound of 2s, while the connection is
+// alive; otherwise, or when it fails, the Session retries it in the
+// background until the child is gone or the Session is closed, so Lock
+// returns as soon as its ctx ends.
 func (m *Mutex) abandon(ctx context.Context, tok string, err error) error {
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), retry.ReleaseTimeout)
-	derr := func() error {
-		defer cancel()
-		_, err := call(dctx, func() (struct{}, error) { return struct{}{}, deleteByToken(m.s.conn, m.path, tok) })
-		return err
-	}()
+	derr := errors.New("not connected")
+	if m.s.isAlive() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), retry.ReleaseTimeout)
+		_, derr = call(dctx, func() (struct{}, error) { return struct{}{}, deleteByToken(m.s.conn, m.path, tok) })
+		cancel()
+	}
 	if derr != nil {
 		m.s.sweep(m.path, tok)
 	}
@@ -332,32 +394,51 @@ func (m *Mutex) failed(ctx context.Context, err error) error {
 
 // Unlock releases the lock if this Mutex still holds it: it deletes its
 // child, whose name is unique to this acquisition, so it can only remove
-// its own. It returns [ErrNotHeld] if the lock was never acquired, was
-// already released, or the child is gone (its session expired: the
-// client knows once it has reconnected and been told, and until then
-// Unlock may fail with a transport error).
+// its own. It returns nil once the child is deleted, and [ErrNotHeld] if
+// the lock was never acquired, was already released, or the child is gone
+// (its session expired while it held the lock: the server says so once
+// the client has reconnected, and until then Unlock fails with a
+// transport error). Unlock always asks the server: it never infers from
+// the session that the child is gone.
 //
 // Unlock ignores the cancellation and deadline of ctx (it keeps its
-// values) and bounds the delete by its own timeout of 2s. On a transport
-// error the outcome is unknown: the Mutex keeps the hold and Unlock may be
-// called again (it then reports ErrNotHeld if the first delete had
-// landed). Closing the Session releases every lock held on it.
+// values) and bounds the delete by its own timeout of 2s; when the
+// connection drops under the delete it waits for it (within that bound)
+// and sends the delete again. On a transport error the outcome is unknown:
+// the Mutex keeps the hold and Unlock may be called again; it then reports
+// nil if the earlier delete had landed while the session lived on.
+// Closing the Session releases every lock held on it.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	h, err := m.base.Releasing(ctx, m.check, ErrNotHeld, HookBeforeRelease)
 	if err != nil {
 		return err
 	}
-	gone := m.s.conn.SessionID() != h.sid // the session expired: its children are gone
-	if !gone {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), retry.ReleaseTimeout)
-		defer cancel()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if m.base.Cur.Get() != h {
+		return ErrNotHeld // a concurrent Unlock released it
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), retry.ReleaseTimeout)
+	defer cancel()
+	earlier := false // a delete of this hold was sent before the current one
+	for {
+		earlier, h.deleted = h.deleted, true
 		_, err = call(dctx, func() (struct{}, error) { return struct{}{}, m.s.conn.Delete(h.node, -1) })
-		gone = errors.Is(err, zk.ErrNoNode)
+		if transient(err) && m.s.waitConnected(dctx) == nil {
+			continue
+		}
+		break
 	}
-	if err != nil && !gone {
-		return fmt.Errorf("zklock: delete %q: %w", h.node, err)
+	switch {
+	case err == nil:
+		return m.base.Ended(h, false, ErrNotHeld)
+	case errors.Is(err, zk.ErrNoNode):
+		// Gone: deleted by an earlier delete of this hold whose answer was
+		// lost, if the session that owns it lives on; otherwise it ended
+		// with its session (or another client deleted it).
+		return m.base.Ended(h, !earlier || !m.s.same(h.owner), ErrNotHeld)
 	}
-	return m.base.Ended(h, gone, ErrNotHeld)
+	return fmt.Errorf("zklock: delete %q: %w", h.node, err)
 }
 
 // Fence returns the fencing token of the current hold: the zxid that

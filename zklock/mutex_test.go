@@ -30,6 +30,7 @@ func TestInvalidArguments(t *testing.T) {
 		"double slash":   zklock.New(s, "/locks//a"),
 		"dot component":  zklock.New(s, "/locks/../a"),
 		"reserved":       zklock.New(s, "/zookeeper/a"),
+		"over-long path": zklock.New(s, "/locks/"+strings.Repeat("a", 1<<20)),
 		"zero value":     &zklock.Mutex{},
 	}, nil)
 	if _, err := zklock.Connect(nil, timeout); !errors.Is(err, zklock.ErrInvalid) {

@@ -1,12 +1,15 @@
 package zklock
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/locklab/locklab/internal/held"
 )
 
 // minConnectWait is the shortest time Connect waits for a session: a
@@ -25,13 +28,19 @@ type Session struct {
 	conn    *zk.Conn
 	timeout time.Duration
 
-	mu        sync.Mutex
-	connected bool          // the connection has a session
-	lost      chan struct{} // closed when the connection or session is lost; a new one on reconnect
-	changed   chan struct{} // closed and replaced on every state change
-	closed    bool
-	janitors  sync.WaitGroup // background deletions of children left by failed Locks
-	paths     sync.Map       // persistent nodes known to exist: lock paths' ancestors
+	mu         sync.Mutex
+	connected  bool          // go-zookeeper's connection has a session
+	sid        int64         // the session the connection has (while connected)
+	connectSid int64         // the session named by the last connect response
+	negotiated time.Duration // the session timeout the server granted
+	acked      time.Time     // when the latest request the server answered was sent
+	alive      bool          // connected, and acked less than 2/3 of negotiated ago
+	lost       chan struct{} // closed when alive turns false; a new one when it turns true
+	changed    chan struct{} // closed and replaced on every change of alive or connected
+	timer      *time.Timer   // fires when acked grows too old
+	closed     bool
+	janitors   sync.WaitGroup // background deletions of children left by failed Locks
+	paths      sync.Map       // persistent nodes known to exist: lock paths' ancestors
 }
 
 // knows reports whether the persistent node p is known to exist.
@@ -54,24 +63,20 @@ func Connect(servers []string, timeout time.Duration) (*Session, error) {
 	}
 	s := &Session{timeout: timeout, lost: make(chan struct{}), changed: make(chan struct{})}
 	close(s.lost) // not connected yet
-	conn, _, err := zk.Connect(servers, timeout, zk.WithEventCallback(s.event), zk.WithLogger(quiet{}))
+	conn, _, err := zk.Connect(servers, timeout, zk.WithEventCallback(s.event), zk.WithLogger(quiet{}), zk.WithDialer(s.dial))
 	if err != nil {
 		return nil, fmt.Errorf("zklock: connect to %v: %w", servers, err)
 	}
+	s.mu.Lock()
 	s.conn = conn
-	deadline := time.After(max(timeout, minConnectWait))
-	for {
-		ok, changed := s.state()
-		if ok {
-			return s, nil
-		}
-		select {
-		case <-changed:
-		case <-deadline:
-			conn.Close()
-			return nil, fmt.Errorf("zklock: no session with %v after %v", servers, timeout)
-		}
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), max(timeout, minConnectWait))
+	defer cancel()
+	if err := s.waitAlive(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("zklock: no session with %v after %v", servers, max(timeout, minConnectWait))
 	}
+	return s, nil
 }
 
 // event follows the connection's state. It runs in the client's goroutine
@@ -83,32 +88,106 @@ func (s *Session) event(e zk.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e.State == zk.StateHasSession {
-		if !s.connected {
-			s.connected = true
-			s.lost = make(chan struct{})
-		}
-	} else if s.connected {
+		s.connected, s.sid = true, s.connectSid
+	} else {
 		// Disconnected, Connecting, Expired, AuthFailed...: from now on
 		// nobody can vouch for the children of this session.
 		s.connected = false
-		close(s.lost)
 	}
+	s.update()
+	s.signal()
+}
+
+// answered records that the server answered a request sent at sent (a
+// connect request too: then sid and timeout are what the server granted,
+// sid 0 if it refused the session). It runs in the client's goroutine.
+func (s *Session) answered(sent time.Time, connect bool, sid int64, timeout time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if connect {
+		s.connectSid = sid
+		if sid == 0 {
+			return // the session expired: its connect request proves nothing
+		}
+		if timeout > 0 {
+			s.negotiated = timeout
+		}
+	}
+	if sent.After(s.acked) {
+		s.acked = sent
+	}
+	if s.negotiated > 0 && !s.closed {
+		d := time.Until(s.acked.Add(s.negotiated * 2 / 3))
+		if s.timer == nil {
+			s.timer = time.AfterFunc(d, s.tick)
+		} else {
+			s.timer.Reset(d)
+		}
+	}
+	s.update()
+}
+
+// tick runs when the latest answer has grown too old.
+func (s *Session) tick() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.update()
+}
+
+// update works out alive, closes lost when it turns false and makes a new
+// one when it turns true, and tells the waiters. s.mu must be held.
+//
+// The connection is alive while it has a session and the server answered
+// a request sent less than 2/3 of the negotiated timeout ago. The server
+// expires a session no sooner than the timeout after the last request it
+// received, which is after that request was sent: so alive turns false at
+// least a third of the timeout before the server may end the session.
+func (s *Session) update() {
+	alive := s.connected && !s.closed && s.negotiated > 0 &&
+		time.Since(s.acked) < s.negotiated*2/3
+	if alive != s.alive {
+		s.alive = alive
+		if alive {
+			s.lost = make(chan struct{})
+		} else {
+			close(s.lost)
+		}
+		s.signal()
+	}
+}
+
+// signal wakes the waiters of the Session's state. s.mu must be held.
+func (s *Session) signal() {
 	close(s.changed)
 	s.changed = make(chan struct{})
 }
 
-func (s *Session) state() (bool, <-chan struct{}) {
+// grant returns the channel that closes when the connection stops being
+// alive, if it is alive now and has the session owner: the Done of a hold
+// granted now to a child of owner.
+func (s *Session) grant(owner int64) (<-chan struct{}, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.connected && !s.closed, s.changed
+	s.update() // the timer may not have fired yet
+	if !s.alive || s.sid != owner {
+		return nil, false
+	}
+	return s.lost, true
 }
 
-// lostChan returns the channel that closes when the current connection is
-// lost: the Done of a hold acquired now.
-func (s *Session) lostChan() <-chan struct{} {
+// isAlive reports whether the connection is alive (see update).
+func (s *Session) isAlive() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.lost
+	s.update()
+	return s.alive
+}
+
+// same reports whether the connection has the session owner now.
+func (s *Session) same(owner int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.connected && s.sid == owner
 }
 
 // Conn returns the session's go-zookeeper connection, for the writes a
@@ -132,6 +211,11 @@ func (s *Session) Close() {
 		return
 	}
 	s.closed = true
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.update()
+	s.signal()
 	s.mu.Unlock()
 	s.conn.Close()
 	s.janitors.Wait()
@@ -144,23 +228,37 @@ func (s *Session) isClosed() bool {
 	return s.closed
 }
 
-// waitConnected waits until the connection has a session again, the
-// session is closed (false) or d passes (false).
-func (s *Session) waitConnected(d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
+// errClosed is what the waits return once the Session is closed.
+var errClosed = fmt.Errorf("%w: the session is closed", ErrSessionLost)
+
+// waitConnected waits until the connection has a session, and returns
+// nil; or ctx's error when ctx ends first, or an error wrapping
+// [ErrSessionLost] when the Session is closed.
+func (s *Session) waitConnected(ctx context.Context) error {
+	return s.wait(ctx, func() bool { return s.connected })
+}
+
+// waitAlive waits, as waitConnected does, until the connection is alive
+// (see update).
+func (s *Session) waitAlive(ctx context.Context) error {
+	return s.wait(ctx, func() bool { s.update(); return s.alive })
+}
+
+func (s *Session) wait(ctx context.Context, cond func() bool) error {
 	for {
-		ok, changed := s.state()
-		if ok {
-			return true
-		}
-		if s.isClosed() {
-			return false
+		s.mu.Lock()
+		ok, closed, changed := cond(), s.closed, s.changed
+		s.mu.Unlock()
+		switch {
+		case closed:
+			return errClosed
+		case ok:
+			return nil
 		}
 		select {
 		case <-changed:
-		case <-t.C:
-			return false
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 }
@@ -191,23 +289,42 @@ func (s *Session) janitor(f func()) {
 }
 
 // sweep deletes the child of parent whose name carries tok, in the
-// background, retrying while the session lives: a Lock that failed after
+// background, retrying while the Session is open: a Lock that failed after
 // its create may have landed must not leave the child at the head of the
 // line. The goroutine ends once the child is gone (or never existed), or
-// the session is closed or has expired.
+// the Session is closed. It judges by the child alone: the child may have
+// been created on a session that began after the Lock started.
 func (s *Session) sweep(parent, tok string) {
 	s.janitor(func() {
-		id := s.conn.SessionID()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		pause := 50 * time.Millisecond
 		for {
 			err := deleteByToken(s.conn, parent, tok)
-			if err == nil || errors.Is(err, zk.ErrClosing) || s.isClosed() {
+			if err == nil || errors.Is(err, zk.ErrClosing) || s.waitConnected(ctx) != nil {
 				return
 			}
-			if !s.waitConnected(s.timeout) || s.conn.SessionID() != id {
-				return // closed, or a new session: the old one's children are gone
+			t := time.NewTimer(pause) // a server that keeps refusing is not hammered
+			select {
+			case <-t.C:
+			case <-s.closing():
+				t.Stop()
+				return
 			}
+			pause = min(2*pause, time.Second)
 		}
 	})
+}
+
+// closing returns a channel that closes when the Session is closed (or
+// changes state: the caller looks again).
+func (s *Session) closing() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return held.Closed()
+	}
+	return s.changed
 }
 
 // deleteByToken deletes parent's child whose name carries tok, if any.
