@@ -16,7 +16,10 @@
 // Safety rests on one inequality: the holder must be done before the key
 // expires in Redis. [Mutex.Until] gives the holder a local bound that errs
 // on the safe side: the time just before the SET was sent, plus the TTL
-// (Redis ran the SET no earlier, so it keeps the key no shorter). Keep the
+// (Redis ran the SET no earlier, so it keeps the key no shorter). Lock
+// returns the lock only with at least half of that lease left to run: an
+// answer that comes later is given back and Lock tries again, so a link
+// whose round trip takes half the TTL never gets the lock. Keep the
 // TTL several times longer than the work, check time.Until(m.Until())
 // before each step that must not run unprotected, and renew long work with
 // [Mutex.Extend] or package watchdog. Until is read from Go's monotonic

@@ -114,6 +114,21 @@ func New(client Client, key string, opts ...Option) *Mutex {
 // Redis is unreachable for that too may the key stay, until its TTL; the
 // error then says so).
 //
+// Lock returns nil only with at least half the TTL left to run. The lease
+// counts from just before the SET that took the lock was sent (for a lock
+// handed over by a [Notifier], from the last moment known to come before
+// the hand-off), never from its answer, so a slow answer eats into it: an
+// acquisition whose answer comes back with less than half the TTL left is
+// not handed to the caller. Lock renews a handed-over lock first
+// (owner-checked, counted again from that renewal's send); otherwise, or
+// when that too comes back with less than half left, it gives the lock back
+// at once (to the next waiter in the queue, if any), so that nobody holds
+// a key nobody uses, and tries again (with a Notifier, it queues again).
+// So when Lock returns nil, time.Until(m.Until()) is at least ttl/2. On a
+// link whose round trip takes half the TTL or more, Lock never gets the
+// lock: it ends with ctx or its tries, its error saying how late the last
+// answer came; choose a TTL many times the round trip.
+//
 // Lock is not reentrant. Locking a Mutex that already holds the lock does
 // not touch the held lock; it waits like any other client, until the lock
 // is unlocked (by another goroutine), expires after its TTL, or ctx ends.
@@ -130,7 +145,10 @@ func (m *Mutex) Lock(ctx context.Context) error {
 
 // TryLock makes one attempt to acquire the lock. It returns (true, nil) if
 // it got it and (false, nil) if another holder has it. Errors are as for
-// [Mutex.Lock], except that it never runs out of tries.
+// [Mutex.Lock], except that it never runs out of tries; and an attempt that
+// took the lock but whose answer came back with less than half the TTL left
+// (see Lock) gives the lock back and returns false with an error wrapping
+// [ErrNotObtained] that says so.
 func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	if err := m.check(); err != nil {
 		return false, err
@@ -196,9 +214,47 @@ func (m *Mutex) acquireAs(ctx context.Context, tok string, get, check bool) (boo
 	if !ours {
 		return false, nil
 	}
+	if m.short(start) {
+		return false, m.tooLate(ctx, tok, start, "SET")
+	}
 	m.hold(tok, start)
 	m.at(ctx, HookAcquired)
 	return true, nil
+}
+
+// short reports whether a lease counted from leaseStart has less than half
+// the TTL left to run: too little to hand to the caller (see Lock).
+func (m *Mutex) short(leaseStart time.Time) bool {
+	return time.Until(leaseStart.Add(m.o.ttl)) < m.o.ttl/2
+}
+
+// A shortLease is the error of an acquisition that took the lock but
+// learnt so late that less than half the TTL was left, and gave it back:
+// Lock tries again; TryLock returns it. It wraps ErrNotObtained.
+type shortLease struct{ error }
+
+func (e shortLease) Unwrap() error { return e.error }
+
+// isShort reports whether err is exactly a shortLease (no transport error
+// joined to it).
+func isShort(err error) bool {
+	_, ok := err.(shortLease)
+	return ok
+}
+
+// tooLate gives back the lock that tok holds, whose lease counted from sent
+// (when what, the command that gave or renewed it, was sent) is too short
+// to return: it releases the key owner-checked (which hands it to the next
+// waiter, if any), detached from ctx's cancellation as Unlock is, so that
+// the key is not left held by nobody until its TTL. It returns a shortLease,
+// or, if the release failed, that failure joined to its message.
+func (m *Mutex) tooLate(ctx context.Context, tok string, sent time.Time, what string) error {
+	err := fmt.Errorf("%w: %q: the %s's answer came %v after it was sent, leaving less than half the %v ttl; the lock was given back",
+		ErrNotObtained, m.key, what, time.Since(sent).Round(time.Millisecond), m.o.ttl)
+	if _, relErr := m.release(ctx, tok, false); relErr != nil {
+		return errors.Join(err, relErr)
+	}
+	return shortLease{err}
 }
 
 // Unlock releases the lock if this Mutex still holds it: the release script
@@ -342,6 +398,8 @@ func (m *Mutex) TTL(ctx context.Context) (time.Duration, error) {
 // nothing else touches the key: the moment the SET (or the last
 // successful Extend) was sent, plus the TTL. It is read from the local
 // monotonic clock and errs early, never late; the package doc argues why.
+// When Lock or TryLock has just taken the lock, Until is at least half the
+// TTL away (see [Mutex.Lock]).
 // It returns the zero time when the Mutex does not hold the lock as far as
 // it knows (never acquired, unlocked, or found lost by Unlock, Extend or
 // TTL). A time in the past means the lock may have expired.

@@ -65,7 +65,11 @@ import (
 //
 // After a hand-off, Until counts the lease from the last moment the waiter
 // knows came before the hand-off (when it queued, or its last look that
-// found the lock held by someone else), so it errs early, never late.
+// found the lock held by someone else), so it errs early, never late. When
+// less than half the TTL is left of that (a slow link or message, a look
+// long after the hand-off), the waiter renews the lock before it takes it,
+// and gives it on if the renewal too comes back with less than half left
+// (see claim): Lock never returns a lease that is over, or nearly.
 // Hand-off needs Pub/Sub on the server that holds the key: a single
 // primary, alone or behind Sentinel. On Redis Cluster use polling (see
 // Notifier).
@@ -82,28 +86,41 @@ func (q queue) wait(ctx context.Context, m *Mutex) error {
 	// but was refused when sent again (its reply lost) is found by the
 	// join, which answers that the key holds it: no round trip to check.
 	before, tok := time.Now(), q.n.newToken(m.o.ttl) // before precedes the SET
+
+	// short is the last time the lock came too late and was given back.
+	var short error
 	if !m.contended.Load() {
 		ok, err := m.acquireAs(ctx, tok, false, false)
-		if err != nil || ok {
+		if ok || err != nil && !isShort(err) {
 			return err
 		}
 		m.contended.Store(true)
-		m.at(ctx, HookRefused)
+		if err != nil {
+			// Taken, but too late, and given back: queue under a new token.
+			short = err
+			before, tok = time.Now(), q.n.newToken(m.o.ttl)
+		} else {
+			m.at(ctx, HookRefused)
+		}
 	}
 	for {
 		got, err := q.waitAs(ctx, m, tok, before)
-		if err != nil || got {
-			return err
+		if isShort(err) {
+			short, err = err, nil // handed over too late, and given back
 		}
-		// Passed by as dead: queue again under a new token.
+		if err != nil || got {
+			return joinShort(err, short)
+		}
+		// Passed by as dead, or given back: queue again under a new token.
 		before, tok = time.Now(), q.n.newToken(m.o.ttl)
 	}
 }
 
 // waitAs waits in the queue under tok until the lock is handed to tok or
 // taken by it (true), the waiter was passed by and must queue again under
-// a new token (false, nil), or it gives up (an error). before is a moment
-// known to precede anything that put tok in the key.
+// a new token (false, nil), the lock came too late and was given back (a
+// shortLease: queue again too), or it gives up (an error). before is a
+// moment known to precede anything that put tok in the key.
 func (q queue) waitAs(ctx context.Context, m *Mutex, tok string, before time.Time) (bool, error) {
 	n := q.n
 	w, err := n.register(tok)
@@ -169,20 +186,32 @@ func (q queue) waitAs(ctx context.Context, m *Mutex, tok string, before time.Tim
 
 // claim makes tok's lock this Mutex's, with a lease counted from
 // leaseStart, a moment known to precede the hand-off (or the SET) that gave
-// the key to tok. When that lease is already over (the process was frozen
-// past it, or the message sat unread), the key may still be tok's by
-// Redis's clock, but no bound on it can be proved from here: claim renews
-// the key first, owner-checked, and counts the lease from that. It reports
-// false when the key is no longer tok's (the waiter then looks again).
+// the key to tok. When less than half the TTL is left of that lease (the
+// answer or the message was slow, the process was frozen, the message sat
+// unread), the key may well still be tok's for longer by Redis's clock, but
+// no bound on it can be proved from here: claim renews the key first,
+// owner-checked, and counts the lease from the moment the renewal was
+// sent. When even that comes back with less than half the TTL left (a link
+// whose round trip takes half the TTL), claim gives the lock back at once
+// (to the next waiter) and returns a shortLease: Lock never returns a
+// lease that is over, or nearly (see Mutex.Lock). When the renewal finds
+// the key no longer tok's, it returns a shortLease too: the hand-off took
+// tok out of the queue, so the waiter queues again.
 func (m *Mutex) claim(ctx context.Context, tok string, leaseStart time.Time) (bool, error) {
-	if !time.Now().Before(leaseStart.Add(m.o.ttl)) {
+	if m.short(leaseStart) {
 		leaseStart = time.Now()
 		n, err := extendScript.Run(ctx, m.client, []string{m.key}, tok, m.o.ttl.Milliseconds()).Int64()
 		if err != nil {
 			return false, m.abandon(ctx, tok, m.queueErr(ctx, "renew a late hand-off", err))
 		}
 		if n != 1 {
-			return false, nil
+			// Gone (or another's) by the time the renewal landed: tok has
+			// left the queue with the hand-off, so queue again.
+			return false, shortLease{fmt.Errorf("%w: %q: handed over with less than half the %v ttl left by the time it was known, and gone when the renewal reached Redis",
+				ErrNotObtained, m.key, m.o.ttl)}
+		}
+		if m.short(leaseStart) {
+			return false, m.tooLate(ctx, tok, leaseStart, "renewal")
 		}
 	}
 	m.o.notifier.held(tok)

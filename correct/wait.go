@@ -2,6 +2,7 @@ package correct
 
 import (
 	"context"
+	"errors"
 
 	"github.com/locklab/locklab/internal/retry"
 )
@@ -32,7 +33,24 @@ type waiter interface {
 type poll struct{ policy retry.Policy }
 
 func (p poll) wait(ctx context.Context, m *Mutex) error {
-	return retry.Do(ctx, p.policy, ErrNotObtained, func(ctx context.Context, n int) (bool, error) {
-		return m.acquire(ctx, n > 1) // after a refusal, another is likely
+	var short error // the last try that took the lock too late, if any
+	err := retry.Do(ctx, p.policy, ErrNotObtained, func(ctx context.Context, n int) (bool, error) {
+		ok, err := m.acquire(ctx, n > 1) // after a refusal, another is likely
+		if isShort(err) {
+			short = err // given back: try again
+			return false, nil
+		}
+		return ok, err
 	})
+	return joinShort(err, short)
+}
+
+// joinShort adds to err, Lock's error when it gave up, the last try that
+// took the lock too late (see Mutex.Lock): why a Lock on a slow link never
+// got it.
+func joinShort(err, short error) error {
+	if short != nil && errors.Is(err, ErrNotObtained) {
+		return errors.Join(err, short)
+	}
+	return err
 }
