@@ -61,22 +61,30 @@ func crashAt(s *labs.Scene, impl *labs.Impl, points []string) bool {
 	}
 	a.Kill()
 
-	switch pttl := s.PTTL(); pttl {
+	pttl0, at := s.PTTL(), time.Now()
+	switch pttl0 {
 	case -2:
 		s.Note("PTTL %s = -2: no key", s.Key)
 	case -1:
 		s.Note("PTTL %s = -1: the key has no expiry", s.Key)
 	default:
-		s.Note("PTTL %s = %d ms", s.Key, pttl)
+		s.Note("PTTL %s = %d ms", s.Key, pttl0)
 	}
 
 	wait := 5 * s.TTL
 	if err := b.LockWithin(wait); err != nil {
-		switch pttl := s.PTTL(); {
+		// The key's TTL now against what was left of it at the crash: more
+		// than that, less the time since, means something renewed it (and
+		// A is dead); no more means the TTL was only too long to begin with.
+		pttl := s.PTTL()
+		renewed := pttl0 > 0 && pttl > pttl0-time.Since(at).Milliseconds()+10
+		switch {
 		case pttl == -1:
 			s.Violation("B waited %v (5 leases) and never got %s: A died holding it and the key never expires", wait, s.Key)
-		case pttl > 0:
+		case pttl > 0 && (renewed || pttl0 <= 0):
 			s.Violation("B waited %v (5 leases) and never got %s, though the key has a TTL (PTTL %d ms now): A is long dead, so B's own refused tries kept renewing it, a PEXPIRE that runs whether or not SETNX took the key", wait, s.Key, pttl)
+		case pttl > 0:
+			s.Violation("B waited %v (5 leases) and never got %s: A's key had a TTL of %d ms when A died, longer than the lease of %v the lock was given (PTTL %d ms now, nothing renewed it): give the key the TTL the lock is given, not a longer one", wait, s.Key, pttl0, s.TTL, pttl)
 		default:
 			s.Violation("B waited %v (5 leases) and never got %s", wait, s.Key)
 		}

@@ -93,6 +93,18 @@ var wrongFixes = []labs.WrongFix{
 	return true, nil`),
 		Caught: "invalid expire time",
 	},
+	{
+		Name: "one SET NX PX, with a lease far longer than the one given",
+		// Nothing renews the key: the message must not say something did.
+		Edits: take(`	ok, err := m.client.SetNX(ctx, m.key, tok, 20*m.ttl).Result()
+	if err != nil || !ok {
+		return false, err
+	}
+	m.token = tok
+	m.hook(ctx, naive.HookAfterSetNX)
+	return true, nil`),
+		Caught: "longer than the lease of 150ms the lock was given (PTTL",
+	},
 }
 
 func TestLab01_WrongFixes(t *testing.T) { labs.WrongFixes(t, wrongFixes) }
