@@ -94,6 +94,9 @@ type Kind[C any] struct {
 	// HookClaimed is the hook point at which Lock's claim is in line and
 	// it starts to wait; "" for a kind without one.
 	HookClaimed string
+	// Fenceless says the lock hands out no fencing token (its Fence
+	// always returns 0): the checks of tokens are skipped.
+	Fenceless bool
 }
 
 // Run runs the scenarios below that apply to k as subtests named for
