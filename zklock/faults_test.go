@@ -97,7 +97,7 @@ func TestLockCtxWhenConnectionCannotReturn(t *testing.T) {
 	a := zklock.New(s, p)
 	locktest.Warm(t, ctx, a) // the lock's node exists: a's next request is the create
 
-	lost := f.wire.DropReply(opCreate)
+	lost := f.wire.DropReply(opCreate, "/lock-")
 	const wait = time.Second
 	lctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()

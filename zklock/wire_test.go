@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -40,11 +41,29 @@ type wire struct {
 	wg sync.WaitGroup // the accept loop and the links' goroutines
 }
 
-// dropRule loses the reply to the next request with its opcode.
+// dropRule loses the reply to the next request with its opcode whose
+// path (the first field of a create or a delete) contains part.
 type dropRule struct {
 	op    int32
+	part  string
 	used  bool
 	fired chan struct{} // closed once the reply has been lost
+}
+
+// matches reports whether the request frame f (length prefix included)
+// has r's opcode and a path containing r's part.
+func (r *dropRule) matches(op int32, f []byte) bool {
+	if r.used || r.op != op {
+		return false
+	}
+	if r.part == "" {
+		return true
+	}
+	if len(f) < 16 {
+		return false
+	}
+	n := int(binary.BigEndian.Uint32(f[12:16]))
+	return n >= 0 && 16+n <= len(f) && strings.Contains(string(f[16:16+n]), r.part)
 }
 
 type wireLink struct {
@@ -82,10 +101,11 @@ func startWire(t testing.TB, target string) *wire {
 func (w *wire) Addr() string { return w.ln.Addr().String() }
 
 // DropReply loses the reply to the next request with opcode op (on any
-// connection): the server runs it, and the client's connection is reset
-// when the reply comes back. The returned channel closes then.
-func (w *wire) DropReply(op int32) <-chan struct{} {
-	r := &dropRule{op: op, fired: make(chan struct{})}
+// connection) whose path contains part (any path if part is ""): the
+// server runs it, and the client's connection is reset when the reply
+// comes back. The returned channel closes then.
+func (w *wire) DropReply(op int32, part string) <-chan struct{} {
+	r := &dropRule{op: op, part: part, fired: make(chan struct{})}
 	w.mu.Lock()
 	w.rules = append(w.rules, r)
 	w.mu.Unlock()
@@ -146,7 +166,7 @@ func (w *wire) up(l *wireLink) {
 			op := int32(binary.BigEndian.Uint32(f[8:12]))
 			w.mu.Lock()
 			for _, r := range w.rules {
-				if !r.used && r.op == op {
+				if r.matches(op, f) {
 					r.used = true
 					l.mu.Lock()
 					l.drop[xid] = r
