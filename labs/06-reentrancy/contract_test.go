@@ -1,0 +1,20 @@
+package lab06_test
+
+import (
+	"testing"
+
+	"github.com/locklab/locklab/labs"
+)
+
+// The contract of a lock, besides the lesson: the exercise must keep every
+// promise a lock makes (labs.ExerciseLockContract), and the reference does.
+
+var contract = labs.LockContract{Reentrant: true}
+
+func TestLab06_ExerciseContract(t *testing.T) {
+	labs.ExerciseLockContract(t, title, exercise, contract)
+}
+
+func TestLab06_FixedContract(t *testing.T) {
+	labs.FixedLockContract(t, title, counted, contract)
+}
