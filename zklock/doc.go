@@ -1,54 +1,72 @@
-// Package zklock implements ZooKeeper's lock recipe: a lock that never has
-// two holders at once as ZooKeeper sees it, survives the loss of a
-// minority of the ensemble, ends by itself when its holder's session ends
-// (no lease to renew, no watchdog), and hands every holder a fencing token
-// that only grows: the zxid of the transaction that created its claim.
+// Package zklock implements ZooKeeper's lock recipe on go-zookeeper: a
+// lock that never has two holders at once as ZooKeeper sees it, survives
+// the loss of a minority of the ensemble, ends by itself when its
+// holder's session ends (no lease to renew, no watchdog), and hands every
+// holder a fencing token: the zxid of the transaction that created its
+// claim.
 //
 // It exists to test the claims "分布式锁完全指南：从 SETNX 到 Redisson"
 // makes for ZooKeeper against Redis: that an ephemeral node replaces the
-// watchdog (the session's heartbeats keep it, the session's end deletes
-// it), and that the zxid is a fencing token for free. Both hold, with the
-// caveat every lease has: a holder that stops for longer than its session
-// timeout (a GC pause, SIGSTOP, a partition) loses the lock while it is
-// away and learns it only when it runs again. The resource must check the
-// token (labs 09 and 13).
+// watchdog, and that the zxid is a fencing token for free. Both hold, with
+// the caveat every lease has: a holder that stops for longer than its
+// session timeout (a GC pause, SIGSTOP, a partition) loses the lock while
+// it is away and learns it only when it runs again. The resource must
+// check the token (labs 09 and 13).
+//
+// # Using it
+//
+// Make one [Session] per process with [Connect] and a [Mutex] per lock
+// with [New]; Lock, work while [Mutex.Done] is open, hand [Mutex.Fence]
+// to the resource, Unlock. Paths are absolute ZooKeeper paths of at most
+// 4 KiB: a request over the server's jute.maxbuffer (1 MiB) makes it drop
+// the connection under every lock of the Session, so New refuses longer
+// ones (ErrInvalid). A Lock that failed may simply be called again: it
+// returns when its ctx ends, even with the connection gone, and leaves no
+// claim others would queue behind (its child is deleted at once, or in
+// the background, whatever session it landed on, until the Session is
+// closed). Unlock always asks the server: nil once its child is deleted,
+// [ErrNotHeld] once the server says it is gone.
 //
 // # The protocol
 //
 // To lock path p, the Mutex creates an ephemeral, sequential child
-// p/lock-<random token>-<sequence> (ZooKeeper appends the sequence, a
-// counter of p's children), then lists p's children. The child with the
-// smallest sequence holds the lock. A waiter sets a watch on the child just
-// ahead of its own and waits for its deletion (a release, or the end of
-// its session), then lists again: waiters are served in order, and a
-// release wakes one of them. The holder reads its child's czxid, the zxid
-// of the create, which ZooKeeper's atomic broadcast (Zab) orders across
-// the whole ensemble and every leader change: [Mutex.Fence]. (The sequence
-// number would serve too, but it restarts if the parent node is deleted
-// and made again.) Guard writes kept in ZooKeeper itself with
-// [Mutex.IsOwner] in a multi-op.
+// p/lock-<random token>-<sequence>, then lists p's children: the smallest
+// sequence holds the lock. A waiter watches the child just ahead of its
+// own, so a release wakes one waiter and waiters are served in order. A
+// create whose reply is lost may have landed: the Mutex finds its child by
+// the token in its name (ZooKeeper's "protected" create) and sends the
+// create again only if it is not there. A delete whose reply is lost is
+// sent again once the connection is back, and Unlock still says nil.
 //
-// # Lost replies and give-ups
+// # The lost-lock signal and its margin
 //
-// A create whose reply is lost (the connection dropped) may have created
-// the child. Its name carries a token made before it was sent, so the
-// Mutex lists p's children and adopts the one with its token, and sending
-// the create again is never needed (ZooKeeper's "protected" create). The
-// go-zookeeper client takes no context; when Lock's ctx ends mid-call, Lock
-// returns at once and the call finishes in the background (within the
-// session's receive timeout). Whenever Lock fails after its child may have
-// been created, the Mutex deletes it, retrying in the background until it
-// is gone or the session ends, since an ephemeral child of a live session
-// would otherwise stay at the head of the line for good.
+// Let T be the session timeout the server granted. [Mutex.Done] closes at
+// the first of: go-zookeeper losing the connection, the session expiring,
+// and no answer to any request sent in the last 2T/3 (the Session dates
+// each answer by when its request was sent). The server expires a session
+// no sooner than T after it last heard from the client, which is after
+// that send: so Done closes at least T/3 before another client can hold
+// the lock, whatever the latency (with 800 ms each way, then a partition,
+// T = 8s: 20 of 20 trials, at least 2.77s ahead). Under a round trip
+// longer than T/3 Done may close while the session lives: it errs early.
+// A Lock returns only on a connection that is alive with its child's
+// session, and a hold's Done speaks of the connection since its grant; a
+// blip closes the Done of holds granted before it, though their children
+// survive if the client reconnects within T. A paused process sees Done
+// only when it runs again.
 //
-// # Sessions and the lost-lock signal
+// # The token
 //
-// A [Session] is one ZooKeeper session (one connection, heartbeats every
-// third of the timeout), shared by every Mutex of a process. The client
-// declares the connection lost after two thirds of the session timeout
-// without a reply; the server expires the session, deleting its children,
-// once the timeout has passed without a heartbeat. [Mutex.Done] closes at
-// the first of these: the connection lost (Curator calls this SUSPENDED:
-// from then on the holder cannot vouch for the lock, though the child
-// survives if the client reconnects in time) or the session expired.
+// The zxid is the leader's epoch (high 32 bits, grown by every election)
+// and a counter. It grows strictly across leader changes and restarts of
+// servers with their data. It goes back when every server is restored
+// from an older copy of its data directory: the copy carries the epoch it
+// was taken at, so the next election makes the epoch that followed the
+// backup again, and its tokens are handed out again, smaller first (on a
+// standalone server the counter resumes from the copy). Before restarting
+// a restored ensemble, write the largest epoch it used (the high 32 bits
+// of the largest token the resource saw) into currentEpoch and
+// acceptedEpoch in each server's dataDir/version-2: the election then
+// makes a larger one. A standalone server has no such remedy. Both are
+// checked by TestTokenAfterRestore.
 package zklock

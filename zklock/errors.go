@@ -20,8 +20,8 @@ var (
 	ErrNotHeld = errors.New("zklock: lock not held")
 
 	// ErrInvalid is wrapped by the error returned for invalid arguments: a
-	// nil session, a path that is not an absolute ZooKeeper path, or a
-	// Mutex not made by [New]. New itself cannot fail, so every method of
+	// nil session, a path that is not an absolute ZooKeeper path or is
+	// longer than 4 KiB, or a Mutex not made by [New]. New itself cannot fail, so every method of
 	// the Mutex returns the error; nothing is sent to ZooKeeper.
 	ErrInvalid = errors.New("zklock: invalid argument")
 

@@ -124,8 +124,11 @@ func checkPath(path string) error {
 // errors.Join(ErrNotObtained, ctx.Err()) when ctx ended first, without
 // touching ZooKeeper if ctx had already ended; an error wrapping
 // [ErrSessionLost] if the session ended while it waited; and a wrapped
-// error, at once, if ZooKeeper answers with an error. When Lock fails it
-// deletes its child, so it never leaves one others would queue behind.
+// error, at once, if ZooKeeper answers with an error. Every wait of Lock
+// ends with ctx: it waits for a dropped connection to come back only as
+// long as ctx allows. When Lock fails it deletes its child (in the
+// background if the connection is down), so it never leaves one others
+// would queue behind. When it returns nil the hold's [Mutex.Done] is open.
 //
 // Lock is not reentrant. Locking a Mutex that already holds the lock
 // queues a second child behind the first: it waits until the lock is
@@ -486,10 +489,13 @@ func (m *Mutex) IsOwner() *zk.CheckVersionRequest {
 // Done returns a channel closed when the Mutex can no longer vouch for the
 // current hold: the connection to ZooKeeper was lost (the child survives
 // if the client reconnects within the session timeout, and Unlock still
-// deletes it) or the session expired (the child is gone). It is a signal
-// to stop, not a guarantee: a holder paused past its session timeout sees
-// Done only when it runs again. When the Mutex does not hold the lock, Done
-// returns a closed channel.
+// deletes it), the session expired (the child is gone), or no request
+// sent in the last 2/3 of the session timeout has been answered. It closes
+// at least a third of the session timeout before the server may expire
+// the session and another client hold the lock (see the package doc). It
+// is a signal to stop, not a guarantee: a holder paused past its session
+// timeout sees Done only when it runs again. When the Mutex does not hold
+// the lock, Done returns a closed channel.
 func (m *Mutex) Done() <-chan struct{} {
 	if h := m.base.Cur.Get(); h != nil {
 		return h.lost
