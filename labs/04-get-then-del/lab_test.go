@@ -61,7 +61,16 @@ func expiresMidRelease(s *labs.Scene, impl *labs.Impl) {
 	// A starts its release and stops inside it.
 	a.ParkAt(inTheGap...)
 	release := a.Go("unlock", "")
-	switch a.WaitParked(inTheGap...) {
+	at, parked := a.WaitParkedOr(release, inTheGap...)
+	if !parked {
+		// The release never reached the point between its check and its
+		// delete: say what it did instead of waiting out the deadline.
+		if err := release.Err(); err != nil {
+			s.Fatalf("A's Unlock failed: %v (and it never reached m.hook(ctx, naive.HookAfterGetMatch), where the lab stalls A between its check and its delete)", err)
+		}
+		s.Fatalf("A's Unlock returned without calling m.hook(ctx, naive.HookAfterGetMatch), where the lab stalls A between its check and its delete: keep that call in the release, just before the delete, so the lab can show what the delete does after A's lease ran out")
+	}
+	switch at {
 	case naive.HookAfterGetMatch:
 		s.Note("A's GET saw %s, its own token; its DEL is not sent yet", s.Value())
 	case correct.HookBeforeRelease:

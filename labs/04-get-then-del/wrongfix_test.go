@@ -77,6 +77,21 @@ var wrongFixes = []labs.WrongFix{
 		Caught: "NOPERM",
 	},
 	{
+		Name: "lab 03's Lua release, with the hook call taken out",
+		// A never stops between check and delete: the message must name
+		// the refused script, not a deadline.
+		Edits: append(release(`	n, err := m.client.Eval(ctx, "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
+		[]string{m.key}, tok).Int()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return ErrNotHeld
+	}
+	return nil`), labs.Replace("\t\"github.com/locklab/locklab/naive\"\n", "")),
+		Caught: "A's Unlock failed: NOPERM",
+	},
+	{
 		Name: "WATCH, GET, then a plain DEL outside MULTI",
 		Edits: release(`	return m.client.Watch(ctx, func(tx *redis.Tx) error {
 		` + indent(getCheck("tx")) + `return tx.Del(ctx, m.key).Err()
