@@ -60,11 +60,12 @@ type Mutex struct {
 	opts    options
 	err     error // invalid arguments given to New, returned by every method
 
-	mu    sync.Mutex // protects value, token, until and since
-	value string     // owner value of the current hold; "" when not held
-	token Token      // fencing token of the current hold; 0 when not held
-	until time.Time  // end of the lease as this Mutex counts it
-	since time.Time  // when the current hold began, for the observer
+	mu        sync.Mutex // protects value, releasing, token, until and since
+	value     string     // owner value of the current hold; "" when not held
+	releasing string     // the value an Unlock is releasing now; see claimRelease
+	token     Token      // fencing token of the current hold; 0 when not held
+	until     time.Time  // end of the lease as this Mutex counts it
+	since     time.Time  // when the current hold began, for the observer
 }
 
 // New returns a Mutex for key. New does not talk to Redis and does not fail:
@@ -185,6 +186,13 @@ func (m *Mutex) try(ctx context.Context) (bool, error) {
 		m.releaseLost(ctx, value)
 		return false, fmt.Errorf("fencing: acquire %q: script returned %d", m.key, n)
 	}
+	if lease := time.Duration(ms) * time.Millisecond; time.Until(start.Add(lease)) < lease/2 {
+		// The answer came with less than half the lease left: give the lock
+		// back rather than return a lease that is over, or nearly (see Lock).
+		m.releaseLost(ctx, value)
+		return false, shortLease{fmt.Errorf("%w: %q: the acquire's answer came %v after it was sent, leaving less than half the %v ttl; the lock was given back",
+			ErrNotObtained, m.key, time.Since(start).Round(time.Millisecond), lease)}
+	}
 	m.mu.Lock()
 	m.value, m.token = value, Token(n)
 	m.until = start.Add(time.Duration(ms) * time.Millisecond)
@@ -199,6 +207,13 @@ func (m *Mutex) try(ctx context.Context) (bool, error) {
 // (errors.Join([ErrNotObtained], ctx.Err())). A Redis or network error ends
 // Lock at once and is returned wrapped. A failed Lock leaves no lock of its
 // own behind (see [Mutex.TryLock] for a lost reply).
+//
+// Lock returns nil only with at least half the TTL left: [Mutex.Until] is
+// then at least ttl/2 away. An acquire whose answer comes back later (the
+// lease counts from its send) is given back at once, its token skipped,
+// and Lock tries again; TryLock returns false with an error wrapping
+// [ErrNotObtained] that says so. A link whose round trip takes half the
+// TTL never gets the lock.
 func (m *Mutex) Lock(ctx context.Context) error {
 	if err := m.check(); err != nil {
 		return err
@@ -209,10 +224,27 @@ func (m *Mutex) Lock(ctx context.Context) error {
 // lock is Lock without the argument check, the ready check and the
 // observer.
 func (m *Mutex) lock(ctx context.Context) error {
-	return retry.Do(ctx, m.opts.retry, ErrNotObtained, func(ctx context.Context, _ int) (bool, error) {
-		return m.try(ctx)
+	var short error // the last try that took the lock too late
+	err := retry.Do(ctx, m.opts.retry, ErrNotObtained, func(ctx context.Context, _ int) (bool, error) {
+		ok, err := m.try(ctx)
+		if _, late := err.(shortLease); late {
+			short = err // given back: try again
+			return false, nil
+		}
+		return ok, err
 	})
+	if short != nil && errors.Is(err, ErrNotObtained) {
+		err = errors.Join(err, short)
+	}
+	return err
 }
+
+// A shortLease is the error of a try that took the lock but learnt so late
+// that less than half the TTL was left, and gave it back: Lock tries
+// again; TryLock returns it. It wraps ErrNotObtained.
+type shortLease struct{ error }
+
+func (e shortLease) Unwrap() error { return e.error }
 
 // Unlock releases the lock if this Mutex still holds it, and returns
 // [ErrNotHeld] if it does not (never locked, already unlocked, or the lease
@@ -224,10 +256,11 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if err := m.check(); err != nil {
 		return err
 	}
-	value, err := m.heldValue("unlock")
+	value, err := m.claimRelease()
 	if err != nil {
 		return err
 	}
+	defer m.releaseDone(value)
 	m.hook(ctx, HookBeforeRelease)
 	rctx, cancel := retry.Detach(ctx)
 	defer cancel()
@@ -312,6 +345,32 @@ func (m *Mutex) heldValue(op string) (string, error) {
 		return "", fmt.Errorf("%w: %s %q", ErrNotHeld, op, m.key)
 	}
 	return value, nil
+}
+
+// claimRelease returns the value of the current hold and marks it as the
+// one an Unlock is releasing, so that a second Unlock of the same hold
+// running at the same moment returns an error wrapping [ErrNotHeld] at
+// once instead of sending the release again (which its receipt would
+// answer as done: two callers told they released one hold). releaseDone
+// clears the mark; a release whose outcome is unknown keeps the hold, and
+// Unlock may be called again.
+func (m *Mutex) claimRelease() (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.value == "" || m.releasing == m.value {
+		return "", fmt.Errorf("%w: unlock %q", ErrNotHeld, m.key)
+	}
+	m.releasing = m.value
+	return m.value, nil
+}
+
+// releaseDone clears the mark claimRelease set for value.
+func (m *Mutex) releaseDone(value string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.releasing == value {
+		m.releasing = ""
+	}
 }
 
 // forget clears the hold if it is still the one with value, and returns

@@ -88,6 +88,13 @@ func (m *Mutex) Key() string { return m.key }
 // is cancelled by its id (cancel.lua): undone if it ran, stopped if it is
 // still on the wire, so a failed Lock leaves no count behind (only if
 // Redis is unreachable for that too may the count stay, until the TTL).
+//
+// Lock returns nil only with at least half the TTL left of the lease it
+// sets, counted from just before its call was sent: a call whose answer
+// comes back later is undone at once (cancel.lua) and Lock tries again, so
+// the key is never gone, nor about to go, when Lock returns. A link whose
+// round trip takes half the TTL never gets the lock; TryLock then returns
+// false with an error wrapping [ErrNotObtained] that says so.
 func (m *Mutex) Lock(ctx context.Context) error {
 	owner, err := m.owner(ctx, "lock")
 	if err != nil {
@@ -105,13 +112,28 @@ func (m *Mutex) lock(ctx context.Context, owner Owner) (int, error) {
 		return 0, err
 	}
 	var count int
+	var short error // the last try that took the lock too late
 	err := retry.Do(ctx, m.o.retry, ErrNotObtained, func(ctx context.Context, _ int) (bool, error) {
 		n, err := m.try(ctx, owner)
+		if _, late := err.(shortLease); late {
+			short = err // undone: try again
+			return false, nil
+		}
 		count = n
 		return n > 0, err
 	})
+	if short != nil && errors.Is(err, ErrNotObtained) {
+		err = errors.Join(err, short)
+	}
 	return count, err
 }
+
+// A shortLease is the error of a try that took (or re-entered) the lock
+// but learnt so late that less than half the TTL was left, and undid it:
+// Lock tries again; TryLock returns it. It wraps ErrNotObtained.
+type shortLease struct{ error }
+
+func (e shortLease) Unwrap() error { return e.error }
 
 // ready returns an error if ctx has ended or the server is unfit for a
 // lock (see package preflight); the check runs once a minute per server.
@@ -167,6 +189,20 @@ func (m *Mutex) try(ctx context.Context, owner Owner) (int, error) {
 	}
 	if n == 0 {
 		return 0, nil // another owner holds it
+	}
+	if time.Until(sent.Add(m.o.ttl)) < m.o.ttl/2 {
+		// The answer came with less than half the lease left: undo this
+		// call (cancel.lua, by its id) rather than return a lease that is
+		// over, or nearly (see Lock).
+		cctx, cancel := retry.Detach(ctx)
+		_, cerr := m.script(cctx, cancelScript, owner, id)
+		cancel()
+		err := fmt.Errorf("%w: %q: the acquire's answer came %v after it was sent, leaving less than half the %v ttl; the call was undone",
+			ErrNotObtained, m.key, time.Since(sent).Round(time.Millisecond), m.o.ttl)
+		if cerr != nil {
+			return 0, errors.Join(err, fmt.Errorf("reentrant: undo %q: %w", m.key, cerr))
+		}
+		return 0, shortLease{err}
 	}
 	if n == 1 && m.o.observer != nil {
 		m.mu.Lock()

@@ -84,16 +84,40 @@ func (m *Mutex) Key() string { return m.key }
 // [Mutex.Unlock] or until ctx ends, and then releases it. A ctx with a
 // deadline therefore bounds the hold as well as the wait. Work done under
 // the lock should watch [Mutex.Context] or [Mutex.Done].
+//
+// Lock returns nil only with at least half the TTL left of the first
+// lease, counted from just before the SET was sent: a SET whose answer
+// comes later is given back at once (owner-checked) and Lock tries again,
+// so that Done is never closed, nor the key gone, when Lock returns. A link
+// whose round trip takes half the TTL never gets the lock; TryLock then
+// returns false with an error wrapping [ErrNotObtained] that says so.
 func (m *Mutex) Lock(ctx context.Context) error {
 	if err := m.check(); err != nil {
 		return err
 	}
 	return preflight.Lock(ctx, m.o.observer, "watchdog", m.key, m.ready, func(ctx context.Context) error {
-		return retry.Do(ctx, m.o.retry, ErrNotObtained, func(ctx context.Context, _ int) (bool, error) {
-			return m.try(ctx)
+		var short error // the last try that took the lock too late
+		err := retry.Do(ctx, m.o.retry, ErrNotObtained, func(ctx context.Context, _ int) (bool, error) {
+			ok, err := m.try(ctx)
+			if _, late := err.(shortLease); late {
+				short = err // given back: try again
+				return false, nil
+			}
+			return ok, err
 		})
+		if short != nil && errors.Is(err, ErrNotObtained) {
+			err = errors.Join(err, short)
+		}
+		return err
 	})
 }
+
+// A shortLease is the error of a try that took the lock but learnt so late
+// that less than half the TTL was left, and gave it back: Lock tries
+// again; TryLock returns it. It wraps ErrNotObtained.
+type shortLease struct{ error }
+
+func (e shortLease) Unwrap() error { return e.error }
 
 // ready returns an error if ctx has ended or the server is unfit for a
 // lock (see package preflight); the check runs once a minute per server.
@@ -147,6 +171,16 @@ func (m *Mutex) try(ctx context.Context) (bool, error) {
 		// reach us; the owner-checked release removes our key if so.
 		m.release(ctx, tok)
 		return false, retry.Failed(ctx, ErrNotObtained, fmt.Errorf("watchdog: acquire %q: %w", m.key, err))
+	}
+	if time.Until(start.Add(m.o.ttl)) < m.o.ttl/2 {
+		// The answer came with less than half the lease left: give the key
+		// back rather than return a lease that is over, or nearly (see Lock).
+		err := fmt.Errorf("%w: %q: the SET's answer came %v after it was sent, leaving less than half the %v ttl; the lock was given back",
+			ErrNotObtained, m.key, time.Since(start).Round(time.Millisecond), m.o.ttl)
+		if relErr := m.release(ctx, tok); relErr != nil && !errors.Is(relErr, ErrNotHeld) {
+			return false, errors.Join(err, relErr) // ErrNotHeld: expired already
+		}
+		return false, shortLease{err}
 	}
 	h := &hold{token: tok, since: start}
 	var lost func(cause error)
