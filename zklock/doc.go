@@ -46,9 +46,12 @@
 // each answer by when its request was sent). The server expires a session
 // no sooner than T after it last heard from the client, which is after
 // that send: so Done closes at least T/3 before another client can hold
-// the lock, whatever the latency (with 800 ms each way, then a partition,
-// T = 8s: 20 of 20 trials, at least 2.77s ahead). Under a round trip
-// longer than T/3 Done may close while the session lives: it errs early.
+// the lock, whatever the latency. Measured with 800 ms of latency, then a
+// partition, 20 of 20 trials each: each way with T = 8s, at least 2.77s
+// ahead; on the replies only with T = 3s, at least 1.10s ahead (on
+// go-zookeeper's own timer, which starts when an answer arrives, 0.29s).
+// Under a round trip longer than T/3 Done may close while the session
+// lives: it errs early.
 // A Lock returns only on a connection that is alive with its child's
 // session, and a hold's Done speaks of the connection since its grant; a
 // blip closes the Done of holds granted before it, though their children

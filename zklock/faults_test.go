@@ -220,8 +220,26 @@ func envInt(name string, def int) int {
 // of 1.6s).
 func TestDoneBeforeOthersHold(t *testing.T) {
 	t.Parallel()
+	doneTrials(t, false, time.Duration(envInt("ZKLOCK_DONE_SESSION", 8000))*time.Millisecond)
+}
+
+// TestDoneBeforeOthersHoldSlowReplies is TestDoneBeforeOthersHold with
+// the 800 ms on the replies only, and a session of 3s
+// (ZKLOCK_DONE_REPLY_SESSION): requests reach the server at once, so it
+// keeps hearing from the client until the cut, while the client hears
+// 800 ms late. go-zookeeper's own timer (2/3 of the timeout after the
+// last answer arrived) closed Done only T/3 - 800 ms before the server
+// could expire the session (about 300 ms before b held the lock); the
+// Session's own deadline, dated by the requests' sends, keeps T/3.
+func TestDoneBeforeOthersHoldSlowReplies(t *testing.T) {
+	t.Parallel()
+	doneTrials(t, true, time.Duration(envInt("ZKLOCK_DONE_REPLY_SESSION", 3000))*time.Millisecond)
+}
+
+// doneTrials runs the trials of TestDoneBeforeOthersHold, with the
+// latency on the replies only if replies.
+func doneTrials(t *testing.T, replies bool, sessionTimeout time.Duration) {
 	trials := envInt("ZKLOCK_DONE_TRIALS", 4)
-	sessionTimeout := time.Duration(envInt("ZKLOCK_DONE_SESSION", 8000)) * time.Millisecond
 	const latency = 800 * time.Millisecond
 	z := rig.StartZooKeeper(t, 1, rig.WithZooKeeperForTests())
 	direct := session(t, 30*time.Second, z.Addrs()...)
@@ -229,7 +247,7 @@ func TestDoneBeforeOthersHold(t *testing.T) {
 	results := make([]doneResult, trials)
 	var wg sync.WaitGroup
 	for i := range trials {
-		wg.Go(func() { results[i] = doneTrial(t, z.Addrs()[0], direct, sessionTimeout, latency, i) })
+		wg.Go(func() { results[i] = doneTrial(t, z.Addrs()[0], direct, sessionTimeout, latency, replies, i) })
 	}
 	wg.Wait()
 	first, margin := 0, sessionTimeout/6
@@ -247,7 +265,11 @@ func TestDoneBeforeOthersHold(t *testing.T) {
 			t.Errorf("trial %d: b held the lock at %v, before a's Done closed at %v (since the cut)", i, r.heldAt.Round(time.Millisecond), r.doneAt.Round(time.Millisecond))
 		}
 	}
-	t.Logf("a's Done closed before b held the lock in %d of %d trials (session %v, latency %v each way)", first, trials, sessionTimeout, latency)
+	way := "each way"
+	if replies {
+		way = "on replies"
+	}
+	t.Logf("a's Done closed before b held the lock in %d of %d trials (session %v, latency %v %s)", first, trials, sessionTimeout, latency, way)
 }
 
 // doneResult is the outcome of one trial of TestDoneBeforeOthersHold.
@@ -258,7 +280,7 @@ type doneResult struct {
 
 // doneTrial runs one trial of TestDoneBeforeOthersHold. It runs in its
 // own goroutine, so it reports errors instead of failing t.
-func doneTrial(t *testing.T, addr string, direct *zklock.Session, sessionTimeout, latency time.Duration, i int) (r doneResult) {
+func doneTrial(t *testing.T, addr string, direct *zklock.Session, sessionTimeout, latency time.Duration, replies bool, i int) (r doneResult) {
 	ctx := context.Background()
 	proxy, err := faultproxy.New(addr)
 	if err != nil {
@@ -266,7 +288,17 @@ func doneTrial(t *testing.T, addr string, direct *zklock.Session, sessionTimeout
 		return r
 	}
 	defer proxy.Close()
-	s, err := zklock.Connect([]string{proxy.Addr()}, sessionTimeout)
+	dial, slow := proxy.Addr(), proxy.SetLatency
+	if replies {
+		w, err := newWire(proxy.Addr())
+		if err != nil {
+			r.err = err
+			return r
+		}
+		defer w.close()
+		dial, slow = w.Addr(), w.SetReplyLatency
+	}
+	s, err := zklock.Connect([]string{dial}, sessionTimeout)
 	if err != nil {
 		r.err = err
 		return r
@@ -280,7 +312,7 @@ func doneTrial(t *testing.T, addr string, direct *zklock.Session, sessionTimeout
 	}
 	doneTime := make(chan time.Time, 1)
 	go func() { <-a.Done(); doneTime <- time.Now() }()
-	proxy.SetLatency(latency)
+	slow(latency)
 	// Cut at another moment of the ping cycle in each trial, once the
 	// latency has been in force for at least a round trip.
 	time.Sleep(2*latency + time.Duration(i%10)*sessionTimeout/30)

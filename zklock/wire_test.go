@@ -34,9 +34,10 @@ type wire struct {
 	target string
 	ln     net.Listener
 
-	mu    sync.Mutex // protects the fields below
-	rules []*dropRule
-	links map[*wireLink]struct{}
+	mu           sync.Mutex // protects the fields below
+	rules        []*dropRule
+	links        map[*wireLink]struct{}
+	replyLatency time.Duration
 
 	wg sync.WaitGroup // the accept loop and the links' goroutines
 }
@@ -86,15 +87,24 @@ func (l *wireLink) close() {
 // startWire starts a wire to target, closed when the test ends.
 func startWire(t testing.TB, target string) *wire {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	w, err := newWire(target)
 	if err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(w.close)
+	return w
+}
+
+// newWire starts a wire to target; the caller must close it.
+func newWire(target string) (*wire, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
 	}
 	w := &wire{target: target, ln: ln, links: map[*wireLink]struct{}{}}
 	w.wg.Add(1)
 	go w.accept()
-	t.Cleanup(w.close)
-	return w
+	return w, nil
 }
 
 // Addr returns the address clients dial.
@@ -182,24 +192,68 @@ func (w *wire) up(l *wireLink) {
 	}
 }
 
-// down forwards the server's replies, but resets the client's connection
-// in place of a reply to be lost.
+// SetReplyLatency delays every frame from the server to the client by d
+// (requests go on at once), as a slow return path does. Frames already on
+// their way keep their delay.
+func (w *wire) SetReplyLatency(d time.Duration) {
+	w.mu.Lock()
+	w.replyLatency = d
+	w.mu.Unlock()
+}
+
+// reply is a frame from the server and when it is due at the client.
+type reply struct {
+	f   []byte
+	due time.Time
+}
+
+// down forwards the server's replies, each once its reply latency has
+// passed, but resets the client's connection in place of a reply to be
+// lost.
 func (w *wire) down(l *wireLink) {
 	defer w.wg.Done()
 	defer w.forget(l)
+	q := make(chan reply, 1024)
+	w.wg.Add(1)
+	go func() { // read and date the frames, so that delays do not add up
+		defer w.wg.Done()
+		defer close(q)
+		for {
+			f, err := readFrame(l.server)
+			if err != nil {
+				return
+			}
+			w.mu.Lock()
+			d := w.replyLatency
+			w.mu.Unlock()
+			select {
+			case q <- reply{f, time.Now().Add(d)}:
+			default:
+				l.close() // the client does not read: give up on it
+				return
+			}
+		}
+	}()
+	defer func() {
+		l.close()
+		for range q { // let the reader end
+		}
+	}()
 	for first := true; ; first = false {
-		f, err := readFrame(l.server)
-		if err != nil {
+		r, ok := <-q
+		if !ok {
 			return
 		}
+		time.Sleep(time.Until(r.due))
+		f := r.f
 		if !first && len(f) >= 8 {
 			xid := int32(binary.BigEndian.Uint32(f[4:8]))
 			l.mu.Lock()
-			r := l.drop[xid]
+			rule := l.drop[xid]
 			l.mu.Unlock()
-			if r != nil {
+			if rule != nil {
 				l.close()
-				close(r.fired)
+				close(rule.fired)
 				return
 			}
 		}
