@@ -81,10 +81,13 @@ func (k *keeper) run(ctx context.Context, c *clientv3.Client, id clientv3.LeaseI
 		case <-ctx.Done():
 			return
 		}
-		// One renewal, asked again (by clientv3) until it is answered or
-		// the deadline passes.
+		// One renewal. An attempt that gets no answer within TTL/3 is
+		// given up and sent again (a renewal forwarded by a follower to a
+		// leader just killed can hang for etcd's request timeout, 7s),
+		// until one is answered or the deadline passes; each attempt
+		// counts from its own send time.
 		at := time.Now()
-		rctx, cancel := context.WithDeadline(ctx, deadline)
+		rctx, cancel := context.WithDeadline(ctx, minTime(deadline, at.Add(ttl/3)))
 		resp, err := c.KeepAliveOnce(rctx, id)
 		cancel()
 		switch {
@@ -95,14 +98,23 @@ func (k *keeper) run(ctx context.Context, c *clientv3.Client, id clientv3.LeaseI
 			renew.Reset(time.Until(at.Add(ttl / 3)))
 		case errors.Is(err, rpctypes.ErrLeaseNotFound):
 			return // etcd says the lease is gone
-		case ctx.Err() != nil || c.Ctx().Err() != nil || time.Now().After(deadline):
+		case ctx.Err() != nil || c.Ctx().Err() != nil || !time.Now().Before(deadline):
 			return // stopped, the client closed, or no answer in time
+		case errors.Is(rctx.Err(), context.DeadlineExceeded):
+			renew.Reset(0) // this attempt went unanswered: send another
 		default:
 			// etcd refused it otherwise: try again shortly, within the
 			// deadline.
 			renew.Reset(gonePoll)
 		}
 	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
 }
 
 // gonePoll is how soon a keeper asks again after a renewal failed for a

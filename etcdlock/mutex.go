@@ -156,6 +156,13 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 			return false, m.abandon(ctx, h, err)
 		}
 	}
+	select {
+	case <-h.keep.done:
+		// The keeper can no longer vouch for the lease: never hand out a
+		// hold that is already presumed lost.
+		return false, m.abandon(ctx, h, fmt.Errorf("etcdlock: lock %q: %w: the lease %x could not be kept alive", m.key, ErrSessionLost, h.lease))
+	default:
+	}
 	m.base.Cur.Set(h)
 	m.base.At(ctx, HookAcquired)
 	return true, nil
@@ -207,7 +214,17 @@ func (m *Mutex) newHold(ctx context.Context) (*hold, error) {
 		}
 		return nil, fmt.Errorf("etcdlock: grant a lease for %q: %w", m.key, err)
 	}
-	k := keep(m.client, lease.ID, time.Duration(lease.TTL)*time.Second, granted, nil)
+	ttl := time.Duration(lease.TTL) * time.Second
+	if time.Since(granted) > ttl/3 {
+		// A slow grant (an election: 7s seen after the leader's SIGKILL)
+		// leaves little or none of the TTL the keeper can count on from
+		// the grant's send time; a renewal sent now restarts it.
+		at := time.Now()
+		if _, err := m.client.KeepAliveOnce(ctx, lease.ID); err == nil {
+			granted = at
+		}
+	}
+	k := keep(m.client, lease.ID, ttl, granted, nil)
 	return m.claimOn(lease.ID, k, true), nil
 }
 

@@ -60,7 +60,7 @@ func TestLateClaimAfterGiveUp(t *testing.T) {
 			}
 			a := etcdlock.New(c, key, opts...)
 			conn := w.current()
-			w.beforeCall(methodTxn, conn.hold) // the claim is the first Txn
+			w.beforeCall(methodTxn, func(any) { conn.hold() }) // the claim is the first Txn
 			got := make(chan error, 1)
 			go func() { got <- a.Lock(ctx) }()
 			conn.awaitHeld()
@@ -120,7 +120,7 @@ func TestUnlockRevokeReplyLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn := w.current()
-	w.beforeCall(methodRevoke, conn.dropReply)
+	w.beforeCall(methodRevoke, func(any) { conn.dropReply() })
 	if err := a.Unlock(ctx); err != nil {
 		t.Errorf("a.Unlock, the Revoke's reply lost and the Revoke sent again = %v; want nil (a held the lock until then)", err)
 	}
@@ -197,5 +197,44 @@ func TestWaitResumesAfterCompaction(t *testing.T) {
 	}
 	if err := a.Unlock(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLockDuringElection: etcd's leader is SIGKILLed and a Lock begins at
+// once; its Grant waits out the election (about 7s here, more than the
+// 5s lease). Lock must not return a hold whose Done has already closed
+// (the keeper counts the lease from the Grant's send time, so with a slow
+// grant it had nothing left to count on): it renews first, and never
+// hands out a hold it cannot vouch for.
+func TestLockDuringElection(t *testing.T) {
+	t.Parallel() // it kills a leader: a cluster of its own
+	ctx := context.Background()
+	e := rig.StartEtcd(t, 3)
+	c := client(t, e.Endpoints()...)
+	a := etcdlock.New(c, lockKey(t), etcdlock.WithTTL(5*time.Second))
+	leader, err := e.Leader(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := leader.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err = a.Lock(ctx)
+	t.Logf("a.Lock right after the leader's SIGKILL = %v, after %v", err, time.Since(start).Round(time.Millisecond))
+	if err == nil {
+		select {
+		case <-a.Done():
+			t.Errorf("a.Lock = nil with a's Done already closed: a hold it cannot vouch for")
+		default:
+		}
+	}
+	if err := leader.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err == nil {
+		if err := a.Unlock(ctx); err != nil && !errors.Is(err, etcdlock.ErrNotHeld) {
+			t.Fatal(err)
+		}
 	}
 }

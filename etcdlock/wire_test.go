@@ -31,9 +31,9 @@ type wire struct {
 
 	mu      sync.Mutex // protects the fields below and every wireConn's
 	conns   []*wireConn
-	changed chan struct{}     // closed and replaced on every change
-	before  map[string]func() // run once, right before the next call of a gRPC method is sent
-	after   map[string]func() // run once, right after the next call of a gRPC method returned
+	changed chan struct{}            // closed and replaced on every change
+	before  map[string]func(req any) // run once, right before the next call of a gRPC method is sent
+	after   map[string]func()        // run once, right after the next call of a gRPC method returned
 }
 
 // wireConn is one connection: gRPC's end of a pipe, and the TCP connection
@@ -62,7 +62,7 @@ const (
 )
 
 func newWire(t *testing.T, target string) *wire {
-	w := &wire{t: t, target: target, changed: make(chan struct{}), before: map[string]func(){}, after: map[string]func(){}}
+	w := &wire{t: t, target: target, changed: make(chan struct{}), before: map[string]func(any){}, after: map[string]func(){}}
 	t.Cleanup(w.close)
 	return w
 }
@@ -86,15 +86,15 @@ func (w *wire) client(t *testing.T) *clientv3.Client {
 				delete(w.before, method)
 				w.mu.Unlock()
 				if f != nil {
-					f()
+					f(req)
 				}
 				err := invoker(ctx, method, req, reply, cc, opts...)
 				w.mu.Lock()
-				f = w.after[method]
+				g := w.after[method]
 				delete(w.after, method)
 				w.mu.Unlock()
-				if f != nil {
-					f()
+				if g != nil {
+					g()
 				}
 				return err
 			}),
@@ -123,12 +123,20 @@ func (w *wire) dial(ctx context.Context, addr string) (net.Conn, error) {
 	return theirs, nil
 }
 
-// beforeCall runs f once, right before the next call of method (a gRPC
-// method name, "/etcdserverpb.KV/Txn") is sent.
-func (w *wire) beforeCall(method string, f func()) {
+// beforeCall runs f once, with the request, right before the next call of
+// method (a gRPC method name, "/etcdserverpb.KV/Txn") is sent.
+func (w *wire) beforeCall(method string, f func(req any)) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.before[method] = f
+}
+
+// clearCalls forgets the functions of beforeCall and afterCall not run yet.
+func (w *wire) clearCalls() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	clear(w.before)
+	clear(w.after)
 }
 
 // afterCall runs f once, right after the next call of method returned.
@@ -205,6 +213,37 @@ func (c *wireConn) giveUp() {
 	c.w.broadcastLocked()
 	c.w.mu.Unlock()
 	_ = c.client.Close()
+}
+
+// giveUpWhenHeld gives c up once its held request is held whole, or after
+// 10s; it runs in a goroutine of its own, so it does not fail the test.
+func (c *wireConn) giveUpWhenHeld() {
+	timeout := time.After(10 * time.Second)
+	for {
+		c.w.mu.Lock()
+		ok, ch := c.heldWhole, c.w.changed
+		c.w.mu.Unlock()
+		if ok {
+			break
+		}
+		select {
+		case <-ch:
+			continue
+		case <-timeout:
+		}
+		break
+	}
+	c.giveUp()
+}
+
+// release heals a partition of c that the client has not given up: the
+// held bytes flow, then everything else as before.
+func (c *wireConn) release() {
+	c.w.mu.Lock()
+	defer c.w.mu.Unlock()
+	// Written under the lock, so that up cannot send a newer frame first.
+	_, _ = c.raw.Write(c.held)
+	c.held, c.holding = nil, false
 }
 
 // deliver heals c after giveUp: the held bytes reach etcd, in order on the
