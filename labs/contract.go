@@ -520,6 +520,20 @@ func contractRefused(s *Scene, impl *Impl, cn *contractNodes, c LockContract, no
 		return violated(s, "A's refused TryLock left %s in Redis", freeKey)
 	}
 	if !c.NodeRefusalIsNo {
+		// A's Lock must not take the refusal for "taken" and wait on
+		// until its context ends: it returns Redis's error.
+		call := a.Go("lock", contractWait.String())
+		if !call.Within(contractWait + ctxSlack) {
+			return violated(s, "A's Lock, whose context ended after %v, had not returned after %v while Redis refused its write: Lock must honour its context", contractWait, contractWait+ctxSlack)
+		}
+		switch err := call.Err(); {
+		case err == nil:
+			return violated(s, "A's Lock returned nil while Redis refused every write: the lock is not in Redis")
+		case !strings.Contains(err.Error(), "NOREPLICAS"):
+			return violated(s, "A's Lock, while Redis refused its write (NOREPLICAS), returned %q: Redis's error was dropped (the refusal taken for a held lock, or retried until the context ended); an error from Redis must surface", err.Error())
+		}
+	}
+	if !c.NodeRefusalIsNo {
 		err, ok := unlockWithin(s, b)
 		if !ok {
 			return false
@@ -571,4 +585,62 @@ func errText(err error) string {
 		return "nil"
 	}
 	return describeErr(err)
+}
+
+// leaseHorizon is the longest TTL [Scene.ExpireLeases] takes for a
+// lease: a lock's lease is seconds, a minute at most; a key kept for
+// longer (a marker that an event was handled, kept for a day) is data.
+const leaseHorizon = 10 * time.Minute
+
+// ExpireLeases makes every lease on the first node run out now: each key
+// whose TTL is at most leaseHorizon expires (PEXPIRE 1), as it would for
+// a client paused past its lease (a long GC pause, a frozen VM). It is
+// the fault of a scenario in which a lock around the code must not be
+// what keeps it right, because a lock can fail. It notes the keys on the
+// timeline, with who (whose pause), and returns how many expired.
+func (s *Scene) ExpireLeases(who string) int {
+	s.t.Helper()
+	r := s.Redis()
+	var gone []string
+	iter := r.Scan(s.Ctx, 0, "*", 100).Iterator()
+	for iter.Next(s.Ctx) {
+		key := iter.Val()
+		ms, err := r.Do(s.Ctx, "PTTL", key).Int64()
+		s.Must(err)
+		if ms > 0 && ms <= leaseHorizon.Milliseconds() {
+			s.Must(r.PExpire(s.Ctx, key, time.Millisecond).Err())
+			gone = append(gone, key)
+		}
+	}
+	s.Must(iter.Err())
+	if len(gone) == 0 {
+		return 0
+	}
+	for _, key := range gone {
+		s.Eventually(key+" is gone", func() (bool, error) {
+			n, err := r.Exists(s.Ctx, key).Result()
+			return n == 0, err
+		})
+	}
+	s.Fault("%s paused past every lease: %s expired", who, strings.Join(gone, ", "))
+	return len(gone)
+}
+
+// RefuseWrites makes the first node refuse every write (on) or accept
+// writes again, and says so on the timeline: min-replicas-to-write set
+// higher than the replicas it has, so that every write is answered
+// NOREPLICAS, as a replica answers READONLY or an ACL NOPERM. It is how
+// the contracts check that an error from Redis surfaces.
+func (s *Scene) RefuseWrites(on bool) {
+	s.t.Helper()
+	v := "0"
+	if on {
+		v = refusalReplicas
+	}
+	s.Must(s.Redis().ConfigSet(s.Ctx, "min-replicas-to-write", v).Err())
+	if on {
+		s.Fault("Redis refuses every write (CONFIG SET min-replicas-to-write %s: NOREPLICAS)", refusalReplicas)
+	} else {
+		s.Fault("Redis accepts writes again")
+	}
 }

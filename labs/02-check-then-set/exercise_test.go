@@ -94,10 +94,14 @@ func duplicateDeliveries(s *labs.Scene, impl *labs.Impl) {
 	s.Gaps(1, func(k int) bool {
 		order++
 		id := fmt.Sprint(order)
-		a, b := s.Client("A", impl), s.Client("B", impl)
+		// A runs in a process of its own, as another instance of the
+		// service does: what one process remembers, the other does not.
+		a, b := s.Process("A", impl), s.Client("B", impl)
 		a.ParkAt(labs.Command(k))
 		call := a.Go(deliver, id)
 		_, parked := a.WaitParkedOr(call, labs.Command(k))
+		// A lock can fail: A stays away past any lease it holds.
+		expired := parked && s.ExpireLeases("A") > 0
 		b.MustDo(deliver, id)
 		if parked {
 			a.Continue()
@@ -107,6 +111,8 @@ func duplicateDeliveries(s *labs.Scene, impl *labs.Impl) {
 		switch n := chargesOf(s, id); {
 		case n == 0:
 			s.Violation("order %s was never charged, though both deliveries ran", id)
+		case n > 1 && expired:
+			s.Violation("order %s charged %s: A paused past its lease, and both deliveries found the order uncharged before either had marked it. A lock around the charge is not enough, for a lock can fail (labs 03 to 09): the check and the mark must be one step on the server, taken before the charge", id, times(n))
 		case n > 1:
 			s.Violation("order %s charged %s: both deliveries found it uncharged before either had marked it; the check and the mark must be one step on the server, taken before the charge", id, times(n))
 		}
@@ -121,6 +127,24 @@ func duplicateDeliveries(s *labs.Scene, impl *labs.Impl) {
 	b.MustDo(deliver, id)
 	if n := chargesOf(s, id); n != 1 {
 		s.Violation("order %s charged %s after a failed charge and a second delivery; want once: a delivery whose charge fails must give its claim back, or the next delivery skips the order and nobody charges it", id, times(n))
+	}
+
+	// Last, Redis refuses a delivery's writes: ChargeOnce must return the
+	// error (the provider then delivers again), never "charged already".
+	order++
+	id = fmt.Sprint(order)
+	c := s.Client("C", impl)
+	s.RefuseWrites(true)
+	out, err := c.Do(deliver, id)
+	s.RefuseWrites(false)
+	switch {
+	case err == nil && out == "false":
+		s.Violation("order %s: while Redis refused every write (NOREPLICAS), C's ChargeOnce answered \"charged already\" with no error: an error from Redis was dropped, the provider will not deliver again, and the order is never charged", id)
+	case err == nil:
+		s.Violation("order %s: C's ChargeOnce reported a charge while Redis refused every write (NOREPLICAS): an error from Redis must surface", id)
+	}
+	if n := chargesOf(s, id); n != 0 {
+		s.Violation("order %s charged while Redis refused every write", id)
 	}
 }
 

@@ -1,0 +1,70 @@
+package lab02_test
+
+import "github.com/locklab/locklab/labs"
+
+// shippedBody is ChargeOnce's code as shipped, below its marker: GET the
+// marker, charge, SET the marker.
+const shippedBody = `	err := client.Get(ctx, marker).Err()
+	if err == nil {
+		return false, nil // charged already
+	}
+	if !errors.Is(err, redis.Nil) {
+		return false, err
+	}
+	if err := charge(ctx); err != nil {
+		return false, err
+	}
+	return true, client.Set(ctx, marker, eventID, 0).Err()`
+
+// contractWrongFixes are wrong fixes of the classes the README warns of and
+// no table tried: a lock around the charge (the README's central warning:
+// a lock can fail), state kept in the Go process, an error dropped. They
+// join the lab's table.
+var contractWrongFixes = []labs.WrongFix{
+	{
+		Name: "the shipped GET, charge, SET, wrapped in a correct.Mutex",
+		Edits: append(body(`	mu := correct.New(client, "lock:charge:"+orderID)
+	if err := mu.Lock(ctx); err != nil {
+		return false, err
+	}
+	defer mu.Unlock(ctx)
+`+shippedBody), labs.Replace("\t\"github.com/redis/go-redis/v9\"\n", "\t\"github.com/redis/go-redis/v9\"\n\n\t\"github.com/locklab/locklab/correct\"\n")),
+		Caught: "A lock around the charge is not enough",
+	},
+	{
+		Name: "the shipped GET, charge, SET, behind a claim kept in the process (a sync.Map of orders)",
+		Edits: append(body(`	if _, busy := claims.LoadOrStore(orderID, eventID); busy {
+		return false, nil // this process has it
+	}
+	charged, err := func() (bool, error) {
+`+shippedBody+`
+	}()
+	if err != nil {
+		claims.Delete(orderID) // give the claim back: the provider delivers again
+	}
+	return charged, err
+}
+
+var claims sync.Map // orderID -> eventID, claimed in this process
+
+func unused() {`), labs.Replace("\t\"errors\"\n", "\t\"errors\"\n\t\"sync\"\n")),
+		Caught: "charged twice",
+	},
+	{
+		Name: "claim with SET NX before the charge, given back on failure, but SET NX's error dropped",
+		Edits: body(`	claimed, _ := client.SetNX(ctx, marker, eventID, 0).Result()
+	if !claimed {
+		return false, nil // charged already
+	}
+	if err := charge(ctx); err != nil {
+		if derr := client.Del(ctx, marker).Err(); derr != nil {
+			return false, errors.Join(err, derr)
+		}
+		return false, err
+	}
+	return true, nil`),
+		Caught: "an error from Redis was dropped",
+	},
+}
+
+func init() { wrongFixes = append(wrongFixes, contractWrongFixes...) }
