@@ -54,10 +54,11 @@ type Mutex struct {
 	// Notifier then queues at once instead of trying SET NX first.
 	contended atomic.Bool
 
-	mu    sync.Mutex // protects token, until and since
-	token string     // our value in the key; "" when not held
-	until time.Time  // local expiry estimate; zero when not held
-	since time.Time  // when this hold began, for observers
+	mu        sync.Mutex // protects token, releasing, until and since
+	token     string     // our value in the key; "" when not held
+	releasing string     // the token an Unlock is releasing now; see claimRelease
+	until     time.Time  // local expiry estimate; zero when not held
+	since     time.Time  // when this hold began, for observers
 }
 
 // New returns a Mutex for key, using client to reach Redis. It sends
@@ -282,10 +283,11 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if err := m.check(); err != nil {
 		return err
 	}
-	tok := m.Token()
+	tok := m.claimRelease()
 	if tok == "" {
 		return ErrNotHeld
 	}
+	defer m.releaseDone(tok)
 	m.at(ctx, HookBeforeRelease)
 	code, err := m.release(ctx, tok, false)
 	if err != nil {
@@ -426,6 +428,33 @@ func (m *Mutex) hold(tok string, leaseStart time.Time) {
 	m.mu.Lock()
 	m.token, m.until, m.since = tok, leaseStart.Add(m.o.ttl), time.Now()
 	m.mu.Unlock()
+}
+
+// claimRelease returns the token of the current hold and marks it as the
+// one an Unlock is releasing, so that a second Unlock of the same hold
+// running at the same moment finds nothing to release (and says
+// ErrNotHeld) instead of sending the release again, which the release's
+// receipt would answer as done: two callers told they released one hold.
+// It returns "" when there is no hold to release. releaseDone clears the
+// mark; a release whose outcome is unknown keeps the hold, and Unlock may
+// be called again.
+func (m *Mutex) claimRelease() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.token == "" || m.releasing == m.token {
+		return ""
+	}
+	m.releasing = m.token
+	return m.token
+}
+
+// releaseDone clears the mark claimRelease set for tok.
+func (m *Mutex) releaseDone(tok string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.releasing == tok {
+		m.releasing = ""
+	}
 }
 
 // forget clears the held state if it still belongs to tok (a concurrent

@@ -30,6 +30,18 @@ type env struct {
 	notifier any // the party's process's Notifier, for queued kinds
 	// nodeTimeout is redlock's per-node timeout; 0 for its default.
 	nodeTimeout time.Duration
+	// ownRetry: the lock retries on its package's own default delays and
+	// tries, as a user's does, not on fastRetry.
+	ownRetry bool
+}
+
+// retryOf returns the delays a polling lock of e retries on: fastRetry,
+// or nil (the package's default) for ownRetry.
+func (e env) retryOf() func(int) time.Duration {
+	if e.ownRetry {
+		return nil
+	}
+	return fastRetry
 }
 
 // kind is one lock package, or one way of using it.
@@ -76,7 +88,7 @@ var kinds = []kind{
 		name: "correct", nodes: 1,
 		errNotObtained: correct.ErrNotObtained, errNotHeld: correct.ErrNotHeld,
 		make: func(_ *testing.T, e env) locker {
-			return correct.New(e.clients[0], e.key, correct.WithTTL(e.ttl), correct.WithHook(e.hook), correct.WithRetry(fastRetry))
+			return correct.New(e.clients[0], e.key, correct.WithTTL(e.ttl), correct.WithHook(e.hook), correct.WithRetry(e.retryOf()))
 		},
 	},
 	{
@@ -101,7 +113,7 @@ var kinds = []kind{
 		name: "redlock", nodes: 3,
 		errNotObtained: redlock.ErrNotObtained, errNotHeld: redlock.ErrNotHeld,
 		make: func(_ *testing.T, e env) locker {
-			return redlock.New(redlockClients(e.clients), e.key, redlock.WithTTL(e.ttl), redlock.WithHook(e.hook), redlock.WithRetry(fastRetry))
+			return redlock.New(redlockClients(e.clients), e.key, redlock.WithTTL(e.ttl), redlock.WithHook(e.hook), redlock.WithRetry(e.retryOf()))
 		},
 	},
 	{
@@ -135,21 +147,21 @@ var kinds = []kind{
 		name: "watchdog", nodes: 1,
 		errNotObtained: watchdog.ErrNotObtained, errNotHeld: watchdog.ErrNotHeld,
 		make: func(_ *testing.T, e env) locker {
-			return watchdog.New(e.clients[0], e.key, watchdog.WithTTL(e.ttl), watchdog.WithHook(e.hook), watchdog.WithRetry(fastRetry))
+			return watchdog.New(e.clients[0], e.key, watchdog.WithTTL(e.ttl), watchdog.WithHook(e.hook), watchdog.WithRetry(e.retryOf()))
 		},
 	},
 	{
 		name: "reentrant", nodes: 1, reentrant: true,
 		errNotObtained: reentrant.ErrNotObtained, errNotHeld: reentrant.ErrNotHeld,
 		make: func(_ *testing.T, e env) locker {
-			return asOwner(reentrant.New(e.clients[0], e.key, reentrant.WithTTL(e.ttl), reentrant.WithHook(e.hook), reentrant.WithRetry(fastRetry)))
+			return asOwner(reentrant.New(e.clients[0], e.key, reentrant.WithTTL(e.ttl), reentrant.WithHook(e.hook), reentrant.WithRetry(e.retryOf())))
 		},
 	},
 	{
 		name: "fencing", nodes: 1, persistent: []string{":fence"},
 		errNotObtained: fencing.ErrNotObtained, errNotHeld: fencing.ErrNotHeld,
 		make: func(_ *testing.T, e env) locker {
-			return fencing.New(e.clients[0], e.key, fencing.WithTTL(e.ttl), fencing.WithHook(e.hook), fencing.WithRetry(fastRetry))
+			return fencing.New(e.clients[0], e.key, fencing.WithTTL(e.ttl), fencing.WithHook(e.hook), fencing.WithRetry(e.retryOf()))
 		},
 	},
 }

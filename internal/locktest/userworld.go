@@ -160,13 +160,22 @@ type locked struct {
 	doneClosed bool
 }
 
-// lockNow runs l.Lock with a context bounded by d and reports, at the
-// moment it returns, whether the hold is already over.
+// lockNow runs l.Lock, giving up after d, and reports, at the moment it
+// returns, whether the hold is already over. The context of a Lock that
+// succeeded is not cancelled when lockNow returns but when ctx ends (the
+// test's): some locks keep their hold for as long as the context they were
+// locked with (watchdog's refresher), as a caller's would.
 func lockNow(ctx context.Context, l Fenced, d time.Duration) locked {
-	cctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
+	cctx, cancel := context.WithCancel(ctx)
+	giveUp := time.AfterFunc(d, cancel)
 	err := l.Lock(cctx)
-	return locked{err: err, doneClosed: err == nil && over(l)}
+	r := locked{err: err, doneClosed: err == nil && over(l)}
+	if !giveUp.Stop() || err != nil {
+		cancel()
+	} else {
+		context.AfterFunc(ctx, cancel)
+	}
+	return r
 }
 
 // judge is one fault's run: the lock under test (a, on the faulty
@@ -301,7 +310,7 @@ func (j *judge[C]) lineNow() string {
 }
 
 func runFault[C any](t *testing.T, k Kind[C], w World[C], f Fault[C], key string) {
-	ctx := context.Background()
+	ctx := t.Context()
 	j := &judge[C]{t: t, k: k, w: w, f: f, key: key, clean: k.Conn(t)}
 	hook, claimed := Signal(k.HookClaimed)
 	faulty := w.Faulty(t)

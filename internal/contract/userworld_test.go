@@ -1,0 +1,179 @@
+package contract_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/fencing"
+	"github.com/locklab/locklab/internal/faultproxy"
+	"github.com/locklab/locklab/internal/locktest"
+)
+
+// The six Redis locks under the user-world fault suite that the locks on
+// etcd, ZooKeeper and PostgreSQL go through (locktest.UserWorld), judged
+// by the same checks: this file says only how to make each fault with the
+// RESP fault proxy. The sweeps in contract_test.go go further on Redis
+// (every reply lost in turn); this suite is what all nine share.
+
+// rconn is one party's connection to the lock's nodes: a client per node,
+// through a proxy per node for the faulty one, and the party's Notifier
+// for queued kinds.
+type rconn struct {
+	clients  []*redis.Client
+	proxies  []*faultproxy.Proxy // nil for a clean connection
+	notifier any
+	key      string     // the key of the last lock made on it: what a fault matches
+	t        *testing.T // the test it was made for
+}
+
+// uwLock is a Redis lock as locktest sees it: a Fence (fencing's token, 0
+// for the others), and Done and Until where the lock has them.
+type uwLock struct{ locker }
+
+func (l uwLock) Fence() uint64 {
+	if m, ok := l.locker.(*fencing.Mutex); ok {
+		return uint64(m.Token())
+	}
+	return 0
+}
+
+func (l uwLock) Done() <-chan struct{} {
+	if d, ok := l.locker.(interface{ Done() <-chan struct{} }); ok {
+		return d.Done()
+	}
+	return nil // never closes: the lock has no lost-lease signal
+}
+
+func (l uwLock) Until() time.Time {
+	if u, ok := l.locker.(interface{ Until() time.Time }); ok {
+		return u.Until()
+	}
+	return time.Now().Add(time.Hour) // the lock does not say
+}
+
+// uwTTL is the locks' lease in the suite: far longer than Recover, so a
+// key a fault leaves behind shows as a stall, not as a wait.
+const uwTTL = longTTL
+
+func TestUserWorld(t *testing.T) {
+	for _, k := range kinds {
+		t.Run(k.name, func(t *testing.T) {
+			k.skipPending(t)
+			conn := func(t *testing.T, ps []*faultproxy.Proxy) *rconn {
+				c := &rconn{clients: partyClients(t, k, user, ps), proxies: ps, t: t}
+				if k.notifier != nil {
+					c.notifier = k.notifier(t, c.clients)
+				}
+				return c
+			}
+			lk := locktest.Kind[*rconn]{
+				Name: k.name,
+				Conn: func(t *testing.T) *rconn { return conn(t, nil) },
+				New: func(c *rconn, key string, o locktest.Options) locktest.Fenced {
+					c.key = key
+					hook := o.Hook
+					if hook == nil {
+						hook = func(context.Context, string) {}
+					}
+					l := k.make(c.t, env{clients: c.clients, key: key, ttl: uwTTL, hook: hook, notifier: c.notifier, ownRetry: true})
+					// Before the test's check that nothing is left: redlock's
+					// releases to a minority may still be in flight.
+					c.t.Cleanup(func() { settle(context.Background(), l) })
+					return uwLock{l}
+				},
+				ErrNotHeld:     k.errNotHeld,
+				ErrNotObtained: k.errNotObtained,
+				HookClaimed:    k.queuedHook,
+				Fenceless:      k.name != "fencing",
+			}
+			w := locktest.World[*rconn]{
+				Faulty:  func(t *testing.T) *rconn { return conn(t, proxiesFor(t, k)) },
+				Faults:  redisFaults(),
+				Call:    2 * time.Second,
+				Recover: 4 * time.Second,
+			}
+			locktest.UserWorld(t, lk, w, func(t testing.TB) string { return newKey(t.(*testing.T), k) })
+		})
+	}
+}
+
+// onEvery makes a rule on every node's proxy.
+func onEvery(c *rconn, rule func(p *faultproxy.Proxy) *faultproxy.Rule) []*faultproxy.Rule {
+	rs := make([]*faultproxy.Rule, len(c.proxies))
+	for i, p := range c.proxies {
+		rs[i] = rule(p)
+	}
+	return rs
+}
+
+// removeAll removes rules, releasing what they hold.
+func removeAll(rs []*faultproxy.Rule) {
+	for _, r := range rs {
+		r.Remove()
+	}
+}
+
+func redisFaults() []locktest.Fault[*rconn] {
+	onKey := func(c *rconn) faultproxy.Match { return faultproxy.Match{Key: c.key} }
+	return []locktest.Fault[*rconn]{
+		{
+			// The first command on the lock's key (the SET, or the acquire
+			// script) runs, its reply is lost, go-redis sends it again.
+			Name: "acquire reply lost", During: locktest.DuringLock,
+			Inject: func(t *testing.T, c *rconn) func() {
+				rs := onEvery(c, func(p *faultproxy.Proxy) *faultproxy.Rule { return p.DropReply(onKey(c), 1) })
+				return func() { removeAll(rs) }
+			},
+		},
+		{
+			// The release script runs, its reply is lost, go-redis sends it
+			// again: the second run must not turn into ErrNotHeld.
+			Name: "release reply lost", During: locktest.DuringUnlock,
+			Inject: func(t *testing.T, c *rconn) func() {
+				rs := onEvery(c, func(p *faultproxy.Proxy) *faultproxy.Rule {
+					return p.DropReply(faultproxy.Match{Command: "EVALSHA", Key: c.key}, 1)
+				})
+				return func() { removeAll(rs) }
+			},
+		},
+		{
+			// Every command a's process sends on the key vanishes (a
+			// partition) while its Lock runs, past the call's deadline; then
+			// the partition heals and the held commands land late.
+			Name: "partition past the give-up, delivered late", During: locktest.DuringLock,
+			Inject: func(t *testing.T, c *rconn) func() {
+				rs := onEvery(c, func(p *faultproxy.Proxy) *faultproxy.Rule { return p.Hold(onKey(c), 0) })
+				return func() {
+					removeAll(rs)
+					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					defer cancel()
+					for _, r := range rs {
+						if r.Hits() > 0 {
+							if err := r.Answered(ctx, r.Hits()); err != nil {
+								t.Logf("held commands not all answered after the heal: %v", err)
+							}
+						}
+					}
+				}
+			},
+		},
+		{
+			// a's connections reset while it waits in line (its Notifier's
+			// subscription too).
+			Name: "connections reset", During: locktest.DuringWait,
+			Inject: func(t *testing.T, c *rconn) func() {
+				for _, p := range c.proxies {
+					p.Reset()
+				}
+				return func() {
+					for _, p := range c.proxies {
+						p.Heal()
+					}
+				}
+			},
+		},
+	}
+}
