@@ -2,6 +2,8 @@ package lab07_test
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -88,10 +90,11 @@ func incident(s *labs.Scene, impl *labs.Impl, withSentinel, strict bool) {
 	c.HoldBack(0, 1)
 
 	// A takes the lock on the primary and starts work.
+	waits := waitCalls(s, c.Primary) // the harness's own WAITs, before A's
 	held := lock(s, a)
 	c.show(c.all()...)
 	if strict && held && !c.has(c.Replicas[0]) && !c.has(c.Replicas[1]) {
-		s.Violation("A holds the lock, but no replica has its key (replication is held back): A's SET counted without a replica's ack. WAIT counts the acks for the writes sent on its own connection: send it on the SET's")
+		s.Violation("A holds the lock, but no replica has its key (replication is held back): %s", whyUnacked(s, c.Primary, waits))
 	}
 	if held {
 		a.Enter()
@@ -130,6 +133,43 @@ func incident(s *labs.Scene, impl *labs.Impl, withSentinel, strict bool) {
 		a.Exit()
 		a.ReleaseAfterFault() // its primary is gone
 	}
+}
+
+// whyUnacked says why A's SET counted though no replica acknowledged it,
+// from what the primary saw: no WAIT since the harness's own (waits, see
+// [waitCalls]); a WAIT on another connection than the SET's (the SET's
+// connection sent nothing after it, so its last command in CLIENT LIST is
+// still the SET); or a WAIT on the SET's connection whose count of acks
+// was not checked.
+func whyUnacked(s *labs.Scene, primary *rig.Node, waits int) string {
+	r := primary.Client()
+	defer r.Close()
+	list, err := r.ClientList(s.Ctx).Result()
+	s.Must(err)
+	switch {
+	case waitCalls(s, primary) == waits:
+		return "A's SET counted with no WAIT sent at all. Send WAIT 1 on the SET's connection after it, and count its acks"
+	case strings.Contains(list, " cmd=set "):
+		return "A's SET counted without a replica's ack. WAIT counts the acks for the writes sent on its own connection, and A's went on another connection than the SET's: send it on the SET's"
+	default:
+		return "A sent WAIT on the SET's connection, and WAIT answered 0 replicas (it waits at most its timeout, then answers the count, not an error), yet A took the lock: WAIT's count was ignored. A count below 1 must refuse the lock and take the key back"
+	}
+}
+
+// waitCalls is how many WAIT commands the primary has run
+// (INFO commandstats).
+func waitCalls(s *labs.Scene, primary *rig.Node) int {
+	r := primary.Client()
+	defer r.Close()
+	stats, err := r.Info(s.Ctx, "commandstats").Result()
+	s.Must(err)
+	for _, line := range strings.Split(stats, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_wait:calls="); ok {
+			n, _ := strconv.Atoi(strings.Split(v, ",")[0])
+			return n
+		}
+	}
+	return 0
 }
 
 // lock runs Lock in c, waiting at most lockWait, and reports whether it

@@ -41,7 +41,7 @@ var wrongFixes = []labs.WrongFix{
 	{
 		Name:   "WAIT sent on the pooled client instead of the SET's connection",
 		Edits:  after(waitFor("m.client", "1", "time.Second", "no replica", "context.WithoutCancel(ctx)")),
-		Caught: "no replica has its key",
+		Caught: "A's went on another connection than the SET's",
 	},
 	{
 		Name: "a short count reported as a refusal, the key left on the primary",
@@ -61,7 +61,7 @@ var wrongFixes = []labs.WrongFix{
 		_, relErr := m.release(context.WithoutCancel(ctx), tok)
 		return false, errors.Join(err, relErr)
 	}`),
-		Caught: "no replica has its key",
+		Caught: "WAIT's count was ignored",
 	},
 	{
 		Name:   "WAIT for every replica (2), so no lock once one is down",
