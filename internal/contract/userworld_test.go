@@ -89,6 +89,11 @@ func TestUserWorld(t *testing.T) {
 				HookClaimed:    k.queuedHook,
 				Fenceless:      k.name != "fencing",
 			}
+			// Load the lock's scripts into the servers first, so that a
+			// fault on "the release's EVALSHA" loses the release's reply,
+			// not a NOSCRIPT error go-redis would answer with an EVAL.
+			warm := lk.Conn(t)
+			locktest.Warm(t, t.Context(), lk.New(warm, newKey(t, k), locktest.Options{}))
 			w := locktest.World[*rconn]{
 				Faulty:  func(t *testing.T) *rconn { return conn(t, proxiesFor(t, k)) },
 				Faults:  redisFaults(),
