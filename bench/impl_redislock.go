@@ -15,7 +15,10 @@ import (
 const redislockRetry = time.Millisecond
 
 // bsm/redislock with RetryStrategy LinearBackoff(1ms) and the common TTL.
-// Obtain retries until its own deadline, one TTL after the call.
+// Obtain retries until its own deadline, one TTL after the call. Since
+// v0.10.0 Obtain is ObtainMulti of one key, whose script runs MSETNX then
+// PEXPIRE, one command more per acquisition than
+// v0.9.4's SET NX PX (and its release checks the token with MGET, not GET).
 func init() {
 	register(&impl{name: "redislock", nodes: 1, kind: kindPeer, connect: connectRedislock, gaveUp: redislockGaveUp})
 }
@@ -60,6 +63,9 @@ func (l *redislockLocker) Unlock(ctx context.Context) error {
 // redislockGaveUp reports ErrNotObtained, and the deadline redislock sets
 // itself (ttl from the call) when the caller's context has none: the run's
 // context never has a deadline, so DeadlineExceeded is redislock giving up.
+// Since v0.10.0 a deadline that ends the wait between tries returns
+// ErrNotObtained joined with it (v0.9.4 returned DeadlineExceeded alone);
+// one that ends a try in flight still returns the command's error alone.
 func redislockGaveUp(err error) bool {
 	return errors.Is(err, redislock.ErrNotObtained) || errors.Is(err, context.DeadlineExceeded)
 }
