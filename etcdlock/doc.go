@@ -1,7 +1,8 @@
 // Package etcdlock implements a lock on etcd that never has two holders at
 // once as etcd sees it, survives the loss of a minority of etcd's members,
-// and hands every holder a fencing token that only grows: the etcd
-// revision at which its claim was written.
+// and hands every holder a fencing token that grows from holder to holder
+// (within the cluster's history: a restore from backup sets it back, see
+// Tokens): the etcd revision at which its claim was written.
 //
 // It exists to show what consensus buys and what it does not. etcd (Raft)
 // commits every write on a majority before it answers, so a failover never
@@ -89,7 +90,8 @@
 // however slow the replies (measured: with 800ms replies and a 5s TTL, in
 // 20 of 20 trials, about 1.7s before; TestDoneBeforeOtherHolder). A
 // renewal's round trip of more than about 0.45 TTL closes Done although
-// etcd keeps the lease. A paused holder learns of the loss only when it
+// etcd keeps the lease. Lock never returns a hold whose Done has already
+// closed: it fails with [ErrSessionLost] instead. A paused holder learns of the loss only when it
 // runs again, which is why Done is a hint to stop work, and the fencing
 // token is the guarantee.
 //
@@ -102,12 +104,12 @@
 // history ends when the cluster is restored from a backup (etcdctl
 // snapshot restore, or a copy of a data directory): the revision goes
 // back to the backup's, and new holders get tokens that earlier holders
-// already had (seen: 42 before, 4 after; TestTokenAfterRestoreGoesBack).
-// etcdutl snapshot restore --bump-revision N --mark-compacted (etcd 3.5.10
-// and later) restores with the revision raised by N: choose N above the
-// number of writes since the backup and tokens keep growing. The etcd 3.4
-// that Debian ships has no such option (its etcdctl snapshot restore
-// cannot raise the revision): after a restore there, a fenced resource
-// must be told the new floor (its highest token seen is the old one), or
-// start anew.
+// already had (22 before the restore, 4 after, in
+// TestTokenAfterRestoreGoesBack). etcdutl snapshot restore --bump-revision
+// N --mark-compacted (etcd 3.5.10 and later) raises the restored revision
+// by N: with N above the number of writes since the backup, tokens keep
+// growing. The etcd 3.4 that Debian ships cannot do that (its etcdctl
+// snapshot restore has no such option); there, before clients return,
+// raise the revision with writes (each Put adds one) past the highest
+// token the fenced resources have seen, or reset those resources.
 package etcdlock

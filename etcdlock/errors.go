@@ -28,7 +28,9 @@ var (
 	// ErrSessionLost is returned by Lock and TryLock when the lease the
 	// claim was attached to ended before the lock was held (it expired
 	// while the client could not reach etcd, or the session given with
-	// [WithSession] had already ended). A shared session cannot be
+	// [WithSession] had already ended), or could no longer be vouched for
+	// (no renewal answered in time: the hold's Done would have been
+	// closed already). A shared session cannot be
 	// revived: make a new one.
 	ErrSessionLost = errors.New("etcdlock: session lost")
 )

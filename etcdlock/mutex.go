@@ -235,122 +235,6 @@ func (m *Mutex) claimOn(lease clientv3.LeaseID, k *keeper, own bool) *hold {
 	return &hold{lease: lease, keep: k, own: own, claim: m.prefix + name, tomb: m.lineEnd() + name}
 }
 
-// abandon withdraws h's claim after a failure and returns the error Lock
-// reports: ErrNotObtained joined with ctx's error if ctx ended, err
-// otherwise, and the withdrawal's own error if it failed too.
-func (m *Mutex) abandon(ctx context.Context, h *hold, err error) error {
-	werr := m.withdraw(ctx, h)
-	if werr != nil && !h.own {
-		m.sweep(h)
-	}
-	if cerr := retry.CtxErr(ctx); cerr != nil {
-		return errors.Join(ErrNotObtained, cerr, werr)
-	}
-	return errors.Join(err, werr)
-}
-
-// withdraw removes h's claim, on a context detached from ctx's
-// cancellation and bounded by retry.ReleaseTimeout, and makes sure a claim
-// transaction still in the network can never put it back:
-//
-//   - A hold with its own lease revokes the lease, which deletes the claim;
-//     a claim transaction that reaches etcd later fails (its lease is
-//     gone).
-//   - On a shared session's lease, which lives on, deleting the claim is
-//     not enough when the claim's transaction got no answer: it may still
-//     be in the network (held by a partition past gRPC's give-up, about
-//     11s) and land after the delete, and then nothing would ever delete
-//     it: a permanent stall for everyone in line (issue 34). So withdraw
-//     deletes the claim and, in the same transaction, writes the claim's
-//     tombstone on the session's lease; the claim transaction requires the
-//     tombstone's absence. etcd applies transactions one at a time, so
-//     either the claim landed first and the withdraw deletes it, or the
-//     withdraw came first and the late claim writes nothing. The tombstone
-//     stays until the session ends (one small key per Lock that lost its
-//     claim's answer); it is outside the line (see lineEnd).
-//
-// When the claim's answer came, a delete of exactly that claim (by its
-// create revision) is enough.
-func (m *Mutex) withdraw(ctx context.Context, h *hold) error {
-	_, err := m.release(ctx, h)
-	return err
-}
-
-// sweep withdraws h's claim in the background after Lock failed to: a
-// claim on a shared session's lease, which is kept alive, would otherwise
-// stay at the head of the line for as long as the session lives. The
-// goroutine retries every second until the withdraw succeeds or the
-// session ends (its claims end with it).
-func (m *Mutex) sweep(h *hold) {
-	go func() {
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-m.shared.Done():
-				return
-			case <-t.C:
-			}
-			if _, err := m.release(context.Background(), h); err == nil {
-				return
-			}
-		}
-	}()
-}
-
-// release ends h, on a context detached from ctx's cancellation and
-// bounded by retry.ReleaseTimeout, and reports whether h's claim was still
-// there: it stops the keeper, withdraws or deletes the claim (see
-// withdraw), and revokes a lease of the hold's own.
-//
-// Whether the claim was there is decided by a transaction that deletes it
-// only if its create revision is the held one: clientv3 never sends a
-// transaction twice, so its answer is the truth. The Revoke that follows
-// is not asked that question: clientv3 sends a Revoke again when its reply
-// is lost, and the second finds no lease; Unlock then said ErrNotHeld of a
-// lock it held until that moment (issue 34).
-func (m *Mutex) release(ctx context.Context, h *hold) (bool, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), retry.ReleaseTimeout)
-	defer cancel()
-	h.keep.stop() // no more renewals from this hold, whatever follows
-	was := false
-	switch {
-	case h.unsure && !h.own:
-		resp, err := m.client.Txn(ctx).Then(
-			clientv3.OpDelete(h.claim),
-			clientv3.OpPut(h.tomb, "", clientv3.WithLease(h.lease)),
-		).Commit()
-		switch {
-		case errors.Is(err, rpctypes.ErrLeaseNotFound):
-			return false, nil // the session's lease is gone, and every claim on it
-		case err != nil:
-			return false, fmt.Errorf("etcdlock: withdraw claim %q: %w", h.claim, err)
-		}
-		was = resp.Responses[0].GetResponseDeleteRange().Deleted == 1
-	case h.rev != 0:
-		resp, err := m.client.Txn(ctx).
-			If(clientv3.Compare(clientv3.CreateRevision(h.claim), "=", h.rev)).
-			Then(clientv3.OpDelete(h.claim)).
-			Commit()
-		if err != nil {
-			return false, fmt.Errorf("etcdlock: delete claim %q: %w", h.claim, err)
-		}
-		was = resp.Succeeded
-	}
-	if h.own {
-		_, err := m.client.Revoke(ctx, h.lease)
-		switch {
-		case err == nil, errors.Is(err, rpctypes.ErrLeaseNotFound):
-		case h.rev != 0 && !h.unsure:
-			// The claim's fate is decided; the lease, renewed no more and
-			// holding nothing, ends within the TTL.
-		default:
-			return false, fmt.Errorf("etcdlock: revoke lease %x of %q (its claim ends with the lease, at most %ds from now): %w", h.lease, m.key, m.ttl, err)
-		}
-	}
-	return was, nil
-}
-
 // Unlock releases the lock if this Mutex still holds it: it deletes the
 // hold's claim if the claim is still the one it made (same create
 // revision), then revokes the hold's own lease (not with [WithSession]).
@@ -405,13 +289,16 @@ func (m *Mutex) IsOwner() clientv3.Cmp {
 	return clientv3.Compare(clientv3.CreateRevision(m.prefix), "=", -1)
 }
 
-// Done returns a channel closed when the current hold's lease is no
-// longer kept alive: it expired, was revoked (Unlock of a hold with its
-// own lease), the session given with [WithSession] ended, or the client has
-// not reached etcd for a TTL. After Done the lock must be presumed lost.
-// It is a signal to stop, not a guarantee: a holder paused past its TTL
-// sees Done only when it runs again. When the Mutex does not hold the
-// lock, Done returns a closed channel.
+// Done returns a channel closed when the current hold can no longer
+// promise that etcd keeps its lease: etcd said the lease ended or was
+// revoked, the session given with [WithSession] ended, Unlock began, or
+// no renewal was answered in time. It closes at least a tenth of the TTL
+// before etcd can end the lease, counted from when the last answered
+// renewal was sent, so before another client can get the lock however
+// late the replies come (see the package doc). After Done the lock must be
+// presumed lost. It is a signal to stop, not a guarantee: a holder paused
+// past its TTL sees Done only when it runs again. When the Mutex does not
+// hold the lock, Done returns a closed channel.
 func (m *Mutex) Done() <-chan struct{} {
 	if h := m.base.Cur.Get(); h != nil {
 		return h.keep.done

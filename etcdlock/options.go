@@ -52,17 +52,21 @@ func WithTTL(ttl time.Duration) Option {
 }
 
 // WithSession attaches every claim of the Mutex to s's lease instead of
-// granting a lease per hold: Lock and Unlock then cost one etcd write each
-// (not three), and [Mutex.Done] is s.Done(). One session per process, for
-// all its locks, is the way etcd's own recipes are meant to be used. The
-// caller owns s and must Close it; when s ends (closed, or its lease
-// expired), every lock held on it is lost, and Lock returns an error
-// wrapping [ErrSessionLost]. s must come from the same client as the
-// Mutex. If s is nil, each hold has its own lease ([WithTTL]). The default
-// is nil. Make s well before it is needed: a Session ends when its first
-// keep-alive goes unanswered for the client's DialTimeout plus 1s (an
-// election just then), however long its TTL; holds with their own lease
-// do not have that limit (keep.go).
+// granting a lease per hold: Lock then costs one etcd write (after one
+// renewal of s's lease) and Unlock one, not two each. One session per
+// process, for all its locks, is the way etcd's own recipes are meant to
+// be used. Each hold also renews s's lease itself while it lasts, so that
+// [Mutex.Done] counts from its own renewals (see the package doc); Done
+// closes too when s ends. The caller owns s and must Close it; when s ends
+// (closed, or its lease expired), every lock held on it is lost, and Lock
+// returns an error wrapping [ErrSessionLost] until the caller makes a new
+// session. A Lock that withdrew a claim whose answer it never got leaves
+// a tombstone key on s's lease until s ends (see the package doc). s must
+// come from the same client as the Mutex. If s is nil, each hold has its
+// own lease ([WithTTL]). The default is nil. Make s well before it is
+// needed: a Session ends when its first keep-alive goes unanswered for the
+// client's DialTimeout plus 1s (an election just then), however long its
+// TTL; holds with their own lease do not have that limit (keep.go).
 func WithSession(s *concurrency.Session) Option {
 	return func(o *options) { o.session = s }
 }

@@ -3,6 +3,7 @@ package etcdlock_test
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -44,14 +45,15 @@ type wireConn struct {
 	raw    net.Conn // to etcd
 
 	// Guarded by w.mu:
-	holding    bool   // client bytes are held, not sent
-	held       []byte // the bytes held
-	heldStream uint32 // the first stream opened while holding: the held request's
-	heldWhole  bool   // its request is held whole (DATA with END_STREAM)
-	cut        bool   // gRPC's end is closed; server frames are dropped
-	answered   bool   // etcd ended the held stream (HEADERS with END_STREAM, or RST_STREAM)
-	dropNext   bool   // lose the reply to the next stream the client opens
-	dropStream uint32 // that stream, once opened
+	holding    bool     // client bytes are held, not sent
+	held       []byte   // the bytes held
+	heldStream uint32   // the first stream opened while holding: the held request's
+	heldWhole  bool     // its request is held whole (DATA with END_STREAM)
+	cut        bool     // gRPC's end is closed; server frames are dropped
+	answered   bool     // etcd ended the held stream (HEADERS with END_STREAM, or RST_STREAM)
+	seen       []string // the frames etcd sent after the cut, for a failure's message
+	dropNext   bool     // lose the reply to the next stream the client opens
+	dropStream uint32   // that stream, once opened
 }
 
 const (
@@ -176,7 +178,13 @@ func (w *wire) await(d time.Duration, what string, cond func() bool) {
 		select {
 		case <-ch:
 		case <-timeout:
-			w.t.Fatalf("wire: not true after %v: %s", d, what)
+			w.mu.Lock()
+			var seen [][]string
+			for _, c := range w.conns {
+				seen = append(seen, c.seen)
+			}
+			w.mu.Unlock()
+			w.t.Fatalf("wire: not true after %v: %s (frames from etcd after each cut: %q)", d, what, seen)
 		}
 	}
 }
@@ -258,7 +266,10 @@ func (c *wireConn) deliver() {
 	if _, err := c.raw.Write(held); err != nil {
 		c.w.t.Fatalf("wire: deliver the held bytes: %v", err)
 	}
-	c.w.await(10*time.Second, "etcd answered the held requests", func() bool { return c.answered })
+	c.w.mu.Lock()
+	what := fmt.Sprintf("etcd answered the held request (stream %d, %d bytes held)", c.heldStream, len(held))
+	c.w.mu.Unlock()
+	c.w.await(10*time.Second, what, func() bool { return c.answered })
 	_ = c.raw.Close()
 }
 
@@ -330,6 +341,9 @@ func (c *wireConn) down() {
 		typ, flags, stream := f[3], f[4], binary.BigEndian.Uint32(f[5:9])&0x7fffffff
 		c.w.mu.Lock()
 		cut := c.cut
+		if cut {
+			c.seen = append(c.seen, fmt.Sprintf("type %d flags %#x stream %d", typ, flags, stream))
+		}
 		if cut && stream == c.heldStream && (typ == frameHeaders && flags&flagEnd != 0 || typ == frameRST) {
 			c.answered = true
 			c.w.broadcastLocked()
