@@ -209,10 +209,10 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 			m.base.At(ctx, HookAcquired)
 			return true, nil
 		}
-		if m.s.same(stat.EphemeralOwner) || !m.s.same(m.s.conn.SessionID()) {
-			// Connected with the child's session but no recent answer, or
-			// not connected: wait until the connection is alive, then look
-			// again.
+		if sid, connected := m.s.current(); !connected || sid == stat.EphemeralOwner {
+			// Not connected, or connected with the child's session but
+			// with no recent answer: wait until the connection is alive,
+			// then look again.
 			if err := m.s.waitAlive(ctx); err != nil {
 				return false, m.abandon(ctx, tok, err)
 			}
@@ -328,11 +328,13 @@ func transient(err error) bool {
 
 // read runs f, a request that is safe to send again (a read, or a create
 // that accepts ErrNodeExists), as call does, and sends it again, once the
-// connection has a session, when the connection dropped under it.
+// connection has a session, when the connection dropped under it; up to
+// maxReads times in all, so that a request the server refuses by dropping
+// the connection is not sent for ever.
 func read[T any](ctx context.Context, s *Session, f func() (T, error)) (T, error) {
-	for {
+	for attempt := 1; ; attempt++ {
 		v, err := call(ctx, f)
-		if err == nil || !transient(err) {
+		if err == nil || !transient(err) || attempt == maxReads {
 			return v, err
 		}
 		if werr := s.waitConnected(ctx); werr != nil {
@@ -340,6 +342,9 @@ func read[T any](ctx context.Context, s *Session, f func() (T, error)) (T, error
 		}
 	}
 }
+
+// maxReads bounds how many times read sends one request.
+const maxReads = 5
 
 // waitGone waits until node no longer exists.
 func (m *Mutex) waitGone(ctx context.Context, node string) error {

@@ -183,6 +183,14 @@ func (s *Session) isAlive() bool {
 	return s.alive
 }
 
+// current returns the session the connection has, and whether it is
+// connected.
+func (s *Session) current() (sid int64, connected bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sid, s.connected
+}
+
 // same reports whether the connection has the session owner now.
 func (s *Session) same(owner int64) bool {
 	s.mu.Lock()
