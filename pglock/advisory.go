@@ -2,6 +2,9 @@ package pglock
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strconv"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -27,24 +30,49 @@ func New(pool Pool, key string, opts ...Option) *Mutex {
 	return &Mutex{c: newCore("pglock", pool, key, o, errs)}
 }
 
-const (
-	// lockSQL takes the lock, waiting in the server, then draws the token.
-	// The subquery runs first: it holds a volatile function, so the
-	// planner does not pull it up, and nextval runs once per row it
-	// returns, after the lock is granted.
-	lockSQL = `SELECT nextval('` + fenceSequence + `') FROM (SELECT pg_advisory_lock(hashtextextended($1, 0))) AS granted`
-	// tryLockSQL draws a token only when the lock was free.
-	tryLockSQL = `SELECT CASE WHEN pg_try_advisory_lock(hashtextextended($1, 0)) THEN nextval('` + fenceSequence + `') ELSE 0 END`
-	unlockSQL  = `SELECT pg_advisory_unlock(hashtextextended($1, 0))`
-	fenceDDL   = `CREATE SEQUENCE IF NOT EXISTS ` + fenceSequence
-)
+// The lock statements, for key k (a quoted literal) and a session of the
+// caller's alone, or one a pooler may share (then the lock is a
+// transaction-level advisory lock, in a transaction left open until
+// Unlock). Each runs in a transaction whose timeouts are off until the
+// grant, and draws the token after the grant: the outer select list is
+// evaluated for the row the subquery returns once the lock is granted
+// (the subquery holds a volatile function, so the planner does not pull
+// it up).
+func (m *Mutex) lockSQL(wait, shared bool) string {
+	k := "hashtextextended(" + literal(m.c.key) + ", 0)"
+	fn := map[[2]bool]string{
+		{true, false}:  "pg_advisory_lock",
+		{false, false}: "pg_try_advisory_lock",
+		{true, true}:   "pg_advisory_xact_lock",
+		{false, true}:  "pg_try_advisory_xact_lock",
+	}[[2]bool{wait, shared}]
+	var sel string
+	if wait {
+		sel = `SELECT true, pg_backend_pid(), ` + drawSQL + ` FROM (SELECT ` + fn + `(` + k + `)) AS granted`
+	} else {
+		// The token is drawn only when the lock was free.
+		sel = `SELECT got, pg_backend_pid(), CASE WHEN got THEN (SELECT max(epoch) FROM pglock_epoch) END, CASE WHEN got THEN nextval('` + fenceSequence + `') END FROM (SELECT ` + fn + `(` + k + `) AS got) AS attempt`
+	}
+	q := "BEGIN ISOLATION LEVEL READ COMMITTED;\n" + timeoutsOff + ";\n" + sel
+	if !shared {
+		q += ";\nCOMMIT" // a session lock outlives the transaction
+	}
+	return q
+}
+
+func (m *Mutex) unlockSQL() string {
+	return `SELECT pg_advisory_unlock(hashtextextended(` + literal(m.c.key) + `, 0))`
+}
 
 // Lock acquires the lock, waiting in the server while another session
 // holds it. It returns nil once the lock is held;
 // errors.Join(ErrNotObtained, ctx.Err()) when ctx ended first; and a
-// wrapped error if PostgreSQL cannot be reached or answers with an error.
-// When Lock fails after its statement was sent, it closes that connection,
-// so a lock granted just as it gave up dies with the session.
+// wrapped error if PostgreSQL cannot be reached or answers with an error
+// (or a pooler in statement pooling refuses the transaction it needs: see
+// the package documentation on poolers). Only ctx bounds the wait: the
+// session's statement_timeout and lock_timeout do not apply to it. When
+// Lock fails after its statement was sent, it closes that connection, so
+// a lock granted just as it gave up dies with the session.
 func (m *Mutex) Lock(ctx context.Context) error {
 	_, err := m.c.lock(ctx, true, m.try)
 	return err
@@ -57,21 +85,52 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 }
 
 func (m *Mutex) try(ctx context.Context, conn *pgxpool.Conn, wait bool) (*hold, bool, error) {
-	if err := ensure(ctx, m.c.pool, conn, fenceDDL); err != nil {
+	shared, err := sessionShared(ctx, conn)
+	if err != nil {
 		return nil, false, err
 	}
-	q := tryLockSQL
-	if wait {
-		q = lockSQL
+	for again := false; ; again = true {
+		if err := prepare(ctx, m.c.pool, conn, again); err != nil {
+			return nil, false, err
+		}
+		rows, err := run(ctx, conn, m.lockSQL(wait, shared))
+		if err != nil {
+			return nil, false, err
+		}
+		if len(rows) != 1 || len(rows[0]) != 4 {
+			return nil, false, fmt.Errorf("the lock statement returned %d rows; want 1", len(rows))
+		}
+		r := rows[0]
+		if r[0] != "t" {
+			if shared {
+				_, err = run(ctx, conn, "ROLLBACK")
+			}
+			return nil, false, err
+		}
+		pid, err := strconv.ParseUint(r[1], 10, 32)
+		if err != nil {
+			return nil, false, fmt.Errorf("pg_backend_pid() = %q: %w", r[1], err)
+		}
+		fence, ok, err := token(r[2], r[3])
+		if err != nil {
+			return nil, false, err
+		}
+		if ok {
+			return &hold{inTx: shared, fence: fence, pid: uint32(pid)}, true, nil
+		}
+		if again {
+			return nil, false, errors.New("no epoch for the token after making one (see pglock_epoch)")
+		}
+		// The server crashed since the epoch was made: give the lock
+		// back, make the next epoch, and take it again.
+		undo := "ROLLBACK"
+		if !shared {
+			undo = m.unlockSQL()
+		}
+		if _, err := run(ctx, conn, undo); err != nil {
+			return nil, false, err
+		}
 	}
-	var fence int64
-	if err := conn.QueryRow(ctx, q, m.c.key).Scan(&fence); err != nil {
-		return nil, false, err
-	}
-	if fence == 0 {
-		return nil, false, nil
-	}
-	return &hold{fence: uint64(fence)}, true, nil
 }
 
 // Unlock releases the lock on the connection that holds it, and returns
@@ -84,11 +143,21 @@ func (m *Mutex) try(ctx context.Context, conn *pgxpool.Conn, wait bool) (*hold, 
 // way.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	return m.c.unlock(ctx, func(ctx context.Context, h *hold) (bool, error) {
-		var ok bool
-		if err := h.conn.QueryRow(ctx, unlockSQL, m.c.key).Scan(&ok); err != nil {
+		if h.inTx {
+			// The lock lives in the transaction: COMMIT ends both. A
+			// transaction that had failed answers ROLLBACK, and held the
+			// lock until then.
+			tag, err := h.conn.Conn().PgConn().Exec(ctx, "COMMIT").ReadAll()
+			if err != nil {
+				return false, err
+			}
+			return len(tag) == 1 && tag[0].CommandTag.String() == "COMMIT", nil
+		}
+		rows, err := run(ctx, h.conn, m.unlockSQL())
+		if err != nil {
 			return false, err
 		}
-		return ok, nil
+		return len(rows) == 1 && rows[0][0] == "t", nil
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
@@ -30,18 +31,27 @@ type core struct {
 	err  error
 
 	base held.Frame[hold] // the hook, the observer (as name and key) and the current hold
+
+	// unlocking serializes Unlock: a hold's connection serves one
+	// release at a time, and a second Unlock of the same hold finds it
+	// gone (ErrNotHeld) instead of using the connection beside the first.
+	unlocking sync.Mutex
 }
 
-// hold is one acquisition: the connection it lives on (and, for a row
-// lock, the transaction), and its fencing token.
+// hold is one acquisition: the connection it lives on, the transaction it
+// lives in (if any), its fencing token and the server process that holds
+// it. A hold never changes once made, so its fields are read without a
+// lock; only Unlock touches its connection.
 type hold struct {
 	conn  *pgxpool.Conn
-	tx    pgx.Tx // RowMutex only
+	inTx  bool   // the lock lives in a transaction left open until Unlock
+	tx    pgx.Tx // RowMutex only: the transaction handed out by Tx
 	fence uint64
+	pid   uint32 // the server process (pg_backend_pid) holding the lock
 }
 
 // attempt is one kind's lock statement on conn: it reports whether the
-// lock is held, with its token, or an error.
+// lock is held, with its hold, or an error.
 type attempt func(ctx context.Context, conn *pgxpool.Conn, wait bool) (*hold, bool, error)
 
 func newCore(name string, pool Pool, key string, o options, errs []error) core {
@@ -50,6 +60,9 @@ func newCore(name string, pool Pool, key string, o options, errs []error) core {
 	}
 	if key == "" {
 		errs = append(errs, args.Invalid(ErrInvalid, "empty key"))
+	}
+	if strings.ContainsRune(key, 0) {
+		errs = append(errs, args.Invalid(ErrInvalid, "key holds a NUL byte, which PostgreSQL text cannot"))
 	}
 	return core{
 		name: name,
@@ -87,6 +100,16 @@ func (c *core) lock1(ctx context.Context, wait bool, try attempt) (bool, error) 
 	if err := retry.CtxErr(ctx); err != nil {
 		return false, errors.Join(ErrNotObtained, err)
 	}
+	if wait {
+		// A Lock waits in the server on a connection of its own: take a
+		// turn among this process's waiters on the pool first, so that
+		// waiters leave connections for the holders' own work.
+		leave, err := waitTurn(ctx, c.pool)
+		if err != nil {
+			return false, errors.Join(ErrNotObtained, err)
+		}
+		defer leave()
+	}
 	conn, err := c.pool.Acquire(ctx)
 	if err != nil {
 		return false, c.failed(ctx, fmt.Errorf("%s: lock %q: connect: %w", c.name, c.key, err))
@@ -94,7 +117,7 @@ func (c *core) lock1(ctx context.Context, wait bool, try attempt) (bool, error) 
 	h, ok, err := try(ctx, conn, wait)
 	if err != nil {
 		destroy(conn)
-		return false, c.failed(ctx, fmt.Errorf("%s: lock %q: %w", c.name, c.key, err))
+		return false, c.failed(ctx, fmt.Errorf("%s: lock %q: %w", c.name, c.key, explain(err)))
 	}
 	if !ok {
 		conn.Release()
@@ -112,6 +135,8 @@ func (c *core) lock1(ctx context.Context, wait bool, try attempt) (bool, error) 
 // hold is forgotten whatever happens: a connection whose release failed is
 // closed, which ends the session and its locks on the server.
 func (c *core) unlock(ctx context.Context, release func(ctx context.Context, h *hold) (bool, error)) error {
+	c.unlocking.Lock()
+	defer c.unlocking.Unlock()
 	h, err := c.base.Releasing(ctx, c.check, ErrNotHeld, HookBeforeRelease)
 	if err != nil {
 		return err
@@ -159,7 +184,7 @@ func (c *core) fence() uint64 {
 // not held.
 func (c *core) pid() uint32 {
 	if h := c.base.Cur.Get(); h != nil {
-		return h.conn.Conn().PgConn().PID()
+		return h.pid
 	}
 	return 0
 }
@@ -174,13 +199,56 @@ func (c *core) failed(ctx context.Context, err error) error {
 }
 
 // destroy closes conn's connection (the server ends the session, and its
-// locks and transaction with it, once it sees the connection close) and
-// hands it back to the pool, which discards it.
+// locks and transaction with it, once it sees the connection close; a
+// pooler closes its server connection if a transaction was open on it)
+// and hands it back to the pool, which discards it.
 func destroy(conn *pgxpool.Conn) {
 	ctx, cancel := context.WithTimeout(context.Background(), retry.ReleaseTimeout)
 	defer cancel()
 	_ = conn.Conn().Close(ctx)
 	conn.Release()
+}
+
+// run sends sql, one or more statements with no parameters, as one simple
+// query (one round trip, no prepared statement for a pooler to lose), and
+// returns the rows of the last SELECT, as text.
+func run(ctx context.Context, conn *pgxpool.Conn, sql string) ([][]string, error) {
+	results, err := conn.Conn().PgConn().Exec(ctx, sql).ReadAll()
+	if err != nil {
+		return nil, err
+	}
+	var rows [][]string
+	for _, r := range results {
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		if !r.CommandTag.Select() {
+			continue
+		}
+		rows = rows[:0]
+		for _, row := range r.Rows {
+			vals := make([]string, len(row))
+			for i, v := range row {
+				vals[i] = string(v)
+			}
+			rows = append(rows, vals)
+		}
+	}
+	return rows, nil
+}
+
+// literal quotes s as an SQL string literal. The E” form means the same
+// whatever standard_conforming_strings says.
+func literal(s string) string {
+	return "E'" + strings.NewReplacer(`\`, `\\`, `'`, `''`).Replace(s) + "'"
+}
+
+// explain adds what a pooler's refusal means to err.
+func explain(err error) error {
+	if strings.Contains(err.Error(), "statement pooling mode") {
+		return fmt.Errorf("a pooler in statement pooling (PgBouncer's pool_mode = statement) refuses the transaction the lock needs; use session or transaction pooling, or connect to PostgreSQL directly: %w", err)
+	}
+	return err
 }
 
 // schemas remembers which tables and sequences exist, per pool, so that
@@ -201,9 +269,9 @@ func ensure(ctx context.Context, pool Pool, conn *pgxpool.Conn, ddl string) erro
 	if _, ok := schemas.Load(k); ok {
 		return nil
 	}
-	_, err := conn.Exec(ctx, ddl)
+	_, err := run(ctx, conn, ddl)
 	if err != nil && uniqueViolation(err) {
-		_, err = conn.Exec(ctx, ddl)
+		_, err = run(ctx, conn, ddl)
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", ddl, err)

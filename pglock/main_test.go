@@ -17,10 +17,13 @@ import (
 // own.
 var dsn string
 
+// server is that shared server, for PgBouncer in front of it.
+var server *rig.Postgres
+
 func TestMain(m *testing.M) {
 	rig.MainWith(m,
 		func() (*rig.Postgres, error) { return rig.NewPostgres(context.Background()) },
-		func(p *rig.Postgres) { dsn = p.DSN(p.Addr()) })
+		func(p *rig.Postgres) { server, dsn = p, p.DSN(p.Addr()) })
 }
 
 var keySeq atomic.Int64

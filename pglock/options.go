@@ -10,7 +10,7 @@ import (
 const (
 	// defaultTable holds the rows a [RowMutex] locks, one per key.
 	defaultTable = "pglock_rows"
-	// fenceSequence gives a [Mutex] its fencing tokens.
+	// fenceSequence gives both locks their fencing tokens (see token.go).
 	fenceSequence = "pglock_fence"
 )
 

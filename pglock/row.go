@@ -35,11 +35,13 @@ func NewRow(pool Pool, key string, opts ...Option) *RowMutex {
 	return &RowMutex{c: newCore("pglock-row", pool, key, o, errs), table: pgx.Identifier{o.table}.Sanitize()}
 }
 
-// Lock begins a transaction and locks the key's row in it, waiting in the
-// row's lock queue while another transaction holds it. It returns nil once
-// the row is locked; errors.Join(ErrNotObtained, ctx.Err()) when ctx ended
-// first; and a wrapped error if PostgreSQL cannot be reached or answers
-// with an error. When Lock fails after its statement was sent, it closes
+// Lock begins a transaction (READ COMMITTED) and locks the key's row in
+// it, waiting in the row's lock queue while another transaction holds it.
+// It returns nil once the row is locked; errors.Join(ErrNotObtained,
+// ctx.Err()) when ctx ended first; and a wrapped error if PostgreSQL
+// cannot be reached or answers with an error (or a pooler in statement
+// pooling refuses the transaction). Only ctx bounds the wait: the
+// session's statement_timeout and lock_timeout do not apply to it. When Lock fails after its statement was sent, it closes
 // that connection, so the server rolls the transaction back.
 func (m *RowMutex) Lock(ctx context.Context) error {
 	_, err := m.c.lock(ctx, true, m.try)
@@ -62,27 +64,55 @@ func (m *RowMutex) try(ctx context.Context, conn *pgxpool.Conn, wait bool) (*hol
 	if wait {
 		nowait = ""
 	}
-	lock := `SELECT pg_current_xact_id()::text FROM ` + m.table + ` WHERE name = $1 FOR UPDATE` + nowait
-	for attempt := 0; ; attempt++ {
-		tx, err := conn.Begin(ctx)
+	// The token is drawn, and the session's timeouts put back, in the
+	// select list above the locking subquery: once the row is locked.
+	lock := timeoutsOff + `;
+SELECT pg_backend_pid(), ` + drawSQL + `, ` + timeoutsBack + ` FROM (SELECT FROM ` + m.table + ` WHERE name = ` + literal(m.c.key) + ` FOR UPDATE` + nowait + `) AS granted`
+	inserted, again := false, false
+	for {
+		if err := prepare(ctx, m.c.pool, conn, again); err != nil {
+			return nil, false, err
+		}
+		// READ COMMITTED whatever default_transaction_isolation says: each
+		// statement of the holder's work through Tx sees what the holders
+		// before it committed. At REPEATABLE READ or SERIALIZABLE the
+		// snapshot would be taken when the locking statement starts,
+		// before the wait.
+		tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 		if err != nil {
 			return nil, false, err
 		}
-		var xid string
-		err = tx.QueryRow(ctx, lock, m.c.key).Scan(&xid)
+		rows, err := run(ctx, conn, lock)
 		switch {
-		case err == nil:
-			fence, perr := strconv.ParseUint(xid, 10, 64)
+		case err == nil && len(rows) == 1:
+			r := rows[0]
+			pid, perr := strconv.ParseUint(r[0], 10, 32)
 			if perr != nil {
-				return nil, false, fmt.Errorf("pg_current_xact_id() = %q: %w", xid, perr)
+				return nil, false, fmt.Errorf("pg_backend_pid() = %q: %w", r[0], perr)
 			}
-			return &hold{tx: tx, fence: fence}, true, nil
+			fence, ok, terr := token(r[1], r[2])
+			if terr != nil {
+				return nil, false, terr
+			}
+			if ok {
+				return &hold{inTx: true, tx: tx, fence: fence, pid: uint32(pid)}, true, nil
+			}
+			if again {
+				return nil, false, errors.New("no epoch for the token after making one (see pglock_epoch)")
+			}
+			// The server crashed since the epoch was made: give the row
+			// back, make the next epoch, and lock it again.
+			if err := tx.Rollback(ctx); err != nil {
+				return nil, false, err
+			}
+			again = true
+			continue
 		case !wait && lockNotAvailable(err):
 			if rerr := tx.Rollback(ctx); rerr != nil {
 				return nil, false, rerr
 			}
 			return nil, false, nil
-		case errors.Is(err, pgx.ErrNoRows) && attempt == 0:
+		case err == nil && len(rows) == 0 && !inserted:
 			// No row for the key yet: make it, committed at once and
 			// outside the lock's transaction (a row inserted inside it
 			// would make every other first Lock wait on the insert, NOWAIT
@@ -90,20 +120,28 @@ func (m *RowMutex) try(ctx context.Context, conn *pgxpool.Conn, wait bool) (*hol
 			if err := tx.Rollback(ctx); err != nil {
 				return nil, false, err
 			}
-			if _, err := conn.Exec(ctx, `INSERT INTO `+m.table+` (name) VALUES ($1) ON CONFLICT (name) DO NOTHING`, m.c.key); err != nil {
+			if _, err := run(ctx, conn, `INSERT INTO `+m.table+` (name) VALUES (`+literal(m.c.key)+`) ON CONFLICT (name) DO NOTHING`); err != nil {
 				return nil, false, err
 			}
+			inserted = true
 			continue
+		case err == nil:
+			err = fmt.Errorf("the lock statement returned %d rows; want 1", len(rows))
 		}
 		return nil, false, err
 	}
 }
 
-// Tx returns the transaction the lock lives in, for the work it protects:
-// what is done through it commits when [RowMutex.Unlock] commits, and is
-// rolled back if the transaction ends otherwise (the session was ended by
-// a timeout, the connection lost). It returns nil when the RowMutex does
-// not hold the lock. To give the work up, roll the transaction back:
+// Tx returns the transaction the lock lives in, for the work it protects.
+// It runs at READ COMMITTED, whatever default_transaction_isolation says
+// (Lock begins it so): each statement sees what was committed before it
+// started, the work of every previous holder included. At REPEATABLE READ
+// the snapshot would be the one taken when the locking statement began,
+// before the wait. Statements through Tx run under the session's
+// statement_timeout and lock_timeout. What is done through it commits
+// when [RowMutex.Unlock] commits, and is rolled back if the transaction
+// ends otherwise (the session was ended by a timeout, the connection
+// lost). It returns nil when the RowMutex does not hold the lock. To give the work up, roll the transaction back:
 // Unlock then only returns the connection, and reports [ErrNotHeld].
 func (m *RowMutex) Tx() pgx.Tx {
 	if h := m.c.base.Cur.Get(); h != nil {
@@ -137,10 +175,10 @@ func (m *RowMutex) Unlock(ctx context.Context) error {
 	})
 }
 
-// Fence returns the fencing token of the current hold: the id of its
-// transaction (pg_current_xact_id), larger than that of every transaction
-// that began before it, and never reused. It returns 0 when the RowMutex
-// does not hold the lock.
+// Fence returns the fencing token of the current hold, drawn once the row
+// was locked: larger than the token of every hold granted before it, even
+// across a crash of the server (see the package documentation). It
+// returns 0 when the RowMutex does not hold the lock.
 func (m *RowMutex) Fence() uint64 { return m.c.fence() }
 
 // Key returns the lock's key.

@@ -1,0 +1,91 @@
+package pglock
+
+import (
+	"context"
+	"strconv"
+	"sync"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Poolers. A pooler such as PgBouncer in transaction or statement pooling
+// hands a client's server session to other clients between transactions
+// (or statements). A session advisory lock taken outside a transaction
+// then stays on a server session that others use: their
+// pg_advisory_lock on it succeeds re-entrantly (two holders), and the
+// holder's pg_advisory_unlock may run on another session (the lock stays
+// held). Comparing pg_backend_pid() across statements cannot tell a
+// transaction pooler from a direct connection, since the pooler may hand
+// back the same server session every time.
+//
+// What can tell is the startup message: PostgreSQL sends each connection
+// its own process id (BackendKeyData), which pgconn.PgConn.PID reports.
+// A pooler that can move a client between server sessions cannot send the
+// process id of one of them (it must route the client's cancel requests
+// itself), so it sends one of its own making; PgBouncer does so in every
+// pool mode. sessionShared compares that id with pg_backend_pid() once per
+// connection: equal, the connection is its server session's alone, for
+// its life (a direct connection; a pooler passing the real id keeps the
+// session for the client). Different, the lock may be behind a
+// transaction pooler, and a Mutex then holds its lock in a transaction
+// left open until Unlock (pg_advisory_xact_lock): a pooler must keep a
+// client's open transaction on one server session, and if the client goes
+// away the pooler closes that server connection, which ends the lock.
+// A statement pooler refuses the open transaction, and Lock returns that
+// error.
+
+// sharedKey marks, in a connection's CustomData, whether its server
+// session may be shared.
+const sharedKey = "pglock.shared"
+
+// sessionShared reports whether conn's server session may be handed to
+// other clients between transactions (see above), asking the server once
+// per connection.
+func sessionShared(ctx context.Context, conn *pgxpool.Conn) (bool, error) {
+	pc := conn.Conn().PgConn()
+	if v, ok := pc.CustomData()[sharedKey].(bool); ok {
+		return v, nil
+	}
+	rows, err := run(ctx, conn, `SELECT pg_backend_pid()`)
+	if err != nil {
+		return false, err
+	}
+	shared := len(rows) != 1 || rows[0][0] != strconv.FormatUint(uint64(pc.PID()), 10)
+	pc.CustomData()[sharedKey] = shared
+	return shared, nil
+}
+
+// Waiting connections. Each Lock waits in the server on a connection of
+// its own, taken from the caller's pool; with many waiters they would take
+// every connection and leave none for the holders' own statements, which
+// then wait on the waiters: a deadlock until contexts end. So the Locks of
+// this process that wait on one *pgxpool.Pool take at most half its
+// connections (MaxConns/2, at least 1); further Locks wait in the process,
+// in line, for one of those to be granted or give up. TryLock does not
+// wait and is not counted. Pools of another type are not bounded.
+var waiting sync.Map // *pgxpool.Pool -> chan struct{} (a semaphore)
+
+// waitTurn waits for a turn to wait on pool, or for ctx to end (its
+// error); leave ends the turn.
+func waitTurn(ctx context.Context, pool Pool) (leave func(), err error) {
+	p, ok := pool.(*pgxpool.Pool)
+	if !ok {
+		return func() {}, nil
+	}
+	v, ok := waiting.Load(p)
+	if !ok {
+		v, _ = waiting.LoadOrStore(p, make(chan struct{}, max(1, int(p.Config().MaxConns)/2)))
+	}
+	sem := v.(chan struct{})
+	select {
+	case sem <- struct{}{}:
+		return func() { <-sem }, nil
+	default:
+	}
+	select {
+	case sem <- struct{}{}:
+		return func() { <-sem }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
