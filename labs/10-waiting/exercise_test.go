@@ -1,6 +1,7 @@
 package lab10_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -31,9 +32,16 @@ func deadHolder(s *labs.Scene, impl *labs.Impl) {
 	s.Must(a.Lock())
 	a.Kill() // right after taking the lock, before any work
 	wait := 5 * s.TTL
+	start := time.Now()
 	if err := b.LockWithin(wait); err != nil {
 		if labs.IsGone(err) {
 			s.Must(err)
+		}
+		if took := time.Since(start); took < wait-s.TTL {
+			// Lock returned long before B's wait was up: B gave up.
+			s.Violation("B gave up after %v, long before its %v (5 leases) were up (Lock returned: %s): A died holding the lock and its %v lease ran out, and B, having waited a lease for a release message, returned instead of trying the lock again",
+				took.Round(time.Millisecond), wait, strings.ReplaceAll(err.Error(), "\n", "; "), s.TTL)
+			return
 		}
 		s.Violation("B waited %v (5 leases) and never got the lock: A died holding it, its %v lease ran out, and B waited for a release message that never comes instead of trying again",
 			wait, s.TTL)

@@ -74,6 +74,30 @@ var wrongFixes = []labs.WrongFix{
 		Caught: "waited for a release message that never comes",
 	},
 	{
+		Name: "wait at most a lease for a message, then give up instead of trying again",
+		// B returns at about one lease: the message must say when B gave
+		// up, not that it waited its whole five leases.
+		Edits: loop(`	sub := m.client.Subscribe(ctx, m.key+":released")
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		return errors.Join(ErrNotObtained, err)
+	}
+	for {
+		ok, err := m.TryLock(ctx)
+		if err != nil || ok {
+			return err
+		}
+		m.hook(ctx, correct.HookRefused)
+		wait, cancel := context.WithTimeout(ctx, m.ttl)
+		_, err = sub.ReceiveMessage(wait)
+		cancel()
+		if err != nil {
+			return errors.Join(ErrNotObtained, err)
+		}
+	}`),
+		Caught: "B gave up after",
+	},
+	{
 		Name: "subscribe after the refused try, but before the hook call",
 		Edits: loop(`	for {
 		ok, err := m.TryLock(ctx)
