@@ -118,17 +118,18 @@ func New(client Client, key string, opts ...Option) *Mutex {
 // Lock returns nil only with at least half the TTL left to run. The lease
 // counts from just before the SET that took the lock was sent (for a lock
 // handed over by a [Notifier], from the last moment known to come before
-// the hand-off), never from its answer, so a slow answer eats into it: an
+// the hand-off), never from its answer, so a slow answer eats into it. An
 // acquisition whose answer comes back with less than half the TTL left is
-// not handed to the caller. Lock renews a handed-over lock first
+// not handed to the caller: Lock renews a handed-over lock first
 // (owner-checked, counted again from that renewal's send); otherwise, or
-// when that too comes back with less than half left, it gives the lock back
-// at once (to the next waiter in the queue, if any), so that nobody holds
-// a key nobody uses, and tries again (with a Notifier, it queues again).
-// So when Lock returns nil, time.Until(m.Until()) is at least ttl/2. On a
-// link whose round trip takes half the TTL or more, Lock never gets the
-// lock: it ends with ctx or its tries, its error saying how late the last
-// answer came; choose a TTL many times the round trip.
+// when the renewal too comes back with less than half left, it gives the
+// lock back at once (to the next waiter in the queue, if any), rather than
+// leave the key held by nobody until it expires, and tries again (with a
+// Notifier, it queues again). So when Lock returns nil, time.Until(m.Until())
+// is at least ttl/2, less only the instant Lock takes to return. On a link
+// whose round trip takes half the TTL or more, Lock never gets the lock: it
+// ends with ctx or its tries, and its error says how late the last answer
+// came. Choose a TTL many times the round trip.
 //
 // Lock is not reentrant. Locking a Mutex that already holds the lock does
 // not touch the held lock; it waits like any other client, until the lock
@@ -224,7 +225,11 @@ func (m *Mutex) acquireAs(ctx context.Context, tok string, get, check bool) (boo
 }
 
 // short reports whether a lease counted from leaseStart has less than half
-// the TTL left to run: too little to hand to the caller (see Lock).
+// the TTL left to run: too little to hand to the caller (see Lock). Half,
+// because a holder that keeps the TTL several times its work (the package
+// doc's advice) still has its work's time and more; and because a waiter
+// looks at the lock every ttl/4, a hand-off it finds by looking on a fast
+// link still has about three quarters left and costs no renewal.
 func (m *Mutex) short(leaseStart time.Time) bool {
 	return time.Until(leaseStart.Add(m.o.ttl)) < m.o.ttl/2
 }
