@@ -21,10 +21,11 @@
 // 4 KiB: a request over the server's jute.maxbuffer (1 MiB) makes it drop
 // the connection under every lock of the Session, so New refuses longer
 // ones (ErrInvalid). A Lock that failed may simply be called again: it
-// returns when its ctx ends, even with the connection gone, and leaves no
-// claim others would queue behind (its child is deleted at once, or in
-// the background, whatever session it landed on, until the Session is
-// closed). Unlock always asks the server: nil once its child is deleted,
+// returns when its ctx ends, even with the connection gone (at most 2s
+// later, the bound of the delete of its child while the connection is
+// alive), and leaves no claim others would queue behind (its child is
+// deleted at once, or in the background, whatever session it landed on,
+// until the Session is closed). Unlock always asks the server: nil once its child is deleted,
 // [ErrNotHeld] once the server says it is gone.
 //
 // # The protocol

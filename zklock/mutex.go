@@ -126,9 +126,10 @@ func checkPath(path string) error {
 // [ErrSessionLost] if the session ended while it waited; and a wrapped
 // error, at once, if ZooKeeper answers with an error. Every wait of Lock
 // ends with ctx: it waits for a dropped connection to come back only as
-// long as ctx allows. When Lock fails it deletes its child (in the
-// background if the connection is down), so it never leaves one others
-// would queue behind. When it returns nil the hold's [Mutex.Done] is open.
+// long as ctx allows. When Lock fails it deletes its child, so it never
+// leaves one others would queue behind: at once, within 2s, while the
+// connection is alive, and otherwise in the background, so that Lock
+// returns as soon as ctx ends. When it returns nil the hold's [Mutex.Done] is open.
 //
 // Lock is not reentrant. Locking a Mutex that already holds the lock
 // queues a second child behind the first: it waits until the lock is
