@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -68,24 +69,33 @@ type schedule struct {
 	// proxied: every client reaches the servers through its own fault
 	// proxies.
 	proxied bool
+	// on lists the systems ("redis", "etcd", "zookeeper", "postgres") and
+	// the locks (by name) the schedule applies to; a lock on none of them
+	// gets "does not apply" in its cell. Nil means Redis only.
+	on []string
+	// runs, if set, replaces -fault-runs for this schedule when it is
+	// smaller (a schedule whose every event pays a server's crash).
+	runs int
 	// run performs one event.
 	run func(ev *event) error
 }
 
-// schedules are the nine of issue 16, in its order.
+// schedules are the nine of issue 16, in its order, then those of issue
+// 34 for the locks on etcd, ZooKeeper and PostgreSQL (faults_systems.go).
 var schedules []*schedule
 
 func init() {
+	all := []string{sysRedis, sysEtcd, sysZooKeeper, sysPostgres}
 	schedules = []*schedule{
-		{id: "pause", n: 1, title: "holder paused past its lease", ttl: time.Second, parallel: 2, child: true,
+		{id: "pause", n: 1, title: "holder paused past its lease", ttl: time.Second, parallel: 2, child: true, on: all,
 			stuckAfter: 4 * time.Second, window: time.Second + window,
 			what: "A, a child process, is frozen with SIGSTOP inside its critical section until its lease has run out and B has written (or for the window); then SIGCONT, and A finishes its work.",
 			run:  runPause},
-		{id: "lost-reply", n: 2, title: "lost reply, library retry", ttl: time.Second, parallel: 2, proxied: true,
+		{id: "lost-reply", on: all, n: 2, title: "lost reply, library retry", ttl: time.Second, parallel: 2, proxied: true,
 			stuckAfter: 4 * time.Second,
 			what:       "A, B and C take the lock one after the other; the proxy delivers one of the lock's commands to the server and loses its reply (closes the client's connection): each of the lock's commands in turn, run by run (found by watching a fault-free run), on every server of the lock. The libraries retry on their default options.",
 			run:        runLostReply},
-		{id: "late", n: 3, title: "command delivered late", ttl: time.Second, parallel: 2, proxied: true,
+		{id: "late", on: all, n: 3, title: "command delivered late", ttl: time.Second, parallel: 2, proxied: true,
 			stuckAfter: 4 * time.Second,
 			what:       "A, B and C take the lock one after the other; the proxy holds one of the lock's commands in the network, each in turn as in schedule 2, with go-redis's retries of it (4 copies), until the client has given up, and delivers them while another client holds the lock.",
 			run:        runLate},
@@ -97,9 +107,9 @@ func init() {
 			stuckAfter: 4 * time.Second,
 			what:       "after A took the lock, server 0 (every single-server lock's) restarts at once without its data (no persistence), and in odd runs one more of the five, chosen by the seed.",
 			run:        runRestart},
-		{id: "latency", n: 6, title: "latency past the TTL", ttl: time.Second, parallel: 3, proxied: true,
+		{id: "latency", on: all, n: 6, title: "latency past the TTL", ttl: time.Second, parallel: 3, proxied: true,
 			stuckAfter: 4 * time.Second,
-			what:       "once A holds the lock and has read the resource, its connections (to the lock servers and the resource) gain 2 s each way, twice its 1 s lease; A writes at once, so the write lands 2 s later.",
+			what:       "once A holds the lock and has read the resource, its connections (to the lock servers and the resource) gain twice its lease each way (2 s for the 1 s lease; 4 s for etcd, whose shortest lease is 2 s); A writes at once, so the write lands that much later.",
 			run:        runLatency},
 		{id: "eviction", n: 7, title: "eviction under memory pressure", ttl: 5 * time.Second, parallel: 1, control: true,
 			stuckAfter: 4 * time.Second,
@@ -109,12 +119,17 @@ func init() {
 			stuckAfter: 4 * time.Second,
 			what:       "server 0's clock jumps 10 s forward. Modeled, as lab 08 does: redis-server will not run under libfaketime, and Redis keeps expiries as wall-clock times, so the jump is every key's remaining TTL on that server cut by 10 s (keys with less left expire at once). The model does not move the server's clock for later commands: a lock that sets absolute expiry times (rueidislock's SET PXAT) would see them in the past on a jumped server, which it does not show.",
 			run:        runClock},
-		{id: "kill", n: 9, title: "holder killed", ttl: time.Second, parallel: 2, child: true,
+		{id: "kill", on: all, n: 9, title: "holder killed", ttl: time.Second, parallel: 2, child: true,
 			stuckAfter: 3 * time.Second,
 			what:       "A, a child process, is killed with SIGKILL inside its critical section; B and C want the lock. Liveness: how long until the next holder gets in (stuck: more than 3 s, three leases).",
 			run:        runKill},
 	}
+	schedules = append(schedules, systemSchedules()...)
 }
+
+// commandFault reports whether s faults single commands (schedules 2 and
+// 3, faults_cmd.go).
+func (s *schedule) commandFault() bool { return s.id == "lost-reply" || s.id == "late" }
 
 // faultWindow is the schedule's window (see window).
 func (s *schedule) faultWindow() time.Duration {
@@ -156,6 +171,16 @@ func resolveFaultImpls(list []string) ([]*impl, error) {
 			out = append(out, im)
 		}
 	}
+	// The naive locks last, after the locks on other systems too.
+	slices.SortStableFunc(out, func(a, b *impl) int {
+		switch {
+		case a.naive == b.naive:
+			return 0
+		case b.naive:
+			return -1
+		}
+		return 1
+	})
 	if len(out) == 0 {
 		return nil, errors.New("-impls: no lock to run under faults (the raw floors are not judged)")
 	}
@@ -202,20 +227,33 @@ func runFaults(ctx context.Context, fs *faultSetup, progress io.Writer) ([]*cell
 	var out []*cellResult
 	for _, sch := range fs.schedules {
 		cells := map[string]*cellResult{}
+		var impls []*impl
 		for _, im := range fs.impls {
 			c := &cellResult{impl: im, sch: sch, all: fs.allTimelines}
 			cells[im.name] = c
 			out = append(out, c)
+			if sch.appliesTo(im) {
+				impls = append(impls, im)
+			} else {
+				c.notRun = notApplicable
+			}
+		}
+		if len(impls) == 0 {
+			fmt.Fprintf(progress, "faults: %d. %s: not run: it applies to none of the locks selected\n", sch.n, sch.title)
+			continue
 		}
 		if why := fs.skip(sch); why != "" {
 			for _, c := range cells {
-				c.notRun = why
+				if c.notRun == "" {
+					c.notRun = why
+				}
 			}
 			fmt.Fprintf(progress, "faults: %d. %s: not run: %s\n", sch.n, sch.title, why)
 			continue
 		}
 		start := time.Now()
 		if (sch.id == "lost-reply" || sch.id == "late") && fs.ops == nil {
+			// Every lock's commands are found once, for both schedules.
 			if _, err := fs.lockOps(ctx); err != nil {
 				return nil, err
 			}
@@ -225,11 +263,15 @@ func runFaults(ctx context.Context, fs *faultSetup, progress io.Writer) ([]*cell
 		var firstErr error
 		sem := make(chan struct{}, max(sch.parallel, 1))
 		var wg sync.WaitGroup
-		for i := range fs.runs {
+		runs := fs.runs
+		if sch.runs > 0 {
+			runs = min(runs, sch.runs)
+		}
+		for i := range runs {
 			sem <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				runs, err := fs.event(ctx, sch, i)
+				rs, err := fs.event(ctx, sch, impls, i)
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
@@ -238,7 +280,7 @@ func runFaults(ctx context.Context, fs *faultSetup, progress io.Writer) ([]*cell
 					}
 					fmt.Fprintf(progress, "faults: %d. %s run %d: %v\n", sch.n, sch.title, i+1, err)
 				}
-				for _, r := range runs {
+				for _, r := range rs {
 					cells[r.im.name].add(r)
 				}
 			})
@@ -250,7 +292,7 @@ func runFaults(ctx context.Context, fs *faultSetup, progress io.Writer) ([]*cell
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		fmt.Fprintf(progress, "faults: %d. %s: %d runs of %d locks in %s\n", sch.n, sch.title, fs.runs, len(fs.impls),
+		fmt.Fprintf(progress, "faults: %d. %s: %d runs of %d locks in %s\n", sch.n, sch.title, runs, len(impls),
 			time.Since(start).Round(100*time.Millisecond))
 		_ = firstErr // per-run errors are in the cells as inconclusive runs
 	}
@@ -262,11 +304,14 @@ func (fs *faultSetup) skip(sch *schedule) string {
 	if sch.control && (fs.external || !rig.HasControl()) {
 		return "needs control of the server processes (rig servers, not -addrs)"
 	}
+	if sch.id == "pooler" && (fs.external || !rig.HasControl()) {
+		return "needs PgBouncer started by the rig"
+	}
 	return ""
 }
 
 // event runs one event of sch and returns its runs, judged.
-func (fs *faultSetup) event(ctx context.Context, sch *schedule, i int) ([]*faultRun, error) {
+func (fs *faultSetup) event(ctx context.Context, sch *schedule, impls []*impl, i int) ([]*faultRun, error) {
 	ctx, cancel := context.WithTimeout(ctx, eventTimeout)
 	defer cancel()
 	seed := fs.seed*1000 + uint64(sch.n)*100 + uint64(i)
@@ -277,7 +322,7 @@ func (fs *faultSetup) event(ctx context.Context, sch *schedule, i int) ([]*fault
 		users:     &userClients{Timeout: userTimeout},
 	}
 	defer ev.close()
-	for _, im := range fs.impls {
+	for _, im := range impls {
 		k := ev.tag + ":" + im.name
 		ev.runs = append(ev.runs, &faultRun{ev: ev, im: im, key: k + ":lock", res: k + ":res"})
 	}

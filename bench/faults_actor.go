@@ -380,6 +380,8 @@ func lockTokens(l locker) (tok string, fence uint64) {
 	switch t := l.(type) {
 	case interface{ Token() fencing.Token }:
 		fence = uint64(t.Token())
+	case interface{ Fence() uint64 }:
+		fence = t.Fence()
 	case interface{ Token() string }:
 		tok = t.Token()
 	case interface{ token() string }:

@@ -27,9 +27,16 @@ import (
 type lockOp struct {
 	name string // upper case
 	sha  string // for EVAL/EVALSHA: the script's SHA-1
+	// raw, for a lock not on Redis: the op is the chunk-th chunk (0-based)
+	// a client sends in a turn (faults_rawnet.go).
+	raw   bool
+	chunk int
 }
 
 func (o lockOp) String() string {
+	if o.raw {
+		return fmt.Sprintf("the %s request (chunk of bytes) sent", ordinal(o.chunk+1))
+	}
 	if o.sha != "" {
 		return "the script " + o.sha[:8] + " (EVALSHA)"
 	}
@@ -38,6 +45,9 @@ func (o lockOp) String() string {
 
 // short names the op in a list: SET, EVALSHA 3f2a1b0c.
 func (o lockOp) short() string {
+	if o.raw {
+		return fmt.Sprintf("request %d", o.chunk+1)
+	}
 	if o.sha != "" {
 		return "EVALSHA " + o.sha[:8]
 	}
@@ -77,6 +87,10 @@ func runCommandFault(ev *event, late bool) error {
 			return
 		}
 		fo := list[ev.index%len(list)]
+		if fo.op.raw {
+			r.rawCommandFault(fo, late)
+			return
+		}
 		op := fo.op
 		pass := ev.index / len(list)
 		nth := ordinal(pass + 1)
@@ -206,10 +220,18 @@ func (r *faultRun) someoneInside() bool {
 // cycleAll is the script of schedules 2 and 3 and of the discovery run:
 // A, B and C each take the lock, read, write, hold it 150 ms and release
 // it, B starting 20 ms after A and C 20 ms after B; each goes again
-// while more (if not nil) says so, for at most bound in all.
+// while more (if not nil) says so, for at most bound in all (twice bound
+// with more).
 func (r *faultRun) cycleAll(bound time.Duration, more func() bool) {
 	var wg sync.WaitGroup
 	end := time.Now().Add(bound)
+	if more != nil {
+		// A client whose call is held gives up only when its own
+		// context ends (etcd's, ZooKeeper's and PostgreSQL's clients wait
+		// that long): the others keep taking turns past it, so that the
+		// held bytes land on a lock someone holds.
+		end = end.Add(bound)
+	}
 	for i, a := range []*actor{r.a.(*actor), r.b, r.c} {
 		wg.Go(func() {
 			if !sleepCtx(r.ev.ctx, time.Duration(i)*20*time.Millisecond) {
@@ -258,6 +280,9 @@ func (fs *faultSetup) lockOps(ctx context.Context) (map[string][]faultOp, error)
 // faults: once watching server 0 for the commands, once counting who
 // sends each.
 func (fs *faultSetup) discover(ctx context.Context, im *impl) ([]faultOp, error) {
+	if systemOf(im) != sysRedis {
+		return fs.discoverRaw(ctx, im)
+	}
 	var ops []lockOp
 	if err := fs.discoveryRun(ctx, im, false, func(ev *event) error {
 		mon, err := startMonitor(ctx, fs.srv.addrs[0])

@@ -33,6 +33,9 @@ type event struct {
 	// the scoreboard's five).
 	lockAddrs []string
 	users     *userClients
+	// sysAddrs, when set for a system, replaces the addresses of its
+	// servers (a pooler in front of PostgreSQL); protected by mu.
+	sysAddrs map[string][]string
 
 	mu      sync.Mutex
 	proxies []*faultproxy.Proxy
@@ -47,18 +50,24 @@ type faultRun struct {
 	key  string
 	res  string
 
-	a      holder
-	child  *remoteActor // A, when in a child process
-	b, c   *actor
-	aNet   []*faultproxy.Proxy            // A's proxies (lock servers, then the resource), when proxied
-	nets   map[string][]*faultproxy.Proxy // every client's proxies, by name, when proxied
-	failed string                         // why the run could not be judged; "" if it could
+	a     holder
+	child *remoteActor // A, when in a child process
+	b, c  *actor
+	aNet  []*faultproxy.Proxy            // A's proxies (lock servers, then the resource), when proxied
+	nets  map[string][]*faultproxy.Proxy // every client's proxies, by name, when proxied
+	// raw: every client's rawNet, by name, for a lock not on Redis under
+	// schedules 2 and 3; its nets then hold the resource's proxy only.
+	raw    map[string]*rawNet
+	failed string // why the run could not be judged; "" if it could
 	// declined says why the lock refused to run on the servers it was
 	// given (they evict keys): a safe outcome, judged as such.
 	declined string
 
 	final int64
 	v     verdict
+	// ledger: the run's resource is the ledger in PostgreSQL (schedule
+	// 13), not the counter on the resource server.
+	ledger bool
 
 	mu        sync.Mutex
 	delivered time.Time // schedule 3: when the held copies were delivered
@@ -139,19 +148,41 @@ func (ev *event) prepare() error {
 func (r *faultRun) prepare(resAddr string) error {
 	ev := r.ev
 	addrs := ev.lockAddrs[:r.im.nodes]
+	if sys := systemOf(r.im); sys != sysRedis {
+		var err error
+		if addrs, err = ev.systemAddrs(sys); err != nil {
+			return err
+		}
+	}
 	spec := func(name string, netAddrs []string, res string) actorSpec {
 		return actorSpec{Name: name, Impl: r.im.name, Key: r.key, Res: r.res, ResAddr: res, Addrs: netAddrs,
 			TTL: ev.sch.ttl, Users: ev.users, ClockBase: ev.clock.Base()}
 	}
 	// Each client has its own network: its own proxies when the schedule
 	// puts faults on connections.
-	network := func() ([]string, string, []*faultproxy.Proxy, error) {
+	network := func(name string) ([]string, string, []*faultproxy.Proxy, error) {
 		if !ev.sch.proxied {
 			return addrs, resAddr, nil, nil
 		}
 		var out []string
 		var ps []*faultproxy.Proxy
-		for _, a := range append(slices.Clone(addrs), resAddr) {
+		targets := append(slices.Clone(addrs), resAddr)
+		if ev.sch.commandFault() && systemOf(r.im) != sysRedis {
+			// The lock's servers through a rawNet (faults_rawnet.go);
+			// the resource through a fault proxy, as for every lock.
+			rn := newRawNet()
+			ev.onClose(rn.close)
+			r.raw[name] = rn
+			for _, a := range addrs {
+				la, err := rn.listen(a)
+				if err != nil {
+					return nil, "", nil, err
+				}
+				out = append(out, la)
+			}
+			targets = []string{resAddr}
+		}
+		for _, a := range targets {
 			p, err := ev.proxy(a)
 			if err != nil {
 				return nil, "", nil, err
@@ -161,11 +192,12 @@ func (r *faultRun) prepare(resAddr string) error {
 		}
 		return out[:len(addrs)], out[len(addrs)], ps, nil
 	}
+	r.raw = map[string]*rawNet{}
 	record := r.hist.Add
 	barrier := newPairBarrier(50 * time.Millisecond)
 	r.nets = map[string][]*faultproxy.Proxy{}
 	for _, name := range []string{"B", "C"} {
-		na, nr, ps, err := network()
+		na, nr, ps, err := network(name)
 		if err != nil {
 			return err
 		}
@@ -181,7 +213,7 @@ func (r *faultRun) prepare(resAddr string) error {
 		}
 		ev.onClose(a.close)
 	}
-	na, nr, ps, err := network()
+	na, nr, ps, err := network("A")
 	if err != nil {
 		return err
 	}
@@ -262,7 +294,7 @@ func (r *faultRun) contend(bound time.Duration, finished chan error, whenBWrote 
 	})
 	select {
 	case <-wrote:
-	case <-time.After(r.ev.sch.faultWindow()):
+	case <-time.After(r.ev.sch.faultWindow() + r.lease() - r.ev.sch.ttl):
 	case <-r.ev.ctx.Done():
 	}
 	if whenBWrote != nil {
@@ -298,9 +330,15 @@ func (ev *event) judgeAll() {
 		if r.failed != "" || r.declined != "" {
 			continue
 		}
-		v, err := res.HGet(context.Background(), r.res, "v").Int64()
-		if errors.Is(err, redis.Nil) {
-			v, err = 0, nil
+		var v int64
+		var err error
+		if r.ledger {
+			v, err = others.pgLedgerCount(context.Background(), r.res)
+		} else {
+			v, err = res.HGet(context.Background(), r.res, "v").Int64()
+			if errors.Is(err, redis.Nil) {
+				v, err = 0, nil
+			}
 		}
 		if err != nil {
 			r.failed = "reading the resource: " + shortErr(err)
@@ -325,8 +363,15 @@ func (r *faultRun) refused() bool {
 // fenced reports whether the run's lock gives fencing tokens, so its
 // clients write through the fenced store.
 func (r *faultRun) fenced() bool {
+	if r.ledger {
+		// The ledger is written only in the lock's transaction, which
+		// commits with the release or not at all: the transaction is the
+		// fence, and an overlap harms the ledger only as a lost update.
+		return true
+	}
 	_, ok := r.b.l.(interface{ Token() fencing.Token })
-	return ok
+	_, fence := r.b.l.(interface{ Fence() uint64 })
+	return ok || fence
 }
 
 // close ends the event: clients, children, proxies, cleanups, keys.

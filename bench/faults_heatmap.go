@@ -94,6 +94,8 @@ func rect(x0, y0, x1, y1 vg.Length) []vg.Point {
 
 func heatLabel(c *cellResult) string {
 	switch {
+	case c.notRun == notApplicable:
+		return "–"
 	case c.notRun != "":
 		return "not run"
 	case c.runs == 0:

@@ -20,6 +20,10 @@ import (
 type userClients struct {
 	Timeout  time.Duration `json:"timeout"`
 	Sentinel *sentinelSpec `json:"sentinel,omitempty"` // server 0 is this group's primary
+	// PGSettings are PostgreSQL settings every session of the locks on
+	// PostgreSQL starts with (default_transaction_isolation), sent in the
+	// startup message.
+	PGSettings map[string]string `json:"pg_settings,omitempty"`
 }
 
 // sentinelSpec names a Sentinel group.

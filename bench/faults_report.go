@@ -159,7 +159,7 @@ type faultRow struct {
 // hasLossSignal reports whether impl's adapter says when the lock is lost.
 func hasLossSignal(name string) bool {
 	switch name {
-	case "watchdog", "correct+keep", "rueidislock":
+	case "watchdog", "correct+keep", "rueidislock", "etcdlock", "zklock":
 		return true
 	}
 	return false
@@ -207,6 +207,9 @@ func fileSafe(s string) string {
 
 // text is the matrix cell: "0/20", "7/20 runs unsafe", "3/20 runs stuck".
 func (c *cellResult) text() string {
+	if c.notRun == notApplicable {
+		return "–"
+	}
 	if c.notRun != "" {
 		return "not run"
 	}

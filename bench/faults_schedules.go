@@ -56,12 +56,13 @@ func runLatency(ev *event) error {
 		return err
 	}
 	finished := ev.beginA()
-	lat := 2 * ev.sch.ttl
 	ev.each(func(r *faultRun) {
+		lease := r.lease()
+		lat := 2 * lease
 		for _, p := range r.aNet {
 			p.SetLatency(lat)
 		}
-		r.fault("A's connections: +%v each way (its lease is %v)", lat, ev.sch.ttl)
+		r.fault("A's connections: +%v each way (its lease is %v)", lat, lease)
 		r.a.release() // A writes now: the write lands lat later
 		r.contend(ev.sch.faultWindow()+ev.sch.ttl+2*time.Second, nil, nil)
 		select {

@@ -9,12 +9,27 @@ import (
 // zklock: package zklock (ZooKeeper's recipe) on a 3-server ensemble, one
 // session per contending client (session timeout the common TTL), the lock
 // for key k at /locklab/bench/<k>.
+//
+// Under the fault scoreboard (e.users set) the clients dial the addresses
+// they are given (the ensemble's servers, or proxies in front of them);
+// the Mutex's Done is the scoreboard's loss signal.
 func init() {
-	register(&impl{name: "zklock", nodes: 1, scenarios: otherScenarios, noFaults: otherNoFaults, connect: connectZK, gaveUp: gaveUpOn(zklock.ErrNotObtained)})
+	register(&impl{name: "zklock", nodes: 1, scenarios: otherScenarios, connect: connectZK, gaveUp: gaveUpOn(zklock.ErrNotObtained)})
+	faultSystems["zklock"] = sysZooKeeper
+	addClaims(zklockClaims, "zklock")
 }
 
+// zkPath is the lock's path for key k.
+func zkPath(key string) string { return "/locklab/bench/" + strings.ReplaceAll(key, "/", "_") }
+
+// zkLocker is zklock's Mutex with its Done as the scoreboard's loss
+// signal.
+type zkLocker struct{ *zklock.Mutex }
+
+func (l zkLocker) lost() <-chan struct{} { return l.Done() }
+
 func connectZK(e env) (contender, error) {
-	servers, err := others.zkServers()
+	servers, err := systemAddrs(e, others.zkServers)
 	if err != nil {
 		return contender{}, err
 	}
@@ -24,7 +39,11 @@ func connectZK(e env) (contender, error) {
 	}
 	return contender{
 		locker: func(key string) locker {
-			return zklock.New(s, "/locklab/bench/"+strings.ReplaceAll(key, "/", "_"))
+			m := zklock.New(s, zkPath(key))
+			if e.users != nil {
+				return zkLocker{m}
+			}
+			return m
 		},
 		close: func() error { s.Close(); return nil },
 	}, nil

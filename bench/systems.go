@@ -7,6 +7,11 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/jackc/pgx/v5/pgxpool"
+	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/locklab/locklab/etcdlock"
 	"github.com/locklab/locklab/internal/rig"
@@ -28,12 +33,21 @@ type systemServers struct {
 	etcd *rig.Etcd
 	zk   *rig.ZooKeeper
 	pg   *rig.Postgres
+
+	// The fault scoreboard's admin clients.
+	etcdAdm *clientv3.Client
+	zkAdm   *zklock.Session
+	pgAdm   *pgxpool.Pool
+
+	bouncers map[string]*rig.PgBouncer // by pool mode
+
+	ledgerOnce sync.Mutex // serializes the ledger's CREATE TABLE
 }
 
 // errNotHere is returned by the starters in a fault scoreboard child
 // process: a client process must never start servers of its own (a killed
 // child would leave a whole cluster's directories behind, one per run).
-var errNotHere = errors.New("the locks on etcd, ZooKeeper and PostgreSQL do not run under the fault scoreboard: " + otherNoFaults)
+var errNotHere = errors.New("a fault scoreboard client process starts no server: its lock dials the addresses it is given")
 
 func inFaultChild() bool { return os.Getenv(faultChildEnv) != "" }
 
@@ -116,7 +130,7 @@ func (s *systemServers) versions(ctx context.Context) []string {
 func (s *systemServers) close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return errors.Join(stopShared(&s.etcd), stopShared(&s.zk), stopShared(&s.pg)) // in this order
+	return errors.Join(s.closeAdmins(), stopShared(&s.etcd), stopShared(&s.zk), stopShared(&s.pg)) // in this order
 }
 
 // stopShared closes *running, one of systemServers' servers, if it was
@@ -130,6 +144,20 @@ func stopShared[S sharedServer](running *S) error {
 	err := (*running).Close()
 	*running = none
 	return err
+}
+
+// systemAddrs returns the servers a lock on another system dials: under
+// the fault scoreboard (e.users set) the addresses it was given, which may
+// be proxies, and in a child process the only ones it may use; otherwise
+// the bench's own servers, started by start if they are not running.
+func systemAddrs(e env, start func() ([]string, error)) ([]string, error) {
+	if e.users != nil {
+		if len(e.addrs) == 0 {
+			return nil, errors.New("no server address given")
+		}
+		return e.addrs, nil
+	}
+	return start()
 }
 
 // otherScenarios are the scenarios the locks on other systems run in.
@@ -195,10 +223,260 @@ func warmUp(ctx context.Context, what string, locks func(i int) []locker) error 
 	return nil
 }
 
-// otherNoFaults is why the fault scoreboard does not run the locks on
-// other systems: its schedules fault Redis servers (a promoted replica, a
-// restart without data, eviction), which these locks do not use, so every
-// cell would read "safe" for a fault they never met. Their own faults
-// (paused holders, partitions, a paused or killed leader, idle timeouts)
-// are in labs 13 and 14 and in their packages' tests.
-const otherNoFaults = "its fault schedules act on Redis servers, which this lock does not use; see labs 13 and 14"
+// What the fault scoreboard needs of the servers (faults_systems.go): an
+// admin client per system, made on first use and closed with the servers,
+// and the faults that act on the servers themselves.
+
+// pgAddr returns the PostgreSQL server's address, starting it if it is not
+// running.
+func (s *systemServers) pgAddr() (string, error) {
+	return startShared(s, &s.pg, func() (*rig.Postgres, error) { return rig.NewPostgres(context.Background()) },
+		(*rig.Postgres).Addr, func(addr string) error { return warmPostgres(rig.PostgresDSN(addr)) })
+}
+
+// etcdAdmin returns a client of the cluster for the scoreboard's own
+// requests.
+func (s *systemServers) etcdAdmin() (*clientv3.Client, error) {
+	eps, err := s.etcdEndpoints()
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.etcdAdm == nil {
+		if s.etcdAdm, err = sysclient.Etcd(eps...); err != nil {
+			return nil, err
+		}
+	}
+	return s.etcdAdm, nil
+}
+
+// pgAdmin returns a pool on the PostgreSQL server for the scoreboard's own
+// queries.
+func (s *systemServers) pgAdmin(ctx context.Context) (*pgxpool.Pool, error) {
+	addr, err := s.pgAddr()
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pgAdm == nil {
+		if s.pgAdm, err = sysclient.Postgres(ctx, rig.PostgresDSN(addr), 4); err != nil {
+			return nil, err
+		}
+	}
+	return s.pgAdm, nil
+}
+
+// zkAdmin returns a ZooKeeper connection for the scoreboard's own reads.
+func (s *systemServers) zkAdmin() (*zk.Conn, error) {
+	servers, err := s.zkServers()
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.zkAdm == nil {
+		sess, err := zklock.Connect(servers, 10*time.Second)
+		if err != nil {
+			return nil, err
+		}
+		s.zkAdm = sess
+	}
+	return s.zkAdm.Conn(), nil
+}
+
+// closeAdmins closes the admin clients and the poolers; the caller holds
+// s.mu.
+func (s *systemServers) closeAdmins() error {
+	var err error
+	for mode, b := range s.bouncers {
+		err = errors.Join(err, b.Close())
+		delete(s.bouncers, mode)
+	}
+	if s.etcdAdm != nil {
+		err = errors.Join(err, s.etcdAdm.Close())
+		s.etcdAdm = nil
+	}
+	if s.pgAdm != nil {
+		s.pgAdm.Close()
+		s.pgAdm = nil
+	}
+	if s.zkAdm != nil {
+		s.zkAdm.Close()
+		s.zkAdm = nil
+	}
+	return err
+}
+
+// crash kills sys's leader (etcd, ZooKeeper) or server (PostgreSQL) with
+// SIGKILL and restarts it on its data, and says what it did.
+func (s *systemServers) crash(ctx context.Context, sys string) (string, error) {
+	s.mu.Lock()
+	etcd, zkEns, pg := s.etcd, s.zk, s.pg
+	s.mu.Unlock()
+	start := time.Now()
+	took := func() string { return fmt.Sprintf("back in %d ms", time.Since(start).Milliseconds()) }
+	switch {
+	case sys == sysEtcd && etcd != nil:
+		m, err := etcd.Leader(ctx)
+		if err != nil {
+			return "", err
+		}
+		if err := m.Kill(); err != nil {
+			return "", err
+		}
+		if err := m.Restart(ctx); err != nil {
+			return "", err
+		}
+		return "etcd's leader " + m.Name() + ", " + took(), etcd.WaitHealthy(ctx)
+	case sys == sysZooKeeper && zkEns != nil:
+		srv, err := zkEns.Leader(ctx)
+		if err != nil {
+			return "", err
+		}
+		if err := srv.Kill(); err != nil {
+			return "", err
+		}
+		if err := srv.Restart(ctx); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("ZooKeeper's leader zk%d, %s", srv.ID(), took()), nil
+	case sys == sysPostgres && pg != nil:
+		if err := pg.Kill(); err != nil {
+			return "", err
+		}
+		if err := pg.Restart(ctx); err != nil {
+			return "", err
+		}
+		return "the PostgreSQL server (crash recovery), " + took(), nil
+	}
+	return "", fmt.Errorf("no %s server is running", sys)
+}
+
+// etcdWaiterLease waits until the lock on key has a second claim in line
+// (a waiter behind the holder) and returns that claim's lease.
+func (s *systemServers) etcdWaiterLease(ctx context.Context, key string) (clientv3.LeaseID, error) {
+	c, err := s.etcdAdmin()
+	if err != nil {
+		return 0, err
+	}
+	for {
+		resp, err := c.Get(ctx, key+"/", clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
+		if err == nil && len(resp.Kvs) >= 2 {
+			return clientv3.LeaseID(resp.Kvs[1].Lease), nil
+		}
+		if !sleepCtx(ctx, 5*time.Millisecond) {
+			return 0, fmt.Errorf("no waiter's claim under %s/: %w", key, ctx.Err())
+		}
+	}
+}
+
+// etcdRevoke revokes a lease.
+func (s *systemServers) etcdRevoke(ctx context.Context, lease clientv3.LeaseID) error {
+	c, err := s.etcdAdmin()
+	if err != nil {
+		return err
+	}
+	_, err = c.Revoke(ctx, lease)
+	return err
+}
+
+// zkWaitLine waits until path has n children (claims in line).
+func (s *systemServers) zkWaitLine(ctx context.Context, path string, n int) error {
+	c, err := s.zkAdmin()
+	if err != nil {
+		return err
+	}
+	for {
+		kids, _, err := c.Children(path)
+		if err == nil && len(kids) >= n {
+			return nil
+		}
+		if !sleepCtx(ctx, 5*time.Millisecond) {
+			return fmt.Errorf("%s has not %d claims in line: %w", path, n, ctx.Err())
+		}
+	}
+}
+
+// pgWaiter waits until a backend is blocked by backend holder and returns
+// its pid.
+func (s *systemServers) pgWaiter(ctx context.Context, holder uint32) (uint32, error) {
+	p, err := s.pgAdmin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	for {
+		var pid uint32
+		err := p.QueryRow(ctx, `SELECT pid FROM pg_stat_activity WHERE $1::int = ANY(pg_blocking_pids(pid)) LIMIT 1`, int32(holder)).Scan(&pid)
+		if err == nil {
+			return pid, nil
+		}
+		if !sleepCtx(ctx, 5*time.Millisecond) {
+			return 0, fmt.Errorf("no backend waits behind pid %d: %w", holder, ctx.Err())
+		}
+	}
+}
+
+// pgTerminate ends a backend with pg_terminate_backend.
+func (s *systemServers) pgTerminate(ctx context.Context, pid uint32) error {
+	p, err := s.pgAdmin(ctx)
+	if err != nil {
+		return err
+	}
+	var ok bool
+	if err := p.QueryRow(ctx, `SELECT pg_terminate_backend($1::int)`, int32(pid)).Scan(&ok); err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("pg_terminate_backend(%d) found no such backend", pid)
+	}
+	return nil
+}
+
+// pgLedger makes the ledger table of schedule 13, once.
+func (s *systemServers) pgLedger(ctx context.Context) error {
+	p, err := s.pgAdmin(ctx)
+	if err != nil {
+		return err
+	}
+	s.ledgerOnce.Lock()
+	defer s.ledgerOnce.Unlock()
+	_, err = p.Exec(ctx, `CREATE TABLE IF NOT EXISTS locklab_faults_ledger (k text NOT NULL, seq bigint NOT NULL)`)
+	return err
+}
+
+// pgLedgerCount returns how many distinct entries the ledger has for k.
+func (s *systemServers) pgLedgerCount(ctx context.Context, k string) (int64, error) {
+	p, err := s.pgAdmin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	err = p.QueryRow(ctx, `SELECT count(DISTINCT seq) FROM locklab_faults_ledger WHERE k = $1`, k).Scan(&n)
+	return n, err
+}
+
+// pgBouncer returns the address of a PgBouncer (the rig's, PgBouncer's
+// own pool size) in front of the PostgreSQL server in mode
+// (rig.PoolTransaction or rig.PoolSession), started on first use and
+// closed with the servers.
+func (s *systemServers) pgBouncer(ctx context.Context, mode string) (string, error) {
+	if _, err := s.pgAddr(); err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b := s.bouncers[mode]; b != nil {
+		return b.Addr(), nil
+	}
+	b, err := rig.NewPgBouncer(ctx, s.pg, mode)
+	if err != nil {
+		return "", err
+	}
+	if s.bouncers == nil {
+		s.bouncers = map[string]*rig.PgBouncer{}
+	}
+	s.bouncers[mode] = b
+	return b.Addr(), nil
+}

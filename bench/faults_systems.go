@@ -1,0 +1,389 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/locklab/locklab/internal/history"
+	"github.com/locklab/locklab/internal/rig"
+)
+
+// The locks on etcd, ZooKeeper and PostgreSQL meet the schedules that
+// apply to them on the bench's own servers for those systems (a 3-member
+// etcd cluster, a 3-server ZooKeeper ensemble, one PostgreSQL server:
+// systems.go), with real faults: the paused and the killed holder are
+// child processes, latency is the fault proxy's, a lost reply or a late
+// request is a rawNet's (faults_rawnet.go), and a crash is SIGKILL to the
+// leader or the server. Their protected resource is the same counter on
+// the resource server, written through the fenced store with their
+// fencing tokens (Fence). Issue 34 adds four schedules for them: a server
+// or leader killed and restarted with its data, a session that ends while
+// a Lock is in flight, PgBouncer in front of PostgreSQL, and the isolation
+// level of the row lock's transaction.
+
+// Systems a lock runs on, as schedules name them in on.
+const (
+	sysRedis     = "redis"
+	sysEtcd      = "etcd"
+	sysZooKeeper = "zookeeper"
+	sysPostgres  = "postgres"
+)
+
+// faultSystems maps the locks not on Redis to their system; their impl
+// files fill it from init.
+var faultSystems = map[string]string{}
+
+// systemOf returns the system im runs on.
+func systemOf(im *impl) string {
+	if s, ok := faultSystems[im.name]; ok {
+		return s
+	}
+	return sysRedis
+}
+
+// notApplicable is a cell's notRun when its schedule does not apply to the
+// lock (a Redis server's failover for a lock on etcd).
+const notApplicable = "does not apply to this lock's system"
+
+// appliesTo reports whether s applies to im.
+func (s *schedule) appliesTo(im *impl) bool {
+	on := s.on
+	if on == nil {
+		on = []string{sysRedis}
+	}
+	return slices.Contains(on, systemOf(im)) || slices.Contains(on, im.name)
+}
+
+// The schedules issue 34 adds, after issue 16's nine.
+func systemSchedules() []*schedule {
+	others := []string{sysEtcd, sysZooKeeper, sysPostgres}
+	return []*schedule{
+		{id: "crash", n: 10, title: "server or leader killed and restarted", ttl: 2 * time.Second, parallel: 1, control: true, on: others,
+			stuckAfter: 6 * time.Second, window: 4 * time.Second, runs: 10,
+			what: "after A took the lock, etcd's leader, ZooKeeper's leader and the PostgreSQL server are killed (SIGKILL) and restarted on their data (fsync on), at once; B and C want the lock meanwhile.",
+			run:  runCrash},
+		{id: "expiry", n: 11, title: "session expiry mid-Lock", ttl: time.Second, parallel: 2, proxied: true, on: others,
+			stuckAfter: 4 * time.Second,
+			what:       "C holds the lock; A's Lock waits behind C (its claim is in line); A's session ends on the server: etcd revokes the claim's lease, ZooKeeper expires A's session (A is cut off for three session timeouts, then healed), PostgreSQL terminates A's backend (pg_terminate_backend). Then C releases and B wants the lock; A, as a plain worker, calls Lock again after an error.",
+			run:        runExpiry},
+		{id: "pooler", n: 12, title: "PgBouncer in front", ttl: time.Second, parallel: 2, on: []string{"pglock", "pglock-row"},
+			stuckAfter: 4 * time.Second,
+			what:       "A, B and C reach PostgreSQL through PgBouncer 1.18 (even runs transaction pooling, odd runs session pooling; PgBouncer's default pool size) and take the lock one after the other, as in schedule 2 without faults. A lock that refuses the pooler is counted as refused, not unsafe.",
+			run:        runPooler},
+		{id: "isolation", n: 13, title: "isolation level", ttl: time.Second, parallel: 2, on: []string{"pglock-row"},
+			stuckAfter: 4 * time.Second,
+			what:       "default_transaction_isolation is repeatable read (even runs) or serializable (odd runs); A, B and C take the row lock one after the other and append to a ledger in PostgreSQL through the lock's transaction (Tx): read how many entries there are, append the next. An entry committed with a number already taken is a lost update.",
+			run:        runIsolation},
+	}
+}
+
+// systemAddrs returns the addresses a run's clients dial for its lock's
+// system: etcd's members, ZooKeeper's servers, PostgreSQL's server (or
+// whatever the event put in its place, such as a pooler), starting the
+// servers if they are not running.
+func (ev *event) systemAddrs(sys string) ([]string, error) {
+	ev.mu.Lock()
+	over, ok := ev.sysAddrs[sys]
+	ev.mu.Unlock()
+	if ok {
+		return over, nil
+	}
+	switch sys {
+	case sysEtcd:
+		return others.etcdEndpoints()
+	case sysZooKeeper:
+		return others.zkServers()
+	case sysPostgres:
+		a, err := others.pgAddr()
+		if err != nil {
+			return nil, err
+		}
+		return []string{a}, nil
+	}
+	return nil, fmt.Errorf("faults: no system %q", sys)
+}
+
+// pgDSN returns the URL a PostgreSQL lock's client uses at addr, with the
+// event's session settings (users.PGSettings), sent in the startup message.
+func (u *userClients) pgDSN(addr string) string {
+	dsn := rig.PostgresDSN(addr)
+	if u != nil {
+		names := slices.Sorted(maps.Keys(u.PGSettings))
+		for _, k := range names {
+			dsn += "&" + url.PathEscape(k) + "=" + url.PathEscape(u.PGSettings[k])
+		}
+	}
+	return dsn
+}
+
+// etcdMinLease is the shortest lease etcd grants with its default election
+// timeout (1s): 1.5 election timeouts, rounded up to whole seconds; a
+// shorter TTL gets this one.
+const etcdMinLease = 2 * time.Second
+
+// lease returns the lease the run's lock actually has: the schedule's TTL,
+// or etcd's minimum when it is longer.
+func (r *faultRun) lease() time.Duration {
+	if systemOf(r.im) == sysEtcd {
+		return max(r.ev.sch.ttl, etcdMinLease)
+	}
+	return r.ev.sch.ttl
+}
+
+// runCrash: schedule 10.
+func runCrash(ev *event) error {
+	if err := ev.start(); err != nil {
+		return err
+	}
+	systems := map[string]bool{}
+	for _, r := range ev.live() {
+		systems[systemOf(r.im)] = true
+	}
+	return ev.standard(func() error {
+		ev.faultAll("kill -9 etcd's leader, ZooKeeper's leader and the PostgreSQL server; each restarts on its data")
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var errs []error
+		var what []string
+		for sys := range systems {
+			wg.Go(func() {
+				w, err := others.crash(ev.ctx, sys)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%s: %w", sys, err))
+				}
+				if w != "" {
+					what = append(what, w)
+				}
+			})
+		}
+		wg.Wait()
+		slices.Sort(what)
+		ev.faultAll("restarted: %s", strings.Join(what, "; "))
+		return errors.Join(errs...)
+	})
+}
+
+// runExpiry: schedule 11.
+func runExpiry(ev *event) error {
+	if err := ev.start(); err != nil {
+		return err
+	}
+	ev.each(func(r *faultRun) { r.expiry() })
+	return nil
+}
+
+// expiry is one run of schedule 11 (see its what).
+func (r *faultRun) expiry() {
+	ev := r.ev
+	ctx := ev.ctx
+	bound := 4*ev.sch.ttl + 6*time.Second
+	a := r.a.(*actor)
+	cHolds, injected := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	held := func() { once.Do(func() { close(cHolds) }) }
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		defer held()
+		if !r.c.lock(ctx, bound) {
+			return
+		}
+		r.c.event(history.Event{Kind: history.Enter})
+		if r.c.readRes(ctx) == nil {
+			r.c.writeRes(ctx)
+		}
+		held()
+		select {
+		case <-injected:
+		case <-time.After(bound):
+		case <-ctx.Done():
+		}
+		r.c.event(history.Event{Kind: history.Exit})
+		r.c.unlock()
+	})
+	<-cHolds
+	wg.Go(func() { a.cycle(ctx, bound, holdB, nil) })
+	err := r.expireWaiter(ctx)
+	if err != nil {
+		r.fault("(the expiry was not injected: %s)", shortErr(err))
+	}
+	close(injected)
+	wg.Go(func() {
+		if sleepCtx(ctx, 20*time.Millisecond) {
+			r.b.cycle(ctx, bound, holdB, nil)
+		}
+	})
+	wg.Wait()
+	if err != nil && r.failed == "" {
+		r.failed = "expiry: " + longErr(err)
+	}
+}
+
+// expireWaiter waits until A's claim is in line behind C's hold and ends
+// A's session on the server, the way the run's system does it.
+func (r *faultRun) expireWaiter(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	switch systemOf(r.im) {
+	case sysEtcd:
+		lease, err := others.etcdWaiterLease(ctx, r.key)
+		if err != nil {
+			return err
+		}
+		if err := others.etcdRevoke(ctx, lease); err != nil {
+			return err
+		}
+		r.fault("A's claim is in line; etcd revokes its lease %x (as when it expires)", lease)
+	case sysZooKeeper:
+		if err := others.zkWaitLine(ctx, zkPath(r.key), 2); err != nil {
+			return err
+		}
+		cut := 3 * r.ev.sch.ttl
+		for _, p := range r.aNet[:len(r.aNet)-1] {
+			p.Blackhole()
+		}
+		r.fault("A's claim is in line; A is cut off from ZooKeeper for %v, three times its %v session timeout", cut, r.ev.sch.ttl)
+		ok := sleepCtx(ctx, cut)
+		for _, p := range r.aNet[:len(r.aNet)-1] {
+			p.Heal()
+		}
+		r.fault("A's network healed (its session has expired on the servers)")
+		if !ok {
+			return ctx.Err()
+		}
+	case sysPostgres:
+		pider, ok := r.c.l.(interface{ PID() uint32 })
+		if !ok {
+			return errors.New("the lock does not tell its backend's pid")
+		}
+		pid, err := others.pgWaiter(ctx, pider.PID())
+		if err != nil {
+			return err
+		}
+		if err := others.pgTerminate(ctx, pid); err != nil {
+			return err
+		}
+		r.fault("A's Lock waits behind C; PostgreSQL terminates A's backend (pid %d, pg_terminate_backend)", pid)
+	default:
+		return fmt.Errorf("no session expiry for %s", r.im.name)
+	}
+	return nil
+}
+
+// runPooler: schedule 12.
+func runPooler(ev *event) error {
+	mode := rig.PoolTransaction
+	if ev.index%2 == 1 {
+		mode = rig.PoolSession
+	}
+	addr, err := others.pgBouncer(ev.ctx, mode)
+	if err != nil {
+		return err
+	}
+	ev.mu.Lock()
+	ev.sysAddrs = map[string][]string{sysPostgres: {addr}}
+	ev.mu.Unlock()
+	if err := ev.start(); err != nil {
+		return err
+	}
+	ev.faultAll("every client reaches PostgreSQL through PgBouncer in %s pooling", mode)
+	ev.each(func(r *faultRun) { r.cycleAll(4*ev.sch.ttl+2*time.Second, nil) })
+	return nil
+}
+
+// isolationLevel returns the isolation level of run i of schedule 13.
+func isolationLevel(i int) string {
+	if i%2 == 1 {
+		return "serializable"
+	}
+	return "repeatable read"
+}
+
+// runIsolation: schedule 13.
+func runIsolation(ev *event) error {
+	level := isolationLevel(ev.index)
+	ev.users.PGSettings = map[string]string{"default_transaction_isolation": level}
+	if err := others.pgLedger(ev.ctx); err != nil {
+		return err
+	}
+	for _, r := range ev.runs {
+		r.ledger = true
+	}
+	if err := ev.start(); err != nil {
+		return err
+	}
+	ev.faultAll("default_transaction_isolation = %s on every client's sessions", level)
+	ev.each(func(r *faultRun) {
+		var wg sync.WaitGroup
+		for i, a := range []*actor{r.a.(*actor), r.b, r.c} {
+			wg.Go(func() {
+				if sleepCtx(ev.ctx, time.Duration(i)*20*time.Millisecond) {
+					a.ledgerCycle(ev.ctx, 4*ev.sch.ttl+2*time.Second, holdB)
+				}
+			})
+		}
+		wg.Wait()
+	})
+	return nil
+}
+
+// ledgerCycle is a turn at the ledger: take the row lock, count the
+// ledger's entries for the key and append the next one through the lock's
+// transaction, hold, release (COMMIT). The write is recorded at the
+// append, accepted if the COMMIT returned nil.
+func (a *actor) ledgerCycle(ctx context.Context, bound, hold time.Duration) {
+	txer, ok := a.l.(txLocker)
+	if !ok {
+		a.note("this lock has no transaction to work in")
+		return
+	}
+	if !a.lock(ctx, bound) {
+		return
+	}
+	a.event(history.Event{Kind: history.Enter})
+	tok, fence := lockTokens(a.l)
+	var n int64
+	var at time.Duration
+	tx := txer.Tx()
+	err := tx.QueryRow(ctx, `SELECT count(*) FROM locklab_faults_ledger WHERE k = $1`, a.spec.Res).Scan(&n)
+	if err == nil {
+		a.note("read %d entries", n)
+		at = a.clock.Now()
+		_, err = tx.Exec(ctx, `INSERT INTO locklab_faults_ledger (k, seq) VALUES ($1, $2)`, a.spec.Res, n+1)
+	}
+	if err != nil {
+		a.note("work failed: %s", shortErr(err))
+	}
+	if hold > 0 {
+		select {
+		case <-time.After(hold):
+		case <-ctx.Done():
+		}
+	}
+	a.event(history.Event{Kind: history.Exit})
+	a.halt()
+	uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	uerr := a.l.Unlock(uctx)
+	cancel()
+	rel := history.Event{Kind: history.Release, OK: uerr == nil, Token: tok}
+	if uerr != nil {
+		rel.Text = shortErr(uerr)
+	}
+	a.event(rel)
+	_ = fence
+	if err == nil {
+		w := history.Event{Kind: history.Write, At: at, OK: uerr == nil, Token: tok, Text: fmt.Sprint(n + 1)}
+		if uerr != nil {
+			w.Text += " (not committed)"
+		}
+		a.event(w)
+	}
+}
