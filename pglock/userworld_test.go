@@ -1,0 +1,98 @@
+package pglock_test
+
+import (
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/locklab/locklab/internal/faultproxy"
+	"github.com/locklab/locklab/internal/locktest"
+	"github.com/locklab/locklab/internal/rig"
+)
+
+// TestUserWorld runs the shared user-world fault suite over both locks, on
+// pgx's default options, in each deployment users have: a direct
+// connection; PgBouncer in transaction and in session pooling; each
+// isolation level as the server's default; statement_timeout and
+// lock_timeout set; a pool of two connections. a reaches the server (or
+// PgBouncer) through a fault proxy, b directly.
+//
+// The suite judges a lock that ends a holder's session while it holds
+// (DuringHold with Ends) by its Done, which pglock has not: PostgreSQL
+// tells a session that it lost its locks only at its next statement. Those
+// faults (the server SIGKILLed and restarted, the session terminated) are
+// tested by name instead: TestFenceAfterCrash, TestSessionEndedWhileHolding.
+func TestUserWorld(t *testing.T) {
+	t.Parallel()
+	srv := rig.StartPostgres(t)
+	deployments := []struct {
+		name   string
+		pooler string // a PgBouncer pool mode, or "" for none
+		params url.Values
+	}{
+		{name: "direct"},
+		{name: "pgbouncer-transaction", pooler: rig.PoolTransaction},
+		{name: "pgbouncer-session", pooler: rig.PoolSession},
+		{name: "repeatable-read", params: url.Values{"default_transaction_isolation": {"repeatable read"}}},
+		{name: "serializable", params: url.Values{"default_transaction_isolation": {"serializable"}}},
+		{name: "statement_timeout", params: url.Values{"statement_timeout": {"100"}}},
+		{name: "lock_timeout", params: url.Values{"lock_timeout": {"100"}}},
+		{name: "small-pool", params: url.Values{"pool_max_conns": {"2"}}},
+	}
+	for _, d := range deployments {
+		t.Run(d.name, func(t *testing.T) {
+			addr := srv.Addr()
+			if d.pooler != "" {
+				addr = rig.StartPgBouncer(t, srv, d.pooler).Addr()
+			}
+			proxy := faultproxy.Start(t, addr)
+			dsnAt := func(addr string) string {
+				u := rig.PostgresDSN(addr)
+				if len(d.params) > 0 {
+					u += "&" + strings.ReplaceAll(d.params.Encode(), "+", "%20") // pgx reads + as itself
+				}
+				return u
+			}
+			for _, k := range kinds {
+				k.Conn = func(t *testing.T) *pgxpool.Pool { return defaultPool(t, dsnAt(addr)) }
+				w := locktest.World[*pgxpool.Pool]{
+					Faulty:  func(t *testing.T) *pgxpool.Pool { return defaultPool(t, dsnAt(proxy.Addr())) },
+					Faults:  faults(proxy),
+					Call:    2 * time.Second,
+					Recover: 10 * time.Second,
+				}
+				t.Run(k.Name, func(t *testing.T) { locktest.UserWorld(t, k, w, lockKey) })
+			}
+		})
+	}
+}
+
+// faults are the faults the proxy in front of a's server makes.
+func faults(proxy *faultproxy.Proxy) []locktest.Fault[*pgxpool.Pool] {
+	heal := func() { proxy.Heal() }
+	return []locktest.Fault[*pgxpool.Pool]{
+		{
+			Name: "none", During: locktest.DuringLock,
+			Inject: func(*testing.T, *pgxpool.Pool) func() { return func() {} },
+		},
+		{
+			// The lock statement is sent and its reply never comes: the
+			// connection is reset while the statement waits in the server.
+			Name: "lock reply lost", During: locktest.DuringWait, Ends: true,
+			Inject: func(*testing.T, *pgxpool.Pool) func() { proxy.Reset(); return heal },
+		},
+		{
+			// The lock request is held in the network past a's give-up
+			// (its ctx), and delivered once a has closed its connection.
+			Name: "lock request held past the give-up", During: locktest.DuringLock, Ends: true,
+			Inject: func(*testing.T, *pgxpool.Pool) func() { proxy.Blackhole(); return heal },
+		},
+		{
+			Name: "connection reset at Unlock", During: locktest.DuringUnlock, Ends: true,
+			Inject: func(*testing.T, *pgxpool.Pool) func() { proxy.Reset(); return heal },
+		},
+	}
+}
