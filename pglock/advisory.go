@@ -10,7 +10,10 @@ import (
 )
 
 // Mutex is a session-level advisory lock on one key: held by the
-// connection that took it until Unlock, or until that session ends. It is
+// connection that took it until Unlock, or until that session ends. Behind
+// a pooler that may share its server session (see Poolers in the package
+// documentation) it is a transaction-level advisory lock instead, in a
+// transaction left open until Unlock. It is
 // not reentrant: a second Lock of a held Mutex waits, on a connection of
 // its own, until the lock is unlocked.
 //
@@ -136,7 +139,8 @@ func (m *Mutex) try(ctx context.Context, conn *pgxpool.Conn, wait bool) (*hold, 
 // Unlock releases the lock on the connection that holds it, and returns
 // the connection to the pool. It returns [ErrNotHeld] if the lock was
 // never acquired, was already released, or the server ended its session
-// (which released it). It ignores ctx's cancellation and bounds the
+// (which released it). Behind a pooler it commits the lock's transaction.
+// It ignores ctx's cancellation and bounds the
 // release by its own timeout of 2s. On a transport error it closes the
 // connection (the server releases the lock when it notices the session
 // gone) and returns the error; the Mutex no longer holds the lock either
@@ -161,10 +165,11 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	})
 }
 
-// Fence returns the fencing token of the current hold: a value of the
-// sequence pglock_fence drawn right after the lock was granted, larger than
-// every token drawn before it. It returns 0 when the Mutex does not hold
-// the lock.
+// Fence returns the fencing token of the current hold, drawn from the
+// sequence pglock_fence right after the lock was granted: larger than
+// every token drawn before it, even across a crash of the server (see the
+// package documentation). It returns 0 when the Mutex does not hold the
+// lock.
 func (m *Mutex) Fence() uint64 { return m.c.fence() }
 
 // Key returns the lock's key.
