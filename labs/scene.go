@@ -290,3 +290,14 @@ func (s *Scene) Gaps(from int, round func(k int) (reached bool)) {
 	}
 	s.Fatalf("labs: Gaps: the client still reached command %d: more commands than any lock here sends", from+maxGaps-1)
 }
+
+// ServerT is the test to hand the rig when a scenario starts servers of
+// its own (etcd, ZooKeeper, PostgreSQL): in an exercise run, one that
+// leaves the servers' logs out of a failure, as [Scene.Nodes] does for
+// Redis; otherwise the scene's test.
+func (s *Scene) ServerT() testing.TB {
+	if s.quiet {
+		return quietTB{s.t}
+	}
+	return s.t
+}

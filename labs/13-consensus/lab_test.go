@@ -169,6 +169,23 @@ var (
 		switch w := l.Locker.(type) {
 		case *etcdWorker:
 			err = w.write(ctx, w.kv, w.Mutex, data)
+			if err == nil {
+				// The effect, not the worker's word: a write is accepted
+				// when etcd holds what it wrote.
+				resp, gerr := w.kv.Get(ctx, lab13.OrderKey)
+				if gerr != nil {
+					return "", gerr
+				}
+				if len(resp.Kvs) == 0 || string(resp.Kvs[0].Value) != data {
+					got := "(none)"
+					if len(resp.Kvs) > 0 {
+						got = fmt.Sprintf("%q", resp.Kvs[0].Value)
+					}
+					l.Write(data, false)
+					l.Record(history.Event{Kind: history.Violation, Text: fmt.Sprintf("%s's WriteOrder returned nil, but etcd did not write %q (%s in etcd = %s): only the worker said the write succeeded. A write etcd refused must return an error wrapping ErrRefused (check the transaction's Succeeded)", l.Name, data, lab13.OrderKey, got)})
+					return "refused", nil
+				}
+			}
 		case *zkWorker:
 			var st store
 			if st, err = w.open(ctx, l.Env.Param(dbParam, "")); err != nil {
@@ -259,7 +276,7 @@ var (
 // its endpoints to every client made after it.
 func startEtcd(s *labs.Scene, n int) (*rig.Etcd, *clientv3.Client) {
 	s.T().Helper()
-	e := rig.StartEtcd(s.T(), n)
+	e := rig.StartEtcd(s.ServerT(), n)
 	s.Params[etcdParam] = strings.Join(e.Endpoints(), ",")
 	c, err := sysclient.Etcd(e.Endpoints()...)
 	s.Must(err)
@@ -329,11 +346,37 @@ func pausedHolder(s *labs.Scene, impl *labs.Impl) {
 	s.Must(b.Lock())
 	s.HolderWrites(b, writeOrder, dataB, "the store")
 
-	s.Must(a.Unfreeze(w))
+	a.Thaw()
+	a.Continue()
+	if !w.Within(writeBack) {
+		// A's write has not returned, though B still holds the lock: say
+		// what A is doing instead of running into the scene's deadline.
+		s.Violation("A's write, thawed after its lease ran out, did not return within %v: %s", writeBack, stuckWrite(s, c))
+		w.Cancel()
+		if !w.Within(writeBack) {
+			s.Fatalf("A's write did not return within %v of its context being cancelled: WriteOrder must return when ctx ends", writeBack)
+		}
+	}
 	a.MustDo(toldOp, "10s") // A hears that its lease is gone, after its write
 	a.ReleaseAfterFault()
 	s.Must(b.Unlock())
 	showOrder(s, c)
+}
+
+// writeBack bounds the write of a thawed worker: one transaction, which
+// etcd answers in milliseconds (a second at most on a loaded machine).
+const writeBack = 5 * time.Second
+
+// stuckWrite says why a thawed worker's write has not returned while B
+// holds the lock, from etcd's keys: a second claim in line behind B's is
+// A's write taking the lock again to retry.
+func stuckWrite(s *labs.Scene, c *clientv3.Client) string {
+	resp, err := c.Get(s.Ctx, s.Key+"/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
+	s.Must(err)
+	if len(resp.Kvs) > 1 {
+		return fmt.Sprintf("etcd refused it, and A is waiting to take the lock again to retry it (%d claims in line: B's and a new one of A's). A refused write must return an error wrapping ErrRefused, not take the lock again: the order has moved on (B wrote it), and a retried write would overwrite B's", len(resp.Kvs))
+	}
+	return "it is still waiting, with B holding the lock: a write refused because the lock is lost must return an error wrapping ErrRefused at once"
 }
 
 func TestLab13_BrokenPausedHolderOverwrites(t *testing.T) {
@@ -360,7 +403,7 @@ func TestLab13_Exercise(t *testing.T) {
 // larger zxid and writes. The network heals, and the write A had in flight
 // arrives.
 func partitionedHolder(s *labs.Scene, impl *labs.Impl) {
-	z := rig.StartZooKeeper(s.T(), 1, rig.WithZooKeeperForTests())
+	z := rig.StartZooKeeper(s.ServerT(), 1, rig.WithZooKeeperForTests())
 	link := s.Link(z.Addrs()[0])
 	s.Params[dbParam] = filepath.Join(s.T().TempDir(), "orders.db")
 	s.TTL = lease
@@ -564,7 +607,7 @@ var etcdFailover = failover{start: func(s *labs.Scene) ([]labs.ClientOption, fun
 
 // zkFailover kills ZooKeeper's leader.
 var zkFailover = failover{start: func(s *labs.Scene) ([]labs.ClientOption, func() []labs.ClientOption) {
-	z := rig.StartZooKeeper(s.T(), 3, rig.WithZooKeeperForTests())
+	z := rig.StartZooKeeper(s.ServerT(), 3, rig.WithZooKeeperForTests())
 	s.Params[zkParam] = strings.Join(z.Addrs(), ",")
 	s.Params[dbParam] = filepath.Join(s.T().TempDir(), "orders.db")
 	s.Note("ZooKeeper: an ensemble of 3")

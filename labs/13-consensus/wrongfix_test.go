@@ -36,7 +36,7 @@ var wrongFixes = []labs.WrongFix{
 		Name: "a transaction guarded by IsOwner that ignores Succeeded",
 		Edits: []labs.Edit{labs.Replace(shippedPut, `	_, err := kv.Txn(ctx).If(m.IsOwner()).Then(clientv3.OpPut(OrderKey, status)).Commit()
 	return err`)},
-		Caught: "older than B's token",
+		Caught: "A's WriteOrder returned nil, but etcd did not write",
 	},
 	{
 		Name: "TryLock once more before writing",
@@ -45,6 +45,24 @@ var wrongFixes = []labs.WrongFix{
 	}
 `+shippedPut)},
 		Caught: "the store refused B's write",
+	},
+	{
+		Name: "a refused transaction retried after taking the lock again",
+		// A waits for B's lock: the message must say so, not run into the
+		// scene's deadline.
+		Edits: []labs.Edit{labs.Replace(shippedPut, `	for {
+		resp, err := kv.Txn(ctx).If(m.IsOwner()).Then(clientv3.OpPut(OrderKey, status)).Commit()
+		if err != nil {
+			return err
+		}
+		if resp.Succeeded {
+			return nil
+		}
+		if err := m.Lock(ctx); err != nil {
+			return fmt.Errorf("%w: %w", ErrRefused, err)
+		}
+	}`)},
+		Caught: "A is waiting to take the lock again to retry it",
 	},
 }
 
