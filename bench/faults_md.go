@@ -263,7 +263,7 @@ func (fr *faultReport) opsSection(b *bytes.Buffer) {
 		return
 	}
 	b.WriteString("## The commands of schedules 2 and 3\n\n")
-	b.WriteString("Found in fault-free runs (MONITOR on server 0, then per-client counts); run i faults pair i mod K, at its (i div K)+1-th occurrence from that client.\n\n")
+	b.WriteString("Found in fault-free runs (MONITOR on server 0, then per-client counts; for the locks on other systems, the chunks of bytes each client sends in its turn, counted through a proxy); run i faults pair i mod K, at its (i div K)+1-th occurrence from that client.\n\n")
 	for _, im := range fr.setup.impls {
 		var parts []string
 		for _, o := range fr.setup.ops[im.name] {
@@ -301,7 +301,8 @@ const faultMethod = `## Method
   wait; 2.5 s for the paused holder, 4 s after a failover). Then A writes
   its counter back plus one, exits and unlocks. Every client is a careful
   user: before it writes it checks its lock's loss signal (watchdog's Done,
-  Keep's lease, rueidislock's context) and its lease by its own clock
+  Keep's lease, rueidislock's context, etcdlock's and zklock's Done) and
+  its lease by its own clock
   (Until, where the lock has one), and abandons the work without writing
   when either says the lock is gone; a client told its lock is lost while
   it works stops at once.
@@ -314,12 +315,26 @@ const faultMethod = `## Method
   leases of 10-30 s). The peers on their defaults except as the speed bench
   sets them (redislock retries every 1 ms; rueidislock with KeyMajority 1).
   Each client is its own connection pool; the holder that is paused or
-  killed is a child process.
+  killed is a child process. The locks on other systems run on the
+  bench's own servers (a 3-member etcd cluster, a 3-server ZooKeeper
+  ensemble, one PostgreSQL server, fsync on), each client on its system's
+  Go client with its defaults (clientv3, go-zookeeper, pgx in a pool of
+  2): etcdlock with a lease of its own per hold (its default; etcd grants
+  at least 2 s), zklock's session timeout the schedule's lease. Their
+  lost replies and late requests are faulted by the chunk of bytes the
+  client sends (one request, in practice), counted through a proxy, since
+  their protocols are not RESP.
+- **Schedules apply by system**: a Redis server's failover, restart
+  without data, eviction or clock jump does not apply to a lock on etcd,
+  ZooKeeper or PostgreSQL (–), and schedules 10-13 apply to those only.
 - **The resource** is a counter on a server of its own, which no fault
   touches. Locks that give fencing tokens write through a fenced store, the
   rule of fencing.Store (a write is applied only with a token larger than
   any applied before) as a script on that server, so its writes cross the
-  same network as everything else; the others write plainly.
+  same network as everything else; the others write plainly. Under
+  schedule 13 the resource is a ledger in PostgreSQL written through the
+  row lock's own transaction, which commits with the release or not at
+  all (the transaction is its fence): unsafe there is a lost entry.
 - **Judged on the effect**: overlapping critical sections (from the
   clients' own records, on one clock shared by all processes), lost updates
   (writes accepted minus the counter's rise), stale writes the fenced store

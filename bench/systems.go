@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -363,8 +364,16 @@ func (s *systemServers) etcdWaiterLease(ctx context.Context, key string) (client
 	}
 	for {
 		resp, err := c.Get(ctx, key+"/", clientv3.WithPrefix(), clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend))
-		if err == nil && len(resp.Kvs) >= 2 {
-			return clientv3.LeaseID(resp.Kvs[1].Lease), nil
+		if err == nil {
+			var line []int64 // the claims' leases, oldest first (not withdrawn claims' tombstones, k/~...)
+			for _, kv := range resp.Kvs {
+				if !strings.HasPrefix(string(kv.Key), key+"/~") {
+					line = append(line, kv.Lease)
+				}
+			}
+			if len(line) >= 2 {
+				return clientv3.LeaseID(line[1]), nil
+			}
 		}
 		if !sleepCtx(ctx, 5*time.Millisecond) {
 			return 0, fmt.Errorf("no waiter's claim under %s/: %w", key, ctx.Err())
