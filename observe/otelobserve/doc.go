@@ -49,6 +49,7 @@
 // (one lock per job, per shard); to find which keys are hot, sample the
 // keys in logs or traces instead.
 //
-// Only this package of locklab imports OpenTelemetry: the lock packages
-// and package observe do not depend on it.
+// Of locklab's packages only this one imports OpenTelemetry: the lock
+// packages and package observe do not depend on it. (Lab 11's test, in the
+// application's place, sets up the SDK that this package records on.)
 package otelobserve
