@@ -33,8 +33,9 @@ var pglockClaims = map[string]claim{
 	"late":       {claimSurvives, `pglock/doc.go: "which ends the session on the server and with it any lock the statement took"`},
 	"latency":    {claimSurvives, `pglock/doc.go: "nothing expires while the holder lives, so nothing is granted twice"`},
 	"kill":       {claimSurvives, `pglock/doc.go: "same connection or the session ends"`},
-	"crash":      {claimSurvives, `pglock/doc.go: "sequences never go back, even across a crash"`},
+	"crash":      {claimSurvives, `pglock/doc.go: "every token drawn after a crash is larger than every one before it"`},
 	"expiry":     {claimSurvives, `pglock/doc.go: "same connection or the session ends"`},
+	"pooler":     {claimSurvives, `pglock/doc.go: "both locks work in session and in transaction pooling"`},
 }
 
 var pglockRowClaims = map[string]claim{
@@ -43,6 +44,8 @@ var pglockRowClaims = map[string]claim{
 	"late":       {claimSurvives, `pglock/doc.go: "either way the row lock is gone once the transaction ends"`},
 	"latency":    {claimSurvives, `pglock/doc.go: "nothing expires while the holder lives, so nothing is granted twice"`},
 	"kill":       {claimSurvives, `pglock/doc.go: "either way the row lock is gone once the transaction ends"`},
-	"crash":      {claimSurvives, `pglock/doc.go: "never reused). Do the protected work through"`},
+	"crash":      {claimSurvives, `pglock/doc.go: "every token drawn after a crash is larger than every one before it"`},
 	"expiry":     {claimSurvives, `pglock/doc.go: "either way the row lock is gone once the transaction ends"`},
+	"pooler":     {claimSurvives, `pglock/doc.go: "both locks work in session and in transaction pooling"`},
+	"isolation":  {claimSurvives, `pglock/doc.go: "each of its statements sees every earlier holder's committed work, whatever default_transaction_isolation says"`},
 }
