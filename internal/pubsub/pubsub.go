@@ -1,7 +1,8 @@
 // Package pubsub keeps a Notifier's Pub/Sub subscription alive: the one
-// read loop that package correct's and package redlock's Notifiers run on
-// each subscription, with the same ping, the same dead-connection rule and
-// the same pause between attempts to subscribe again.
+// read loop ([Read]) and the one resubscribe loop ([Resubscribe]) that
+// package correct's and package redlock's Notifiers run on each
+// subscription, with the same ping, the same dead-connection rule and the
+// same pause between attempts to subscribe again.
 package pubsub
 
 import (

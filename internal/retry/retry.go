@@ -1,7 +1,10 @@
 // Package retry is the one way locklab's lock packages repeat an attempt to
 // take a lock, and bound the commands that must run even after the caller
 // gave up. Each package's exported options (WithRetry, WithTries) feed a
-// [Policy]; its Lock is [Do] over its own one-attempt function.
+// [Policy]; its Lock is [Do] over its own one-attempt function. A command
+// sent again while the servers are too busy to answer (a release, a round
+// of a waiter in the queues) is [Repeat] or Do with a [Doubling] delay: no
+// lock package writes a retry loop of its own (loops_test.go checks).
 //
 // The rules every package gets from here, so that one reads like another:
 //
@@ -73,13 +76,41 @@ func Backoff(attempt int) time.Duration {
 	return rand.N(min(ceiling, MaxDelay))
 }
 
-// Policy is how a Lock repeats its attempts.
+// Doubling returns a DelayFunc for sending again a command that the
+// servers were too busy to answer in time: after the n-th failed attempt it
+// waits a random time in [d/2, d], where d = first·2^(n-1), at most
+// ceiling (a ceiling below first is first). Half of d is fixed, so that a
+// busy server gets at least that long to catch up; the other half is
+// random, so that clients that timed out together do not come back
+// together. A first <= 0 means no delay.
+func Doubling(first, ceiling time.Duration) DelayFunc {
+	ceiling = max(ceiling, first)
+	return func(attempt int) time.Duration {
+		d := first
+		for i := 1; i < attempt && d < ceiling; i++ {
+			d *= 2
+		}
+		d = min(d, ceiling)
+		if d <= 0 {
+			return 0
+		}
+		return d/2 + rand.N(d/2+1)
+	}
+}
+
+// Policy is how a loop of attempts repeats them: a Lock's ([Do]), or a
+// command sent again while the servers are busy ([Repeat]).
 type Policy struct {
 	// Delay is the wait after each failed attempt; nil means Backoff.
 	Delay DelayFunc
 	// Tries is how many attempts to make before giving up; 0 means no
 	// limit.
 	Tries int
+	// Within bounds the time the loop may take: it starts no delay that
+	// would end more than Within after its first attempt began, and stops
+	// then as when the tries run out. 0 means no bound: only Tries and the
+	// context end the loop.
+	Within time.Duration
 }
 
 // An Attempt makes attempt number n (1, 2, ...) with a token of its own. It
@@ -87,12 +118,52 @@ type Policy struct {
 // again after the delay), or an error that ends the loop at once.
 type Attempt func(ctx context.Context, n int) (bool, error)
 
+// ErrExhausted is returned, wrapped, by [Repeat] when the tries or the time
+// of its Policy ran out before an attempt reported done.
+var ErrExhausted = errors.New("retry: attempts exhausted")
+
 // Do calls attempt until it holds the lock, fails, runs out of tries, or
 // ctx ends. It returns nil once an attempt holds the lock; the attempt's
 // error as it is; errors.Join(notObtained, ctx.Err()) when ctx ends first
 // (without any attempt if ctx had already ended); and an error wrapping
 // notObtained, naming the tries, when they run out.
 func Do(ctx context.Context, p Policy, notObtained error, attempt Attempt) error {
+	n, why, err := loop(ctx, p, attempt)
+	switch why {
+	case ctxEnded:
+		return errors.Join(notObtained, err)
+	case exhausted:
+		return fmt.Errorf("%w: still held after %d tries", notObtained, n)
+	}
+	return err
+}
+
+// Repeat is Do for a loop that is not a Lock's: attempt reports true once
+// it is done (a release that the servers answered, say). Repeat returns
+// nil once an attempt is done; the attempt's error as it is; ctx's error
+// (see [CtxErr]) when ctx ends first; and an error wrapping [ErrExhausted],
+// naming the tries, when the tries or Policy.Within run out. What the last
+// attempt found is the caller's to keep, in attempt's closure.
+func Repeat(ctx context.Context, p Policy, attempt Attempt) error {
+	n, why, err := loop(ctx, p, attempt)
+	if why == exhausted {
+		return fmt.Errorf("%w: %d tries", ErrExhausted, n)
+	}
+	return err
+}
+
+// Why loop stopped.
+type stop int
+
+const (
+	finished  stop = iota // an attempt was done, or failed: its error, or nil
+	ctxEnded              // the context ended: its error
+	exhausted             // the tries or the time ran out
+)
+
+// loop is the one retry loop, under Do and Repeat. It returns how many
+// attempts it made, why it stopped, and the error that goes with why.
+func loop(ctx context.Context, p Policy, attempt Attempt) (int, stop, error) {
 	delay := p.Delay
 	if delay == nil {
 		delay = Backoff
@@ -103,18 +174,22 @@ func Do(ctx context.Context, p Policy, notObtained error, attempt Attempt) error
 			timer.Stop()
 		}
 	}()
+	start := time.Now()
 	for n := 1; ; n++ {
 		if err := CtxErr(ctx); err != nil {
-			return errors.Join(notObtained, err)
+			return n - 1, ctxEnded, err
 		}
 		ok, err := attempt(ctx, n)
 		if err != nil || ok {
-			return err
+			return n, finished, err
 		}
 		if p.Tries > 0 && n >= p.Tries {
-			return fmt.Errorf("%w: still held after %d tries", notObtained, n)
+			return n, exhausted, nil
 		}
 		d := max(delay(n), 0)
+		if p.Within > 0 && time.Since(start)+d > p.Within {
+			return n, exhausted, nil
+		}
 		if timer == nil {
 			timer = time.NewTimer(d)
 		} else {
@@ -122,7 +197,7 @@ func Do(ctx context.Context, p Policy, notObtained error, attempt Attempt) error
 		}
 		select {
 		case <-ctx.Done():
-			return errors.Join(notObtained, ctx.Err())
+			return n, ctxEnded, ctx.Err()
 		case <-timer.C:
 		}
 	}
