@@ -118,7 +118,9 @@ func TestLockNeverReturnsAnOverLease(t *testing.T) {
 				t.Fatalf("Lock = %v; want nil: the Mutex's link is clean", err)
 			case !errors.Is(err, correct.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded):
 				t.Fatalf("Lock = %v; want ErrNotObtained joined with the deadline", err)
-			case !strings.Contains(err.Error(), "less than half"):
+			case !tc.handoff && !strings.Contains(err.Error(), "less than half"):
+				// (A waiter queued over the slow link may first be handed
+				// the lock as its deadline comes, and then says only that.)
 				t.Errorf("Lock = %v; want it to say why it never got the lock (an answer that left less than half the TTL)", err)
 			case !thirdGot || thirdErr != nil:
 				t.Errorf("a third client's TryLock after the Lock gave up: %v, %v (PTTL %v); want true: no key left behind", thirdGot, thirdErr, pttl)
