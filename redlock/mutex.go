@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/netip"
 	"slices"
@@ -113,9 +112,12 @@ func (m *Mutex) validate() error {
 
 // Lock acquires the lock. Without a [Notifier] it polls: it makes an
 // attempt, and while other holders keep a majority of nodes it retries
-// after [WithRetry]'s delay, up to [WithTries] attempts. Each attempt uses
-// the same fresh token, so a SET from an earlier attempt that reaches a
-// slow node late is removed by the final Unlock too.
+// after [WithRetry]'s delay, up to [WithTries] attempts. Each attempt has
+// a fresh token of its own (see package retry): a command of an earlier
+// attempt that reaches a slow node late can then never act on the lock a
+// later attempt took. Such a late SET is released when its reply comes
+// back, and a later attempt that finds it on a node releases it there and
+// asks again (see setRound).
 //
 // An attempt sends SET key token NX PX ttl to every node in parallel and
 // holds the lock only if a majority said OK and validity is left (see the
@@ -328,13 +330,16 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	res := m.release(ctx, tok, cleanup, now, enough)
 	// Nodes too busy to answer in time: send the release again (its
 	// receipt makes a second run answer as the first), for up to the
-	// release timeout, rather than leave the lock to its TTL.
-	deadline, pause := time.Now().Add(retry.ReleaseTimeout), m.opts.nodeTimeout
-	for m.unreachable(res) && res.onlyTimeouts() && time.Now().Add(pause).Before(deadline) {
-		time.Sleep(pause/2 + rand.N(pause/2+1))
-		pause = min(2*pause, time.Until(deadline))
-		res = m.release(ctx, tok, cleanup, now, enough)
-	}
+	// release timeout after the first, rather than leave the lock to its
+	// TTL. Attempt 1 is the release just sent. ctx's cancellation does not
+	// end the loop (a release runs for a cancelled caller too), so Repeat
+	// can only end done or exhausted: res says which.
+	_ = retry.Repeat(context.WithoutCancel(ctx), m.resend(retry.ReleaseTimeout, retry.ReleaseTimeout), func(_ context.Context, n int) (bool, error) {
+		if n > 1 {
+			res = m.release(ctx, tok, cleanup, now, enough)
+		}
+		return !m.busy(res), nil
+	})
 	switch {
 	case m.unreachable(res):
 		return m.quorumErr("unlock", res)

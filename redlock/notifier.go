@@ -164,9 +164,18 @@ func (n *Notifier) Close() error {
 
 // run is node i's goroutine: it subscribes, reports the confirmation (nil,
 // or a *NodeError), then delivers hand-off messages until Close, keeping
-// the subscription alive (see [pubsub.Read]).
+// the subscription alive: [pubsub.Read] reads it, and [pubsub.Resubscribe]
+// replaces it when it dies (the Notifier then has every waiter look at the
+// nodes, as messages were lost meanwhile).
 func (n *Notifier) run(i int, c NotifyClient, confirmed chan<- error) {
-	ps := c.Subscribe(context.Background(), channelPrefix+n.id)
+	sub := pubsub.Sub{
+		Subscribe:    func(ctx context.Context) *redis.PubSub { return c.Subscribe(ctx, channelPrefix+n.id) },
+		Adopt:        func(ps *redis.PubSub) bool { return n.setSub(i, ps) },
+		Done:         n.done,
+		Resubscribed: n.lookAll,
+	}
+	resubscribe := func(old *redis.PubSub) *redis.PubSub { return pubsub.Resubscribe(old, sub) }
+	ps := sub.Subscribe(context.Background())
 	if !n.setSub(i, ps) {
 		_ = ps.Close()
 		confirmed <- &NodeError{Index: i, Addr: n.addrs[i], Err: errNotifierClosed}
@@ -176,15 +185,13 @@ func (n *Notifier) run(i int, c NotifyClient, confirmed chan<- error) {
 	// lost: NewNotifier returns, and Mutexes queue, only after a majority.
 	if _, err := ps.Receive(context.Background()); err != nil {
 		confirmed <- &NodeError{Index: i, Addr: n.addrs[i], Err: err}
-		if ps = n.resubscribe(i, c, ps); ps == nil {
+		if ps = resubscribe(ps); ps == nil {
 			return
 		}
 	} else {
 		confirmed <- nil
 	}
-	pubsub.Read(ps, n.isClosed, func(payload string) { n.route(i, payload) }, func(old *redis.PubSub) *redis.PubSub {
-		return n.resubscribe(i, c, old)
-	})
+	pubsub.Read(ps, n.isClosed, func(payload string) { n.route(i, payload) }, resubscribe)
 }
 
 // setSub records node i's subscription; it reports false when the
@@ -205,34 +212,13 @@ func (n *Notifier) isClosed() bool {
 	return n.closed
 }
 
-// resubscribe replaces node i's subscription, which died, retrying until
-// it is confirmed or the Notifier is closed (it then returns nil), and
-// tells every waiter to look at the nodes.
-func (n *Notifier) resubscribe(i int, c NotifyClient, old *redis.PubSub) *redis.PubSub {
-	_ = old.Close()
-	for {
-		select {
-		case <-n.done:
-			return nil
-		case <-time.After(pubsub.ResubscribePause):
-		}
-		ps := c.Subscribe(context.Background(), channelPrefix+n.id)
-		if !n.setSub(i, ps) {
-			_ = ps.Close()
-			return nil
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), pubsub.PongTimeout)
-		_, err := ps.Receive(ctx)
-		cancel()
-		if err == nil {
-			n.mu.Lock()
-			for _, r := range n.waiters {
-				r.look()
-			}
-			n.mu.Unlock()
-			return ps
-		}
-		_ = ps.Close()
+// lookAll has every waiter run a round now: a subscription was down, and
+// releases may have passed it by.
+func (n *Notifier) lookAll() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, r := range n.waiters {
+		r.look()
 	}
 }
 

@@ -28,7 +28,7 @@ const (
 	maxRetryDelay = 250 * time.Millisecond
 
 	// checkFraction sets how often a waiter in the queues checks the nodes
-	// itself when it holds none of them (see waitQueued): every ttl/4, as
+	// itself when it holds none of them (see waiter.nextCheck): every ttl/4, as
 	// package correct does. It bounds the wait for a dead holder's keys to
 	// expire and for a lost hand-off message.
 	checkFraction = 4

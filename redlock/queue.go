@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"time"
@@ -223,8 +222,7 @@ type waiter struct {
 	held  []bool    // held[i]: node i holds the current token
 	since time.Time // sent before the current round: every node in held was set after it
 	split time.Duration
-	ahead int           // how many waiters were ahead at the last round, in the queue of its ranker (roundOnce)
-	pause time.Duration // the wait before retrying a round that only timed out
+	ahead int // how many waiters were ahead at the last round, in the queue of its ranker (roundOnce)
 
 	// retired[i] are tokens retired by rounds that failed on node i: the
 	// node may still hold or queue them. The next round that reaches node i
@@ -313,8 +311,7 @@ func (m *Mutex) lockQueued(ctx context.Context) error {
 	defer leave()
 	old := "" // the token to retire in the first round in the queues
 	if !m.contended.Load() && !others {
-		a := m.newAttempt(w.token(), false)
-		a.joins = true
+		a := m.newAttempt(w.token(), setThenQueue)
 		out, res, err := m.setRound(ctx, a)
 		switch {
 		case out == acquired:
@@ -323,7 +320,7 @@ func (m *Mutex) lockQueued(ctx context.Context) error {
 		case out == failed:
 			m.cleanUp(ctx, a, res)
 			return err
-		case m.unreachable(res) && !res.onlyTimeouts():
+		case m.unreachable(res) && !m.busy(res):
 			m.cleanUp(ctx, a, res)
 			return m.quorumErr("lock", res)
 		}
@@ -421,39 +418,38 @@ func (w *waiter) nextCheck() time.Duration {
 // for none), and records which nodes hold the new token. When the round
 // fails (ctx ended, quorum unreachable) it leaves the queues and returns
 // the error.
+//
+// A round that missed a majority only because nodes did not answer in
+// time (busy nodes) is sent again, retiring the token of the one that
+// timed out, after a growing, jittered pause (a crowd retrying at once
+// would keep them busy: see [Mutex.resend]), up to ttl/4, while ctx lives.
 func (w *waiter) round(ctx context.Context, old string) error {
 	m := w.m
-	for {
-		err, again := w.roundOnce(ctx, old)
-		if !again {
-			w.pause = 0
-			return err
+	err := retry.Do(ctx, m.resend(m.opts.ttl/checkFraction, 0), ErrNotObtained, func(ctx context.Context, n int) (bool, error) {
+		if n > 1 {
+			old = w.token() // the round that timed out
 		}
-		// Only timeouts: busy nodes. Try again after a growing, jittered
-		// pause (a crowd retrying at once would keep them busy), while ctx
-		// lives.
-		old = w.token()
-		w.pause = min(max(2*w.pause, m.opts.nodeTimeout), max(m.opts.ttl/checkFraction, m.opts.nodeTimeout))
-		t := time.NewTimer(w.pause/2 + rand.N(w.pause/2+1))
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return w.abandon(ctx, errors.Join(ErrNotObtained, ctx.Err()))
-		case <-t.C:
-		}
+		busy, err := w.roundOnce(ctx, old)
+		return !busy, err
+	})
+	if err != nil {
+		return w.abandon(ctx, err)
 	}
+	return nil
 }
 
-// roundOnce is one round. It reports again when the round could not reach
-// a majority only because nodes did not answer in time.
-func (w *waiter) roundOnce(ctx context.Context, old string) (err error, again bool) {
+// roundOnce is one round. It reports busy when the round could not reach
+// a majority only because nodes did not answer in time, and an error when
+// it failed: ctx ended, or the quorum is unreachable. It does not leave the
+// queues; round does.
+func (w *waiter) roundOnce(ctx context.Context, old string) (busy bool, err error) {
 	m := w.m
 	if w.cur != nil {
 		w.cur.giveUp() // retired by this round; a call of it that lands late is undone
 	}
 	w.gen++
 	tok := w.token()
-	w.cur = m.newAttempt(tok, true)
+	w.cur = m.newAttempt(tok, queueRound)
 	w.reg.setGen(w.gen, w.cur)
 	start := time.Now() // before any node can set tok
 	// Each node also retires the tokens that earlier rounds failed to
@@ -517,13 +513,13 @@ func (w *waiter) roundOnce(ctx context.Context, old string) (err error, again bo
 	w.reg.take(w.held) // hand-offs that came before the replies
 	switch err := retry.CtxErr(ctx); {
 	case err != nil:
-		return w.abandon(ctx, errors.Join(ErrNotObtained, err)), false
-	case m.unreachable(res) && res.onlyTimeouts():
-		return nil, true
+		return false, errors.Join(ErrNotObtained, err)
+	case m.busy(res):
+		return true, nil
 	case m.unreachable(res):
-		return w.abandon(ctx, m.quorumErr("lock", res)), false
+		return false, m.quorumErr("lock", res)
 	}
-	return nil, false
+	return false, nil
 }
 
 // tryHold takes the lock if a majority of nodes hold the current token

@@ -147,6 +147,20 @@ func (m *Mutex) quorumErr(op string, res result) error {
 	return errors.Join(append([]error{head}, res.failed...)...)
 }
 
+// busy reports whether a round missed a majority only because nodes did
+// not answer in time: on a loaded machine, nodes that are up. Such a round
+// is worth sending again; one that nodes refused or failed is not.
+func (m *Mutex) busy(res result) bool { return m.unreachable(res) && res.onlyTimeouts() }
+
+// resend is how a round that busy nodes did not answer is sent again: the
+// first pause is the per-node timeout, each further one twice the last, up
+// to ceiling, with half of each jittered ([retry.Doubling]: a crowd that
+// timed out together must not come back together and keep the nodes
+// busy), for up to within (0: until the caller's context ends).
+func (m *Mutex) resend(ceiling, within time.Duration) retry.Policy {
+	return retry.Policy{Delay: retry.Doubling(m.opts.nodeTimeout, ceiling), Within: within}
+}
+
 // outcome classifies one acquisition attempt.
 type outcome int
 
@@ -167,7 +181,7 @@ const (
 type attempt struct {
 	m     *Mutex
 	tok   string
-	queue bool            // a waiter's round (acquire.lua), not a SET round
+	kind  attemptKind
 	state []atomic.Int32  // per node: callRunning, callEnded or releaseOnEnd
 	ended []chan struct{} // per node, for a waiter's round: closed when its call has ended
 	// earlier are the tokens of the same Lock's earlier SET rounds whose
@@ -176,12 +190,24 @@ type attempt struct {
 	// TTL. A SET round that finds one of them on a node releases it there
 	// and asks again (see setRound).
 	earlier []string
-	// joins says that a refused SET of this attempt is not asked again with
-	// GET: the queues' first round comes next and retires tok (acquire.lua's
-	// ARGV[4]), which takes a node holding it as free, so a SET of it that
-	// landed and was refused when sent again is found there.
-	joins bool
 }
+
+// attemptKind says what an attempt sends: a SET round, of a Lock that
+// polls or of one that joins the queues next, or a waiter's round.
+type attemptKind int
+
+const (
+	// setOnly is a SET round of a Lock that polls, or of TryLock.
+	setOnly attemptKind = iota
+	// setThenQueue is the SET round of a Lock that joins the queues if it
+	// misses. A refused SET is not asked again with GET: the queues' first
+	// round comes next and retires tok (acquire.lua's ARGV[4]), which takes
+	// a node holding it as free, so a SET of it that landed and was refused
+	// when sent again is found there.
+	setThenQueue
+	// queueRound is a waiter's round in the queues (acquire.lua).
+	queueRound
+)
 
 // The states of one node's call in an attempt.
 const (
@@ -190,9 +216,9 @@ const (
 	releaseOnEnd        // the attempt was given up first: the call releases it
 )
 
-func (m *Mutex) newAttempt(tok string, queue bool) *attempt {
-	a := &attempt{m: m, tok: tok, queue: queue, state: make([]atomic.Int32, len(m.clients))}
-	if queue { // a waiter's Notifier may wait for them (registration.previous)
+func (m *Mutex) newAttempt(tok string, kind attemptKind) *attempt {
+	a := &attempt{m: m, tok: tok, kind: kind, state: make([]atomic.Int32, len(m.clients))}
+	if kind == queueRound { // a waiter's Notifier may wait for them (registration.previous)
 		a.ended = make([]chan struct{}, len(m.clients))
 		for i := range a.ended {
 			a.ended[i] = make(chan struct{})
@@ -212,7 +238,7 @@ func (a *attempt) landed(i int, code int64, err error) {
 	if a.state[i].CompareAndSwap(callRunning, callEnded) {
 		return
 	}
-	if !a.queue && err == nil && code == 0 {
+	if a.kind != queueRound && err == nil && code == 0 {
 		return
 	}
 	ctx, cancel := retry.Detach(context.Background())
@@ -253,7 +279,7 @@ func (m *Mutex) setRound(ctx context.Context, a *attempt) (outcome, result, erro
 			if !errors.Is(err, redis.Nil) {
 				return ownIf(err == nil), err // set now, or no answer
 			}
-			if a.joins {
+			if a.kind == setThenQueue {
 				return refusedUnasked, nil
 			}
 			// Refused: by another holder, or by our own first run of this
@@ -309,7 +335,7 @@ func (m *Mutex) setRound(ctx context.Context, a *attempt) (outcome, result, erro
 // earlier are the tokens of this Lock's earlier rounds whose fate is
 // unknown somewhere; try appends tok to it when this round's is.
 func (m *Mutex) try(ctx context.Context, tok string, earlier *[]string) (outcome, error) {
-	a := m.newAttempt(tok, false)
+	a := m.newAttempt(tok, setOnly)
 	if earlier != nil {
 		a.earlier = *earlier
 	}
@@ -328,7 +354,7 @@ func (m *Mutex) try(ctx context.Context, tok string, earlier *[]string) (outcome
 		m.contended.Store(true) // the next round's SETs ask with GET at once
 	}
 	if out == contended && m.unreachable(res) {
-		if res.onlyTimeouts() {
+		if m.busy(res) {
 			return contended, m.quorumErr("lock", res)
 		}
 		return failed, m.quorumErr("lock", res)
