@@ -72,7 +72,8 @@
 //
 // By default each hold has a lease of its own ([WithTTL], 10s as in the
 // chapter's example), granted by Lock and revoked by Unlock: Lock costs
-// two Raft writes (grant, claim), Unlock two (delete, revoke).
+// two Raft writes (grant, claim), Unlock two (delete, revoke), a TryLock
+// that finds the lock taken three (grant, claim, revoke).
 // [WithSession] shares one session among many Mutexes, as a process would
 // (one lease for all its locks): one write for Lock (after one renewal of
 // the session's lease) and one for Unlock, and the session's end ends

@@ -257,7 +257,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	was, err := m.release(ctx, h)
+	was, err := m.release(ctx, h, true)
 	if err != nil {
 		return err
 	}

@@ -49,7 +49,7 @@ func (m *Mutex) abandon(ctx context.Context, h *hold, err error) error {
 // When the claim's answer came, a delete of exactly that claim (by its
 // create revision) is enough.
 func (m *Mutex) withdraw(ctx context.Context, h *hold) error {
-	_, err := m.release(ctx, h)
+	_, err := m.release(ctx, h, false)
 	return err
 }
 
@@ -68,7 +68,7 @@ func (m *Mutex) sweep(h *hold) {
 				return
 			case <-t.C:
 			}
-			if _, err := m.release(context.Background(), h); err == nil {
+			if _, err := m.release(context.Background(), h, false); err == nil {
 				return
 			}
 		}
@@ -76,9 +76,11 @@ func (m *Mutex) sweep(h *hold) {
 }
 
 // release ends h, on a context detached from ctx's cancellation and
-// bounded by retry.ReleaseTimeout, and reports whether h's claim was still
-// there: it stops the keeper, withdraws or deletes the claim (see
-// withdraw), and revokes a lease of the hold's own.
+// bounded by retry.ReleaseTimeout: it stops the keeper, withdraws or
+// deletes the claim (see withdraw), and revokes a lease of the hold's own.
+// With answer (Unlock), it reports whether h's claim was still there;
+// without (a withdraw), a hold with its own lease only revokes it, which
+// deletes the claim: one write, not two.
 //
 // Whether the claim was there is decided by a transaction that deletes it
 // only if its create revision is the held one: clientv3 never sends a
@@ -86,7 +88,7 @@ func (m *Mutex) sweep(h *hold) {
 // is not asked that question: clientv3 sends a Revoke again when its reply
 // is lost, and the second finds no lease; Unlock then said ErrNotHeld of a
 // lock it held until that moment (issue 34).
-func (m *Mutex) release(ctx context.Context, h *hold) (bool, error) {
+func (m *Mutex) release(ctx context.Context, h *hold, answer bool) (bool, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), retry.ReleaseTimeout)
 	defer cancel()
 	h.keep.stop() // no more renewals from this hold, whatever follows
@@ -104,7 +106,7 @@ func (m *Mutex) release(ctx context.Context, h *hold) (bool, error) {
 			return false, fmt.Errorf("etcdlock: withdraw claim %q: %w", h.claim, err)
 		}
 		was = resp.Responses[0].GetResponseDeleteRange().Deleted == 1
-	case h.rev != 0:
+	case h.rev != 0 && (answer || !h.own):
 		resp, err := m.client.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(h.claim), "=", h.rev)).
 			Then(clientv3.OpDelete(h.claim)).
@@ -118,7 +120,7 @@ func (m *Mutex) release(ctx context.Context, h *hold) (bool, error) {
 		_, err := m.client.Revoke(ctx, h.lease)
 		switch {
 		case err == nil, errors.Is(err, rpctypes.ErrLeaseNotFound):
-		case h.rev != 0 && !h.unsure:
+		case answer && h.rev != 0:
 			// The claim's fate is decided; the lease, renewed no more and
 			// holding nothing, ends within the TTL.
 		default:

@@ -45,15 +45,16 @@ type wireConn struct {
 	raw    net.Conn // to etcd
 
 	// Guarded by w.mu:
-	holding    bool     // client bytes are held, not sent
-	held       []byte   // the bytes held
-	heldStream uint32   // the first stream opened while holding: the held request's
-	heldWhole  bool     // its request is held whole (DATA with END_STREAM)
-	cut        bool     // gRPC's end is closed; server frames are dropped
-	answered   bool     // etcd ended the held stream (HEADERS with END_STREAM, or RST_STREAM)
-	seen       []string // the frames etcd sent after the cut, for a failure's message
-	dropNext   bool     // lose the reply to the next stream the client opens
-	dropStream uint32   // that stream, once opened
+	holding    bool            // client bytes are held, not sent
+	held       []byte          // the bytes held
+	heldStream uint32          // the first stream opened while holding whose request is whole (DATA with END_STREAM)
+	heldWhole  bool            // heldStream is known
+	cut        bool            // gRPC's end is closed; server frames are dropped
+	answered   bool            // etcd ended the held stream (HEADERS with END_STREAM, or RST_STREAM)
+	seen       []string        // the frames etcd sent after the cut, for a failure's message
+	dropNext   bool            // lose the reply to the next request the client sends whole on a new stream
+	dropStream uint32          // that stream, once known
+	opened     map[uint32]bool // streams opened since hold or dropReply
 }
 
 const (
@@ -204,6 +205,7 @@ func (c *wireConn) hold() {
 	c.w.mu.Lock()
 	defer c.w.mu.Unlock()
 	c.holding = true
+	c.opened = map[uint32]bool{}
 }
 
 // awaitHeld waits until the first request sent after hold is held whole.
@@ -280,6 +282,7 @@ func (c *wireConn) dropReply() {
 	c.w.mu.Lock()
 	defer c.w.mu.Unlock()
 	c.dropNext, c.dropStream = true, 0
+	c.opened = map[uint32]bool{}
 }
 
 // up carries the client's bytes to etcd, frame by frame, or holds them.
@@ -305,17 +308,22 @@ func (c *wireConn) up() {
 		}
 		typ, flags, stream := f[3], f[4], binary.BigEndian.Uint32(f[5:9])&0x7fffffff
 		c.w.mu.Lock()
-		if c.dropNext && c.dropStream == 0 && typ == frameHeaders {
+		// A request is known by its stream: opened (HEADERS) after hold
+		// or dropReply, and sent whole (DATA with END_STREAM). Streams
+		// opened earlier (clientv3's long-lived keep-alive and watch
+		// streams, which may open at any time) never qualify.
+		if typ == frameHeaders && c.opened != nil {
+			c.opened[stream] = true
+		}
+		whole := typ == frameData && flags&flagEnd != 0 && c.opened[stream]
+		if c.dropNext && c.dropStream == 0 && whole {
 			c.dropStream = stream
 		}
 		holding := c.holding
 		if holding {
 			c.held = append(c.held, f...)
-			if c.heldStream == 0 && typ == frameHeaders {
-				c.heldStream = stream
-			}
-			if stream == c.heldStream && typ == frameData && flags&flagEnd != 0 {
-				c.heldWhole = true
+			if !c.heldWhole && whole {
+				c.heldStream, c.heldWhole = stream, true
 				c.w.broadcastLocked()
 			}
 		}
@@ -362,6 +370,12 @@ func (c *wireConn) down() {
 			continue
 		}
 		if _, err := c.client.Write(f); err != nil {
+			c.w.mu.Lock()
+			cut = c.cut
+			c.w.mu.Unlock()
+			if cut {
+				continue // given up while this frame was on its way: keep reading for deliver
+			}
 			return
 		}
 	}
