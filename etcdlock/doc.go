@@ -57,7 +57,7 @@
 // own lease is revoked, so a late claim fails; on a shared session the
 // withdraw also writes the claim's tombstone, k/~<lease>-<token>, on the
 // session's lease, and a late claim finds it and writes nothing. Such a
-// tombstone stays until the session ends (mutex.go, withdraw). If etcd
+// tombstone stays until the session ends (release.go, withdraw). If etcd
 // cannot be reached for the withdraw, a claim on a hold's own lease ends
 // with the lease, and one on a shared session is withdrawn in the
 // background, every second until done or the session ends.
@@ -92,9 +92,9 @@
 // 20 of 20 trials, about 1.7s before; TestDoneBeforeOtherHolder). A
 // renewal's round trip of more than about 0.45 TTL closes Done although
 // etcd keeps the lease. Lock never returns a hold whose Done has already
-// closed: it fails with [ErrSessionLost] instead. A paused holder learns of the loss only when it
-// runs again, which is why Done is a hint to stop work, and the fencing
-// token is the guarantee.
+// closed: it fails with [ErrSessionLost] instead. A paused holder learns
+// of the loss only when it runs again, which is why Done is a hint to stop
+// work, and the fencing token is the guarantee.
 //
 // # Tokens
 //
@@ -109,8 +109,9 @@
 // TestTokenAfterRestoreGoesBack). etcdutl snapshot restore --bump-revision
 // N --mark-compacted (etcd 3.5.10 and later) raises the restored revision
 // by N: with N above the number of writes since the backup, tokens keep
-// growing. The etcd 3.4 that Debian ships cannot do that (its etcdctl
-// snapshot restore has no such option); there, before clients return,
-// raise the revision with writes (each Put adds one) past the highest
-// token the fenced resources have seen, or reset those resources.
+// growing. The etcd 3.4.23 that Debian ships cannot do that (its etcdctl
+// snapshot restore has no such option; check yours with --help); there,
+// before clients return, raise the revision with writes (each Put adds
+// one) past the highest token the fenced resources have seen, or reset
+// those resources.
 package etcdlock
