@@ -1,0 +1,85 @@
+package lab10_test
+
+import "github.com/locklab/locklab/labs"
+
+// contractWrongFixes are wrong fixes of the classes no lesson scenario
+// looks for, caught by the contract (TestLab10_ExerciseContract): a tight
+// polling loop, a poll every 5ms, a wait that ignores its context, an
+// error dropped. They join the lab's table.
+var contractWrongFixes = []labs.WrongFix{
+	{
+		Name: "no waiting at all: try again at once, in a tight loop",
+		Edits: loop(`	for {
+		ok, err := m.TryLock(ctx)
+		if err != nil || ok {
+			return err
+		}
+		m.hook(ctx, correct.HookRefused)
+		if ctx.Err() != nil {
+			return errors.Join(ErrNotObtained, ctx.Err())
+		}
+	}`),
+		Caught: "a waiter that polls floods the server",
+	},
+	{
+		Name: "poll every 5ms instead of listening (as labs.PollLock does)",
+		Edits: loop(`	for {
+		ok, err := m.TryLock(ctx)
+		if err != nil || ok {
+			return err
+		}
+		m.hook(ctx, correct.HookRefused)
+		select {
+		case <-ctx.Done():
+			return errors.Join(ErrNotObtained, ctx.Err())
+		case <-time.After(labs.PollInterval):
+		}
+	}`),
+		Caught: "a waiter that polls floods the server",
+	},
+	{
+		Name: "the right fix, but each wait bounded by a context of its own, not the caller's",
+		Edits: loop(`	sub := m.client.Subscribe(ctx, m.key+":released")
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		return errors.Join(ErrNotObtained, err)
+	}
+	for {
+		ok, err := m.TryLock(ctx)
+		if err != nil || ok {
+			return err
+		}
+		m.hook(ctx, correct.HookRefused)
+		wait, cancel := context.WithTimeout(context.Background(), m.ttl)
+		_, _ = sub.ReceiveMessage(wait)
+		cancel()
+		if ctx.Err() != nil {
+			return errors.Join(ErrNotObtained, ctx.Err())
+		}
+	}`),
+		Caught: "Lock must honour its context",
+	},
+	{
+		Name: "the right fix, but a refused try's error taken for \"taken\"",
+		Edits: loop(`	sub := m.client.Subscribe(ctx, m.key+":released")
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		return errors.Join(ErrNotObtained, err)
+	}
+	for {
+		if ok, _ := m.TryLock(ctx); ok {
+			return nil
+		}
+		m.hook(ctx, correct.HookRefused)
+		wait, cancel := context.WithTimeout(ctx, m.ttl)
+		_, _ = sub.ReceiveMessage(wait)
+		cancel()
+		if ctx.Err() != nil {
+			return errors.Join(ErrNotObtained, ctx.Err())
+		}
+	}`),
+		Caught: "Redis's error was dropped",
+	},
+}
+
+func init() { wrongFixes = append(wrongFixes, contractWrongFixes...) }
