@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/locklab/locklab/correct"
+	"github.com/locklab/locklab/internal/history"
 	"github.com/locklab/locklab/internal/rig"
 	"github.com/locklab/locklab/internal/sysclient"
 	"github.com/locklab/locklab/labs"
@@ -153,6 +154,47 @@ var (
 	_ = labs.RegisterError(syscall.ECONNREFUSED, "connection refused")
 )
 
+// holds reports whether order 1001's status is data, as the worker's lock
+// transaction sees it (a write in it, not committed yet) or, when that
+// transaction is gone, as the database has it.
+func holds(ctx context.Context, w *rowWorker, tx pgx.Tx, data string) bool {
+	if status, _, err := (lab14.Orders{DB: tx}).Read(ctx, order); err == nil && status == data {
+		return true
+	}
+	status, _, err := lab14.Orders{DB: w.app}.Read(ctx, order)
+	return err == nil && status == data
+}
+
+// watchOwnLock watches, while the worker ships, for a statement of its
+// own blocked by its own lock session (pg_blocking_pids): a write through
+// the pool that waits for a row the lock's transaction has locked, which
+// waits until the server ends that session. It records that once, on the
+// worker's lane, and stops when the returned func is called.
+func watchOwnLock(ctx context.Context, l *labs.Local, w *rowWorker) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	lockPID := int(w.PID())
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			var blocked int
+			err := w.app.QueryRow(ctx, `SELECT pid FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid)) LIMIT 1`, lockPID).Scan(&blocked)
+			if err == nil {
+				l.Record(history.Event{Kind: history.Violation, Text: fmt.Sprintf("%s's write through the pool (session %d) waits for the order's row, which %s's own lock transaction (session %d) has locked by writing it: it can go on only once the server ends %s's session and takes the lock away. Write in the lock's transaction only, not through the pool as well", l.Name, blocked, l.Name, lockPID, l.Name)})
+				return
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
 // Operations the clients run, in whichever process hosts them.
 var (
 	// ship writes arg as order 1001's status, the worker's way, and
@@ -167,7 +209,16 @@ var (
 			}
 			lock := lab14.Orders{DB: lab14.Hooked(tx, l.Env.Hook)}
 			app := lab14.Orders{DB: lab14.Hooked(w.app, l.Env.Hook)}
+			stop := watchOwnLock(ctx, l, w)
 			err = w.ship(ctx, lock, app, data, w.Fence())
+			stop()
+			if err == nil && !holds(ctx, w, tx, data) {
+				// The effect, not the worker's word: ShipOrder said the
+				// status was written, and the order does not hold it.
+				l.Write(data, false)
+				l.Record(history.Event{Kind: history.Violation, Text: fmt.Sprintf("%s's ShipOrder returned nil, but order %s does not hold %q, in the lock's transaction or out of it: only the worker said the write succeeded. A write that did not happen must return an error", l.Name, order, data)})
+				return "refused", nil
+			}
 		case *advisoryWorker:
 			app := lab14.Orders{DB: lab14.Hooked(w.app, l.Env.Hook)}
 			if w.fenced {
@@ -243,7 +294,7 @@ var (
 // and returns the server and the harness's own pool.
 func database(s *labs.Scene) (*rig.Postgres, *pgxpool.Pool) {
 	s.T().Helper()
-	p := rig.StartPostgres(s.T())
+	p := rig.StartPostgres(s.ServerT())
 	s.Params[appParam] = p.DSN(p.Addr())
 	pool, err := sysclient.Postgres(s.Ctx, p.DSN(p.Addr()), 4)
 	s.Must(err)
@@ -306,7 +357,14 @@ func rowPaused(s *labs.Scene, impl *labs.Impl) {
 	waitSessionGone(s, pool, apid, "the server ended A's session (idle in its transaction): rolled back, the row released")
 	s.Must(b.Lock())
 	s.HolderWrites(b, ship, dataB, "the database")
-	s.Must(b.Unlock())
+	if err := b.Unlock(); err != nil {
+		// The server ended B's session too (its lock transaction sat idle
+		// while B waited on something else): say so, not the error chain.
+		if !errors.Is(err, pglock.ErrNotHeld) {
+			s.Must(err)
+		}
+		s.Violation("B's lock was taken away while B held it: the server ended B's session, idle in its transaction for %v while B's write waited", idleInTx)
+	}
 
 	s.Must(a.Unfreeze(w))
 	a.ReleaseAfterFault()

@@ -30,6 +30,24 @@ var wrongFixes = []labs.WrongFix{
 `+shippedWrite)},
 		Caught: "older than B's token",
 	},
+	{
+		Name: "write through the lock, and through the pool as well",
+		// B's pool write waits for the row B's own lock transaction
+		// locked: the message must say so, not print an error chain.
+		Edits: []labs.Edit{labs.Replace(shippedWrite, `	if err := lock.Write(ctx, "1001", status, token); err != nil {
+		return err
+	}
+`+shippedWrite)},
+		Caught: "waits for the order's row, which B's own lock transaction",
+	},
+	{
+		Name: "write through the lock, and report success when that fails",
+		Edits: []labs.Edit{labs.Replace(shippedWrite, `	if err := lock.Write(ctx, "1001", status, token); err != nil {
+		return nil // the lock is gone: nothing to write
+	}
+	return nil`)},
+		Caught: "A's ShipOrder returned nil, but order 1001 does not hold",
+	},
 }
 
 func TestLab14_WrongFixes(t *testing.T) { labs.WrongFixes(t, wrongFixes) }
