@@ -121,6 +121,7 @@ var (
 		if err != nil {
 			return "", err
 		}
+		base := ctx
 		ctx = lab09.WithStatementHook(ctx, l.Env.Hook) // the lab can stall the worker between statements
 		st, err := w.open(ctx, l.Env.Param(dbParam, ""))
 		if err != nil {
@@ -129,6 +130,19 @@ var (
 		defer st.Close()
 		tok := fencing.Token(w.Fence())
 		err = st.Write(ctx, order, data, tok)
+		if err == nil {
+			// The effect, not Write's word: a write is accepted when the
+			// row holds it, read back on a connection of its own.
+			row, rerr := lab09.ReadRow(base, w.open, l.Env.Param(dbParam, ""), order)
+			if rerr != nil {
+				return "", rerr
+			}
+			if row != fmt.Sprintf("%d %s", tok, data) {
+				l.Write(data, false)
+				l.Record(history.Event{Kind: history.Violation, Text: fmt.Sprintf("%s's write with token %d returned nil, but the row does not hold it (token and data: %s): only the store's Write said it succeeded. A write the row refused (zero rows changed) must return an error wrapping fencing.ErrStaleToken", l.Name, tok, row)})
+				return "refused", nil
+			}
+		}
 		if answer, ok := l.Answer(data, err, fencing.ErrStaleToken); ok {
 			return answer, nil
 		}

@@ -78,7 +78,7 @@ var wrongFixes = []labs.WrongFix{
 		Name: "the conditional UPDATE, but zero rows changed reported as success",
 		Edits: []labs.Edit{labs.Replace(shippedUpdate, sprintf(conditional, "<")+`	_ = res // the rows changed are not looked at
 	return nil`)},
-		Caught: "older than B's token",
+		Caught: "returned nil, but the row does not hold it",
 	},
 	{
 		Name: "a stale write refused with an error of its own, not fencing.ErrStaleToken",
