@@ -223,6 +223,35 @@ func userFaults(session bool) []locktest.Fault[*clientv3.Client] {
 				return func() { p.Heal(); p.SetLatency(0); serves(t, c) }
 			},
 		},
+		{
+			// etcd's leader is SIGKILLed while a holds (a is connected to
+			// another member), and restarted with its data. The lease
+			// survives the election: a keeps the lock.
+			Name: leaderKilled, During: locktest.DuringHold,
+			Inject: func(t *testing.T, c *clientv3.Client) func() {
+				e := faultyOf(t, c).cluster
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				leader, err := e.Leader(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := leader.Kill(); err != nil {
+					t.Fatal(err)
+				}
+				return func() {
+					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+					defer cancel()
+					if err := leader.Restart(ctx); err != nil {
+						t.Fatal(err)
+					}
+					if err := e.WaitHealthy(ctx); err != nil {
+						t.Fatal(err)
+					}
+					serves(t, c)
+				}
+			},
+		},
 	}
 	if session {
 		return faults
@@ -285,35 +314,6 @@ func userFaults(session bool) []locktest.Fault[*clientv3.Client] {
 				w := faultyOf(t, c).wire
 				w.beforeCall(methodRevoke, func(any) { w.current().dropReply() })
 				return func() { w.clearCalls(); serves(t, c) }
-			},
-		},
-		locktest.Fault[*clientv3.Client]{
-			// etcd's leader is SIGKILLed while a holds (a is connected to
-			// another member), and restarted with its data. The lease
-			// survives the election: a keeps the lock.
-			Name: leaderKilled, During: locktest.DuringHold,
-			Inject: func(t *testing.T, c *clientv3.Client) func() {
-				e := faultyOf(t, c).cluster
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				leader, err := e.Leader(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := leader.Kill(); err != nil {
-					t.Fatal(err)
-				}
-				return func() {
-					ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-					defer cancel()
-					if err := leader.Restart(ctx); err != nil {
-						t.Fatal(err)
-					}
-					if err := e.WaitHealthy(ctx); err != nil {
-						t.Fatal(err)
-					}
-					serves(t, c)
-				}
 			},
 		},
 	)
