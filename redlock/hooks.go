@@ -1,5 +1,7 @@
 package redlock
 
+import "context"
+
 // Hook points, passed to the function given to [WithHook].
 const (
 	// HookAcquiredQuorum fires during an acquisition once a majority of
@@ -27,3 +29,10 @@ const (
 	// the lock, before it starts waiting for hand-offs.
 	HookQueued = "queued"
 )
+
+// hook calls the function given to [WithHook], if any, at point.
+func (m *Mutex) hook(ctx context.Context, point string) {
+	if m.opts.hook != nil {
+		m.opts.hook(ctx, point)
+	}
+}

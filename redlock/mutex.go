@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/netip"
 	"slices"
 	"strings"
 	"sync"
@@ -14,7 +12,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/locklab/locklab/internal/args"
 	"github.com/locklab/locklab/internal/preflight"
 	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/internal/token"
@@ -83,31 +80,13 @@ func New(clients []Client, key string, opts ...Option) *Mutex {
 	return m
 }
 
-func (m *Mutex) validate() error {
-	if len(m.clients) == 0 {
-		return invalid("no clients")
+// check returns the error found by New, or an error for a Mutex that New
+// did not make.
+func (m *Mutex) check() error {
+	if m == nil || m.clients == nil && m.err == nil {
+		return invalid("Mutex not made by New")
 	}
-	same := make([]string, len(m.clients)) // canonical addresses
-	for i, c := range m.clients {
-		if args.IsNil(c) {
-			return invalid("nil client: clients[%d]", i)
-		}
-		m.addrs[i] = addrOf(c)
-		if m.addrs[i] == "" {
-			continue
-		}
-		same[i] = canonicalAddr(m.addrs[i])
-		if j := slices.Index(same[:i], same[i]); j >= 0 {
-			return invalid("clients %d and %d both address %s (%s and %s); each node must count once", j, i, same[i], m.addrs[j], m.addrs[i])
-		}
-	}
-	if m.key == "" {
-		return invalid("empty key")
-	}
-	if n := m.opts.notifier; n != nil {
-		return n.check(m.addrs)
-	}
-	return nil
+	return m.err
 }
 
 // Lock acquires the lock. Without a [Notifier] it polls: it makes an
@@ -169,76 +148,6 @@ func (m *Mutex) lock(ctx context.Context) error {
 	return err
 }
 
-// ready returns an error if ctx has ended or a node is unfit for a lock
-// (see package preflight); the check runs once a minute per node. It
-// returns once a majority of nodes passed: a node that cannot be reached,
-// or is slow, is left to the rounds (a minority may be down), and its
-// check goes on in the background, within the per-node timeout.
-func (m *Mutex) ready(ctx context.Context) error {
-	if err := retry.CtxErr(ctx); err != nil {
-		return errors.Join(ErrNotObtained, err)
-	}
-	// Most Locks find every result remembered: no goroutine, no round trip.
-	passed := 0
-	for i, c := range m.clients {
-		err, ok := preflight.Remembered(c, m.opts.evictionCheck)
-		switch {
-		case !ok:
-		case err != nil:
-			return fmt.Errorf("redlock: lock %q: %w", m.key, &NodeError{Index: i, Addr: m.addrs[i], Err: err})
-		default:
-			passed++
-		}
-	}
-	if passed >= m.quorum() {
-		return nil
-	}
-	results := make(chan error, len(m.clients)) // room for all: no goroutine blocks
-	m.inflight.add(len(m.clients))
-	for i, c := range m.clients {
-		go func() {
-			defer m.inflight.done()
-			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.opts.nodeTimeout)
-			defer cancel()
-			err := preflight.Check(pctx, "redlock", c, m.opts.evictionCheck, func(ctx context.Context) error {
-				return releaseScript.Run(ctx, c, m.releaseKeys(preflight.ProbeToken), preflight.ProbeToken, retry.ReceiptMS).Err()
-			})
-			switch {
-			case errors.Is(err, preflight.ErrEviction) || errors.Is(err, preflight.ErrNoScripting):
-				results <- &NodeError{Index: i, Addr: m.addrs[i], Err: err}
-			case err != nil:
-				results <- errSkipped
-			default:
-				results <- nil
-			}
-		}()
-	}
-	passed = 0
-	for range m.clients {
-		switch err := <-results; {
-		case err == nil:
-			if passed++; passed == m.quorum() {
-				return nil
-			}
-		case err != errSkipped:
-			return fmt.Errorf("redlock: lock %q: %w", m.key, err)
-		}
-	}
-	return nil // too few reachable: the rounds will say so
-}
-
-// errSkipped marks a node whose preflight check could not run.
-var errSkipped = errors.New("redlock: check skipped")
-
-// check returns the error found by New, or an error for a Mutex that New
-// did not make.
-func (m *Mutex) check() error {
-	if m == nil || m.clients == nil && m.err == nil {
-		return invalid("Mutex not made by New")
-	}
-	return m.err
-}
-
 // TryLock makes one attempt, as [Mutex.Lock] does, and does not retry or
 // queue. It returns (false, nil) when other holders keep enough nodes that
 // no majority was free. Errors are for the rest: an error wrapping
@@ -257,14 +166,6 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 		}
 		return got, err
 	})
-}
-
-// hold records attempt a as held until until, with the nodes known to hold
-// its token (owns[i]) and what Unlock must clean up.
-func (m *Mutex) hold(a *attempt, until time.Time, owns []bool, cleanup []nodeCleanup) {
-	m.mu.Lock()
-	m.held, m.until, m.owns, m.cleanup, m.since = a, until, owns, cleanup, time.Now()
-	m.mu.Unlock()
 }
 
 // Unlock deletes the lock's token from every node in parallel with an
@@ -356,80 +257,12 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	return nil
 }
 
-// emit sends e, filled in with the lock's name and key, to the observer.
-func (m *Mutex) emit(e observe.Event) {
-	e.Lock, e.Key = "redlock", m.key
-	m.opts.observer(e)
-}
-
-// Settle waits until every command this Mutex has sent has ended, or ctx
-// ends. Lock returns once a majority of nodes holds the lock, and Unlock
-// of a lock taken by a SET round once a majority has released it; the
-// commands still in flight to slower nodes end in the background, each
-// within the per-node timeout. Nothing needs Settle for safety or cleanup (this
-// Mutex's later commands to a node always follow its earlier ones there);
-// it is for callers that read the nodes themselves right after a Lock
-// (tests, a lab that shows each node), or that close the clients at once.
-func (m *Mutex) Settle(ctx context.Context) error {
-	if err := m.check(); err != nil {
-		return err
-	}
-	return m.inflight.wait(ctx)
-}
-
-// Extend sets the TTL of the lock's key to ttl on every node in parallel,
-// with an owner-checked PEXPIRE, and recomputes the validity from the time
-// the first PEXPIRE was sent, as an acquisition does: validity = ttl −
-// elapsed − drift(ttl). It succeeds only if a majority was extended and
-// validity is left; then [Mutex.Until] moves (ttl may be shorter than what
-// is left, and Until then moves back). Otherwise Until is unchanged and the
-// lock may still be held until then; the error wraps [ErrNotHeld] (the
-// token is gone from too many nodes, or no validity is left),
-// [ErrQuorumUnreachable] with per-node errors, or ctx.Err(). A ttl below
-// 1ms returns an error wrapping [ErrInvalid]; ttl is sent in whole
-// milliseconds.
-func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) error {
-	if err := m.check(); err != nil {
-		return err
-	}
-	if ttl < time.Millisecond {
-		return invalid("Extend(ctx, %v): ttl must be at least 1ms", ttl)
-	}
-	ttl = ttl.Truncate(time.Millisecond)
-	tok := m.Token()
-	if tok == "" {
-		return ErrNotHeld
-	}
-	if err := retry.CtxErr(ctx); err != nil {
-		return fmt.Errorf("redlock: extend %q: %w", m.key, err)
-	}
-	start := time.Now()
-	res, elapsed := m.extendRound(ctx, tok, ttl)
-	switch err := retry.CtxErr(ctx); {
-	case err != nil:
-		return fmt.Errorf("redlock: extend %q: %w", m.key, err)
-	case m.unreachable(res):
-		return m.quorumErr("extend", res)
-	case res.ok < m.quorum():
-		err := fmt.Errorf("%w: %q: extended on %d of %d nodes, quorum %d",
-			ErrNotHeld, m.key, res.ok, len(m.clients), m.quorum())
-		if m.opts.observer != nil {
-			m.mu.Lock()
-			held := time.Since(m.since)
-			m.mu.Unlock()
-			m.emit(observe.Event{Kind: observe.Lost, Held: held, Err: err})
-		}
-		return err
-	case validity(ttl, elapsed) <= 0:
-		return fmt.Errorf("%w: %q: a majority extended after %v, leaving no validity of the %v ttl",
-			ErrNotHeld, m.key, elapsed.Round(time.Microsecond), ttl)
-	}
+// hold records attempt a as held until until, with the nodes known to hold
+// its token (owns[i]) and what Unlock must clean up.
+func (m *Mutex) hold(a *attempt, until time.Time, owns []bool, cleanup []nodeCleanup) {
 	m.mu.Lock()
-	if m.held != nil && m.held.tok == tok { // not unlocked meanwhile
-		m.until = start.Add(ttl - drift(ttl))
-	}
+	m.held, m.until, m.owns, m.cleanup, m.since = a, until, owns, cleanup, time.Now()
 	m.mu.Unlock()
-	return nil
 }
 
 // Until returns the end of the lock's validity: the time, on this
@@ -457,39 +290,8 @@ func (m *Mutex) Token() string {
 	return m.held.tok
 }
 
-func (m *Mutex) hook(ctx context.Context, point string) {
-	if m.opts.hook != nil {
-		m.opts.hook(ctx, point)
-	}
-}
-
-// addrOf returns the address of the node behind c, or "" if c does not
-// say (a go-redis *redis.Client does, through Options).
-func addrOf(c any) string {
-	if o, ok := c.(interface{ Options() *redis.Options }); ok {
-		return o.Options().Addr
-	}
-	return ""
-}
-
-// canonicalAddr returns one spelling of a node's address, so that one
-// server named two ways counts once: "127.0.0.1:7000",
-// "[::ffff:127.0.0.1]:7000" and "localhost:7000" are the same node.
-func canonicalAddr(addr string) string {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return strings.ToLower(addr)
-	}
-	host = strings.TrimSuffix(strings.ToLower(host), ".")
-	if host == "localhost" || host == "" {
-		host = "127.0.0.1"
-	}
-	if ip, err := netip.ParseAddr(host); err == nil {
-		ip = ip.Unmap()
-		if ip.IsLoopback() {
-			ip = netip.AddrFrom4([4]byte{127, 0, 0, 1})
-		}
-		host = ip.String()
-	}
-	return net.JoinHostPort(host, port)
+// emit sends e, filled in with the lock's name and key, to the observer.
+func (m *Mutex) emit(e observe.Event) {
+	e.Lock, e.Key = "redlock", m.key
+	m.opts.observer(e)
 }

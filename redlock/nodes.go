@@ -15,6 +15,19 @@ import (
 // the per-node timeout. What the replies mean (quorum, validity) is in
 // rounds.go.
 
+// Goroutines.
+//
+// Each round (acquire, extend, release, a waiter's round in the queues)
+// starts one goroutine per node and waits for them only up to the per-node
+// timeout. With a client that honours context deadlines (go-redis
+// Options.ContextTimeoutEnabled) every goroutine ends by then, as its call
+// is cancelled. With one that does not, a call to a frozen node stays
+// blocked after the method returned, and its goroutine exits when the call
+// returns: at that client's ReadTimeout or WriteTimeout, when the node
+// answers, or when the client is closed. No goroutine outlives the closing
+// of the clients passed to [New]. A [Notifier] runs one goroutine per node
+// from [NewNotifier] until [Notifier.Close].
+
 // reply is one node's answer in a round.
 type reply struct {
 	code    int64 // what the command or script returned; see each caller
@@ -195,6 +208,21 @@ func (m *Mutex) fanOut(parent context.Context, enough int, call nodeCall, done l
 		}
 	}
 	return res
+}
+
+// Settle waits until every command this Mutex has sent has ended, or ctx
+// ends. Lock returns once a majority of nodes holds the lock, and Unlock
+// of a lock taken by a SET round once a majority has released it; the
+// commands still in flight to slower nodes end in the background, each
+// within the per-node timeout. Nothing needs Settle for safety or cleanup (this
+// Mutex's later commands to a node always follow its earlier ones there);
+// it is for callers that read the nodes themselves right after a Lock
+// (tests, a lab that shows each node), or that close the clients at once.
+func (m *Mutex) Settle(ctx context.Context) error {
+	if err := m.check(); err != nil {
+		return err
+	}
+	return m.inflight.wait(ctx)
 }
 
 // calls counts a Mutex's node calls still running, for Settle. Unlike a

@@ -5,13 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/locklab/locklab/internal/keyslot"
 	"github.com/locklab/locklab/internal/retry"
 )
 
@@ -171,92 +168,6 @@ const (
 	failed                   // ctx ended, or quorum unreachable
 )
 
-// An attempt is one token's claim on the nodes: a SET round, or one
-// generation of a waiter's rounds. Its calls may still be running on slow
-// nodes when it is given up (released, failed, retired): a SET that lands
-// then would leave our key on that node for a TTL, and a round that lands
-// would leave our token in the queue. So each node's call and the giving
-// up meet once: whichever comes second releases that node (see landed and
-// giveUp), and a node whose call ended is released at once by the caller.
-type attempt struct {
-	m     *Mutex
-	tok   string
-	kind  attemptKind
-	state []atomic.Int32  // per node: callRunning, callEnded or releaseOnEnd
-	ended []chan struct{} // per node, for a waiter's round: closed when its call has ended
-	// earlier are the tokens of the same Lock's earlier SET rounds whose
-	// fate on some node was unknown (its call failed, or timed out): such
-	// a SET can land after its round's cleanup, and hold the node for a
-	// TTL. A SET round that finds one of them on a node releases it there
-	// and asks again (see setRound).
-	earlier []string
-}
-
-// attemptKind says what an attempt sends: a SET round, of a Lock that
-// polls or of one that joins the queues next, or a waiter's round.
-type attemptKind int
-
-const (
-	// setOnly is a SET round of a Lock that polls, or of TryLock.
-	setOnly attemptKind = iota
-	// setThenQueue is the SET round of a Lock that joins the queues if it
-	// misses. A refused SET is not asked again with GET: the queues' first
-	// round comes next and retires tok (acquire.lua's ARGV[4]), which takes
-	// a node holding it as free, so a SET of it that landed and was refused
-	// when sent again is found there.
-	setThenQueue
-	// queueRound is a waiter's round in the queues (acquire.lua).
-	queueRound
-)
-
-// The states of one node's call in an attempt.
-const (
-	callRunning  = iota // the call has not ended, and the attempt lives
-	callEnded           // the call ended first: the caller releases the node
-	releaseOnEnd        // the attempt was given up first: the call releases it
-)
-
-func (m *Mutex) newAttempt(tok string, kind attemptKind) *attempt {
-	a := &attempt{m: m, tok: tok, kind: kind, state: make([]atomic.Int32, len(m.clients))}
-	if kind == queueRound { // a waiter's Notifier may wait for them (registration.previous)
-		a.ended = make([]chan struct{}, len(m.clients))
-		for i := range a.ended {
-			a.ended[i] = make(chan struct{})
-		}
-	}
-	return a
-}
-
-// landed is fanOut's done callback: node i's call has ended. If the
-// attempt was given up meanwhile, the node is released here, unless the
-// call was a SET that found someone else's key (it changed nothing; a
-// refusal not asked about, refusedUnasked, is released).
-func (a *attempt) landed(i int, code int64, err error) {
-	if a.ended != nil {
-		defer close(a.ended[i])
-	}
-	if a.state[i].CompareAndSwap(callRunning, callEnded) {
-		return
-	}
-	if a.kind != queueRound && err == nil && code == 0 {
-		return
-	}
-	ctx, cancel := retry.Detach(context.Background())
-	defer cancel()
-	_ = releaseScript.Run(ctx, a.m.clients[i], a.m.releaseKeys(a.tok), a.tok, retry.ReceiptMS, "1").Err()
-}
-
-// giveUp ends the attempt. It returns, per node, whether the caller must
-// release that node now (its call has ended); a node whose call is still
-// running is released by the call when it ends.
-func (a *attempt) giveUp() (now []bool) {
-	now = make([]bool, len(a.state))
-	for i := range a.state {
-		now[i] = !a.state[i].CompareAndSwap(callRunning, releaseOnEnd)
-	}
-	return now
-}
-
 // setRound sends SET key tok NX PX ttl to every node and, if a majority
 // took tok with validity left, records a as held. It releases nothing. It
 // returns once a majority said OK; owns then marks only the nodes that had
@@ -365,81 +276,6 @@ func (m *Mutex) try(ctx context.Context, tok string, earlier *[]string) (outcome
 // maxEarlier bounds the earlier tokens a Lock remembers: a late SET older
 // than that many rounds has long expired or been found.
 const maxEarlier = 8
-
-// cleanUp gives up a SET round that did not acquire and releases its token
-// where it may be: on the nodes that took it, and on those whose answer is
-// unknown (an error: the SET may have landed without a reply). A node that
-// answered "someone else holds it" (SET ... GET returned another token)
-// has nothing of ours; a node whose SET is still running releases itself
-// when it ends. The release is skipped when no node needs it.
-func (m *Mutex) cleanUp(ctx context.Context, a *attempt, res result) {
-	now := a.giveUp()
-	need := false
-	for i, rp := range res.replies {
-		now[i] = now[i] && (rp.err != nil || rp.code != 0)
-		need = need || now[i]
-	}
-	if need {
-		m.release(ctx, a.tok, nil, now, 0)
-	}
-}
-
-// nodeCleanup is what a release must also do on one node for a lock
-// obtained in the queues.
-type nodeCleanup struct {
-	dequeue bool     // our token may still be in this node's queue
-	retired []string // tokens retired in rounds that failed on this node
-}
-
-// release fires HookBeforeRelease and runs the release script for tok on
-// every node where now[i] (every node if now is nil), with ctx's values
-// but not its cancellation; the other nodes release themselves when their
-// call ends (see attempt) and answer as pending. With cleanup, node i also
-// leaves the queue if cleanup[i].dequeue, and releases the tokens in
-// cleanup[i].retired. It returns once enough nodes (if enough > 0) have
-// released, as fanOut does. It records in the contended hint whether a
-// node was handed to a waiter.
-func (m *Mutex) release(ctx context.Context, tok string, cleanup []nodeCleanup, now []bool, enough int) result {
-	m.hook(ctx, HookBeforeRelease)
-	plain := []any{tok, retry.ReceiptMS} // read concurrently, never written
-	keys := m.releaseKeys(tok)
-	res := m.fanOut(context.WithoutCancel(ctx), enough, func(ctx context.Context, i int, c Client) (int64, error) {
-		if now != nil && !now[i] {
-			return 0, errLater
-		}
-		args := plain
-		if cleanup != nil && (cleanup[i].dequeue || len(cleanup[i].retired) > 0) {
-			args = []any{tok, retry.ReceiptMS, "0"}
-			if cleanup[i].dequeue {
-				args[2] = "1"
-			}
-			for _, r := range cleanup[i].retired {
-				args = append(args, r)
-			}
-		}
-		return releaseScript.Run(ctx, c, keys, args...).Int64()
-	}, nil, nil)
-	if res.ok > 0 {
-		m.contended.Store(res.count(2) > 0)
-	}
-	return res
-}
-
-// releaseKeys are release.lua's keys for tok.
-func (m *Mutex) releaseKeys(tok string) []string {
-	return []string{m.key, m.keys[1], keyslot.Receipt(keyslot.Base(m.key), tok)}
-}
-
-// extendRound runs the owner-checked PEXPIRE on every node and returns the
-// result and how long the round took.
-func (m *Mutex) extendRound(ctx context.Context, tok string, ttl time.Duration) (result, time.Duration) {
-	ms := strconv.FormatInt(ttl.Milliseconds(), 10)
-	start := time.Now()
-	res := m.fanOut(ctx, 0, func(ctx context.Context, _ int, c Client) (int64, error) {
-		return extendScript.Run(ctx, c, []string{m.key}, tok, ms).Int64()
-	}, nil, nil)
-	return res, time.Since(start)
-}
 
 // refusedUnasked is the code of a node that refused a SET of an attempt
 // that joins the queues next, without being asked whose token it holds: it

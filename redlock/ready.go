@@ -1,0 +1,74 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/locklab/locklab/internal/preflight"
+	"github.com/locklab/locklab/internal/retry"
+)
+
+// This file is the check of the nodes before Lock and TryLock (package
+// preflight): eviction and scripting rights, remembered for a minute.
+
+// ready returns an error if ctx has ended or a node is unfit for a lock
+// (see package preflight); the check runs once a minute per node. It
+// returns once a majority of nodes passed: a node that cannot be reached,
+// or is slow, is left to the rounds (a minority may be down), and its
+// check goes on in the background, within the per-node timeout.
+func (m *Mutex) ready(ctx context.Context) error {
+	if err := retry.CtxErr(ctx); err != nil {
+		return errors.Join(ErrNotObtained, err)
+	}
+	// Most Locks find every result remembered: no goroutine, no round trip.
+	passed := 0
+	for i, c := range m.clients {
+		err, ok := preflight.Remembered(c, m.opts.evictionCheck)
+		switch {
+		case !ok:
+		case err != nil:
+			return fmt.Errorf("redlock: lock %q: %w", m.key, &NodeError{Index: i, Addr: m.addrs[i], Err: err})
+		default:
+			passed++
+		}
+	}
+	if passed >= m.quorum() {
+		return nil
+	}
+	results := make(chan error, len(m.clients)) // room for all: no goroutine blocks
+	m.inflight.add(len(m.clients))
+	for i, c := range m.clients {
+		go func() {
+			defer m.inflight.done()
+			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.opts.nodeTimeout)
+			defer cancel()
+			err := preflight.Check(pctx, "redlock", c, m.opts.evictionCheck, func(ctx context.Context) error {
+				return releaseScript.Run(ctx, c, m.releaseKeys(preflight.ProbeToken), preflight.ProbeToken, retry.ReceiptMS).Err()
+			})
+			switch {
+			case errors.Is(err, preflight.ErrEviction) || errors.Is(err, preflight.ErrNoScripting):
+				results <- &NodeError{Index: i, Addr: m.addrs[i], Err: err}
+			case err != nil:
+				results <- errSkipped
+			default:
+				results <- nil
+			}
+		}()
+	}
+	passed = 0
+	for range m.clients {
+		switch err := <-results; {
+		case err == nil:
+			if passed++; passed == m.quorum() {
+				return nil
+			}
+		case err != errSkipped:
+			return fmt.Errorf("redlock: lock %q: %w", m.key, err)
+		}
+	}
+	return nil // too few reachable: the rounds will say so
+}
+
+// errSkipped marks a node whose preflight check could not run.
+var errSkipped = errors.New("redlock: check skipped")

@@ -1,0 +1,75 @@
+package redlock
+
+import (
+	"context"
+
+	"github.com/locklab/locklab/internal/keyslot"
+	"github.com/locklab/locklab/internal/retry"
+)
+
+// This file is the release of a token on the nodes: Unlock's, a failed
+// SET round's cleanup, and a waiter's leaving the queues.
+
+// cleanUp gives up a SET round that did not acquire and releases its token
+// where it may be: on the nodes that took it, and on those whose answer is
+// unknown (an error: the SET may have landed without a reply). A node that
+// answered "someone else holds it" (SET ... GET returned another token)
+// has nothing of ours; a node whose SET is still running releases itself
+// when it ends. The release is skipped when no node needs it.
+func (m *Mutex) cleanUp(ctx context.Context, a *attempt, res result) {
+	now := a.giveUp()
+	need := false
+	for i, rp := range res.replies {
+		now[i] = now[i] && (rp.err != nil || rp.code != 0)
+		need = need || now[i]
+	}
+	if need {
+		m.release(ctx, a.tok, nil, now, 0)
+	}
+}
+
+// nodeCleanup is what a release must also do on one node for a lock
+// obtained in the queues.
+type nodeCleanup struct {
+	dequeue bool     // our token may still be in this node's queue
+	retired []string // tokens retired in rounds that failed on this node
+}
+
+// release fires HookBeforeRelease and runs the release script for tok on
+// every node where now[i] (every node if now is nil), with ctx's values
+// but not its cancellation; the other nodes release themselves when their
+// call ends (see attempt) and answer as pending. With cleanup, node i also
+// leaves the queue if cleanup[i].dequeue, and releases the tokens in
+// cleanup[i].retired. It returns once enough nodes (if enough > 0) have
+// released, as fanOut does. It records in the contended hint whether a
+// node was handed to a waiter.
+func (m *Mutex) release(ctx context.Context, tok string, cleanup []nodeCleanup, now []bool, enough int) result {
+	m.hook(ctx, HookBeforeRelease)
+	plain := []any{tok, retry.ReceiptMS} // read concurrently, never written
+	keys := m.releaseKeys(tok)
+	res := m.fanOut(context.WithoutCancel(ctx), enough, func(ctx context.Context, i int, c Client) (int64, error) {
+		if now != nil && !now[i] {
+			return 0, errLater
+		}
+		args := plain
+		if cleanup != nil && (cleanup[i].dequeue || len(cleanup[i].retired) > 0) {
+			args = []any{tok, retry.ReceiptMS, "0"}
+			if cleanup[i].dequeue {
+				args[2] = "1"
+			}
+			for _, r := range cleanup[i].retired {
+				args = append(args, r)
+			}
+		}
+		return releaseScript.Run(ctx, c, keys, args...).Int64()
+	}, nil, nil)
+	if res.ok > 0 {
+		m.contended.Store(res.count(2) > 0)
+	}
+	return res
+}
+
+// releaseKeys are release.lua's keys for tok.
+func (m *Mutex) releaseKeys(tok string) []string {
+	return []string{m.key, m.keys[1], keyslot.Receipt(keyslot.Base(m.key), tok)}
+}
