@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/locklab/locklab/etcdlock"
@@ -48,9 +49,10 @@ func TestLateClaimAfterGiveUp(t *testing.T) {
 			w := newWire(t, endpoints[0])
 			c := w.client(t)
 			var opts []etcdlock.Option
+			var s *concurrency.Session
 			if tc.session {
-				s, err := concurrency.NewSession(c, concurrency.WithTTL(30))
-				if err != nil {
+				var err error
+				if s, err = concurrency.NewSession(c, concurrency.WithTTL(30)); err != nil {
 					t.Fatal(err)
 				}
 				defer s.Close()
@@ -92,8 +94,33 @@ func TestLateClaimAfterGiveUp(t *testing.T) {
 			if err := a.Unlock(ctx); err != nil {
 				t.Fatal(err)
 			}
+			if s == nil {
+				return
+			}
+			// The withdraw's tombstone lives on the session's lease, out
+			// of the line, and ends with the session.
+			if n := tombstones(t, plain, key); n != 1 {
+				t.Errorf("tombstones under %q/~ = %d; want 1", key, n)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if n := tombstones(t, plain, key); n != 0 {
+				t.Errorf("tombstones after the session closed = %d; want 0", n)
+			}
 		})
 	}
+}
+
+// tombstones counts the tombstones of withdrawn claims of the lock named
+// key: the keys from key + "/~" on.
+func tombstones(t *testing.T, c *clientv3.Client, key string) int64 {
+	t.Helper()
+	resp, err := c.Get(context.Background(), key+"/~", clientv3.WithPrefix(), clientv3.WithCountOnly())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Count
 }
 
 var _ = errors.Is
