@@ -1,6 +1,7 @@
 package lab05_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/locklab/locklab/internal/faultproxy"
@@ -36,6 +37,20 @@ func cutOffHolder(s *labs.Scene, impl *labs.Impl) {
 		// rest of its job.
 		return before
 	}, "A's lock said nothing for %v after the network came back: it neither renewed the lock nor closed Done")
+	renewedOthers(s, "A")
+}
+
+// renewedOthers names the mistake when client's watchdog renewed a key
+// that held someone else's token after it was cut off: its ticks came on
+// time all along, so a check made in the process ("was I away longer than
+// the lease?") saw nothing wrong.
+func renewedOthers(s *labs.Scene, client string) {
+	for _, e := range s.Events() {
+		if e.Client == client && strings.Contains(e.Text, "watchdog renews:") && strings.Contains(e.Text, "but the key holds") {
+			s.Violation("%s's watchdog renewed a lock that was no longer its own (%s) once the network came back. Its ticks came on time while it was cut off, so a local check (was I away longer than the lease?) sees nothing wrong: only Redis knows whose key it is. Renew with an owner check, in one step on the server", client, e.Text)
+			return
+		}
+	}
 }
 
 func TestLab05_BrokenBlindRenewalAfterCutOff(t *testing.T) {
