@@ -101,11 +101,12 @@ func (m *Mutex) check() error {
 // An attempt sends SET key token NX PX ttl to every node in parallel and
 // holds the lock only if a majority said OK and validity is left (see the
 // package doc). It returns as soon as a majority said OK: the SETs still
-// in flight to slower nodes finish in the background, before any later
-// command of this Mutex to those nodes. Otherwise it deletes its token
-// from every node, also those that did not answer OK, before it tries
-// again, so a failed attempt leaves no key of its own behind (barring a
-// node too slow to answer in time, whose late SET expires after the TTL).
+// in flight to slower nodes finish in the background, each within the
+// per-node timeout. Otherwise it deletes its token where it may be (the
+// nodes that said OK, and those whose answer is unknown) before it tries
+// again, and a SET still on its way then deletes its token when its reply
+// comes back, so a failed attempt leaves no key of its own behind (barring
+// a reply lost too: that key expires after the TTL, on that node only).
 //
 // With a Notifier ([WithNotifier]) Lock makes the same attempt while the
 // lock looks free; when it is taken, Lock queues on every node and waits
@@ -180,17 +181,18 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 // When the lock was taken by a SET round, Unlock returns once a majority
 // of nodes has released it, as Lock returns once a majority holds it: the
 // lock is free from then on. The releases still in flight to slower nodes
-// finish in the background, each within the per-node timeout and before
-// any later command of this Mutex to those nodes; [Mutex.Settle] waits
-// for them. A lock handed over in the queues ([WithNotifier]) is handed on
+// finish in the background, each within the per-node timeout;
+// [Mutex.Settle] waits for them. A lock handed over in the queues ([WithNotifier]) is handed on
 // from every node before Unlock returns.
 //
 // It returns [ErrNotHeld] when this Mutex did not hold the lock, or when a
 // majority of nodes answered and none of them still had the token (the lock
 // had expired). Like Lock, it tolerates a failed minority silently: the
-// nodes that answered then form a majority without our token. When too many
-// nodes failed for that, the error wraps [ErrQuorumUnreachable] with one
-// [NodeError] per failed node, and the keys left expire after the TTL.
+// nodes that answered then form a majority without our token. Nodes that
+// only did not answer within the per-node timeout (busy, not down) are sent
+// the release again, after a growing pause, for up to 2s. When too many
+// nodes failed for a majority, the error wraps [ErrQuorumUnreachable] with
+// one [NodeError] per failed node, and the keys left expire after the TTL.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	if err := m.check(); err != nil {
 		return err

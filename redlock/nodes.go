@@ -214,10 +214,11 @@ func (m *Mutex) fanOut(parent context.Context, enough int, call nodeCall, done l
 // ends. Lock returns once a majority of nodes holds the lock, and Unlock
 // of a lock taken by a SET round once a majority has released it; the
 // commands still in flight to slower nodes end in the background, each
-// within the per-node timeout. Nothing needs Settle for safety or cleanup (this
-// Mutex's later commands to a node always follow its earlier ones there);
-// it is for callers that read the nodes themselves right after a Lock
-// (tests, a lab that shows each node), or that close the clients at once.
+// within the per-node timeout. Nothing needs Settle for safety or cleanup
+// (a command that lands after a later one, a SET after the release of its
+// attempt, is undone when its reply comes back: see fanOut); it is for
+// callers that read the nodes themselves right after a Lock (tests, a lab
+// that shows each node), or that close the clients at once.
 func (m *Mutex) Settle(ctx context.Context) error {
 	if err := m.check(); err != nil {
 		return err
