@@ -5,10 +5,13 @@
 //     child processes get their parent-death signal (by design);
 //   - go-redis's pool dial probe (ConnPool.tryDial), started after a failed
 //     dial; it notices a closed pool within one second and exits;
-//   - internal/rig's process waiter, one per running redis-server, which
-//     lives as long as the server (servers shared by a package's tests run
-//     until TestMain ends; a server that outlives its test binary is caught
-//     by make test's stray check instead).
+//   - internal/rig's process waiters, one per running server (reapRedis
+//     for a redis-server, reap for an etcd member, a ZooKeeper server,
+//     PostgreSQL or PgBouncer), each living as long as its server: a
+//     server shared by a package's tests runs until TestMain ends, and one
+//     a test restarted (a fault: SIGKILL, then start again) gets a new
+//     waiter then, which outlives that test. A server that outlives its
+//     test binary is caught by make test's stray check instead.
 //
 // Anything else still running after a test is a leak.
 package leakcheck
@@ -25,6 +28,7 @@ func Options() []goleak.Option {
 		goleak.IgnoreTopFunction("github.com/locklab/locklab/internal/proc.spawner"),
 		goleak.IgnoreAnyFunction("github.com/redis/go-redis/v9/internal/pool.(*ConnPool).tryDial"),
 		goleak.IgnoreAnyFunction("github.com/locklab/locklab/internal/rig.reapRedis"),
+		goleak.IgnoreAnyFunction("github.com/locklab/locklab/internal/rig.reap"),
 	}
 }
 
