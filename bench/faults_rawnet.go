@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/locklab/locklab/internal/history"
 )
 
 // Schedules 2 (lost reply) and 3 (late delivery) fault one request of a
@@ -418,9 +421,16 @@ func (r *faultRun) rawCommandFault(fo faultOp, late bool) {
 	})
 	var more func() bool
 	if late {
+		// Every client goes again until the held bytes were delivered
+		// (and a moment after), so that they land on a lock someone
+		// holds, and so that the cut-off client is never the only one
+		// who wants the lock (its wait is the partition's, not the
+		// lock's); while the chunk has not come, until the faulted
+		// client's first turn is over.
+		armed := ev.clock.Now()
 		more = func() bool {
 			if !rn.hasFired() {
-				return false
+				return !r.turnOver(fo.client, armed)
 			}
 			r.mu.Lock()
 			defer r.mu.Unlock()
@@ -434,4 +444,16 @@ func (r *faultRun) rawCommandFault(fo faultOp, late bool) {
 	if !rn.hasFired() {
 		r.fault("(%s never came: the client sent fewer chunks in this run)", what)
 	}
+}
+
+// turnOver reports whether client's turn that began after at is over: it
+// released the lock or gave up waiting for it.
+func (r *faultRun) turnOver(client string, at time.Duration) bool {
+	for _, e := range r.hist.Events() {
+		if e.Client == client && e.At >= at &&
+			(e.Kind == history.Release || e.Kind == history.Acquire && strings.HasPrefix(e.Text, "gave up")) {
+			return true
+		}
+	}
+	return false
 }
