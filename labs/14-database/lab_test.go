@@ -38,7 +38,7 @@ const (
 	partitionWait  = 2 * time.Second        // how long B waits for a lock kept by a cut-off session
 	appParam       = "app"                  // the application pool's DSN
 	lockParam      = "lock"                 // the lock pool's DSN
-	xidParam       = "xid"                  // the scene's first transaction id
+	baseParam      = "base"                 // the token of a hold taken before the scene
 	refundsPlain   = "refunds_plain"        // part 3's refunds, with no constraint
 	refundsOnce    = "refunds"              // part 3's refunds, one per order (pglock.Once)
 	versionedTable = "orders_v"             // part 3's orders, with a version column (pglock.Versioned)
@@ -66,13 +66,13 @@ func pools(e *labs.Env) (app, lock *pgxpool.Pool, err error) {
 type rowWorker struct {
 	*pglock.RowMutex
 	app  *pgxpool.Pool
-	base uint64 // the scene's first transaction id
+	base uint64 // the token of a hold taken before the scene
 	ship func(ctx context.Context, lock, app lab14.Orders, status string, token uint64) error
 }
 
-// Fence is the lock's token, the transaction id, counted from the scene's
-// first transaction: the same in every run, whatever initdb and the
-// server's version used up before.
+// Fence is the lock's token, counted from the token of a hold taken
+// before the scene: the same in every run, whatever the server's crash
+// epoch (pglock's tokens carry it in their high bits).
 func (w *rowWorker) Fence() uint64 {
 	if f := w.RowMutex.Fence(); f > w.base {
 		return f - w.base
@@ -98,7 +98,7 @@ func newRowWorker(ship func(context.Context, lab14.Orders, lab14.Orders, string,
 		if err != nil {
 			return labs.Failing(err)
 		}
-		base, _ := strconv.ParseUint(e.Param(xidParam, "0"), 10, 64)
+		base, _ := strconv.ParseUint(e.Param(baseParam, "0"), 10, 64)
 		return &rowWorker{RowMutex: pglock.NewRow(lock, "order:"+order, pglock.WithHook(e.Hook)), app: app, base: base, ship: ship}
 	}
 }
@@ -300,9 +300,13 @@ func database(s *labs.Scene) (*rig.Postgres, *pgxpool.Pool) {
 	s.Must(err)
 	s.T().Cleanup(pool.Close)
 	s.Must(lab14.Setup(s.Ctx, pool))
-	var xid string
-	s.Must(pool.QueryRow(s.Ctx, `SELECT pg_current_xact_id()::text`).Scan(&xid))
-	s.Params[xidParam] = xid
+	// One hold before the scene, on a key of its own: it makes pglock's
+	// table and sequence, and its token is the base the scene's tokens
+	// are counted from.
+	first := pglock.NewRow(pool, "lab14:base")
+	s.Must(first.Lock(s.Ctx))
+	s.Params[baseParam] = strconv.FormatUint(first.Fence(), 10)
+	s.Must(first.Unlock(s.Ctx))
 	return p, pool
 }
 
