@@ -22,6 +22,18 @@ const shippedBody = `	err := client.Get(ctx, marker).Err()
 // join the lab's table.
 var contractWrongFixes = []labs.WrongFix{
 	{
+		Name: "the right fix: claim with SET NX before the charge, give the claim back when it fails",
+		Edits: body(`	claimed, err := client.SetNX(ctx, marker, eventID, 0).Result()
+	if err != nil || !claimed {
+		return false, err
+	}
+	if err := charge(ctx); err != nil {
+		return false, errors.Join(err, client.Del(context.WithoutCancel(ctx), marker).Err())
+	}
+	return true, nil`),
+		Right: true,
+	},
+	{
 		Name: "the shipped GET, charge, SET, wrapped in a correct.Mutex",
 		Edits: append(body(`	mu := correct.New(client, "lock:charge:"+orderID)
 	if err := mu.Lock(ctx); err != nil {

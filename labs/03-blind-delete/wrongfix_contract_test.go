@@ -31,6 +31,19 @@ const putBack = `	var pttl *redis.DurationCmd
 // join the lab's table.
 var contractWrongFixes = []labs.WrongFix{
 	{
+		Name: "the right fix: the release script, ErrNotHeld when it deleted nothing",
+		Edits: release(`	n, err := m.client.Eval(ctx, "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
+		[]string{m.key}, tok).Int()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return ErrNotHeld
+	}
+	return nil`),
+		Right: true,
+	},
+	{
 		Name:   "GETDEL, and the key written back with its PTTL when it was not ours",
 		Edits:  release(putBack),
 		Caught: "It was deleted and written back",
