@@ -28,6 +28,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/locklab/locklab/internal/frame"
 )
 
 // Extender is a lock that can renew its own lease. Extend sets the lock to
@@ -59,7 +61,7 @@ type Lease struct {
 	interval time.Duration
 	retry    time.Duration // wait before retrying a renewal that failed
 	margin   time.Duration // kept back from ttl for clock-rate drift
-	hook     func(ctx context.Context, point string)
+	f        frame.Frame   // the hook; a Lease reports to no observer
 	notHeld  func(err error) bool
 	release  func(ctx context.Context) // nil for Keep; see finish
 	lost     func(cause error)         // called once when the lock is declared lost; may be nil
@@ -154,7 +156,7 @@ func startLease(ctx context.Context, e Extender, o options, start time.Time, rel
 		interval: o.interval,
 		retry:    max(o.interval/retryDivisor, time.Millisecond),
 		margin:   margin(o.ttl),
-		hook:     o.hook,
+		f:        frame.Frame{Hook: o.hook},
 		notHeld:  o.notHeld,
 		release:  release,
 		lost:     lost,
@@ -228,7 +230,7 @@ func (l *Lease) end(r endReason, cause error) bool {
 		if l.lost != nil {
 			l.lost(cause)
 		}
-		l.callHook(l.ctx, HookLost)
+		l.f.At(l.ctx, HookLost)
 	}
 	return true
 }
@@ -274,7 +276,7 @@ func (l *Lease) run(last time.Time) {
 // renew makes one renewal and returns when the next is due. It reports
 // false when the lease ended.
 func (l *Lease) renew() (next time.Time, ok bool) {
-	l.callHook(l.ctx, HookBeforeRenew)
+	l.f.At(l.ctx, HookBeforeRenew)
 	l.mu.Lock()
 	deadline := l.deadline
 	l.mu.Unlock()
@@ -306,7 +308,7 @@ func (l *Lease) renew() (next time.Time, ok bool) {
 		l.lastErr = nil
 		l.expiry.Reset(time.Until(l.deadline))
 		l.mu.Unlock()
-		l.callHook(l.ctx, HookRenewed)
+		l.f.At(l.ctx, HookRenewed)
 		return start.Add(l.interval), true
 	case l.notHeld(err):
 		cause := fmt.Errorf("watchdog: renewal refused: %w", err)
@@ -324,7 +326,7 @@ func (l *Lease) renew() (next time.Time, ok bool) {
 			l.lastErr = err
 		}
 		l.mu.Unlock()
-		l.callHook(l.ctx, HookRenewFailed)
+		l.f.At(l.ctx, HookRenewFailed)
 		return time.Now().Add(l.retry), true
 	}
 }
@@ -345,11 +347,5 @@ func (l *Lease) finish() {
 	l.mu.Unlock()
 	if l.release != nil && (r == endContext || r == endMaxHold) {
 		l.release(l.ctx)
-	}
-}
-
-func (l *Lease) callHook(ctx context.Context, point string) {
-	if l.hook != nil {
-		l.hook(ctx, point)
 	}
 }

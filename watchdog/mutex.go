@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/internal/args"
+	"github.com/locklab/locklab/internal/frame"
 	"github.com/locklab/locklab/internal/keyslot"
 	"github.com/locklab/locklab/internal/preflight"
 	"github.com/locklab/locklab/internal/retry"
@@ -41,7 +42,10 @@ type Mutex struct {
 	key    string
 	base   string // the prefix of the keys kept beside key (receipts)
 	o      options
-	err    error // invalid argument, returned by every method
+	f      frame.Frame    // the argument error, the hook and the observer
+	gate   preflight.Gate // the server's check before Lock and TryLock
+
+	// The fields above are set by New and never change.
 
 	mu   sync.Mutex // protects hold and hold.unlocked
 	hold *hold      // the current or last hold; nil before the first Lock
@@ -64,11 +68,25 @@ func New(client Client, key string, opts ...Option) *Mutex {
 	if err == nil {
 		err = args.Target(ErrInvalid, client, key)
 	}
-	m := &Mutex{client: client, key: key, o: o, err: err}
+	base := "" // an empty key (invalid) has no keys beside it
 	if key != "" {
-		m.base = keyslot.Base(key)
+		base = keyslot.Base(key)
 	}
-	return m
+	return &Mutex{
+		client: client,
+		key:    key,
+		base:   base,
+		o:      o,
+		f:      frame.Frame{Kind: "watchdog", Key: key, Err: err, Hook: o.hook, Obs: o.observer},
+		gate: preflight.Gate{
+			Pkg: "watchdog", Key: key, Client: client, Eviction: o.evictionCheck, NotObtained: ErrNotObtained,
+			Probe: preflight.Probe{
+				Script: releaseScript,
+				Keys:   []string{key, keyslot.Receipt(base, preflight.ProbeToken)},
+				Args:   []any{preflight.ProbeToken, retry.ReceiptMS},
+			},
+		},
+	}
 }
 
 // Key returns the Redis key of the lock.
@@ -95,21 +113,31 @@ func (m *Mutex) Lock(ctx context.Context) error {
 	if err := m.check(); err != nil {
 		return err
 	}
-	return preflight.Lock(ctx, m.o.observer, "watchdog", m.key, m.ready, func(ctx context.Context) error {
-		var short error // the last try that took the lock too late
-		err := retry.Do(ctx, m.o.retry, ErrNotObtained, func(ctx context.Context, _ int) (bool, error) {
-			ok, err := m.try(ctx)
-			if _, late := err.(shortLease); late {
-				short = err // given back: try again
-				return false, nil
-			}
-			return ok, err
-		})
-		if short != nil && errors.Is(err, ErrNotObtained) {
-			err = errors.Join(err, short)
+	start := time.Now()
+	err := m.gate.Ready(ctx)
+	if err == nil {
+		err = m.lock(ctx)
+	}
+	m.f.Attempted(start, err == nil, err)
+	return err
+}
+
+// lock is Lock after the checks: tries until one takes the lock with
+// enough of its lease left.
+func (m *Mutex) lock(ctx context.Context) error {
+	var short error // the last try that took the lock too late
+	err := retry.Do(ctx, m.o.retry, ErrNotObtained, func(ctx context.Context, _ int) (bool, error) {
+		ok, err := m.try(ctx)
+		if _, late := err.(shortLease); late {
+			short = err // given back: try again
+			return false, nil
 		}
-		return err
+		return ok, err
 	})
+	if short != nil && errors.Is(err, ErrNotObtained) {
+		err = errors.Join(err, short)
+	}
+	return err
 }
 
 // A shortLease is the error of a try that took the lock but learnt so late
@@ -119,24 +147,13 @@ type shortLease struct{ error }
 
 func (e shortLease) Unwrap() error { return e.error }
 
-// ready returns an error if ctx has ended or the server is unfit for a
-// lock (see package preflight); the check runs once a minute per server.
-func (m *Mutex) ready(ctx context.Context) error {
-	return preflight.Ready(ctx, "watchdog", m.key, m.client, m.o.evictionCheck, ErrNotObtained, func(ctx context.Context) error {
-		if err := m.runRelease(ctx, preflight.ProbeToken); !errors.Is(err, ErrNotHeld) {
-			return err
-		}
-		return nil
-	})
-}
-
-// check returns the error found by New, or an error for a Mutex that New
-// did not make.
+// check returns the error every method returns before it sends anything:
+// the invalid arguments New found, or that New did not make m.
 func (m *Mutex) check() error {
-	if m == nil || m.client == nil && m.err == nil {
-		return invalid("Mutex not made by New")
+	if m == nil {
+		return invalid(frame.NotMade)
 	}
-	return m.err
+	return m.f.Check(ErrInvalid)
 }
 
 // TryLock tries once to take the lock. It reports (false, nil) when
@@ -146,7 +163,13 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	if err := m.check(); err != nil {
 		return false, err
 	}
-	return preflight.Attempt(ctx, m.o.observer, "watchdog", m.key, m.ready, m.try)
+	start := time.Now()
+	ok, err := false, m.gate.Ready(ctx)
+	if err == nil {
+		ok, err = m.try(ctx)
+	}
+	m.f.Attempted(start, ok, err)
+	return ok, err
 }
 
 // try makes one attempt with a fresh token: SET key token NX PX ttl GET.
@@ -157,7 +180,7 @@ func (m *Mutex) try(ctx context.Context) (bool, error) {
 		return false, errors.Join(ErrNotObtained, err)
 	}
 	tok := token.New()
-	m.callHook(ctx, HookBeforeAcquire)
+	m.f.At(ctx, HookBeforeAcquire)
 	start := time.Now()
 	prev, err := m.client.SetArgs(ctx, m.key, tok, redis.SetArgs{Mode: "NX", TTL: m.o.ttl, Get: true}).Result()
 	switch {
@@ -184,10 +207,8 @@ func (m *Mutex) try(ctx context.Context) (bool, error) {
 	}
 	h := &hold{token: tok, since: start}
 	var lost func(cause error)
-	if m.o.observer != nil {
-		lost = func(cause error) {
-			m.emit(observe.Event{Kind: observe.Lost, Held: time.Since(h.since), Err: cause})
-		}
+	if m.f.Obs != nil {
+		lost = func(cause error) { m.f.Report(observe.Lost, time.Since(h.since), cause) }
 	}
 	h.lease = startLease(ctx, extender{m, tok}, m.o, start, func(ctx context.Context) { m.report(h, m.release(ctx, tok)) }, lost)
 	m.mu.Lock()
@@ -199,7 +220,7 @@ func (m *Mutex) try(ctx context.Context) (bool, error) {
 		// if its refresher has not noticed yet.
 		old.lease.end(endLost, fmt.Errorf("watchdog: %q was acquired again by this Mutex: %w", m.key, ErrNotHeld))
 	}
-	m.callHook(ctx, HookAcquired)
+	m.f.At(ctx, HookAcquired)
 	return true, nil
 }
 
@@ -239,21 +260,12 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 // it deleted the key, Lost if the key no longer held h's token. After a
 // transport error the key is left to its TTL and nothing is reported.
 func (m *Mutex) report(h *hold, err error) {
-	if m.o.observer == nil {
-		return
-	}
 	switch {
 	case err == nil:
-		m.emit(observe.Event{Kind: observe.Released, Held: time.Since(h.since)})
+		m.f.Report(observe.Released, time.Since(h.since), nil)
 	case errors.Is(err, ErrNotHeld):
-		m.emit(observe.Event{Kind: observe.Lost, Held: time.Since(h.since), Err: err})
+		m.f.Report(observe.Lost, time.Since(h.since), err)
 	}
-}
-
-// emit sends e, filled in with the lock's name and key, to the observer.
-func (m *Mutex) emit(e observe.Event) {
-	e.Lock, e.Key = "watchdog", m.key
-	m.o.observer(e)
 }
 
 // release runs the owner-checked delete for tok, with ctx's values but not
@@ -262,14 +274,14 @@ func (m *Mutex) emit(e observe.Event) {
 func (m *Mutex) release(ctx context.Context, tok string) error {
 	ctx, cancel := retry.Detach(ctx)
 	defer cancel()
-	m.callHook(ctx, HookBeforeRelease)
+	m.f.At(ctx, HookBeforeRelease)
 	if err := m.runRelease(ctx, tok); err != nil {
 		if !errors.Is(err, ErrNotHeld) {
 			err = fmt.Errorf("watchdog: release %q: %w", m.key, err)
 		}
 		return err
 	}
-	m.callHook(ctx, HookReleased)
+	m.f.At(ctx, HookReleased)
 	return nil
 }
 
@@ -305,12 +317,6 @@ func (m *Mutex) Context() context.Context {
 // unlocked, capped, or its Lock context ended. Before the first Lock it
 // returns a closed channel.
 func (m *Mutex) Done() <-chan struct{} { return m.Context().Done() }
-
-func (m *Mutex) callHook(ctx context.Context, point string) {
-	if m.o.hook != nil {
-		m.o.hook(ctx, point)
-	}
-}
 
 // extender renews one hold of a Mutex, identified by its token.
 type extender struct {
