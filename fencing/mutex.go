@@ -30,6 +30,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/internal/args"
+	"github.com/locklab/locklab/internal/frame"
 	"github.com/locklab/locklab/internal/keyslot"
 	"github.com/locklab/locklab/internal/preflight"
 	"github.com/locklab/locklab/internal/retry"
@@ -57,8 +58,11 @@ type Mutex struct {
 	key     string
 	counter string // the token counter, in key's cluster slot
 	base    string // the prefix of the keys kept beside key (receipts)
-	opts    options
-	err     error // invalid arguments given to New, returned by every method
+	o       options
+	f       frame.Frame    // the argument error, the hook and the observer
+	gate    preflight.Gate // the server's check before Lock and TryLock
+
+	// The fields above are set by New and never change.
 
 	mu        sync.Mutex // protects value, releasing, token, until and since
 	value     string     // owner value of the current hold; "" when not held
@@ -77,19 +81,35 @@ type Mutex struct {
 // which is never deleted; the package doc gives its name.
 func New(client Client, key string, opts ...Option) *Mutex {
 	o, err := newOptions(opts)
-	m := &Mutex{client: client, key: key, opts: o, err: err}
 	counter, kerr := counterKey(key)
-	switch {
-	case m.err != nil:
-	case kerr != nil:
-		m.err = kerr
-	case args.IsNil(client):
-		m.err = invalid("nil client")
+	if err == nil {
+		err = kerr
 	}
+	if err == nil && args.IsNil(client) {
+		err = invalid("nil client")
+	}
+	base := "" // an invalid key has no keys beside it
 	if kerr == nil {
-		m.counter, m.base = counter, keyslot.Base(key)
+		base = keyslot.Base(key)
+	} else {
+		counter = ""
 	}
-	return m
+	return &Mutex{
+		client:  client,
+		key:     key,
+		counter: counter,
+		base:    base,
+		o:       o,
+		f:       frame.Frame{Kind: "fencing", Key: key, Err: err, Hook: o.hook, Obs: o.observer},
+		gate: preflight.Gate{
+			Pkg: "fencing", Key: key, Client: client, Eviction: o.evictionCheck, NotObtained: ErrNotObtained,
+			Probe: preflight.Probe{
+				Script: releaseScript,
+				Keys:   []string{key, keyslot.Receipt(base, preflight.ProbeToken)},
+				Args:   []any{preflight.ProbeToken, retry.ReceiptMS},
+			},
+		},
+	}
 }
 
 // Key returns the lock's Redis key, as given to [New].
@@ -145,15 +165,13 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	if err := m.check(); err != nil {
 		return false, err
 	}
-	return preflight.Attempt(ctx, m.opts.observer, "fencing", m.key, m.ready, m.try)
-}
-
-// ready returns an error if ctx has ended or the server is unfit for a
-// lock (see package preflight); the check runs once a minute per server.
-func (m *Mutex) ready(ctx context.Context) error {
-	return preflight.Ready(ctx, "fencing", m.key, m.client, m.opts.evictionCheck, ErrNotObtained, func(ctx context.Context) error {
-		return releaseScript.Run(ctx, m.client, m.releaseKeys(preflight.ProbeToken), preflight.ProbeToken, retry.ReceiptMS).Err()
-	})
+	start := time.Now()
+	ok, err := false, m.gate.Ready(ctx)
+	if err == nil {
+		ok, err = m.try(ctx)
+	}
+	m.f.Attempted(start, ok, err)
+	return ok, err
 }
 
 // releaseKeys are release.lua's keys for value.
@@ -167,10 +185,10 @@ func (m *Mutex) try(ctx context.Context) (bool, error) {
 	if err := retry.CtxErr(ctx); err != nil {
 		return false, errors.Join(ErrNotObtained, err)
 	}
-	m.hook(ctx, HookBeforeAcquire)
+	m.f.At(ctx, HookBeforeAcquire)
 	value := token.New()
 	start := time.Now()
-	ms := m.opts.ttl.Milliseconds()
+	ms := m.o.ttl.Milliseconds()
 	n, err := acquireScript.Run(ctx, m.client, []string{m.key, m.counter}, value, ms).Int64()
 	if err != nil {
 		var reply redis.Error
@@ -198,7 +216,7 @@ func (m *Mutex) try(ctx context.Context) (bool, error) {
 	m.until = start.Add(time.Duration(ms) * time.Millisecond)
 	m.since = start
 	m.mu.Unlock()
-	m.hook(ctx, HookAcquired)
+	m.f.At(ctx, HookAcquired)
 	return true, nil
 }
 
@@ -218,14 +236,20 @@ func (m *Mutex) Lock(ctx context.Context) error {
 	if err := m.check(); err != nil {
 		return err
 	}
-	return preflight.Lock(ctx, m.opts.observer, "fencing", m.key, m.ready, m.lock)
+	start := time.Now()
+	err := m.gate.Ready(ctx)
+	if err == nil {
+		err = m.lock(ctx)
+	}
+	m.f.Attempted(start, err == nil, err)
+	return err
 }
 
-// lock is Lock without the argument check, the ready check and the
-// observer.
+// lock is Lock after the checks: tries until one takes the lock with
+// enough of its lease left.
 func (m *Mutex) lock(ctx context.Context) error {
 	var short error // the last try that took the lock too late
-	err := retry.Do(ctx, m.opts.retry, ErrNotObtained, func(ctx context.Context, _ int) (bool, error) {
+	err := retry.Do(ctx, m.o.retry, ErrNotObtained, func(ctx context.Context, _ int) (bool, error) {
 		ok, err := m.try(ctx)
 		if _, late := err.(shortLease); late {
 			short = err // given back: try again
@@ -261,7 +285,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		return err
 	}
 	defer m.releaseDone(value)
-	m.hook(ctx, HookBeforeRelease)
+	m.f.At(ctx, HookBeforeRelease)
 	rctx, cancel := retry.Detach(ctx)
 	defer cancel()
 	n, err := releaseScript.Run(rctx, m.client, m.releaseKeys(value), value, retry.ReceiptMS).Int64()
@@ -276,10 +300,8 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		}
 		return err
 	}
-	if m.opts.observer != nil {
-		m.emit(observe.Event{Kind: observe.Released, Held: held})
-	}
-	m.hook(ctx, HookReleased)
+	m.f.Report(observe.Released, held, nil)
+	m.f.At(ctx, HookReleased)
 	return nil
 }
 
@@ -299,7 +321,7 @@ func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) error {
 	if err != nil {
 		return err
 	}
-	m.hook(ctx, HookBeforeExtend)
+	m.f.At(ctx, HookBeforeExtend)
 	start := time.Now()
 	ms := ttl.Milliseconds()
 	n, err := extendScript.Run(ctx, m.client, []string{m.key}, value, ms).Int64()
@@ -321,17 +343,13 @@ func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) error {
 	return nil
 }
 
-// check returns the error every method reports for invalid arguments.
+// check returns the error every method returns before it sends anything:
+// the invalid arguments New found, or that New did not make m.
 func (m *Mutex) check() error {
-	switch {
-	case m == nil:
-		return invalid("nil *Mutex")
-	case m.err != nil:
-		return m.err
-	case m.client == nil:
-		return invalid("Mutex not made by New")
+	if m == nil {
+		return invalid(frame.NotMade)
 	}
-	return nil
+	return m.f.Check(ErrInvalid)
 }
 
 // heldValue returns the random value of the current hold, or, when this
@@ -391,15 +409,7 @@ func (m *Mutex) forget(value string) (time.Duration, bool) {
 // lost tells the observer that Unlock or Extend found the lock lost after
 // held.
 func (m *Mutex) lost(held time.Duration, err error) {
-	if m.opts.observer != nil {
-		m.emit(observe.Event{Kind: observe.Lost, Held: held, Err: err})
-	}
-}
-
-// emit sends e, filled in with the lock's name and key, to the observer.
-func (m *Mutex) emit(e observe.Event) {
-	e.Lock, e.Key = "fencing", m.key
-	m.opts.observer(e)
+	m.f.Report(observe.Lost, held, err)
 }
 
 // releaseLost deletes the lock if an attempt whose reply was lost took it
@@ -408,10 +418,4 @@ func (m *Mutex) releaseLost(ctx context.Context, value string) {
 	rctx, cancel := retry.Detach(ctx)
 	defer cancel()
 	_ = releaseScript.Run(rctx, m.client, m.releaseKeys(value), value, retry.ReceiptMS).Err()
-}
-
-func (m *Mutex) hook(ctx context.Context, point string) {
-	if m.opts.hook != nil {
-		m.opts.hook(ctx, point)
-	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/internal/args"
+	"github.com/locklab/locklab/internal/frame"
 	"github.com/locklab/locklab/internal/keyslot"
 	"github.com/locklab/locklab/internal/preflight"
 	"github.com/locklab/locklab/internal/retry"
@@ -36,7 +37,10 @@ type Mutex struct {
 	key    string
 	base   string // the prefix of the keys kept beside key (receipts)
 	o      options
-	err    error // invalid argument, returned by every method
+	f      frame.Frame    // the argument error, the hook and the observer
+	gate   preflight.Gate // the server's check before Lock and TryLock
+
+	// The fields above are set by New and never change.
 
 	mu    sync.Mutex // protects outer; used only with an observer
 	outer outerHold  // the outermost hold this Mutex saw begin
@@ -60,11 +64,21 @@ func New(client Client, key string, opts ...Option) *Mutex {
 	if err == nil {
 		err = args.Target(ErrInvalid, client, key)
 	}
-	m := &Mutex{client: client, key: key, o: o, err: err}
+	base := "" // an empty key (invalid) has no keys beside it
 	if key != "" {
-		m.base = keyslot.Base(key)
+		base = keyslot.Base(key)
 	}
-	return m
+	return &Mutex{
+		client: client,
+		key:    key,
+		base:   base,
+		o:      o,
+		f:      frame.Frame{Kind: "reentrant", Key: key, Err: err, Hook: o.hook, Obs: o.observer},
+		gate: preflight.Gate{
+			Pkg: "reentrant", Key: key, Client: client, Eviction: o.evictionCheck, NotObtained: ErrNotObtained,
+			Probe: preflight.Probe{Script: countScript, Keys: []string{key}, Args: []any{preflight.ProbeToken}},
+		},
+	}
 }
 
 // Key returns the Redis key of the lock.
@@ -101,16 +115,17 @@ func (m *Mutex) Lock(ctx context.Context) error {
 		return err
 	}
 	start := time.Now()
-	n, err := m.lock(ctx, owner)
-	observe.Attempt(m.o.observer, "reentrant", m.key, start, n == 1, err)
+	n := 0
+	if err = m.gate.Ready(ctx); err == nil {
+		n, err = m.lock(ctx, owner)
+	}
+	m.f.Attempted(start, n == 1, err)
 	return err
 }
 
-// lock is Lock without the observer. It returns the owner's count.
+// lock is Lock after the checks: tries until one takes or re-enters the
+// lock with enough of its lease left. It returns the owner's count.
 func (m *Mutex) lock(ctx context.Context, owner Owner) (int, error) {
-	if err := m.ready(ctx); err != nil {
-		return 0, err
-	}
 	var count int
 	var short error // the last try that took the lock too late
 	err := retry.Do(ctx, m.o.retry, ErrNotObtained, func(ctx context.Context, _ int) (bool, error) {
@@ -135,14 +150,6 @@ type shortLease struct{ error }
 
 func (e shortLease) Unwrap() error { return e.error }
 
-// ready returns an error if ctx has ended or the server is unfit for a
-// lock (see package preflight); the check runs once a minute per server.
-func (m *Mutex) ready(ctx context.Context) error {
-	return preflight.Ready(ctx, "reentrant", m.key, m.client, m.o.evictionCheck, ErrNotObtained, func(ctx context.Context) error {
-		return countScript.Run(ctx, m.client, []string{m.key}, preflight.ProbeToken).Err()
-	})
-}
-
 // script runs s for owner as the call id, with its receipt.
 func (m *Mutex) script(ctx context.Context, s *redis.Script, owner Owner, id string) (int, error) {
 	keys := []string{m.key, keyslot.Receipt(m.base, id)}
@@ -161,10 +168,10 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	}
 	start := time.Now()
 	n := 0
-	if err = m.ready(ctx); err == nil {
+	if err = m.gate.Ready(ctx); err == nil {
 		n, err = m.try(ctx, owner)
 	}
-	observe.Attempt(m.o.observer, "reentrant", m.key, start, n == 1, err)
+	m.f.Attempted(start, n == 1, err)
 	return n > 0, err
 }
 
@@ -174,7 +181,7 @@ func (m *Mutex) try(ctx context.Context, owner Owner) (int, error) {
 	if err := retry.CtxErr(ctx); err != nil {
 		return 0, errors.Join(ErrNotObtained, err)
 	}
-	m.callHook(ctx, HookBeforeAcquire)
+	m.f.At(ctx, HookBeforeAcquire)
 	sent := time.Now()
 	id := token.New()
 	n, err := m.script(ctx, acquireScript, owner, id)
@@ -204,12 +211,12 @@ func (m *Mutex) try(ctx context.Context, owner Owner) (int, error) {
 		}
 		return 0, shortLease{err}
 	}
-	if n == 1 && m.o.observer != nil {
+	if n == 1 && m.f.Obs != nil {
 		m.mu.Lock()
 		m.outer = outerHold{owner: owner, since: sent}
 		m.mu.Unlock()
 	}
-	m.callHook(ctx, HookAcquired)
+	m.f.At(ctx, HookAcquired)
 	return n, nil
 }
 
@@ -230,7 +237,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	}
 	ctx, cancel := retry.Detach(ctx)
 	defer cancel()
-	m.callHook(ctx, HookBeforeRelease)
+	m.f.At(ctx, HookBeforeRelease)
 	n, err := m.script(ctx, releaseScript, owner, token.New())
 	if err != nil {
 		return fmt.Errorf("reentrant: release %q: %w", m.key, err)
@@ -240,11 +247,11 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		m.lost(owner, err)
 		return err
 	}
-	if n == 0 && m.o.observer != nil {
+	if n == 0 && m.f.Obs != nil {
 		held, _ := m.ended(owner)
-		m.emit(observe.Event{Kind: observe.Released, Held: held})
+		m.f.Report(observe.Released, held, nil)
 	}
-	m.callHook(ctx, HookReleased)
+	m.f.At(ctx, HookReleased)
 	return nil
 }
 
@@ -286,15 +293,21 @@ func (m *Mutex) Count(ctx context.Context) (int, error) {
 	return n, nil
 }
 
-// owner returns the configuration error, or the Owner in ctx.
+// owner returns the error of [Mutex.check], or the Owner in ctx.
 func (m *Mutex) owner(ctx context.Context, method string) (Owner, error) {
-	if m == nil || m.client == nil && m.err == nil {
-		return "", invalid("Mutex not made by New")
-	}
-	if m.err != nil {
-		return "", m.err
+	if err := m.check(); err != nil {
+		return "", err
 	}
 	return ownerOf(ctx, method, m.key)
+}
+
+// check returns the error every method returns before it sends anything:
+// the invalid arguments New found, or that New did not make m.
+func (m *Mutex) check() error {
+	if m == nil {
+		return invalid(frame.NotMade)
+	}
+	return m.f.Check(ErrInvalid)
 }
 
 // ended forgets the outermost hold of owner and returns how long it lasted.
@@ -315,22 +328,10 @@ func (m *Mutex) ended(owner Owner) (time.Duration, bool) {
 // if this Mutex saw the hold begin: otherwise the refusal may just be an
 // Unlock without a Lock.
 func (m *Mutex) lost(owner Owner, err error) {
-	if m.o.observer == nil {
+	if m.f.Obs == nil {
 		return
 	}
 	if held, ok := m.ended(owner); ok {
-		m.emit(observe.Event{Kind: observe.Lost, Held: held, Err: err})
-	}
-}
-
-// emit sends e, filled in with the lock's name and key, to the observer.
-func (m *Mutex) emit(e observe.Event) {
-	e.Lock, e.Key = "reentrant", m.key
-	m.o.observer(e)
-}
-
-func (m *Mutex) callHook(ctx context.Context, point string) {
-	if m.o.hook != nil {
-		m.o.hook(ctx, point)
+		m.f.Report(observe.Lost, held, err)
 	}
 }
