@@ -226,6 +226,7 @@ func lockContract(c LockContract) Scenario {
 			{"one holder, in Redis; Lock waits and honours its context", contractOneHolder, false},
 			{"the TTL it is given is the TTL in Redis", contractTTLPart, false},
 			{"an expired holder's Unlock", contractExpired, c.Renews},
+			{"a renewal renews to the TTL it is given", contractRenewal, !c.Renews},
 			{"one owner, two Exercise values", contractReentrant, !c.Reentrant},
 			{"errors from Redis surface", contractRefused, false},
 		}
@@ -454,6 +455,40 @@ func contractExpired(s *Scene, impl *Impl, cn *contractNodes, c LockContract, no
 		}
 	}
 	return releases(s, cn, b)
+}
+
+// renewTTL is the lease of the renewal part, and renewWatch how long the
+// part reads the key's PTTL while the lock renews it (every third of the
+// lease, for the labs' watchdogs).
+const (
+	renewTTL   = 1500 * time.Millisecond
+	renewWatch = 2 * time.Second
+)
+
+// contractRenewal: A holds a lock that renews its lease; read every 20ms
+// for renewWatch, the key's PTTL is never more than the TTL A was given. A
+// renewal that missed its turn on a loaded machine is not judged here.
+func contractRenewal(s *Scene, impl *Impl, cn *contractNodes, c LockContract, notHeld func(error) bool) bool {
+	a := s.Client("A", impl, TTL(renewTTL))
+	if err := a.Lock(); err != nil {
+		return violated(s, "A's Lock of a free lock returned %v", describeErr(err))
+	}
+	most := int64(-2)
+	for end := time.Now().Add(renewWatch); time.Now().Before(end); {
+		for i, ms := range cn.pttls(s.Key) {
+			if ms == -1 || ms > renewTTL.Milliseconds() {
+				return violated(s, "A's lock was given a TTL of %v, but its renewal set %s's PTTL to %d ms in Redis (node %d): a renewal renews to the TTL it is given", renewTTL, s.Key, ms, i)
+			}
+			most = max(most, ms)
+		}
+		select {
+		case <-s.Ctx.Done():
+			return true
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	s.Note("%s: PTTL at most %d ms over %v, for a TTL of %v", s.Key, most, renewWatch, renewTTL)
+	return releases(s, cn, a)
 }
 
 // contractReentrant: A holds the lock; A2, a second Exercise value for the
