@@ -36,7 +36,7 @@ func (m *Mutex) validate() error {
 	if m.key == "" {
 		return invalid("empty key")
 	}
-	if n := m.opts.notifier; n != nil {
+	if n := m.o.notifier; n != nil {
 		return n.check(m.addrs)
 	}
 	return nil

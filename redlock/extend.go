@@ -46,11 +46,11 @@ func (m *Mutex) Extend(ctx context.Context, ttl time.Duration) error {
 	case res.ok < m.quorum():
 		err := fmt.Errorf("%w: %q: extended on %d of %d nodes, quorum %d",
 			ErrNotHeld, m.key, res.ok, len(m.clients), m.quorum())
-		if m.opts.observer != nil {
+		if m.f.Obs != nil {
 			m.mu.Lock()
 			held := time.Since(m.since)
 			m.mu.Unlock()
-			m.emit(observe.Event{Kind: observe.Lost, Held: held, Err: err})
+			m.f.Report(observe.Lost, held, err)
 		}
 		return err
 	case validity(ttl, elapsed) <= 0:

@@ -1,7 +1,5 @@
 package redlock
 
-import "context"
-
 // Hook points, passed to the function given to [WithHook].
 const (
 	// HookAcquiredQuorum fires during an acquisition once a majority of
@@ -29,10 +27,3 @@ const (
 	// the lock, before it starts waiting for hand-offs.
 	HookQueued = "queued"
 )
-
-// hook calls the function given to [WithHook], if any, at point.
-func (m *Mutex) hook(ctx context.Context, point string) {
-	if m.opts.hook != nil {
-		m.opts.hook(ctx, point)
-	}
-}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locklab/locklab/internal/frame"
 	"github.com/locklab/locklab/internal/preflight"
 	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/internal/token"
@@ -38,8 +39,9 @@ type Mutex struct {
 	addrs   []string // addrs[i] is clients[i]'s address, or ""
 	key     string
 	keys    []string // the lock key and its wait queue's key (see queueKey), for the scripts
-	opts    options
-	err     error // invalid arguments, returned by every method
+	o       options
+	f       frame.Frame      // the argument error, the hook and the observer
+	gates   []preflight.Gate // gates[i] is node i's check before Lock and TryLock
 
 	// contended hints that other clients are waiting: the last Lock had to
 	// queue, or the last Unlock handed the lock over. Lock with a Notifier
@@ -68,25 +70,31 @@ type Mutex struct {
 // wrapping [ErrInvalid].
 func New(clients []Client, key string, opts ...Option) *Mutex {
 	o, err := newOptions(opts)
-	m := &Mutex{clients: slices.Clone(clients), key: key, opts: o}
+	m := &Mutex{clients: slices.Clone(clients), key: key, o: o}
 	if key != "" {
 		m.keys = []string{key, queueKey(key)}
 	}
 	m.addrs = make([]string, len(clients))
-	m.err = err
-	if m.err == nil {
-		m.err = m.validate()
+	if err == nil {
+		err = m.validate()
+	}
+	m.f = frame.Frame{Kind: "redlock", Key: key, Err: err, Hook: o.hook, Obs: o.observer}
+	if err == nil {
+		probe := preflight.Probe{Script: releaseScript, Keys: m.releaseKeys(preflight.ProbeToken), Args: []any{preflight.ProbeToken, retry.ReceiptMS}}
+		for _, c := range m.clients {
+			m.gates = append(m.gates, preflight.Gate{Pkg: "redlock", Key: key, Client: c, Eviction: o.evictionCheck, NotObtained: ErrNotObtained, Probe: probe})
+		}
 	}
 	return m
 }
 
-// check returns the error found by New, or an error for a Mutex that New
-// did not make.
+// check returns the error every method returns before it sends anything:
+// the invalid arguments New found, or that New did not make m.
 func (m *Mutex) check() error {
-	if m == nil || m.clients == nil && m.err == nil {
-		return invalid("Mutex not made by New")
+	if m == nil {
+		return invalid(frame.NotMade)
 	}
-	return m.err
+	return m.f.Check(ErrInvalid)
 }
 
 // Lock acquires the lock. Without a [Notifier] it polls: it makes an
@@ -121,18 +129,27 @@ func (m *Mutex) Lock(ctx context.Context) error {
 	if err := m.check(); err != nil {
 		return err
 	}
-	return preflight.Lock(ctx, m.opts.observer, "redlock", m.key, m.ready, m.lock)
+	start := time.Now()
+	err := m.ready(ctx)
+	if err == nil {
+		err = m.lock(ctx)
+	}
+	m.f.Attempted(start, err == nil, err)
+	return err
 }
 
+// lock is Lock after the checks: in the queues with a Notifier, otherwise
+// attempt after attempt, each with a fresh token.
+
 func (m *Mutex) lock(ctx context.Context) error {
-	if m.opts.notifier != nil {
+	if m.o.notifier != nil {
 		return m.lockQueued(ctx)
 	}
 	var (
 		last    error    // why the last attempt missed, for running out of tries
 		earlier []string // tokens of rounds whose SET may land late
 	)
-	err := retry.Do(ctx, m.opts.retry, ErrNotObtained, func(ctx context.Context, _ int) (bool, error) {
+	err := retry.Do(ctx, m.o.retry, ErrNotObtained, func(ctx context.Context, _ int) (bool, error) {
 		out, err := m.try(ctx, token.New(), &earlier)
 		switch out {
 		case acquired:
@@ -159,14 +176,18 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	if err := m.check(); err != nil {
 		return false, err
 	}
-	return preflight.Attempt(ctx, m.opts.observer, "redlock", m.key, m.ready, func(ctx context.Context) (bool, error) {
-		out, err := m.try(ctx, token.New(), nil)
-		got := out == acquired
+	start := time.Now()
+	got, err := false, m.ready(ctx)
+	if err == nil {
+		var out outcome
+		out, err = m.try(ctx, token.New(), nil)
+		got = out == acquired
 		if got || out == contended && !errors.Is(err, ErrQuorumUnreachable) {
 			err = nil
 		}
-		return got, err
-	})
+	}
+	m.f.Attempted(start, got, err)
+	return got, err
 }
 
 // Unlock deletes the lock's token from every node in parallel with an
@@ -214,7 +235,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		now[i] = now[i] || o
 	}
 	tok := a.tok
-	if n := m.opts.notifier; n != nil {
+	if n := m.o.notifier; n != nil {
 		if dot := strings.LastIndexByte(tok, '.'); dot > 0 {
 			n.unregister(tok[:dot]) // a lock from the queues: its waiter is done
 		}
@@ -248,14 +269,10 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		return m.quorumErr("unlock", res)
 	case res.count(1)+res.count(2) == 0:
 		err := fmt.Errorf("%w: %q: token on none of the %d nodes that answered", ErrNotHeld, m.key, len(m.clients)-len(res.failed))
-		if m.opts.observer != nil {
-			m.emit(observe.Event{Kind: observe.Lost, Held: time.Since(since), Err: err})
-		}
+		m.f.Report(observe.Lost, time.Since(since), err)
 		return err
 	}
-	if m.opts.observer != nil {
-		m.emit(observe.Event{Kind: observe.Released, Held: time.Since(since)})
-	}
+	m.f.Report(observe.Released, time.Since(since), nil)
 	return nil
 }
 
@@ -290,10 +307,4 @@ func (m *Mutex) Token() string {
 		return ""
 	}
 	return m.held.tok
-}
-
-// emit sends e, filled in with the lock's name and key, to the observer.
-func (m *Mutex) emit(e observe.Event) {
-	e.Lock, e.Key = "redlock", m.key
-	m.opts.observer(e)
 }

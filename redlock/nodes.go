@@ -129,7 +129,7 @@ type slot struct {
 // It writes only its own slot, which fanOut no longer reads once it has
 // moved on.
 func (m *Mutex) fanOut(parent context.Context, enough int, call nodeCall, done landed, stop <-chan struct{}) result {
-	ctx, cancel := context.WithTimeoutCause(context.WithoutCancel(parent), m.opts.nodeTimeout, errNodeTimeout)
+	ctx, cancel := context.WithTimeoutCause(context.WithoutCancel(parent), m.o.nodeTimeout, errNodeTimeout)
 	release := cancel // by the last node to end, which may be after fanOut returns
 	n := len(m.clients)
 	slots := make([]slot, n)
@@ -184,7 +184,7 @@ func (m *Mutex) fanOut(parent context.Context, enough int, call nodeCall, done l
 				late = context.Cause(parent)
 			}
 			if late == errNodeTimeout {
-				late = fmt.Errorf("%w (%v)", errNodeTimeout, m.opts.nodeTimeout)
+				late = fmt.Errorf("%w (%v)", errNodeTimeout, m.o.nodeTimeout)
 			}
 			rp.err = &NodeError{Index: i, Addr: m.addrs[i], Err: late}
 		case s.err == errLater:
@@ -194,7 +194,7 @@ func (m *Mutex) fanOut(parent context.Context, enough int, call nodeCall, done l
 			if retry.CtxErr(parent) == nil && isTimeout(err) {
 				// A client that honours deadlines gives up with its own
 				// error as the per-node timeout fires; say which it was.
-				err = fmt.Errorf("%w (%v): %w", errNodeTimeout, m.opts.nodeTimeout, err)
+				err = fmt.Errorf("%w (%v): %w", errNodeTimeout, m.o.nodeTimeout, err)
 			}
 			rp.err = &NodeError{Index: i, Addr: m.addrs[i], Err: err}
 		default:

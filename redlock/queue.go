@@ -193,8 +193,8 @@ func (m *Mutex) lockQueued(ctx context.Context) error {
 	if err := retry.CtxErr(ctx); err != nil {
 		return errors.Join(ErrNotObtained, err)
 	}
-	n := m.opts.notifier
-	ttl := strconv.FormatInt(m.opts.ttl.Milliseconds(), 10)
+	n := m.o.notifier
+	ttl := strconv.FormatInt(m.o.ttl.Milliseconds(), 10)
 	w := &waiter{
 		m:       m,
 		id:      n.id + "." + ttl + "." + token.New(),
@@ -238,7 +238,7 @@ func (m *Mutex) lockQueued(ctx context.Context) error {
 		old = a.tok // some nodes may hold it (see attempt.joins): the first round retires it
 		a.giveUp()  // a SET of it that lands late is released when its reply comes
 		m.contended.Store(true)
-		m.hook(ctx, HookRefused)
+		m.f.At(ctx, HookRefused)
 	}
 	err = w.wait(ctx, old)
 	held = err == nil

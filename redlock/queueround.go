@@ -26,7 +26,7 @@ const maxRetired = 8
 // would keep them busy: see [Mutex.resend]), up to ttl/4, while ctx lives.
 func (w *waiter) round(ctx context.Context, old string) error {
 	m := w.m
-	err := retry.Do(ctx, m.resend(m.opts.ttl/checkFraction, 0), ErrNotObtained, func(ctx context.Context, n int) (bool, error) {
+	err := retry.Do(ctx, m.resend(m.o.ttl/checkFraction, 0), ErrNotObtained, func(ctx context.Context, n int) (bool, error) {
 		if n > 1 {
 			old = w.token() // the round that timed out
 		}

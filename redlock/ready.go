@@ -23,8 +23,8 @@ func (m *Mutex) ready(ctx context.Context) error {
 	}
 	// Most Locks find every result remembered: no goroutine, no round trip.
 	passed := 0
-	for i, c := range m.clients {
-		err, ok := preflight.Remembered(c, m.opts.evictionCheck)
+	for i := range m.gates {
+		err, ok := m.gates[i].Remembered()
 		switch {
 		case !ok:
 		case err != nil:
@@ -38,14 +38,12 @@ func (m *Mutex) ready(ctx context.Context) error {
 	}
 	results := make(chan error, len(m.clients)) // room for all: no goroutine blocks
 	m.inflight.add(len(m.clients))
-	for i, c := range m.clients {
+	for i := range m.gates {
 		go func() {
 			defer m.inflight.done()
-			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.opts.nodeTimeout)
+			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.o.nodeTimeout)
 			defer cancel()
-			err := preflight.Check(pctx, "redlock", c, m.opts.evictionCheck, func(ctx context.Context) error {
-				return releaseScript.Run(ctx, c, m.releaseKeys(preflight.ProbeToken), preflight.ProbeToken, retry.ReceiptMS).Err()
-			})
+			err := m.gates[i].Check(pctx)
 			switch {
 			case errors.Is(err, preflight.ErrEviction) || errors.Is(err, preflight.ErrNoScripting):
 				results <- &NodeError{Index: i, Addr: m.addrs[i], Err: err}

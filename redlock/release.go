@@ -44,7 +44,7 @@ type nodeCleanup struct {
 // released, as fanOut does. It records in the contended hint whether a
 // node was handed to a waiter.
 func (m *Mutex) release(ctx context.Context, tok string, cleanup []nodeCleanup, now []bool, enough int) result {
-	m.hook(ctx, HookBeforeRelease)
+	m.f.At(ctx, HookBeforeRelease)
 	plain := []any{tok, retry.ReceiptMS} // read concurrently, never written
 	keys := m.releaseKeys(tok)
 	res := m.fanOut(context.WithoutCancel(ctx), enough, func(ctx context.Context, i int, c Client) (int64, error) {

@@ -155,7 +155,7 @@ func (m *Mutex) busy(res result) bool { return m.unreachable(res) && res.onlyTim
 // timed out together must not come back together and keep the nodes
 // busy), for up to within (0: until the caller's context ends).
 func (m *Mutex) resend(ceiling, within time.Duration) retry.Policy {
-	return retry.Policy{Delay: retry.Doubling(m.opts.nodeTimeout, ceiling), Within: within}
+	return retry.Policy{Delay: retry.Doubling(m.o.nodeTimeout, ceiling), Within: within}
 }
 
 // outcome classifies one acquisition attempt.
@@ -181,7 +181,7 @@ func (m *Mutex) setRound(ctx context.Context, a *attempt) (outcome, result, erro
 	if err := retry.CtxErr(ctx); err != nil {
 		return failed, result{}, errors.Join(ErrNotObtained, err)
 	}
-	ttl := m.opts.ttl
+	ttl := m.o.ttl
 	get := m.contended.Load()
 	start := time.Now() // monotonic; before the first SET is sent
 	res := m.fanOut(ctx, m.quorum(), func(ctx context.Context, _ int, c Client) (int64, error) {
@@ -215,7 +215,7 @@ func (m *Mutex) setRound(ctx context.Context, a *attempt) (outcome, result, erro
 		return 0, err
 	}, a.landed, nil)
 	if res.ok >= m.quorum() {
-		m.hook(ctx, HookAcquiredQuorum)
+		m.f.At(ctx, HookAcquiredQuorum)
 		if validity(ttl, time.Since(start)) > 0 {
 			owns := make([]bool, len(res.replies))
 			for i, r := range res.replies {

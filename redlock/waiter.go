@@ -91,7 +91,7 @@ func (w *waiter) wait(ctx context.Context, old string) error {
 	if ok, err := w.tryHold(ctx); ok || err != nil {
 		return err
 	}
-	m.hook(ctx, HookQueued)
+	m.f.At(ctx, HookQueued)
 
 	check := time.NewTimer(w.nextCheck())
 	defer check.Stop()
@@ -130,7 +130,7 @@ func (w *waiter) wait(ctx context.Context, old string) error {
 			check.Reset(w.nextCheck())
 		case <-ctx.Done():
 			return w.abandon(ctx, errors.Join(ErrNotObtained, ctx.Err()))
-		case <-m.opts.notifier.done:
+		case <-m.o.notifier.done:
 			return w.abandon(ctx, errors.Join(ErrNotObtained, errNotifierClosed))
 		}
 	}
@@ -140,7 +140,7 @@ func (w *waiter) wait(ctx context.Context, old string) error {
 func (w *waiter) nextCheck() time.Duration {
 	if w.partial() || w.unretired() {
 		d := w.split
-		w.split = min(2*w.split, max(w.m.opts.nodeTimeout, firstSplitCheck))
+		w.split = min(2*w.split, max(w.m.o.nodeTimeout, firstSplitCheck))
 		return d
 	}
 	w.split = firstSplitCheck
@@ -150,7 +150,7 @@ func (w *waiter) nextCheck() time.Duration {
 	// looking every ttl/4 would keep the nodes too busy to hand over.
 	// (Its place is kept by its score; a resubscribed Notifier has every
 	// waiter look at once.)
-	every := max(w.m.opts.ttl/checkFraction, time.Millisecond)
+	every := max(w.m.o.ttl/checkFraction, time.Millisecond)
 	return every * time.Duration(min(1+w.ahead/lookRank, lookMaxFactor))
 }
 
@@ -161,9 +161,9 @@ func (w *waiter) nextCheck() time.Duration {
 // keeps, and tries once more; after that it goes on waiting.
 func (w *waiter) tryHold(ctx context.Context) (bool, error) {
 	m := w.m
-	ttl := m.opts.ttl
+	ttl := m.o.ttl
 	for refreshed := false; w.heldCount() >= m.quorum(); refreshed = true {
-		m.hook(ctx, HookAcquiredQuorum)
+		m.f.At(ctx, HookAcquiredQuorum)
 		if validity(ttl, time.Since(w.since)) > 0 {
 			cleanup := make([]nodeCleanup, len(w.held))
 			for i, h := range w.held {
