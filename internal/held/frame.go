@@ -7,9 +7,11 @@ import (
 	"github.com/locklab/locklab/observe"
 )
 
-// Frame is what etcdlock, zklock and pglock keep around their own claim
-// and release: the lock's kind and key as the observer names them, the
-// test hook, the observer, and the current hold. Its zero value reports
+// Frame is what pglock keeps around its own claim and release: the lock's
+// kind and key as the observer names them, the test hook, the observer,
+// and the current hold. It is the frame before internal/frame, which
+// calls back into the lock (Attempt's check and acquire); etcdlock and
+// zklock have moved to frame.Holding, and Frame goes when pglock does. Its zero value reports
 // nothing and calls no hook. A lock sets its fields once, in its
 // constructor, and never changes them; Cur is safe for concurrent use.
 type Frame[H any] struct {

@@ -1,8 +1,8 @@
 // Package held keeps the current hold of a lock that holds one claim at a
 // time (etcdlock, zklock, pglock): what it is, and since when, so that
-// Unlock can tell the observer how long the lock was held. [Frame] is what
-// those locks keep around it: the hook, the observer, and the reports of
-// each Lock, TryLock and Unlock.
+// Unlock can tell the observer how long the lock was held. The frame
+// around it is internal/frame's Holding; [Frame] is the older one that
+// pglock still uses.
 package held
 
 import (

@@ -85,7 +85,8 @@ func Check(ctx context.Context, pkg string, client any, evictionCheck bool, prob
 	return err
 }
 
-// Ready is what a lock on one server checks before it tries: it returns
+// Ready is [Gate.Ready] with the gate's fields as parameters and the probe
+// as a function, for correct until it moves onto [Gate]: it returns
 // errors.Join(notObtained, ctx.Err()) if ctx has ended (sending nothing),
 // or ends during the check; the error of [Check] wrapped as
 // "<pkg>: lock <key>: ..."; or nil when the lock may go ahead.
@@ -100,8 +101,10 @@ func Ready(ctx context.Context, pkg, key string, client any, evictionCheck bool,
 	return nil
 }
 
-// Attempt is what a Redis lock's Lock and TryLock do after the argument
-// check: ready, the lock's [Ready] check, then, if it passed, try; and it
+// Attempt is what correct's Lock and TryLock do after the argument check,
+// until correct moves onto internal/frame and [Gate] (the other locks ask
+// their Gate themselves, and call no function of preflight's that calls
+// them back): ready, the lock's [Ready] check, then, if it passed, try; and it
 // tells observer how the call went ([observe.Attempt] for lock and key,
 // timed from before the ready check). It returns what try returned, or
 // false and ready's error.
