@@ -11,9 +11,10 @@ import (
 	"go.etcd.io/etcd/client/v3/concurrency"
 
 	"github.com/locklab/locklab/internal/args"
-	"github.com/locklab/locklab/internal/held"
+	"github.com/locklab/locklab/internal/frame"
 	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/internal/token"
+	"github.com/locklab/locklab/observe"
 )
 
 // Mutex is a lock on one name in etcd. It is not reentrant: see
@@ -30,12 +31,10 @@ type Mutex struct {
 	prefix string // key + "/": every claim on the lock lives under it
 	ttl    int64  // seconds, for holds with a lease of their own
 	shared *concurrency.Session
-	err    error // invalid arguments found by New, returned by every method
 
-	// The fields above, and base's but Cur, are set by New and never
-	// change.
+	// The fields above, and f's but Cur, are set by New and never change.
 
-	base held.Frame[hold] // the hook, the observer and the current hold
+	f frame.Holding[hold] // the argument error, the hook, the observer and the current hold
 }
 
 // hold is one acquisition: its claim key, the claim's create revision (the
@@ -60,22 +59,19 @@ type hold struct {
 // also wait for the longer one's holders (never the other way round, and
 // never two holders of one lock).
 func New(client *clientv3.Client, key string, opts ...Option) *Mutex {
-	o, errs := newOptions(opts)
-	if client == nil {
-		errs = append(errs, args.Invalid(ErrInvalid, "nil client"))
+	o, err := newOptions(opts)
+	if err == nil {
+		err = args.Target(ErrInvalid, client, key)
 	}
-	if key == "" {
-		errs = append(errs, args.Invalid(ErrInvalid, "empty key"))
-	}
-	return &Mutex{
+	m := &Mutex{
 		client: client,
 		key:    key,
 		prefix: key + "/",
 		ttl:    int64(o.ttl / time.Second),
 		shared: o.session,
-		err:    errors.Join(errs...),
-		base:   held.Frame[hold]{Kind: "etcdlock", Key: key, Hook: o.hook, Obs: o.observer},
 	}
+	m.f.Frame = frame.Frame{Kind: "etcdlock", Key: key, Err: err, Hook: o.hook, Obs: o.observer}
+	return m
 }
 
 // Lock acquires the lock, waiting in line while others hold it or are
@@ -91,7 +87,12 @@ func New(client *clientv3.Client, key string, opts ...Option) *Mutex {
 // queues a second claim behind the first: it waits until the lock is
 // unlocked (by another goroutine), its lease ends, or ctx ends.
 func (m *Mutex) Lock(ctx context.Context) error {
-	_, err := m.base.Attempt(ctx, true, m.check, m.acquire)
+	if err := m.check(); err != nil {
+		return err
+	}
+	start := time.Now()
+	_, err := m.acquire(ctx, inLine)
+	m.f.Attempted(start, err == nil, err)
 	return err
 }
 
@@ -100,11 +101,25 @@ func (m *Mutex) Lock(ctx context.Context) error {
 // the lock and (false, nil), having withdrawn its claim, if another claim
 // is older. Errors are as for [Mutex.Lock].
 func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
-	return m.base.Attempt(ctx, false, m.check, m.acquire)
+	if err := m.check(); err != nil {
+		return false, err
+	}
+	start := time.Now()
+	ok, err := m.acquire(ctx, once)
+	m.f.Attempted(start, ok, err)
+	return ok, err
 }
 
-// acquire writes a claim and, with wait, waits for its turn.
-func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
+// queueing is what acquire does when older claims hold the lock.
+type queueing int
+
+const (
+	once   queueing = iota // withdraw the claim and report the lock taken (TryLock)
+	inLine                 // wait for the claim's turn (Lock)
+)
+
+// acquire writes a claim and, in line, waits for its turn.
+func (m *Mutex) acquire(ctx context.Context, how queueing) (bool, error) {
 	if err := retry.CtxErr(ctx); err != nil {
 		return false, errors.Join(ErrNotObtained, err)
 	}
@@ -145,13 +160,13 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 	}
 	first := resp.Responses[1].GetResponseRange().Kvs
 	if len(first) == 0 || first[0].CreateRevision != h.rev {
-		if !wait {
+		if how == once {
 			if err := m.withdraw(ctx, h); err != nil {
 				return false, err
 			}
 			return false, nil
 		}
-		m.base.At(ctx, HookClaimed)
+		m.f.At(ctx, HookClaimed)
 		if err := m.waitTurn(ctx, h); err != nil {
 			return false, m.abandon(ctx, h, err)
 		}
@@ -163,8 +178,8 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 		return false, m.abandon(ctx, h, fmt.Errorf("etcdlock: lock %q: %w: the lease %x could not be kept alive", m.key, ErrSessionLost, h.lease))
 	default:
 	}
-	m.base.Cur.Set(h)
-	m.base.At(ctx, HookAcquired)
+	m.f.Cur.Set(h)
+	m.f.At(ctx, HookAcquired)
 	return true, nil
 }
 
@@ -204,7 +219,7 @@ func (m *Mutex) newHold(ctx context.Context) (*hold, error) {
 			return nil, fmt.Errorf("etcdlock: renew the session's lease %x for %q: %w", lease, m.key, err)
 		}
 		k := keep(m.client, lease, time.Duration(resp.TTL)*time.Second, sent, m.shared.Done())
-		return m.claimOn(lease, k, false), nil
+		return m.claimOn(lease, k, sessionLease), nil
 	}
 	granted := time.Now()
 	lease, err := m.client.Grant(ctx, m.ttl)
@@ -225,15 +240,23 @@ func (m *Mutex) newHold(ctx context.Context) (*hold, error) {
 		}
 	}
 	k := keep(m.client, lease.ID, ttl, granted, nil)
-	return m.claimOn(lease.ID, k, true), nil
+	return m.claimOn(lease.ID, k, ownLease), nil
 }
 
 // claimOn returns a hold whose claim, unique to this acquisition, lives on
-// lease.
-func (m *Mutex) claimOn(lease clientv3.LeaseID, k *keeper, own bool) *hold {
+// lease, which is the shared session's or the hold's own.
+func (m *Mutex) claimOn(lease clientv3.LeaseID, k *keeper, whose leaseOf) *hold {
 	name := fmt.Sprintf("%x-%s", lease, token.New())
-	return &hold{lease: lease, keep: k, own: own, claim: m.prefix + name, tomb: m.lineEnd() + name}
+	return &hold{lease: lease, keep: k, own: whose == ownLease, claim: m.prefix + name, tomb: m.lineEnd() + name}
 }
+
+// leaseOf says whose lease a claim lives on.
+type leaseOf int
+
+const (
+	sessionLease leaseOf = iota // the session's given with WithSession: Unlock leaves it
+	ownLease                    // the hold's own: Unlock revokes it
+)
 
 // Unlock releases the lock if this Mutex still holds it: it deletes the
 // hold's claim if the claim is still the one it made (same create
@@ -253,15 +276,21 @@ func (m *Mutex) claimOn(lease clientv3.LeaseID, k *keeper, own bool) *hold {
 // Unlock (and Done closes), so a claim on its own lease ends within the
 // TTL whatever happens.
 func (m *Mutex) Unlock(ctx context.Context) error {
-	h, err := m.base.Releasing(ctx, m.check, ErrNotHeld, HookBeforeRelease)
+	if err := m.check(); err != nil {
+		return err
+	}
+	h, err := m.f.Releasing(ctx, ErrNotHeld, HookBeforeRelease)
 	if err != nil {
 		return err
 	}
-	was, err := m.release(ctx, h, true)
-	if err != nil {
+	was, err := m.release(ctx, h, unlocking)
+	switch {
+	case err != nil:
 		return err
+	case !was:
+		return m.f.Ended(h, observe.Lost, ErrNotHeld)
 	}
-	return m.base.Ended(h, !was, ErrNotHeld)
+	return m.f.Ended(h, observe.Released, nil)
 }
 
 // Fence returns the fencing token of the current hold: the etcd revision
@@ -271,7 +300,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 // while paused. It returns 0 when the Mutex does not hold the lock as far
 // as it knows.
 func (m *Mutex) Fence() uint64 {
-	if h := m.base.Cur.Get(); h != nil {
+	if h := m.f.Cur.Get(); h != nil {
 		return uint64(h.rev)
 	}
 	return 0
@@ -283,7 +312,7 @@ func (m *Mutex) Fence() uint64 {
 // one step). When the Mutex does not hold the lock, the comparison never
 // holds.
 func (m *Mutex) IsOwner() clientv3.Cmp {
-	if h := m.base.Cur.Get(); h != nil {
+	if h := m.f.Cur.Get(); h != nil {
 		return clientv3.Compare(clientv3.CreateRevision(h.claim), "=", h.rev)
 	}
 	return clientv3.Compare(clientv3.CreateRevision(m.prefix), "=", -1)
@@ -300,10 +329,10 @@ func (m *Mutex) IsOwner() clientv3.Cmp {
 // past its TTL sees Done only when it runs again. When the Mutex does not
 // hold the lock, Done returns a closed channel.
 func (m *Mutex) Done() <-chan struct{} {
-	if h := m.base.Cur.Get(); h != nil {
+	if h := m.f.Cur.Get(); h != nil {
 		return h.keep.done
 	}
-	return held.Closed()
+	return frame.Closed()
 }
 
 // Key returns the lock's name.
@@ -312,15 +341,17 @@ func (m *Mutex) Key() string { return m.key }
 // Claim returns the etcd key of the current hold's claim, or "" when the
 // Mutex does not hold the lock.
 func (m *Mutex) Claim() string {
-	if h := m.base.Cur.Get(); h != nil {
+	if h := m.f.Cur.Get(); h != nil {
 		return h.claim
 	}
 	return ""
 }
 
+// check returns the error every method returns before it sends anything:
+// the invalid arguments New found, or that New did not make m.
 func (m *Mutex) check() error {
-	if m.prefix == "" {
-		return args.Invalid(ErrInvalid, "Mutex not made by New")
+	if m == nil {
+		return args.Invalid(ErrInvalid, frame.NotMade)
 	}
-	return m.err
+	return m.f.Check(ErrInvalid)
 }

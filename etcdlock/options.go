@@ -27,16 +27,15 @@ type options struct {
 	session  *concurrency.Session
 	hook     func(ctx context.Context, point string)
 	observer observe.Func
+	errs     args.Errs // invalid options, reported by every method
 }
 
-func newOptions(opts []Option) (options, []error) {
+// newOptions applies opts over the defaults and returns the errors of the
+// options out of range, joined.
+func newOptions(opts []Option) (options, error) {
 	o := options{ttl: defaultTTL}
 	args.Apply(&o, opts)
-	var errs []error
-	if o.ttl < time.Second {
-		errs = append(errs, args.Invalid(ErrInvalid, "WithTTL(%v): etcd leases count whole seconds; ttl must be at least 1s", o.ttl))
-	}
-	return o, errs
+	return o, o.errs.Err()
 }
 
 // WithTTL sets the lease of each hold that has a session of its own: if
@@ -48,7 +47,12 @@ func newOptions(opts []Option) (options, []error) {
 // method of the Mutex returns an error wrapping [ErrInvalid]. The default
 // is 10s.
 func WithTTL(ttl time.Duration) Option {
-	return func(o *options) { o.ttl = ttl }
+	return func(o *options) {
+		if ttl < time.Second {
+			o.errs.Add(args.Invalid(ErrInvalid, "WithTTL(%v): etcd leases count whole seconds; ttl must be at least 1s", ttl))
+		}
+		o.ttl = ttl
+	}
 }
 
 // WithSession attaches every claim of the Mutex to s's lease instead of

@@ -49,7 +49,7 @@ func (m *Mutex) abandon(ctx context.Context, h *hold, err error) error {
 // When the claim's answer came, a delete of exactly that claim (by its
 // create revision) is enough.
 func (m *Mutex) withdraw(ctx context.Context, h *hold) error {
-	_, err := m.release(ctx, h, false)
+	_, err := m.release(ctx, h, withdrawing)
 	return err
 }
 
@@ -68,7 +68,7 @@ func (m *Mutex) sweep(h *hold) {
 				return
 			case <-t.C:
 			}
-			if _, err := m.release(context.Background(), h, false); err == nil {
+			if _, err := m.release(context.Background(), h, withdrawing); err == nil {
 				return
 			}
 		}
@@ -78,9 +78,9 @@ func (m *Mutex) sweep(h *hold) {
 // release ends h, on a context detached from ctx's cancellation and
 // bounded by retry.ReleaseTimeout: it stops the keeper, withdraws or
 // deletes the claim (see withdraw), and revokes a lease of the hold's own.
-// With answer (Unlock), it reports whether h's claim was still there;
-// without (a withdraw), a hold with its own lease only revokes it, which
-// deletes the claim: one write, not two.
+// Unlocking, it reports whether h's claim was still there; withdrawing (a
+// Lock that failed or TryLock that found the lock taken), a hold with its
+// own lease only revokes it, which deletes the claim: one write, not two.
 //
 // Whether the claim was there is decided by a transaction that deletes it
 // only if its create revision is the held one: clientv3 never sends a
@@ -88,7 +88,8 @@ func (m *Mutex) sweep(h *hold) {
 // is not asked that question: clientv3 sends a Revoke again when its reply
 // is lost, and the second finds no lease; Unlock then said ErrNotHeld of a
 // lock it held until that moment (issue 34).
-func (m *Mutex) release(ctx context.Context, h *hold, answer bool) (bool, error) {
+func (m *Mutex) release(ctx context.Context, h *hold, why ending) (bool, error) {
+	answer := why == unlocking
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), retry.ReleaseTimeout)
 	defer cancel()
 	h.keep.stop() // no more renewals from this hold, whatever follows
@@ -129,3 +130,11 @@ func (m *Mutex) release(ctx context.Context, h *hold, answer bool) (bool, error)
 	}
 	return was, nil
 }
+
+// ending is why release ends a hold.
+type ending int
+
+const (
+	withdrawing ending = iota // a claim Lock or TryLock gives up: whether it was there is not asked
+	unlocking                 // Unlock: release reports whether the claim was still there
+)
