@@ -76,7 +76,7 @@ func (c *watchedConn) frame(head []byte) {
 	c.sent = c.sent[1:]
 	c.mu.Unlock()
 	if c.conn {
-		c.s.answered(sent, false, 0, 0)
+		c.s.answered(sent)
 		return
 	}
 	c.conn = true
@@ -85,7 +85,7 @@ func (c *watchedConn) frame(head []byte) {
 	}
 	timeout := time.Duration(int32(binary.BigEndian.Uint32(head[4:8]))) * time.Millisecond
 	sid := int64(binary.BigEndian.Uint64(head[8:16]))
-	c.s.answered(sent, true, sid, timeout)
+	c.s.sessionGranted(sent, sid, timeout)
 }
 
 // frames splits a byte stream into length-prefixed frames.

@@ -8,13 +8,15 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/locklab/locklab/internal/args"
-	"github.com/locklab/locklab/internal/held"
+	"github.com/locklab/locklab/internal/frame"
 	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/internal/token"
+	"github.com/locklab/locklab/observe"
 )
 
 const (
@@ -44,14 +46,12 @@ var acl = zk.WorldACL(zk.PermAll)
 type Mutex struct {
 	s    *Session
 	path string // the lock's node; its children are the claims
-	err  error  // invalid arguments found by New, returned by every method
 
-	// The fields above, and base's but Cur, are set by New and never
-	// change.
+	// The fields above, and f's but Cur, are set by New and never change.
 
-	base    held.Frame[hold] // the hook, the observer and the current hold
-	mu      sync.Mutex       // protects parents
-	parents bool             // the lock's node and its ancestors exist
+	f       frame.Holding[hold] // the argument error, the hook, the observer and the current hold
+	mu      sync.Mutex          // protects parents
+	parents bool                // the lock's node and its ancestors exist
 }
 
 // hold is one acquisition.
@@ -74,20 +74,16 @@ type hold struct {
 // ZooKeeper path, every method of the returned Mutex reports it with an
 // error wrapping [ErrInvalid].
 func New(s *Session, path string, opts ...Option) *Mutex {
-	o := newOptions(opts)
-	var errs []error
-	if s == nil {
-		errs = append(errs, args.Invalid(ErrInvalid, "nil session"))
+	o, err := newOptions(opts)
+	if err == nil && s == nil {
+		err = args.Invalid(ErrInvalid, "nil session")
 	}
-	if err := checkPath(path); err != nil {
-		errs = append(errs, err)
+	if err == nil {
+		err = checkPath(path)
 	}
-	return &Mutex{
-		s:    s,
-		path: path,
-		err:  errors.Join(errs...),
-		base: held.Frame[hold]{Kind: "zklock", Key: path, Hook: o.hook, Obs: o.observer},
-	}
+	m := &Mutex{s: s, path: path}
+	m.f.Frame = frame.Frame{Kind: "zklock", Key: path, Err: err, Hook: o.hook, Obs: o.observer}
+	return m
 }
 
 // checkPath reports whether path is an absolute ZooKeeper path that a
@@ -135,7 +131,12 @@ func checkPath(path string) error {
 // queues a second child behind the first: it waits until the lock is
 // unlocked (by another goroutine), the session ends, or ctx ends.
 func (m *Mutex) Lock(ctx context.Context) error {
-	_, err := m.base.Attempt(ctx, true, m.check, m.acquire)
+	if err := m.check(); err != nil {
+		return err
+	}
+	start := time.Now()
+	_, err := m.acquire(ctx, inLine)
+	m.f.Attempted(start, err == nil, err)
 	return err
 }
 
@@ -144,10 +145,25 @@ func (m *Mutex) Lock(ctx context.Context) error {
 // the lock and (false, nil), having deleted its child, if another child is
 // older. Errors are as for [Mutex.Lock].
 func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
-	return m.base.Attempt(ctx, false, m.check, m.acquire)
+	if err := m.check(); err != nil {
+		return false, err
+	}
+	start := time.Now()
+	ok, err := m.acquire(ctx, once)
+	m.f.Attempted(start, ok, err)
+	return ok, err
 }
 
-func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
+// queueing is what acquire does when older children hold the lock.
+type queueing int
+
+const (
+	once   queueing = iota // delete the child and report the lock taken (TryLock)
+	inLine                 // wait for the child's turn (Lock)
+)
+
+// acquire creates a child and, in line, waits for its turn.
+func (m *Mutex) acquire(ctx context.Context, how queueing) (bool, error) {
 	if err := retry.CtxErr(ctx); err != nil {
 		return false, errors.Join(ErrNotObtained, err)
 	}
@@ -180,10 +196,10 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 		if ahead == "" {
 			break // the oldest child: the lock is ours
 		}
-		if !wait {
+		if how == once {
 			return false, m.abandon(ctx, tok, nil)
 		}
-		m.base.At(ctx, HookClaimed)
+		m.f.At(ctx, HookClaimed)
 		if err := m.waitGone(ctx, m.path+"/"+ahead); err != nil {
 			return false, m.abandon(ctx, tok, err)
 		}
@@ -206,8 +222,8 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (bool, error) {
 			return false, m.abandon(ctx, tok, fmt.Errorf("zklock: lock %q: %w", m.path, err))
 		}
 		if lost, ok := m.s.grant(stat.EphemeralOwner); ok {
-			m.base.Cur.Set(&hold{node: node, seq: seq, czxid: stat.Czxid, owner: stat.EphemeralOwner, lost: lost})
-			m.base.At(ctx, HookAcquired)
+			m.f.Cur.Set(&hold{node: node, seq: seq, czxid: stat.Czxid, owner: stat.EphemeralOwner, lost: lost})
+			m.f.At(ctx, HookAcquired)
 			return true, nil
 		}
 		if sid, connected := m.s.current(); !connected || sid == stat.EphemeralOwner {
@@ -418,13 +434,16 @@ func (m *Mutex) failed(ctx context.Context, err error) error {
 // nil if the earlier delete had landed while the session lived on.
 // Closing the Session releases every lock held on it.
 func (m *Mutex) Unlock(ctx context.Context) error {
-	h, err := m.base.Releasing(ctx, m.check, ErrNotHeld, HookBeforeRelease)
+	if err := m.check(); err != nil {
+		return err
+	}
+	h, err := m.f.Releasing(ctx, ErrNotHeld, HookBeforeRelease)
 	if err != nil {
 		return err
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if m.base.Cur.Get() != h {
+	if m.f.Cur.Get() != h {
 		return ErrNotHeld // a concurrent Unlock released it
 	}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), retry.ReleaseTimeout)
@@ -440,12 +459,14 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	}
 	switch {
 	case err == nil:
-		return m.base.Ended(h, false, ErrNotHeld)
-	case errors.Is(err, zk.ErrNoNode):
+		return m.f.Ended(h, observe.Released, nil)
+	case errors.Is(err, zk.ErrNoNode) && earlier && m.s.same(h.owner):
 		// Gone: deleted by an earlier delete of this hold whose answer was
-		// lost, if the session that owns it lives on; otherwise it ended
-		// with its session (or another client deleted it).
-		return m.base.Ended(h, !earlier || !m.s.same(h.owner), ErrNotHeld)
+		// lost, and the session that owns it lives on.
+		return m.f.Ended(h, observe.Released, nil)
+	case errors.Is(err, zk.ErrNoNode):
+		// Gone with its session (or another client deleted it).
+		return m.f.Ended(h, observe.Lost, ErrNotHeld)
 	}
 	return fmt.Errorf("zklock: delete %q: %w", h.node, err)
 }
@@ -455,7 +476,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 // change, has a larger one. It returns 0 when the Mutex does not hold the
 // lock as far as it knows.
 func (m *Mutex) Fence() uint64 {
-	if h := m.base.Cur.Get(); h != nil {
+	if h := m.f.Cur.Get(); h != nil {
 		return uint64(h.czxid)
 	}
 	return 0
@@ -466,7 +487,7 @@ func (m *Mutex) Fence() uint64 {
 // lock's node is deleted and made again, which is why [Mutex.Fence] is
 // the zxid instead.
 func (m *Mutex) Seq() int64 {
-	if h := m.base.Cur.Get(); h != nil {
+	if h := m.f.Cur.Get(); h != nil {
 		return h.seq
 	}
 	return -1
@@ -475,7 +496,7 @@ func (m *Mutex) Seq() int64 {
 // Node returns the path of the current hold's child, or "" when the Mutex
 // does not hold the lock.
 func (m *Mutex) Node() string {
-	if h := m.base.Cur.Get(); h != nil {
+	if h := m.f.Cur.Get(); h != nil {
 		return h.node
 	}
 	return ""
@@ -486,7 +507,7 @@ func (m *Mutex) Node() string {
 // write kept in ZooKeeper conditional on still holding the lock. When the
 // Mutex does not hold the lock, the check never passes.
 func (m *Mutex) IsOwner() *zk.CheckVersionRequest {
-	if h := m.base.Cur.Get(); h != nil {
+	if h := m.f.Cur.Get(); h != nil {
 		return &zk.CheckVersionRequest{Path: h.node, Version: 0}
 	}
 	return &zk.CheckVersionRequest{Path: m.path + "/" + childPrefix + "not-held", Version: 0}
@@ -503,20 +524,22 @@ func (m *Mutex) IsOwner() *zk.CheckVersionRequest {
 // timeout sees Done only when it runs again. When the Mutex does not hold
 // the lock, Done returns a closed channel.
 func (m *Mutex) Done() <-chan struct{} {
-	if h := m.base.Cur.Get(); h != nil {
+	if h := m.f.Cur.Get(); h != nil {
 		return h.lost
 	}
-	return held.Closed()
+	return frame.Closed()
 }
 
 // Path returns the lock's path.
 func (m *Mutex) Path() string { return m.path }
 
+// check returns the error every method returns before it sends anything:
+// the invalid arguments New found, or that New did not make m.
 func (m *Mutex) check() error {
-	if m.s == nil && m.err == nil {
-		return args.Invalid(ErrInvalid, "Mutex not made by New")
+	if m == nil {
+		return args.Invalid(ErrInvalid, frame.NotMade)
 	}
-	return m.err
+	return m.f.Check(ErrInvalid)
 }
 
 // parseChild splits a child's name, lock-<token>-<sequence>, into its token

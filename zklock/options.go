@@ -14,12 +14,15 @@ type Option func(*options)
 type options struct {
 	hook     func(ctx context.Context, point string)
 	observer observe.Func
+	errs     args.Errs // invalid options, reported by every method (none yet: every value is valid)
 }
 
-func newOptions(opts []Option) options {
+// newOptions applies opts over the defaults and returns the errors of the
+// options out of range, joined.
+func newOptions(opts []Option) (options, error) {
 	var o options
 	args.Apply(&o, opts)
-	return o
+	return o, o.errs.Err()
 }
 
 // WithHook sets a function called at each named step of the protocol, with

@@ -98,21 +98,33 @@ func (s *Session) event(e zk.Event) {
 	s.signal()
 }
 
-// answered records that the server answered a request sent at sent (a
-// connect request too: then sid and timeout are what the server granted,
-// sid 0 if it refused the session). It runs in the client's goroutine.
-func (s *Session) answered(sent time.Time, connect bool, sid int64, timeout time.Duration) {
+// sessionGranted records the server's answer to a connect request sent at
+// sent: sid and timeout are what it granted, sid 0 if it refused the
+// session. It runs in the client's goroutine.
+func (s *Session) sessionGranted(sent time.Time, sid int64, timeout time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if connect {
-		s.connectSid = sid
-		if sid == 0 {
-			return // the session expired: its connect request proves nothing
-		}
-		if timeout > 0 {
-			s.negotiated = timeout
-		}
+	s.connectSid = sid
+	if sid == 0 {
+		return // the session expired: its connect request proves nothing
 	}
+	if timeout > 0 {
+		s.negotiated = timeout
+	}
+	s.ack(sent)
+}
+
+// answered records that the server answered a request sent at sent. It
+// runs in the client's goroutine.
+func (s *Session) answered(sent time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ack(sent)
+}
+
+// ack moves the latest answer to sent, if later, and rearms the timer
+// that notices when it grows too old. s.mu must be held.
+func (s *Session) ack(sent time.Time) {
 	if sent.After(s.acked) {
 		s.acked = sent
 	}
