@@ -170,3 +170,41 @@ func TestConcurrentMethods(t *testing.T) {
 		})
 	}
 }
+
+// TestSessionEndedWhileHolding: an administrator ends the holder's session
+// (pg_terminate_backend on the PID the lock reports), directly and behind
+// PgBouncer in transaction pooling. The lock is free for the next client
+// at once; the holder learns it at its next statement: a RowMutex's Tx
+// fails (its work is rolled back), and Unlock returns ErrNotHeld. pglock
+// has no Done to tell the holder sooner.
+func TestSessionEndedWhileHolding(t *testing.T) {
+	b := rig.StartPgBouncer(t, server, rig.PoolTransaction)
+	for _, via := range []struct{ name, dsn string }{{"direct", dsn}, {"pgbouncer-transaction", b.DSN()}} {
+		for _, k := range kinds {
+			t.Run(via.name+"/"+k.Name, func(t *testing.T) {
+				leakcheck.Guard(t)
+				ctx := context.Background()
+				key := lockKey(t)
+				a := lock(k, defaultPool(t, via.dsn), key)
+				if err := a.Lock(ctx); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = a.Unlock(context.Background()) }) // before the pool closes, if the test fails
+				pid := a.(interface{ PID() uint32 }).PID()
+				var ended bool
+				if err := pool(t).QueryRow(ctx, `SELECT pg_terminate_backend($1)`, int64(pid)).Scan(&ended); err != nil || !ended {
+					t.Fatalf("pg_terminate_backend(%d) = %v, %v; want true (PID() names the holder's server process)", pid, ended, err)
+				}
+				getsTheLock(t, ctx, lock(k, pool(t), key))
+				if r, ok := a.(*pglock.RowMutex); ok {
+					if _, err := r.Tx().Exec(ctx, "SELECT 1"); err == nil {
+						t.Error("a statement in the ended session's Tx = nil; want an error")
+					}
+				}
+				if err := a.Unlock(ctx); !errors.Is(err, pglock.ErrNotHeld) {
+					t.Errorf("a.Unlock after its session was ended = %v; want ErrNotHeld", err)
+				}
+			})
+		}
+	}
+}
