@@ -26,17 +26,16 @@ type options struct {
 	hook          func(ctx context.Context, point string)
 	observer      observe.Func
 	evictionCheck bool
+	errs          args.Errs // invalid options, reported by every method
 }
 
-// newOptions applies opts over the defaults and checks the result. Every
-// default is valid, so an error can only come from an explicit option.
+// newOptions applies opts over the defaults and returns the errors of the
+// options out of range, joined. Every default is valid, so an error can
+// only come from an explicit option.
 func newOptions(opts []Option) (options, error) {
 	o := options{ttl: defaultTTL, evictionCheck: true}
 	args.Apply(&o, opts)
-	if err := args.TTLTries(ErrInvalid, o.ttl, time.Millisecond, o.retry.Tries); err != nil {
-		return o, err
-	}
-	return o, nil
+	return o, o.errs.Err()
 }
 
 // invalid returns an error wrapping ErrInvalid, in the one shape every
@@ -49,7 +48,10 @@ func invalid(format string, a ...any) error { return args.Invalid(ErrInvalid, fo
 // one millisecond, every method of the Mutex returns an error wrapping
 // [ErrInvalid]. The default is 8s.
 func WithTTL(ttl time.Duration) Option {
-	return func(o *options) { o.ttl = ttl }
+	return func(o *options) {
+		o.errs.Add(args.TTL(ErrInvalid, ttl, time.Millisecond))
+		o.ttl = ttl
+	}
 }
 
 // WithTries limits [Mutex.Lock] to n attempts; after the n-th failed one it
@@ -57,7 +59,10 @@ func WithTTL(ttl time.Duration) Option {
 // lock or its context ends. If n is negative, every method returns an error
 // wrapping [ErrInvalid]. The default is 0.
 func WithTries(n int) Option {
-	return func(o *options) { o.retry.Tries = n }
+	return func(o *options) {
+		o.errs.Add(args.Tries(ErrInvalid, n))
+		o.retry.Tries = n
+	}
 }
 
 // WithRetry sets the delay [Mutex.Lock] waits between attempts. If f is nil

@@ -244,9 +244,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	// over in the queues is handed on from every node before Unlock
 	// returns: under contention the caller's next Lock would otherwise
 	// queue on the nodes while they are still handing over, competing
-	// with the next holder's hand-off for the same CPUs. (On the bench's
-	// 2 cores that was worth a few percent of p99 at 32 clients, close to
-	// the run-to-run noise.)
+	// with the next holder's hand-off for the same CPUs.
 	enough := m.quorum()
 	if cleanup != nil {
 		enough = 0

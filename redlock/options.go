@@ -57,7 +57,7 @@ type options struct {
 	notifier      *Notifier
 	observer      observe.Func
 	evictionCheck bool
-	err           error // the first invalid option, reported by every method
+	errs          args.Errs // invalid options, reported by every method
 }
 
 // WithObserver reports to f what the Mutex does: acquisitions with how long
@@ -84,7 +84,7 @@ type DelayFunc func(attempt int) time.Duration
 func WithTTL(ttl time.Duration) Option {
 	return func(o *options) {
 		if ttl < time.Millisecond {
-			o.invalid("WithTTL(%v): ttl must be at least 1ms", ttl)
+			o.errs.Add(invalid("WithTTL(%v): ttl must be at least 1ms", ttl))
 			return
 		}
 		o.ttl = ttl.Truncate(time.Millisecond)
@@ -113,7 +113,7 @@ func WithTTL(ttl time.Duration) Option {
 func WithNodeTimeout(d time.Duration) Option {
 	return func(o *options) {
 		if d <= 0 {
-			o.invalid("WithNodeTimeout(%v): timeout must be positive", d)
+			o.errs.Add(invalid("WithNodeTimeout(%v): timeout must be positive", d))
 			return
 		}
 		o.nodeTimeout = d
@@ -129,7 +129,7 @@ func WithNodeTimeout(d time.Duration) Option {
 func WithTries(n int) Option {
 	return func(o *options) {
 		if n < 0 {
-			o.invalid("WithTries(%d): tries must be at least 0", n)
+			o.errs.Add(invalid("WithTries(%d): tries must be at least 0", n))
 			return
 		}
 		o.retry.Tries = n
@@ -192,25 +192,19 @@ func WithNotifier(n *Notifier) Option {
 func newOptions(opts []Option) (options, error) {
 	o := options{ttl: defaultTTL, retry: retry.Policy{Tries: defaultTries, Delay: randomDelay}, evictionCheck: true}
 	args.Apply(&o, opts)
-	if o.err != nil {
-		return o, o.err
+	if err := o.errs.Err(); err != nil {
+		return o, err
 	}
 	if o.nodeTimeout == 0 {
 		o.nodeTimeout = defaultNodeTimeout(o.ttl)
 	} else if o.nodeTimeout >= o.ttl {
-		o.invalid("WithNodeTimeout(%v): timeout must be below the ttl %v", o.nodeTimeout, o.ttl)
+		o.errs.Add(invalid("WithNodeTimeout(%v): timeout must be below the ttl %v", o.nodeTimeout, o.ttl))
 	}
-	return o, o.err
+	return o, o.errs.Err()
 }
 
-// invalid records the first invalid argument, in the one shape every
+// invalid returns an error wrapping ErrInvalid, in the one shape every
 // locklab lock package uses: "redlock: invalid argument: WithTTL(0s): ...".
-func (o *options) invalid(format string, a ...any) {
-	if o.err == nil {
-		o.err = invalid(format, a...)
-	}
-}
-
 func invalid(format string, a ...any) error { return args.Invalid(ErrInvalid, format, a...) }
 
 // defaultNodeTimeout is 5% of ttl, at least minNodeTimeout, at most ttl/2.

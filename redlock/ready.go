@@ -43,7 +43,7 @@ func (m *Mutex) ready(ctx context.Context) error {
 			defer m.inflight.done()
 			pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.o.nodeTimeout)
 			defer cancel()
-			err := m.gates[i].Check(pctx)
+			err := m.gates[i].Inspect(pctx)
 			switch {
 			case errors.Is(err, preflight.ErrEviction) || errors.Is(err, preflight.ErrNoScripting):
 				results <- &NodeError{Index: i, Addr: m.addrs[i], Err: err}

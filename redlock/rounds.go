@@ -176,7 +176,8 @@ const (
 // that go-redis asked again, answers with our own token. When others are
 // likely to hold the key (the contended hint), the first SET has GET
 // already; otherwise it leaves GET out, since go-redis takes GET's nil
-// reply (the key was free) for an error: about 17 allocations a node.
+// reply (the key was free) for an error, which costs allocations on
+// every node.
 func (m *Mutex) setRound(ctx context.Context, a *attempt) (outcome, result, error) {
 	if err := retry.CtxErr(ctx); err != nil {
 		return failed, result{}, errors.Join(ErrNotObtained, err)

@@ -115,32 +115,24 @@ func (m *Mutex) Lock(ctx context.Context) error {
 		return err
 	}
 	start := time.Now()
-	n := 0
-	if err = m.gate.Ready(ctx); err == nil {
-		n, err = m.lock(ctx, owner)
-	}
-	m.f.Attempted(start, n == 1, err)
-	return err
-}
-
-// lock is Lock after the checks: tries until one takes or re-enters the
-// lock with enough of its lease left. It returns the owner's count.
-func (m *Mutex) lock(ctx context.Context, owner Owner) (int, error) {
-	var count int
+	n := 0          // the owner's count
 	var short error // the last try that took the lock too late
-	err := retry.Do(ctx, m.o.retry, ErrNotObtained, func(ctx context.Context, _ int) (bool, error) {
-		n, err := m.try(ctx, owner)
-		if _, late := err.(shortLease); late {
-			short = err // undone: try again
-			return false, nil
-		}
-		count = n
-		return n > 0, err
-	})
+	if err = m.gate.Pass(ctx); err == nil {
+		err = retry.Do(ctx, m.o.retry, ErrNotObtained, func(ctx context.Context, _ int) (bool, error) {
+			var err error
+			n, err = m.try(ctx, owner)
+			if _, late := err.(shortLease); late {
+				short = err // undone: try again
+				return false, nil
+			}
+			return n > 0, err
+		})
+	}
 	if short != nil && errors.Is(err, ErrNotObtained) {
 		err = errors.Join(err, short)
 	}
-	return count, err
+	m.f.Attempted(start, n == 1, err)
+	return err
 }
 
 // A shortLease is the error of a try that took (or re-entered) the lock
@@ -168,7 +160,7 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	}
 	start := time.Now()
 	n := 0
-	if err = m.gate.Ready(ctx); err == nil {
+	if err = m.gate.Pass(ctx); err == nil {
 		n, err = m.try(ctx, owner)
 	}
 	m.f.Attempted(start, n == 1, err)

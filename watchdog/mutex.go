@@ -114,29 +114,22 @@ func (m *Mutex) Lock(ctx context.Context) error {
 		return err
 	}
 	start := time.Now()
-	err := m.gate.Ready(ctx)
-	if err == nil {
-		err = m.lock(ctx)
-	}
-	m.f.Attempted(start, err == nil, err)
-	return err
-}
-
-// lock is Lock after the checks: tries until one takes the lock with
-// enough of its lease left.
-func (m *Mutex) lock(ctx context.Context) error {
+	err := m.gate.Pass(ctx)
 	var short error // the last try that took the lock too late
-	err := retry.Do(ctx, m.o.retry, ErrNotObtained, func(ctx context.Context, _ int) (bool, error) {
-		ok, err := m.try(ctx)
-		if _, late := err.(shortLease); late {
-			short = err // given back: try again
-			return false, nil
-		}
-		return ok, err
-	})
+	if err == nil {
+		err = retry.Do(ctx, m.o.retry, ErrNotObtained, func(ctx context.Context, _ int) (bool, error) {
+			ok, err := m.try(ctx)
+			if _, late := err.(shortLease); late {
+				short = err // given back: try again
+				return false, nil
+			}
+			return ok, err
+		})
+	}
 	if short != nil && errors.Is(err, ErrNotObtained) {
 		err = errors.Join(err, short)
 	}
+	m.f.Attempted(start, err == nil, err)
 	return err
 }
 
@@ -164,7 +157,7 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	start := time.Now()
-	ok, err := false, m.gate.Ready(ctx)
+	ok, err := false, m.gate.Pass(ctx)
 	if err == nil {
 		ok, err = m.try(ctx)
 	}

@@ -12,7 +12,7 @@
 //			return err
 //		}
 //		start := time.Now()
-//		err := m.gate.Ready(ctx) // Redis locks: package preflight
+//		err := m.gate.Pass(ctx) // Redis locks: package preflight
 //		if err == nil {
 //			err = m.lock(ctx)
 //		}

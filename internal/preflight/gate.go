@@ -21,7 +21,7 @@ type Probe struct {
 }
 
 // Gate is the check a lock on one server asks before each Lock and
-// TryLock: a value the lock makes in New and asks ([Gate.Ready]); it calls
+// TryLock: a value the lock makes in New and asks ([Gate.Pass]); it calls
 // nothing of the lock's. Its methods are safe for concurrent use.
 type Gate struct {
 	Pkg         string         // prefixes the messages: "watchdog"
@@ -32,23 +32,23 @@ type Gate struct {
 	Probe       Probe          // the lock's harmless script run
 }
 
-// Ready returns errors.Join(NotObtained, ctx.Err()) if ctx has ended
-// (sending nothing), or ends during the check; the error of [Gate.Check]
+// Pass returns errors.Join(NotObtained, ctx.Err()) if ctx has ended
+// (sending nothing), or ends during the check; the error of [Gate.Inspect]
 // wrapped as "<pkg>: lock <key>: ..."; or nil when the lock may go ahead.
 // The check runs once per [Interval] per server and user.
-func (g *Gate) Ready(ctx context.Context) error {
+func (g *Gate) Pass(ctx context.Context) error {
 	if err := retry.CtxErr(ctx); err != nil {
 		return errors.Join(g.NotObtained, err)
 	}
-	if err := g.Check(ctx); err != nil {
+	if err := g.Inspect(ctx); err != nil {
 		return retry.Failed(ctx, g.NotObtained, fmt.Errorf("%s: lock %q: %w", g.Pkg, g.Key, err))
 	}
 	return nil
 }
 
-// Check is [Check] for the gate's server: nil, an error wrapping
+// Inspect is [Check] for the gate's server: nil, an error wrapping
 // [ErrEviction] or [ErrNoScripting], or a transport error as it is.
-func (g *Gate) Check(ctx context.Context) error {
+func (g *Gate) Inspect(ctx context.Context) error {
 	return Check(ctx, g.Pkg, g.Client, g.Eviction, g.Probe.run(g.Client))
 }
 

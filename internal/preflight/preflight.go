@@ -85,7 +85,7 @@ func Check(ctx context.Context, pkg string, client any, evictionCheck bool, prob
 	return err
 }
 
-// Ready is [Gate.Ready] with the gate's fields as parameters and the probe
+// Ready is [Gate.Pass] with the gate's fields as parameters and the probe
 // as a function, for correct until it moves onto [Gate]: it returns
 // errors.Join(notObtained, ctx.Err()) if ctx has ended (sending nothing),
 // or ends during the check; the error of [Check] wrapped as
