@@ -2,77 +2,149 @@ package main
 
 import (
 	"fmt"
-	"image/color"
 	"math"
-	"path/filepath"
 	"slices"
 	"strconv"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 )
 
-const (
-	plotW = 8 * vg.Inch
-	plotH = 5 * vg.Inch
-)
-
-// implStyle gives every implementation the same colour and dashes in every
-// plot: its index among the implementations of the run.
-type implStyle map[string]int
-
-func (s implStyle) apply(name string, ls *draw.LineStyle) {
-	i := s[name]
-	ls.Color = s.color(name)
-	ls.Dashes = plotutil.Dashes(i / len(palette)) // solid for the first colours
-	ls.Width = vg.Points(1.5)
-}
-
-func (s implStyle) color(name string) color.Color { return palette[s[name]%len(palette)] }
-
-// palette is Tableau's 10 colours plus two, so that nine implementations
-// and the naive ones get distinct colours.
-var palette = []color.Color{
-	color.RGBA{0x4e, 0x79, 0xa7, 0xff}, color.RGBA{0xf2, 0x8e, 0x2b, 0xff},
-	color.RGBA{0xe1, 0x57, 0x59, 0xff}, color.RGBA{0x76, 0xb7, 0xb2, 0xff},
-	color.RGBA{0x59, 0xa1, 0x4f, 0xff}, color.RGBA{0xed, 0xc9, 0x48, 0xff},
-	color.RGBA{0xb0, 0x7a, 0xa1, 0xff}, color.RGBA{0xff, 0x9d, 0xa7, 0xff},
-	color.RGBA{0x9c, 0x75, 0x5f, 0xff}, color.RGBA{0xba, 0xb0, 0xac, 0xff},
-	color.RGBA{0x1b, 0x1b, 0x1b, 0xff}, color.RGBA{0x8c, 0xd1, 0x7d, 0xff},
-}
-
-// savePlot writes p as dir/stem.png and dir/stem.svg and returns the svg's
-// base name.
-func savePlot(p *plot.Plot, dir, stem string) (string, error) {
-	for _, ext := range []string{".png", ".svg"} {
-		if err := p.Save(plotW, plotH, filepath.Join(dir, stem+ext)); err != nil {
-			return "", fmt.Errorf("plot %s%s: %w", stem, ext, err)
-		}
-	}
-	return stem + ".svg", nil
-}
+// The plots of report.md, one file per figure (PNG and SVG). A figure is
+// a chart of panels (plots_panels.go): for each number of servers, our
+// locks with the best peer and the raw floor, heavy; then the other locks
+// in small multiples on the same axes. No panel draws more than
+// maxPanelLines lines, every legend sits beside its panel's data, and a
+// lock has one colour and dash pattern in every plot (plots_style.go).
+// The wait plots of contended cells also draw the FIFO floor (fifoFloor).
 
 // plotFiles are the svg names of the plots written, by report section
 // ("latency", "throughput", ...), in the order they were written.
 type plotFiles map[string][]string
 
-// add saves p as savePlot does and appends its svg name to section. err is
-// the error of the function that drew p: when it is set, add returns it
-// and saves nothing.
-func (fs plotFiles) add(section, dir, stem string, p *plot.Plot, err error) error {
+// add saves c as chart.save does and appends its svg name to section. err
+// is the error of the function that drew c: when it is set, add returns
+// it and saves nothing.
+func (fs plotFiles) add(section, dir, stem string, c *chart, err error) error {
 	if err != nil {
 		return err
 	}
-	f, err := savePlot(p, dir, stem)
+	f, err := c.save(dir, stem)
 	if err != nil {
 		return err
 	}
 	fs[section] = append(fs[section], f)
 	return nil
+}
+
+// writePlots draws the plots and returns their svg names by section.
+func (res *results) writePlots(dir string) (map[string][]string, error) {
+	st := newLockStyles(append(registeredLocks(), res.lockInfos()...))
+	locks := res.lockInfos()
+	out := plotFiles{}
+	for _, c := range res.cells {
+		hs := map[string]*hdrhistogram.Histogram{}
+		for _, l := range locks {
+			hs[l.name] = res.hists[groupKey{l.name, c}]
+		}
+		ch, err := latencyPlot(c, locks, hs, fifoFloor(res.rows, c), st)
+		if err = out.add("latency", dir, "latency_"+c.id(), ch, err); err != nil {
+			return nil, err
+		}
+	}
+	for _, g := range res.scenarioHolds() {
+		rows := res.rowsOf(g.scenario, g.hold)
+		stem := g.scenario + "_h" + fmtHold(g.hold)
+		label := fmt.Sprintf("%s, hold %s", g.scenario, fmtHold(g.hold))
+		if g.multiClients {
+			ch, err := clientsPlot("throughput: "+label, "acquisitions/s", true, false, rows, locks,
+				func(r row) float64 { return r.OpsPerSec }, nil, st)
+			if err = out.add("throughput", dir, "throughput_"+stem, ch, err); err != nil {
+				return nil, err
+			}
+			ch, err = clientsPlot("p99 wait: "+label, "wait p99 (ms)", false, true, rows, locks,
+				func(r row) float64 { return r.WaitP99Us / 1000 }, fifoFloors(rows), st)
+			if err = out.add("p99", dir, "p99_"+stem, ch, err); err != nil {
+				return nil, err
+			}
+		}
+		ch, err := cmdsPlot("commands per acquisition: "+label, rows, locks, st)
+		if err = out.add("cmds", dir, "cmds_"+stem, ch, err); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// lockInfos returns the run's locks in the run's order.
+func (res *results) lockInfos() []lockInfo {
+	out := make([]lockInfo, len(res.impls))
+	for i, im := range res.impls {
+		out[i] = infoOf(im)
+	}
+	return out
+}
+
+// fifoFloor returns the FIFO floor of cell c in µs, 0 where it has none.
+// A perfect FIFO queue hands the lock to the waiters in turn, so with N
+// closed-loop clients each waits for the N-1 ahead of it to hold and hand
+// over: (N-1) x (hold + hand-off), every wait alike (a flat line across
+// the percentiles). Each row carries that figure with its lock's own held
+// p50 and handoff p50 (row.FIFOFloorUs); the plot draws the lowest of the
+// cell's, a fair queue with the quickest hold and hand-off the cell saw.
+func fifoFloor(rows []row, c cell) float64 {
+	if !c.hasFIFOFloor() {
+		return 0
+	}
+	lo := 0.0
+	for _, r := range rows {
+		if r.Scenario != c.scenario || r.Clients != c.clients || r.HoldUs != float64(c.hold.Microseconds()) {
+			continue
+		}
+		if f := r.FIFOFloorUs; f > 0 && (lo == 0 || f < lo) {
+			lo = f
+		}
+	}
+	return lo
+}
+
+// fifoFloors returns the FIFO floor in ms by client count for rows of one
+// scenario and hold (fifoFloor's lowest per client count); nil if none.
+func fifoFloors(rows []row) map[int]float64 {
+	var out map[int]float64
+	for _, r := range rows {
+		if r.FIFOFloorUs <= 0 {
+			continue
+		}
+		if out == nil {
+			out = map[int]float64{}
+		}
+		if v, ok := out[r.Clients]; !ok || r.FIFOFloorUs/1000 < v {
+			out[r.Clients] = r.FIFOFloorUs / 1000
+		}
+	}
+	return out
+}
+
+// bestOf returns a best(names) for planPanels: the name with the lowest
+// (or, if higher, the highest) known value.
+func bestOf(val func(name string) (float64, bool), higher bool) func([]string) string {
+	return func(names []string) string {
+		best, bv := "", 0.0
+		for _, n := range names {
+			v, ok := val(n)
+			if !ok {
+				continue
+			}
+			if best == "" || higher && v > bv || !higher && v < bv {
+				best, bv = n, v
+			}
+		}
+		return best
+	}
 }
 
 // percentileTicks label 1/(1-q) as HdrHistogram's plotter does.
@@ -83,45 +155,81 @@ var percentileTicks = plot.ConstantTicks{
 
 // latencyPlot draws the wait percentile distribution of one cell, one line
 // per implementation: x is 1/(1-q) on a log scale, y the wait in ms (log).
-func latencyPlot(c cell, names []string, hists map[string]*hdrhistogram.Histogram, st implStyle) (*plot.Plot, error) {
-	p := plot.New()
-	p.Title.Text = "wait percentiles: " + c.String()
-	p.X.Label.Text = "percentile"
-	p.Y.Label.Text = "wait (ms)"
-	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	p.X.Tick.Marker = percentileTicks
-	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-	p.Add(plotter.NewGrid())
-	p.Legend.Top, p.Legend.Left = true, true
+// fifoUs, when positive, is the cell's FIFO floor (fifoFloor), drawn flat
+// in every panel. The best peer is the one with the lowest p99 wait.
+func latencyPlot(c cell, locks []lockInfo, hists map[string]*hdrhistogram.Histogram, fifoUs float64, st lockStyles) (*chart, error) {
+	xys := map[string]plotter.XYs{}
+	var present []lockInfo
 	maxX := 10.0
-	for _, name := range names {
-		h := hists[name]
+	for _, l := range locks {
+		h := hists[l.name]
 		if h == nil || h.TotalCount() == 0 {
 			continue
 		}
-		var xys plotter.XYs
+		var pts plotter.XYs
 		for _, b := range h.CumulativeDistributionWithTicks(5) {
 			q := b.Quantile / 100
 			if q >= 1 {
 				continue
 			}
 			x := 1 / (1 - q)
-			xys = append(xys, plotter.XY{X: x, Y: math.Max(float64(b.ValueAt)/1000, 0.001)})
+			pts = append(pts, plotter.XY{X: x, Y: math.Max(float64(b.ValueAt)/1000, 0.001)})
 			maxX = math.Max(maxX, x)
 		}
-		if len(xys) == 0 {
-			continue
+		if len(pts) > 0 {
+			xys[l.name] = pts
+			present = append(present, l)
 		}
-		l, err := plotter.NewLine(xys)
-		if err != nil {
-			return nil, err
-		}
-		st.apply(name, &l.LineStyle)
-		p.Add(l)
-		p.Legend.Add(name, l)
 	}
-	p.X.Min, p.X.Max = 1, math.Pow(10, math.Ceil(math.Log10(maxX)))
-	return p, nil
+	maxX = math.Pow(10, math.Ceil(math.Log10(maxX)))
+	extra := 0
+	if fifoUs > 0 {
+		extra = 1
+	}
+	best := bestOf(func(n string) (float64, bool) {
+		return float64(hists[n].ValueAtQuantile(99)), true
+	}, false)
+	ch := &chart{title: "wait percentiles: " + c.String()}
+	for _, pl := range planPanels(present, extra, best) {
+		pn := newPanel(pl.title)
+		p := pn.plot
+		p.X.Label.Text = "percentile"
+		p.Y.Label.Text = "wait (ms)"
+		p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+		p.X.Tick.Marker = percentileTicks
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		for _, name := range pl.names {
+			l, err := plotter.NewLine(xys[name])
+			if err != nil {
+				return nil, err
+			}
+			l.LineStyle = st.line(name, pl.bold)
+			pn.styles[name] = l.LineStyle
+			pn.add(legendLabel(name, pl.roles), l)
+		}
+		if fifoUs > 0 {
+			l, err := plotter.NewLine(plotter.XYs{{X: 1, Y: fifoUs / 1000}, {X: maxX, Y: fifoUs / 1000}})
+			if err != nil {
+				return nil, err
+			}
+			l.LineStyle = fifoStyle
+			pn.add("FIFO floor "+fmtMs(fifoUs/1000), l)
+		}
+		ch.panels = append(ch.panels, pn)
+	}
+	ch.shareAxes()
+	for _, pn := range ch.panels {
+		pn.plot.X.Min, pn.plot.X.Max = 1, maxX
+	}
+	return ch, nil
+}
+
+// fmtMs prints a wait in ms for a legend.
+func fmtMs(ms float64) string {
+	if ms < 1 {
+		return strconv.FormatFloat(ms, 'f', 3, 64) + " ms"
+	}
+	return strconv.FormatFloat(ms, 'g', 3, 64) + " ms"
 }
 
 // clientCounts returns the distinct client counts of rows, in ascending
@@ -137,118 +245,173 @@ func clientCounts(rows []row) []int {
 	return xs
 }
 
-// clientsPlot draws one figure per implementation against the number of
-// clients, for the rows of one scenario and hold.
-func clientsPlot(title, ylabel string, logY bool, rows []row, names []string, get func(row) float64, st implStyle) (*plot.Plot, error) {
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = "clients"
-	p.Y.Label.Text = ylabel
-	p.X.Scale = plot.LogScale{}
-	var ticks plot.ConstantTicks
+// atMost returns the value of name's row with the most clients: a plot
+// against clients names as best peer the one best where contention is
+// highest.
+func atMost(rows []row, get func(row) float64) func(name string) (float64, bool) {
+	return func(name string) (float64, bool) {
+		v, n, ok := 0.0, 0, false
+		for _, r := range rows {
+			if r.Impl == name && r.Clients >= n {
+				v, n, ok = get(r), r.Clients, true
+			}
+		}
+		return v, ok
+	}
+}
+
+// clientsPlot draws one line per implementation against the number of
+// clients, for the rows of one scenario and hold; higher says whether a
+// higher figure is better (it picks the best peer). fifo, if not nil, is
+// the FIFO floor by client count (fifoFloors), drawn in every panel.
+func clientsPlot(title, ylabel string, higher, logY bool, rows []row, locks []lockInfo, get func(row) float64, fifo map[int]float64, st lockStyles) (*chart, error) {
 	xs := clientCounts(rows)
+	var ticks plot.ConstantTicks
 	for _, x := range xs {
 		ticks = append(ticks, plot.Tick{Value: float64(x), Label: strconv.Itoa(x)})
 	}
-	p.X.Tick.Marker = ticks
-	if logY {
-		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	val := func(y float64) float64 {
+		if logY {
+			return math.Max(y, 0.001)
+		}
+		return y
 	}
-	p.Add(plotter.NewGrid())
-	p.Legend.Top, p.Legend.Left = true, true
-	lo, hi, lines := math.Inf(1), 0.0, 0
-	for _, name := range names {
-		var xys plotter.XYs
+	xys := map[string]plotter.XYs{}
+	var present []lockInfo
+	for _, l := range locks {
+		var pts plotter.XYs
 		for _, r := range rows {
-			if r.Impl != name {
-				continue
+			if r.Impl == l.name {
+				pts = append(pts, plotter.XY{X: float64(r.Clients), Y: val(get(r))})
 			}
-			y := get(r)
-			if logY {
-				y = math.Max(y, 0.001)
+		}
+		if len(pts) > 0 {
+			slices.SortFunc(pts, func(a, b plotter.XY) int { return int(a.X - b.X) })
+			xys[l.name] = pts
+			present = append(present, l)
+		}
+	}
+	var fifoXYs plotter.XYs
+	for _, x := range xs {
+		if v, ok := fifo[x]; ok {
+			fifoXYs = append(fifoXYs, plotter.XY{X: float64(x), Y: val(v)})
+		}
+	}
+	extra := 0
+	if len(fifoXYs) > 0 {
+		extra = 1
+	}
+	ch := &chart{title: title}
+	for _, pl := range planPanels(present, extra, bestOf(atMost(rows, get), higher)) {
+		pn := newPanel(pl.title)
+		p := pn.plot
+		p.X.Label.Text = "clients"
+		p.Y.Label.Text = ylabel
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = ticks
+		if logY {
+			p.Y.Scale = plot.LogScale{}
+			p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		}
+		for _, name := range pl.names {
+			l, pts, err := plotter.NewLinePoints(xys[name])
+			if err != nil {
+				return nil, err
 			}
-			xys = append(xys, plotter.XY{X: float64(r.Clients), Y: y})
-			lo, hi = math.Min(lo, y), math.Max(hi, y)
+			l.LineStyle = st.line(name, pl.bold)
+			pts.Color = l.LineStyle.Color
+			pn.styles[name] = l.LineStyle
+			pn.add(legendLabel(name, pl.roles), l, pts)
 		}
-		if len(xys) == 0 {
-			continue
+		if len(fifoXYs) > 0 {
+			l, err := plotter.NewLine(fifoXYs)
+			if err != nil {
+				return nil, err
+			}
+			l.LineStyle = fifoStyle
+			pn.add("FIFO floor", l)
 		}
-		lines++
-		slices.SortFunc(xys, func(a, b plotter.XY) int { return int(a.X - b.X) })
-		l, pts, err := plotter.NewLinePoints(xys)
-		if err != nil {
-			return nil, err
+		ch.panels = append(ch.panels, pn)
+	}
+	ch.shareAxes()
+	for _, pn := range ch.panels {
+		p := pn.plot
+		if len(xs) > 0 {
+			p.X.Min, p.X.Max = float64(xs[0])/1.3, float64(xs[len(xs)-1])*1.3
 		}
-		st.apply(name, &l.LineStyle)
-		pts.Color = st.color(name)
-		p.Add(l, pts)
-		p.Legend.Add(name, l, pts)
+		if logY {
+			p.Y.Min, p.Y.Max = p.Y.Min/1.3, p.Y.Max*1.3
+		} else {
+			p.Y.Min, p.Y.Max = 0, math.Max(p.Y.Max, 1)*1.05
+		}
 	}
-	if len(xs) > 0 {
-		p.X.Min, p.X.Max = float64(xs[0])/1.3, float64(xs[len(xs)-1])*1.3
-	}
-	// Leave the top of the plot to the legend.
-	room := 1 + 0.07*float64(lines)
-	if logY && hi > 0 {
-		p.Y.Min, p.Y.Max = lo/1.5, hi*math.Pow(hi/lo*1.5, room-1)
-	} else if !logY {
-		p.Y.Min, p.Y.Max = 0, math.Max(hi, 1)*room
-	}
-	return p, nil
+	return ch, nil
 }
 
 // cmdsPlot draws Redis commands per acquisition as grouped bars: one group
-// per client count, one bar per implementation.
-func cmdsPlot(title string, rows []row, names []string, st implStyle) (*plot.Plot, error) {
-	p := plot.New()
-	p.Title.Text = title
-	p.Y.Label.Text = "Redis commands per acquisition"
+// per client count, one bar per implementation. The best peer is the one
+// with the fewest commands at the most clients.
+func cmdsPlot(title string, rows []row, locks []lockInfo, st lockStyles) (*chart, error) {
 	xs := clientCounts(rows)
-	var present []string
-	for _, n := range names {
-		if slices.ContainsFunc(rows, func(r row) bool { return r.Impl == n }) {
-			present = append(present, n)
+	// A lock that sent no Redis command (one on etcd, ZooKeeper or
+	// PostgreSQL) has no bar to draw.
+	var present []lockInfo
+	for _, l := range locks {
+		if slices.ContainsFunc(rows, func(r row) bool { return r.Impl == l.name && r.RedisCmdsPerOp > 0 }) {
+			present = append(present, l)
 		}
 	}
+	ch := &chart{title: title}
 	if len(present) == 0 || len(xs) == 0 {
-		return p, nil
+		ch.panels = append(ch.panels, newPanel(""))
+		return ch, nil
 	}
 	top := 0.0
 	for _, r := range rows {
 		top = math.Max(top, r.RedisCmdsPerOp)
 	}
-	// One group per data unit; the data area is about 85% of the width.
-	groupW := plotW * 0.85 / vg.Length(len(xs))
-	w := groupW * 0.8 / vg.Length(len(present))
-	for i, name := range present {
-		vals := make(plotter.Values, len(xs))
-		for j, x := range xs {
-			for _, r := range rows {
-				if r.Impl == name && r.Clients == x {
-					vals[j] = r.RedisCmdsPerOp
-				}
-			}
-		}
-		b, err := plotter.NewBarChart(vals, w)
-		if err != nil {
-			return nil, err
-		}
-		b.Color = st.color(name)
-		b.LineStyle.Width = 0
-		b.Offset = (vg.Length(i) - vg.Length(len(present)-1)/2) * w
-		p.Add(b)
-		p.Legend.Add(name, b)
-	}
 	labels := make([]string, len(xs))
 	for i, x := range xs {
 		labels[i] = "N=" + strconv.Itoa(x)
 	}
-	p.NominalX(labels...)
-	p.X.Min, p.X.Max = -0.5, float64(len(xs))-0.5
-	p.Legend.Top = true
-	p.Y.Min = 0
-	// Leave the top of the plot to the legend.
-	p.Y.Max = math.Max(top, 1) * (1 + 0.08*float64(len(present)))
-	return p, nil
+	best := bestOf(atMost(rows, func(r row) float64 { return r.RedisCmdsPerOp }), false)
+	for _, pl := range planPanels(present, 0, best) {
+		pn := newPanel(pl.title)
+		p := pn.plot
+		p.Y.Label.Text = "Redis commands per acquisition"
+		// One group per data unit; the data area is about 85% of the
+		// panel's plotting width.
+		groupW := (tileW - legendW) * 0.85 / vg.Length(len(xs))
+		w := groupW * 0.8 / vg.Length(len(pl.names))
+		for i, name := range pl.names {
+			vals := make(plotter.Values, len(xs))
+			for j, x := range xs {
+				for _, r := range rows {
+					if r.Impl == name && r.Clients == x {
+						vals[j] = r.RedisCmdsPerOp
+					}
+				}
+			}
+			b, err := plotter.NewBarChart(vals, w)
+			if err != nil {
+				return nil, err
+			}
+			// A bar has no dashes of its own: a lock drawn dashed gets a
+			// dashed outline, so two locks of one colour still differ.
+			ls := st.line(name, pl.bold)
+			b.Color = ls.Color
+			b.LineStyle.Width = 0
+			if len(ls.Dashes) > 0 {
+				b.LineStyle = draw.LineStyle{Color: rgb(0x000000), Width: vg.Points(1.2), Dashes: ls.Dashes}
+			}
+			b.Offset = (vg.Length(i) - vg.Length(len(pl.names)-1)/2) * w
+			pn.styles[name] = ls
+			pn.add(legendLabel(name, pl.roles), b)
+		}
+		p.NominalX(labels...)
+		p.X.Min, p.X.Max = -0.5, float64(len(xs))-0.5
+		p.Y.Min, p.Y.Max = 0, math.Max(top, 1)*1.05
+		ch.panels = append(ch.panels, pn)
+	}
+	return ch, nil
 }

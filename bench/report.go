@@ -181,48 +181,6 @@ func (res *results) writeHgrm(dir string) error {
 	return nil
 }
 
-// writePlots draws the plots and returns their svg names by section.
-func (res *results) writePlots(dir string) (map[string][]string, error) {
-	names := res.implNames()
-	st := implStyle{}
-	for i, n := range names {
-		st[n] = i
-	}
-	out := plotFiles{}
-	for _, c := range res.cells {
-		hs := map[string]*hdrhistogram.Histogram{}
-		for _, n := range names {
-			hs[n] = res.hists[groupKey{n, c}]
-		}
-		p, err := latencyPlot(c, names, hs, st)
-		if err = out.add("latency", dir, "latency_"+c.id(), p, err); err != nil {
-			return nil, err
-		}
-	}
-	for _, g := range res.scenarioHolds() {
-		rows := res.rowsOf(g.scenario, g.hold)
-		stem := g.scenario + "_h" + fmtHold(g.hold)
-		label := fmt.Sprintf("%s, hold %s", g.scenario, fmtHold(g.hold))
-		if g.multiClients {
-			p, err := clientsPlot("throughput: "+label, "acquisitions/s", false, rows, names,
-				func(r row) float64 { return r.OpsPerSec }, st)
-			if err = out.add("throughput", dir, "throughput_"+stem, p, err); err != nil {
-				return nil, err
-			}
-			p, err = clientsPlot("p99 wait: "+label, "wait p99 (ms)", true, rows, names,
-				func(r row) float64 { return r.WaitP99Us / 1000 }, st)
-			if err = out.add("p99", dir, "p99_"+stem, p, err); err != nil {
-				return nil, err
-			}
-		}
-		p, err := cmdsPlot("commands per acquisition: "+label, rows, names, st)
-		if err = out.add("cmds", dir, "cmds_"+stem, p, err); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
 type scenarioHold struct {
 	scenario     string
 	hold         time.Duration
