@@ -1,0 +1,317 @@
+package htmlreport
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// A job is what an engineer wants a lock for; the report gives one verdict
+// for each.
+type job struct {
+	name     string
+	scenario string // the scenario whose headline cell decides
+	nodes    int    // servers the locks use
+	others   bool   // locks beyond Redis (etcd, ZooKeeper, PostgreSQL)
+}
+
+var jobs = []job{
+	{name: "One key under contention", scenario: "contended", nodes: 1},
+	{name: "Many keys", scenario: "keys", nodes: 1},
+	{name: "No contention", scenario: "uncontended", nodes: 1},
+	{name: "Five servers", scenario: "contended", nodes: 5},
+	{name: "Beyond Redis", scenario: "contended", nodes: 1, others: true},
+}
+
+// Verdict is the answer for one job, at its scenario's headline cell.
+type Verdict struct {
+	Job  string // "One key under contention"
+	Cell string // "contended, 8 clients, hold 1ms"; "" when Missing is set
+	// Missing says why there is no verdict ("no lock of this job ran").
+	Missing string
+
+	Pick     string  // the lock to pick: the best figure among ours and the peers
+	PickKind string  // KindOurs or KindPeer
+	Figure   float64 // its ops/s (acquisitions, or pairs when uncontended)
+	Unit     string  // "acq/s" or "pairs/s"
+	WaitP99  float64 // its wait p99 in µs, on one key under contention; else 0
+
+	// Rival is the best lock of the other camp: the best peer when Pick is
+	// ours, our best when Pick is a peer; "" if none ran. RivalRatio is
+	// Pick's ops/s over Rival's, the median of same-round ratios.
+	Rival      string
+	RivalRatio float64
+	// Floor is the floor Pick is measured against (raw, raw-5), and
+	// FloorRatio Pick's ops/s over it (summary.json's ops_floor_ratio);
+	// FloorRatio is 0 when the floor did not run.
+	Floor      string
+	FloorRatio float64
+	// AALo and AAHi are the A/A control's lowest and highest same-round
+	// ratio (raw-again over raw) in the same cell, or the one-server cell
+	// for locks on five servers; both 0 when the control did not run.
+	AALo, AAHi float64
+	// Tie reports whether RivalRatio sits inside the A/A spread: as far
+	// from 1 as two runs of the same code were, or nearer.
+	Tie bool
+}
+
+// cellKey names one cell of the bench: a scenario at a number of clients
+// and a hold.
+type cellKey struct {
+	scenario string
+	clients  int
+	holdUs   float64
+}
+
+func (c cellKey) label(keys int) string {
+	parts := []string{c.scenario}
+	if keys > 1 {
+		parts = append(parts, fmt.Sprintf("%d clients over %d keys", c.clients, keys))
+	} else if c.clients > 1 {
+		parts = append(parts, fmt.Sprintf("%d clients", c.clients))
+	}
+	if c.scenario != "uncontended" {
+		parts = append(parts, "hold "+fmtHoldUs(c.holdUs))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// headline returns the cell of scenario that decides, as report.md's
+// summary picks it: the most clients, then on one key the longest hold
+// (a queue forms) and over many keys the shortest (the lock's own cost
+// shows). It reports false when the scenario did not run.
+func headline(rows []row, scenario string) (cellKey, int, bool) {
+	var best cellKey
+	keys, found := 0, false
+	for _, r := range rows {
+		if r.Scenario != scenario {
+			continue
+		}
+		c := cellKey{r.Scenario, r.Clients, r.HoldUs}
+		preferred := c.holdUs > best.holdUs
+		if r.Keys > 1 {
+			preferred = c.holdUs < best.holdUs
+		}
+		if !found || c.clients > best.clients || c.clients == best.clients && preferred {
+			best, keys, found = c, r.Keys, true
+		}
+	}
+	return best, keys, found
+}
+
+// verdicts computes one verdict per job from the rows of summary.json.
+func verdicts(rows []row, lockOf func(string) Lock) []Verdict {
+	var out []Verdict
+	for _, j := range jobs {
+		out = append(out, verdictFor(j, rows, lockOf))
+	}
+	return out
+}
+
+func verdictFor(j job, rows []row, lockOf func(string) Lock) Verdict {
+	v := Verdict{Job: j.name}
+	c, keys, ok := headline(rows, j.scenario)
+	if !ok && j.nodes > 1 { // five servers: their cost shows without contention too
+		c, keys, ok = headline(rows, "uncontended")
+	}
+	if !ok {
+		v.Missing = fmt.Sprintf("the %s scenario did not run", j.scenario)
+		return v
+	}
+	v.Cell = c.label(keys)
+	v.Unit = "acq/s"
+	if c.scenario == "uncontended" {
+		v.Unit = "pairs/s"
+	}
+	in := func(r row) bool { return cellKey{r.Scenario, r.Clients, r.HoldUs} == c }
+	var pick, ours, peer *row
+	for i := range rows {
+		r := &rows[i]
+		l := lockOf(r.Impl)
+		if !in(*r) || l.Nodes != j.nodes || (l.System != "redis") != j.others || r.Violations > 0 {
+			continue
+		}
+		switch l.Kind {
+		case KindOurs:
+			if ours == nil || r.OpsPerSec > ours.OpsPerSec {
+				ours = r
+			}
+		case KindPeer:
+			if peer == nil || r.OpsPerSec > peer.OpsPerSec {
+				peer = r
+			}
+		}
+	}
+	switch {
+	case ours == nil && peer == nil:
+		v.Missing = "no lock of ours or of a peer ran for it"
+		if j.others {
+			v.Missing = "no lock on etcd, ZooKeeper or PostgreSQL ran"
+		}
+		return v
+	case peer == nil || ours != nil && ours.OpsPerSec >= peer.OpsPerSec:
+		pick, v.PickKind = ours, KindOurs
+		if peer != nil {
+			v.Rival = peer.Impl
+			v.RivalRatio = sameRoundRatio(*ours, *peer)
+		}
+	default:
+		pick, v.PickKind = peer, KindPeer
+		if ours != nil {
+			v.Rival = ours.Impl
+			v.RivalRatio = sameRoundRatio(*peer, *ours)
+		}
+	}
+	v.Pick, v.Figure = pick.Impl, pick.OpsPerSec
+	if c.scenario == "contended" {
+		v.WaitP99 = pick.WaitP99Us
+	}
+	if pick.OpsFloorRatio != nil {
+		v.Floor, v.FloorRatio = pick.FloorTo, *pick.OpsFloorRatio
+	}
+	v.AALo, v.AAHi = aaSpread(rows, c)
+	if v.Rival != "" && v.AAHi > 0 {
+		v.Tie = math.Abs(v.RivalRatio-1) <= max(math.Abs(v.AALo-1), math.Abs(v.AAHi-1))
+	}
+	return v
+}
+
+// The A/A control: the floor run a second time in each round.
+const (
+	aaFloor = "raw"
+	aaAgain = "raw-again"
+)
+
+// aaSpread returns the lowest and highest same-round ratio of the A/A
+// control in cell c (raw-again over raw), or zeros if it did not run.
+func aaSpread(rows []row, c cellKey) (lo, hi float64) {
+	var floor, again *row
+	for i := range rows {
+		r := &rows[i]
+		if (cellKey{r.Scenario, r.Clients, r.HoldUs}) != c {
+			continue
+		}
+		switch r.Impl {
+		case aaFloor:
+			floor = r
+		case aaAgain:
+			again = r
+		}
+	}
+	if floor == nil || again == nil {
+		return 0, 0
+	}
+	rs := roundRatios(*again, *floor)
+	if len(rs) == 0 {
+		return 0, 0
+	}
+	return rs[0], rs[len(rs)-1]
+}
+
+// roundRatios returns a's ops/s over b's in each round both ran, sorted.
+func roundRatios(a, b row) []float64 {
+	var rs []float64
+	for _, ra := range a.PerRound {
+		for _, rb := range b.PerRound {
+			if ra.Round == rb.Round && rb.OpsPerSec > 0 {
+				rs = append(rs, ra.OpsPerSec/rb.OpsPerSec)
+			}
+		}
+	}
+	slices.Sort(rs)
+	return rs
+}
+
+// sameRoundRatio is the median of roundRatios(a, b), as the bench's
+// tables compute their ratios; without rounds in common it falls back to
+// the ratio of the medians.
+func sameRoundRatio(a, b row) float64 {
+	rs := roundRatios(a, b)
+	switch {
+	case len(rs) == 0 && b.OpsPerSec > 0:
+		return a.OpsPerSec / b.OpsPerSec
+	case len(rs) == 0:
+		return 0
+	case len(rs)%2 == 1:
+		return rs[len(rs)/2]
+	default:
+		return (rs[len(rs)/2-1] + rs[len(rs)/2]) / 2
+	}
+}
+
+// Sentence is the verdict in one sentence of plain text.
+func (v Verdict) Sentence() string {
+	if v.Missing != "" {
+		return fmt.Sprintf("%s: no verdict, %s.", v.Job, v.Missing)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (%s): pick %s", v.Job, v.Cell, v.Pick)
+	if v.PickKind == KindPeer {
+		b.WriteString(" (a peer's)")
+	}
+	fmt.Fprintf(&b, ", %s %s", fmtOps(v.Figure), v.Unit)
+	if v.WaitP99 > 0 {
+		fmt.Fprintf(&b, " with a wait p99 of %s", fmtUs(v.WaitP99))
+	}
+	switch {
+	case v.Rival == "" && v.PickKind == KindOurs:
+		b.WriteString("; no peer ran")
+	case v.Rival == "":
+		b.WriteString("; none of ours ran")
+	default:
+		who := "the best peer"
+		if v.PickKind == KindPeer {
+			who = "our best"
+		}
+		fmt.Fprintf(&b, "; %.2f× %s, %s", v.RivalRatio, who, v.Rival)
+		if v.Tie {
+			fmt.Fprintf(&b, ": a tie, inside this run's A/A spread (%.2f–%.2f×)", v.AALo, v.AAHi)
+		}
+	}
+	if v.Floor != "" {
+		fmt.Fprintf(&b, "; %.2f× the floor, %s", v.FloorRatio, v.Floor)
+	}
+	b.WriteString(".")
+	return b.String()
+}
+
+func fmtOps(v float64) string {
+	s := fmt.Sprintf("%.0f", v)
+	if len(s) <= 3 {
+		return s
+	}
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// fmtUs prints a duration given in µs with a fitting unit, as report.md
+// does.
+func fmtUs(us float64) string {
+	switch {
+	case us >= 1e6:
+		return fmt.Sprintf("%.2f s", us/1e6)
+	case us >= 1e3:
+		return fmt.Sprintf("%.1f ms", us/1e3)
+	default:
+		return fmt.Sprintf("%.0f µs", us)
+	}
+}
+
+// fmtHoldUs prints a hold as the bench names it: "0", "1ms", "500µs".
+func fmtHoldUs(us float64) string {
+	switch {
+	case us == 0:
+		return "0"
+	case math.Mod(us, 1000) == 0:
+		return fmt.Sprintf("%gms", us/1000)
+	default:
+		return fmt.Sprintf("%gµs", us)
+	}
+}

@@ -1,0 +1,180 @@
+package htmlreport
+
+import (
+	"strings"
+	"testing"
+)
+
+// rw builds a summary row with per-round ops/s.
+func rw(impl, sc string, clients, nodes int, ops ...float64) row {
+	r := row{Impl: impl, Scenario: sc, Clients: clients, HoldUs: 1000, Keys: 1, Nodes: nodes}
+	if sc == "uncontended" {
+		r.HoldUs, r.Keys = 0, 0
+	}
+	for i, v := range ops {
+		r.PerRound = append(r.PerRound, struct {
+			Round     int     `json:"round"`
+			OpsPerSec float64 `json:"ops_per_sec"`
+		}{i, v})
+	}
+	r.OpsPerSec = median(ops)
+	return r
+}
+
+func median(xs []float64) float64 {
+	s := append([]float64{}, xs...)
+	for i := range s {
+		for j := i + 1; j < len(s); j++ {
+			if s[j] < s[i] {
+				s[i], s[j] = s[j], s[i]
+			}
+		}
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func withFloor(r row, floor string, ratio float64) row {
+	r.FloorTo, r.OpsFloorRatio = floor, &ratio
+	return r
+}
+
+var testLocks = map[string]Lock{
+	"correct":   {"correct", KindOurs, 1, "redis"},
+	"watchdog":  {"watchdog", KindOurs, 1, "redis"},
+	"redlock-5": {"redlock-5", KindOurs, 5, "redis"},
+	"redsync-1": {"redsync-1", KindPeer, 1, "redis"},
+	"redsync-5": {"redsync-5", KindPeer, 5, "redis"},
+	"raw":       {"raw", KindFloor, 1, "redis"},
+	"raw-again": {"raw-again", KindFloor, 1, "redis"},
+	"etcdlock":  {"etcdlock", KindOurs, 1, "etcd"},
+	"naive":     {"naive", KindNaive, 1, "redis"},
+}
+
+func testLock(name string) Lock { return testLocks[name] }
+
+func TestVerdicts(t *testing.T) {
+	// The A/A control: raw-again over raw is 0.95, 1.00, 1.05 in the
+	// three rounds, so a lead within 5% is a tie.
+	aa := []row{rw("raw", "contended", 8, 1, 1000, 1000, 1000), rw("raw-again", "contended", 8, 1, 950, 1000, 1050)}
+	tests := []struct {
+		name  string
+		rows  []row
+		job   string
+		want  Verdict
+		words []string // in the sentence
+	}{
+		{
+			name: "ours ahead beyond the spread",
+			rows: append([]row{withFloor(rw("correct", "contended", 8, 1, 900, 880, 910), "raw", 0.9),
+				rw("watchdog", "contended", 8, 1, 700, 700, 700), rw("redsync-1", "contended", 8, 1, 600, 640, 620)}, aa...),
+			job:   "One key under contention",
+			want:  Verdict{Pick: "correct", PickKind: KindOurs, Rival: "redsync-1", Floor: "raw", FloorRatio: 0.9, AALo: 0.95, AAHi: 1.05},
+			words: []string{"pick correct", "900 acq/s", "1.47× the best peer, redsync-1", "0.90× the floor, raw"},
+		},
+		{
+			name: "a tie inside the A/A spread",
+			rows: append([]row{rw("correct", "contended", 8, 1, 1000, 1000, 1000),
+				rw("redsync-1", "contended", 8, 1, 980, 990, 1000)}, aa...),
+			job:   "One key under contention",
+			want:  Verdict{Pick: "correct", PickKind: KindOurs, Rival: "redsync-1", Tie: true, AALo: 0.95, AAHi: 1.05},
+			words: []string{"a tie, inside this run's A/A spread (0.95–1.05×)"},
+		},
+		{
+			name: "a peer ahead is the pick",
+			rows: append([]row{rw("correct", "contended", 8, 1, 500, 500, 500),
+				rw("redsync-1", "contended", 8, 1, 1000, 1000, 1000)}, aa...),
+			job:   "One key under contention",
+			want:  Verdict{Pick: "redsync-1", PickKind: KindPeer, Rival: "correct", AALo: 0.95, AAHi: 1.05},
+			words: []string{"pick redsync-1 (a peer's)", "2.00× our best, correct"},
+		},
+		{
+			name: "a lock with violations is never the pick",
+			rows: func() []row {
+				bad := rw("correct", "contended", 8, 1, 5000)
+				bad.Violations = 3
+				return []row{bad, rw("redsync-1", "contended", 8, 1, 1000)}
+			}(),
+			job:  "One key under contention",
+			want: Verdict{Pick: "redsync-1", PickKind: KindPeer},
+		},
+		{
+			name:  "the headline cell has the most clients",
+			rows:  []row{rw("correct", "contended", 2, 1, 5000), rw("correct", "contended", 8, 1, 800)},
+			job:   "One key under contention",
+			want:  Verdict{Pick: "correct", PickKind: KindOurs, Cell: "contended, 8 clients, hold 1ms"},
+			words: []string{"no peer ran"},
+		},
+		{
+			name: "five servers compares five-node locks only",
+			rows: []row{rw("correct", "contended", 8, 1, 5000), rw("redlock-5", "contended", 8, 5, 400),
+				rw("redsync-5", "contended", 8, 5, 200)},
+			job:  "Five servers",
+			want: Verdict{Pick: "redlock-5", PickKind: KindOurs, Rival: "redsync-5"},
+		},
+		{
+			name: "beyond Redis compares locks on other systems only",
+			rows: []row{rw("correct", "contended", 8, 1, 5000), rw("etcdlock", "contended", 8, 1, 80)},
+			job:  "Beyond Redis",
+			want: Verdict{Pick: "etcdlock", PickKind: KindOurs},
+		},
+		{
+			name:  "a scenario that did not run has no verdict",
+			rows:  []row{rw("correct", "contended", 8, 1, 5000)},
+			job:   "Many keys",
+			want:  Verdict{Missing: "the keys scenario did not run"},
+			words: []string{"Many keys: no verdict, the keys scenario did not run."},
+		},
+		{
+			name:  "no lock on another system",
+			rows:  []row{rw("correct", "contended", 8, 1, 5000)},
+			job:   "Beyond Redis",
+			want:  Verdict{Missing: "no lock on etcd, ZooKeeper or PostgreSQL ran"},
+			words: []string{"no verdict"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got Verdict
+			for _, v := range verdicts(tt.rows, testLock) {
+				if v.Job == tt.job {
+					got = v
+				}
+			}
+			if got.Pick != tt.want.Pick || got.PickKind != tt.want.PickKind || got.Rival != tt.want.Rival ||
+				got.Tie != tt.want.Tie || got.Missing != tt.want.Missing || got.Floor != tt.want.Floor ||
+				got.FloorRatio != tt.want.FloorRatio || got.AALo != tt.want.AALo || got.AAHi != tt.want.AAHi {
+				t.Errorf("verdict = %+v; want %+v", got, tt.want)
+			}
+			if tt.want.Cell != "" && got.Cell != tt.want.Cell {
+				t.Errorf("Cell = %q; want %q", got.Cell, tt.want.Cell)
+			}
+			s := got.Sentence()
+			for _, w := range tt.words {
+				if !strings.Contains(s, w) {
+					t.Errorf("Sentence() = %q; want it to hold %q", s, w)
+				}
+			}
+		})
+	}
+}
+
+func TestSameRoundRatio(t *testing.T) {
+	// Same-round ratios 2, 0.5, 1: their median is 1, while the ratio of
+	// the medians would be 1.5.
+	a := rw("a", "contended", 8, 1, 200, 100, 300)
+	b := rw("b", "contended", 8, 1, 100, 200, 300)
+	if got := sameRoundRatio(a, b); got != 1 {
+		t.Errorf("sameRoundRatio = %v; want 1", got)
+	}
+}
+
+func TestFmtOps(t *testing.T) {
+	for in, want := range map[float64]string{7: "7", 707.4: "707", 17856: "17,856", 1234567: "1,234,567"} {
+		if got := fmtOps(in); got != want {
+			t.Errorf("fmtOps(%v) = %q; want %q", in, got, want)
+		}
+	}
+}
