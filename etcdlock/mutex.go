@@ -63,15 +63,14 @@ func New(client *clientv3.Client, key string, opts ...Option) *Mutex {
 	if err == nil {
 		err = args.Target(ErrInvalid, client, key)
 	}
-	m := &Mutex{
+	return &Mutex{
 		client: client,
 		key:    key,
 		prefix: key + "/",
 		ttl:    int64(o.ttl / time.Second),
 		shared: o.session,
+		f:      frame.Holding[hold]{Frame: frame.Frame{Kind: "etcdlock", Key: key, Err: err, Hook: o.hook, Obs: o.observer}},
 	}
-	m.f.Frame = frame.Frame{Kind: "etcdlock", Key: key, Err: err, Hook: o.hook, Obs: o.observer}
-	return m
 }
 
 // Lock acquires the lock, waiting in line while others hold it or are

@@ -81,9 +81,11 @@ func New(s *Session, path string, opts ...Option) *Mutex {
 	if err == nil {
 		err = checkPath(path)
 	}
-	m := &Mutex{s: s, path: path}
-	m.f.Frame = frame.Frame{Kind: "zklock", Key: path, Err: err, Hook: o.hook, Obs: o.observer}
-	return m
+	return &Mutex{
+		s:    s,
+		path: path,
+		f:    frame.Holding[hold]{Frame: frame.Frame{Kind: "zklock", Key: path, Err: err, Hook: o.hook, Obs: o.observer}},
+	}
 }
 
 // checkPath reports whether path is an absolute ZooKeeper path that a
