@@ -266,7 +266,7 @@ func (e shortLease) Unwrap() error { return e.error }
 // Unlock releases the lock if this Mutex still holds it, and returns
 // [ErrNotHeld] if it does not (never locked, already unlocked, or the lease
 // ran out). It runs even when ctx is already cancelled: the release uses a
-// context detached from ctx's cancellation, with its own 5s timeout, so a
+// context detached from ctx's cancellation, with its own 2s timeout, so a
 // holder whose work was cancelled still frees the lock. The token counter is
 // left as it is.
 func (m *Mutex) Unlock(ctx context.Context) error {

@@ -225,7 +225,7 @@ func (m *Mutex) try(ctx context.Context) (bool, error) {
 // [ErrMaxHold], or the Lock context's error).
 //
 // Unlock releases the lock even if ctx is already cancelled: it then uses
-// context.WithoutCancel(ctx) bounded by 5s.
+// context.WithoutCancel(ctx) bounded by 2s.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	if err := m.check(); err != nil {
 		return err
