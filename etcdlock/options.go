@@ -19,7 +19,8 @@ const (
 )
 
 // An Option configures a [Mutex]. Options are applied by [New] in order;
-// when one is given twice, the last wins. A nil Option is ignored.
+// when one is given twice, the last wins, though an invalid value is
+// reported even when a later one replaces it. A nil Option is ignored.
 type Option func(*options)
 
 type options struct {
