@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"image/png"
 	"maps"
 	"os"
 	"path"
@@ -25,11 +26,13 @@ var pageCSS string
 
 var page = template.Must(template.New("report").Parse(pageSource))
 
-// Write writes dir/locks.json (the locks given) and dir/report.html, made
+// Write writes dir/locks.json (the locks given, by name) and dir/report.html, made
 // from the results directory dir, and returns the page's path. It needs
 // summary.json or faults.json in dir; the plots, the heatmap and the
 // timelines appear when they are there.
 func Write(dir string, locks []Lock) (string, error) {
+	locks = slices.Clone(locks)
+	slices.SortFunc(locks, func(a, b Lock) int { return strings.Compare(a.Name, b.Name) })
 	b, err := json.MarshalIndent(locks, "", "  ")
 	if err != nil {
 		return "", err
@@ -112,6 +115,7 @@ type plotGroup struct {
 type plotImage struct {
 	Name string
 	Src  template.URL
+	Wide bool // more than twice as wide as high: a row of its own
 }
 
 type timelineView struct {
@@ -186,7 +190,10 @@ func (res *results) page(w *bytes.Buffer) error {
 			if err != nil {
 				return err
 			}
-			g.Images = append(g.Images, plotImage{Name: strings.TrimSuffix(path.Base(p.path), ".png"), Src: src})
+			// A picture that does not decode is still shown: Check names it.
+			cfg, _ := png.DecodeConfig(bytes.NewReader(res.raw[p.path]))
+			g.Images = append(g.Images, plotImage{Name: strings.TrimSuffix(path.Base(p.path), ".png"), Src: src,
+				Wide: cfg.Width > 2*cfg.Height})
 		}
 		if len(g.Images) > 0 {
 			v.Plots = append(v.Plots, g)
@@ -206,11 +213,17 @@ func viewVerdict(vd Verdict) verdictView {
 	return verdictView{Job: vd.Job, Cell: vd.Cell, Pick: vd.Pick, Rest: rest, Tie: vd.Tie}
 }
 
+// dataURI returns the file rel of the results as a data: URI, and keeps
+// its bytes in res.raw.
 func (res *results) dataURI(rel string) (template.URL, error) {
 	b, err := os.ReadFile(filepath.Join(res.dir, rel))
 	if err != nil {
 		return "", err
 	}
+	if res.raw == nil {
+		res.raw = map[string][]byte{}
+	}
+	res.raw[rel] = b
 	mime := "image/png"
 	if strings.HasSuffix(rel, ".svg") {
 		mime = "image/svg+xml"

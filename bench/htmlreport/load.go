@@ -86,6 +86,7 @@ type results struct {
 	plots    []plot            // plots/*.png, in the bench's order of sections
 	heatmap  string            // faults_heatmap.png, relative; "" if none
 	timeline map[string]string // relative path -> text, every file under timelines/
+	raw      map[string][]byte // relative path -> bytes, of the pictures read
 }
 
 // plot is one picture of the report.

@@ -46,7 +46,10 @@ type event struct {
 	text string
 }
 
-var splitLanes = regexp.MustCompile(`\s{2,}`)
+var (
+	splitLanes  = regexp.MustCompile(`\s{2,}`)
+	overlapSpan = regexp.MustCompile(`(\d+(?:\.\d+)?)-(\d+(?:\.\d+)?) ms`)
+)
 
 // parseTimeline reads a timeline file; it reports an error when the file
 // has no lanes header.
@@ -174,6 +177,18 @@ func (t *timeline) svg() string {
 	for ms := (t0/step + 1) * step; ms <= t1; ms += step {
 		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.0f" y2="%.0f" class="grid"/>`, x(ms), x(ms), top, height-24)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" class="axis">%d ms</text>`, x(ms), height-8, ms)
+	}
+	// The overlap each finding names ("... in the critical section
+	// 1222-1229 ms"), as a red band across the lanes.
+	for _, f := range t.findings {
+		m := overlapSpan.FindStringSubmatch(f)
+		if m == nil {
+			continue
+		}
+		a, _ := strconv.ParseFloat(m[1], 64)
+		z, _ := strconv.ParseFloat(m[2], 64)
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%.0f" width="%.1f" height="%.0f" class="overlap"><title>%s</title></rect>`,
+			x(int(a)), top, max(x(int(z))-x(int(a)), 3), laneH*float64(len(t.lanes)), html.EscapeString(f))
 	}
 	// Holds and waits per client lane.
 	faultLane := len(t.lanes) - 1

@@ -36,7 +36,7 @@ func TestParseTimeline(t *testing.T) {
 		}
 	}
 	svg := tl.svg()
-	for _, w := range []string{`class="hold"`, `class="wait"`, "SIGSTOP A", "client C"} {
+	for _, w := range []string{`class="hold"`, `class="wait"`, `class="overlap"`, "SIGSTOP A", "client C"} {
 		if !strings.Contains(svg, w) {
 			t.Errorf("svg lacks %q", w)
 		}
