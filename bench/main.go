@@ -29,6 +29,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/locklab/locklab/bench/htmlreport"
 	"github.com/locklab/locklab/internal/module"
 	"github.com/locklab/locklab/internal/rig"
 )
@@ -138,6 +139,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	}
 	if err := writeJSON(filepath.Join(dir, "machine.json"), mach); err != nil {
 		return err
+	}
+	// report.html beside report.md and faults.md, and its screenshot (bench/htmlreport).
+	var locks []htmlreport.Lock
+	for _, im := range registry {
+		locks = append(locks, htmlreport.Lock{Name: im.name, Kind: string(im.kind), Nodes: im.nodes, System: systemOf(im)})
+	}
+	if page, err := htmlreport.Write(dir, locks); err != nil {
+		return err
+	} else if err := htmlreport.Check(ctx, page, filepath.Join(dir, "report.png")); err != nil {
+		fmt.Fprintf(stderr, "bench: report.html: %v\n", err)
 	}
 	if latest != "" {
 		if err := pointLatest(latest, dir); err != nil {
