@@ -141,9 +141,11 @@ func spread(names []string, size int) [][]string {
 	return out
 }
 
+// serversText names a number of servers in a panel's title.
 func serversText(n int) string {
-	if n == 1 {
-		return "one server"
+	words := []string{1: "one server", 3: "three servers", 5: "five servers"}
+	if n > 0 && n < len(words) && words[n] != "" {
+		return words[n]
 	}
 	return fmt.Sprintf("%d servers", n)
 }

@@ -184,7 +184,7 @@ func TestPlotPlanPanels(t *testing.T) {
 				t.Errorf("extra %d: panel %q draws %d of ours; want 4 or 5 (13 spread over 3)", extra, pl.title, ours)
 			}
 		}
-		five := slices.IndexFunc(plans, func(pl panelPlan) bool { return strings.HasPrefix(pl.title, "5 servers") })
+		five := slices.IndexFunc(plans, func(pl panelPlan) bool { return strings.HasPrefix(pl.title, "five servers") })
 		if five < 0 || !slices.Equal(plans[five].names, []string{"ours-5-0", "ours-5-1", "peer-5-0", "raw-5"}) {
 			t.Errorf("extra %d: the five-server panel is %v; want ours-5-0, ours-5-1, peer-5-0, raw-5", extra, plans)
 		}
