@@ -37,6 +37,9 @@ func (fr *faultReport) heatmap(dir string) error {
 	if slices.ContainsFunc(fr.setup.schedules, func(s *schedule) bool { return s.modeled }) {
 		foot[1] += "; * modeled"
 	}
+	if slices.ContainsFunc(fr.cells, func(c *cellResult) bool { return c.notRun == notApplicable }) {
+		foot[1] += "; –: the fault does not apply to the lock's system"
+	}
 	draw1 := func(dc draw.Canvas) {
 		dc.FillPolygon(color.White, rect(0, 0, w, h))
 		sty := func(size vg.Length, x text.XAlignment) draw.TextStyle {

@@ -121,7 +121,9 @@ nobody held the lock). Each unsafe or stuck cell links to the timeline of
 its first such run; every cell's first run is in ` + "`timelines/`" + ` too. For our
 locks, an unsafe cell says whether the lock's doc.go **promises** to survive
 that fault, **names** it as a fault it does not survive, or does not say
-*(not in doc)*: see "Against the docs" below.
+*(not in doc)*: see "Against the docs" below. A cell reading – is a fault
+that does not apply to the lock's system (a Redis server's failover for a
+lock on etcd; a pooler for a lock on Redis).
 
 `
 
