@@ -410,8 +410,14 @@ func firstLine(err error, n int) string {
 }
 
 // refusesServer reports whether err is a lock refusing the server it was
-// given (it evicts keys: internal/preflight), which no retry changes. It
-// also reads the error of a child process, which arrives as text.
+// given (it evicts keys: internal/preflight; a pooler in statement pooling
+// in front of PostgreSQL), which no retry changes. It also reads the error
+// of a child process, which arrives as text.
 func refusesServer(err error) bool {
-	return err != nil && (errors.Is(err, preflight.ErrEviction) || strings.Contains(err.Error(), preflight.ErrEviction.Error()))
+	return err != nil && (errors.Is(err, preflight.ErrEviction) || strings.Contains(err.Error(), preflight.ErrEviction.Error()) ||
+		strings.Contains(err.Error(), pglockRefusesPooler))
 }
+
+// pglockRefusesPooler is in the error of pglock's Lock behind a pooler in
+// statement pooling, which it refuses (pglock has no sentinel for it).
+const pglockRefusesPooler = "refuses the transaction the lock needs"

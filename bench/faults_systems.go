@@ -75,7 +75,7 @@ func systemSchedules() []*schedule {
 			run:        runExpiry},
 		{id: "pooler", n: 12, title: "PgBouncer in front", ttl: time.Second, parallel: 2, on: []string{"pglock", "pglock-row"},
 			stuckAfter: 4 * time.Second,
-			what:       "A, B and C reach PostgreSQL through PgBouncer 1.18 (even runs transaction pooling, odd runs session pooling; PgBouncer's default pool size) and take the lock one after the other, as in schedule 2 without faults. A lock that refuses the pooler is counted as refused, not unsafe.",
+			what:       "A, B and C reach PostgreSQL through PgBouncer 1.18 (runs in turn in transaction, session and statement pooling; PgBouncer's default pool size) and take the lock one after the other, as in schedule 2 without faults. A lock that refuses the pooler (pglock refuses statement pooling) is counted as refused, safe.",
 			run:        runPooler},
 		{id: "isolation", n: 13, title: "isolation level", ttl: time.Second, parallel: 2, on: []string{"pglock-row"},
 			stuckAfter: 4 * time.Second,
@@ -280,10 +280,7 @@ func (r *faultRun) expireWaiter(ctx context.Context) error {
 
 // runPooler: schedule 12.
 func runPooler(ev *event) error {
-	mode := rig.PoolTransaction
-	if ev.index%2 == 1 {
-		mode = rig.PoolSession
-	}
+	mode := []string{rig.PoolTransaction, rig.PoolSession, rig.PoolStatement}[ev.index%3]
 	addr, err := others.pgBouncer(ev.ctx, mode)
 	if err != nil {
 		return err
