@@ -19,6 +19,7 @@ type config struct {
 	aof          bool
 	args         []string
 	readyTimeout time.Duration
+	server       string // "redis" or "valkey" as WithServer names it; "" the provider's choice
 }
 
 func newConfig(opts []Option) config {
@@ -56,3 +57,12 @@ func WithAOF() Option { return func(c *config) { c.aof = true } }
 func WithArgs(args ...string) Option {
 	return func(c *config) { c.args = append(c.args, args...) }
 }
+
+// WithServer starts the node from the binary of the named kind of server,
+// "redis" (redis-server) or "valkey" (valkey-server), found on PATH,
+// whatever LOCKLAB_SERVER and LOCKLAB_REDIS_SERVER say, so that one process
+// can run both kinds side by side (the bench's -server redis,valkey). It
+// needs the exec provider: with LOCKLAB_REDIS_ADDRS set or a provider other
+// than exec forced, and for any other kind, starting the node is an error.
+// The default is the server the provider chooses for the whole process.
+func WithServer(kind string) Option { return func(c *config) { c.server = kind } }

@@ -59,6 +59,33 @@ func serverBinary() (string, error) {
 	}
 }
 
+// kindProvider returns the exec provider of the server kind that
+// [WithServer] names: redis-server or valkey-server from PATH, whatever
+// LOCKLAB_SERVER and LOCKLAB_REDIS_SERVER say. External servers and Docker
+// cannot choose a kind per node, so with either forced it is an error.
+func kindProvider(kind string) (provider, error) {
+	if strings.TrimSpace(os.Getenv("LOCKLAB_REDIS_ADDRS")) != "" {
+		return nil, fmt.Errorf("rig: WithServer(%q): LOCKLAB_REDIS_ADDRS names external servers, whose kind the rig cannot choose; unset it", kind)
+	}
+	if forced := strings.TrimSpace(os.Getenv(providerEnv)); forced != "" && forced != "exec" {
+		return nil, fmt.Errorf("rig: WithServer(%q) needs the exec provider, but %s=%s", kind, providerEnv, forced)
+	}
+	var bin string
+	switch kind {
+	case "redis":
+		bin = "redis-server"
+	case "valkey":
+		bin = "valkey-server"
+	default:
+		return nil, fmt.Errorf("rig: WithServer(%q): want redis or valkey", kind)
+	}
+	path, err := exec.LookPath(bin)
+	if err != nil {
+		return nil, fmt.Errorf("rig: WithServer(%q): %s is not on PATH: install it with \"make deps\"", kind, bin)
+	}
+	return execProvider{bin: path}, nil
+}
+
 // provider makes nodes. Exactly one is chosen per process.
 type provider interface {
 	name() string
@@ -163,6 +190,13 @@ func New(ctx context.Context, opts ...Option) (*Node, error) {
 }
 
 func newNode(ctx context.Context, cfg config, i int) (*Node, error) {
+	if cfg.server != "" {
+		p, err := kindProvider(cfg.server)
+		if err != nil {
+			return nil, err
+		}
+		return p.start(ctx, cfg, i)
+	}
 	p, err := chooseProvider()
 	if err != nil {
 		return nil, err
