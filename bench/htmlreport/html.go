@@ -115,7 +115,7 @@ type plotGroup struct {
 type plotImage struct {
 	Name string
 	Src  template.URL
-	Wide bool // more than twice as wide as high: a row of its own
+	Wide bool // wider than 900 pixels: a row of its own, not half of one
 }
 
 type timelineView struct {
@@ -193,7 +193,7 @@ func (res *results) page(w *bytes.Buffer) error {
 			// A picture that does not decode is still shown: Check names it.
 			cfg, _ := png.DecodeConfig(bytes.NewReader(res.raw[p.path]))
 			g.Images = append(g.Images, plotImage{Name: strings.TrimSuffix(path.Base(p.path), ".png"), Src: src,
-				Wide: cfg.Width > 2*cfg.Height})
+				Wide: cfg.Width > 900})
 		}
 		if len(g.Images) > 0 {
 			v.Plots = append(v.Plots, g)
