@@ -17,11 +17,16 @@ import (
 var ErrNoChromium = errors.New("htmlreport: chromium not found (Debian/Ubuntu: apt-get install chromium; or name the binary in LOCKLAB_CHROMIUM)")
 
 // Chromium returns the path of the Chromium binary: $LOCKLAB_CHROMIUM if
-// set, else the first of chromium, chromium-browser, google-chrome on the
-// PATH; it returns [ErrNoChromium] if there is none.
+// set (an error wrapping [ErrNoChromium] if it names no program), else the
+// first of chromium, chromium-browser, google-chrome on the PATH; it
+// returns [ErrNoChromium] if there is none.
 func Chromium() (string, error) {
 	if p := os.Getenv("LOCKLAB_CHROMIUM"); p != "" {
-		return p, nil
+		bin, err := exec.LookPath(p)
+		if err != nil {
+			return "", fmt.Errorf("%w: LOCKLAB_CHROMIUM=%s: %v", ErrNoChromium, p, err)
+		}
+		return bin, nil
 	}
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
 		if p, err := exec.LookPath(name); err == nil {
