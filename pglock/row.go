@@ -120,7 +120,10 @@ SELECT pg_backend_pid(), ` + drawSQL + `, ` + timeoutsBack + ` FROM (SELECT FROM
 			if err := tx.Rollback(ctx); err != nil {
 				return nil, false, err
 			}
-			if _, err := run(ctx, conn, `INSERT INTO `+m.table+` (name) VALUES (`+literal(m.c.key)+`) ON CONFLICT (name) DO NOTHING`); err != nil {
+			// At READ COMMITTED: at REPEATABLE READ or SERIALIZABLE, ON
+			// CONFLICT DO NOTHING fails to serialize when another first
+			// Lock inserted the row concurrently.
+			if _, err := run(ctx, conn, `BEGIN ISOLATION LEVEL READ COMMITTED; INSERT INTO `+m.table+` (name) VALUES (`+literal(m.c.key)+`) ON CONFLICT (name) DO NOTHING; COMMIT`); err != nil {
 				return nil, false, err
 			}
 			inserted = true

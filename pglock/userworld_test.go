@@ -25,8 +25,9 @@ import (
 // tells a session that it lost its locks only at its next statement. Those
 // faults (the server SIGKILLed and restarted, the session terminated) are
 // tested by name instead: TestFenceAfterCrash, TestSessionEndedWhileHolding.
+//
+// It is not parallel: the suite checks each fault for leaked goroutines.
 func TestUserWorld(t *testing.T) {
-	t.Parallel()
 	srv := rig.StartPostgres(t)
 	deployments := []struct {
 		name   string
