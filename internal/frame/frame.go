@@ -4,8 +4,9 @@
 // that holds one claim at a time, the current hold.
 //
 // A lock's Lock, TryLock and Unlock call the frame, top-down, and the
-// frame never calls back into the lock: it takes values, not functions.
-// Each lock's methods read the same way:
+// frame never calls back into the lock: it takes values, and the only
+// functions it calls are the user's (the hook and the observer). Each
+// lock's methods read the same way (redlock's Lock, here):
 //
 //	func (m *Mutex) Lock(ctx context.Context) error {
 //		if err := m.check(); err != nil { // m.f.Check(ErrInvalid)
