@@ -37,11 +37,14 @@ type Verdict struct {
 	Unit     string  // "acq/s" or "pairs/s"
 	WaitP99  float64 // its wait p99 in µs, on one key under contention; else 0
 
-	// Rival is the best lock of the other camp: the best peer when Pick is
-	// ours, our best when Pick is a peer; "" if none ran. RivalRatio is
-	// Pick's ops/s over Rival's, the median of same-round ratios.
-	Rival      string
-	RivalRatio float64
+	// Rival is the best lock of the other side: the best peer when Pick is
+	// ours, our best when Pick is a peer; "" if none ran. OursRatio is our
+	// lock's ops/s over the peer's (Pick over Rival, or Rival over Pick),
+	// the median of same-round ratios, as report.md's summary computes it:
+	// with an even number of rounds the median of the inverse ratios is
+	// not the inverse of the median, so one direction is kept.
+	Rival     string
+	OursRatio float64
 	// Floor is the floor Pick is measured against (raw, raw-5), and
 	// FloorRatio Pick's ops/s over it (summary.json's ops_floor_ratio);
 	// FloorRatio is 0 when the floor did not run.
@@ -51,7 +54,7 @@ type Verdict struct {
 	// ratio (raw-again over raw) in the same cell, or the one-server cell
 	// for locks on five servers; both 0 when the control did not run.
 	AALo, AAHi float64
-	// Tie reports whether RivalRatio sits inside the A/A spread: as far
+	// Tie reports whether OursRatio sits inside the A/A spread: as far
 	// from 1 as two runs of the same code were, or nearer.
 	Tie bool
 }
@@ -154,13 +157,13 @@ func verdictFor(j job, rows []row, lockOf func(string) Lock) Verdict {
 		pick, v.PickKind = ours, KindOurs
 		if peer != nil {
 			v.Rival = peer.Impl
-			v.RivalRatio = sameRoundRatio(*ours, *peer)
+			v.OursRatio = sameRoundRatio(*ours, *peer)
 		}
 	default:
 		pick, v.PickKind = peer, KindPeer
 		if ours != nil {
 			v.Rival = ours.Impl
-			v.RivalRatio = sameRoundRatio(*peer, *ours)
+			v.OursRatio = sameRoundRatio(*ours, *peer)
 		}
 	}
 	v.Pick, v.Figure = pick.Impl, pick.OpsPerSec
@@ -172,7 +175,7 @@ func verdictFor(j job, rows []row, lockOf func(string) Lock) Verdict {
 	}
 	v.AALo, v.AAHi = aaSpread(rows, c)
 	if v.Rival != "" && v.AAHi > 0 {
-		v.Tie = math.Abs(v.RivalRatio-1) <= max(math.Abs(v.AALo-1), math.Abs(v.AAHi-1))
+		v.Tie = math.Abs(v.OursRatio-1) <= max(math.Abs(v.AALo-1), math.Abs(v.AAHi-1))
 	}
 	return v
 }
@@ -259,15 +262,13 @@ func (v Verdict) Sentence() string {
 		b.WriteString("; no peer ran")
 	case v.Rival == "":
 		b.WriteString("; none of ours ran")
+	case v.PickKind == KindOurs:
+		fmt.Fprintf(&b, "; %.2f× the best peer, %s", v.OursRatio, v.Rival)
 	default:
-		who := "the best peer"
-		if v.PickKind == KindPeer {
-			who = "our best"
-		}
-		fmt.Fprintf(&b, "; %.2f× %s, %s", v.RivalRatio, who, v.Rival)
-		if v.Tie {
-			fmt.Fprintf(&b, ": a tie, inside this run's A/A spread (%.2f–%.2f×)", v.AALo, v.AAHi)
-		}
+		fmt.Fprintf(&b, "; our best, %s, is %.2f× it", v.Rival, v.OursRatio)
+	}
+	if v.Tie {
+		fmt.Fprintf(&b, ": a tie, inside this run's A/A spread (%.2f–%.2f×)", v.AALo, v.AAHi)
 	}
 	if v.Floor != "" {
 		fmt.Fprintf(&b, "; %.2f× the floor, %s", v.FloorRatio, v.Floor)

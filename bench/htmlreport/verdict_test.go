@@ -1,6 +1,10 @@
 package htmlreport
 
 import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -88,7 +92,7 @@ func TestVerdicts(t *testing.T) {
 				rw("redsync-1", "contended", 8, 1, 1000, 1000, 1000)}, aa...),
 			job:   "One key under contention",
 			want:  Verdict{Pick: "redsync-1", PickKind: KindPeer, Rival: "correct", AALo: 0.95, AAHi: 1.05},
-			words: []string{"pick redsync-1 (a peer's)", "2.00× our best, correct"},
+			words: []string{"pick redsync-1 (a peer's)", "our best, correct, is 0.50× it"},
 		},
 		{
 			name: "a lock with violations is never the pick",
@@ -161,6 +165,19 @@ func TestVerdicts(t *testing.T) {
 	}
 }
 
+// TestVerdictRatioDirection: with two rounds, ours over the peer is
+// (1.11 + 0.07) / 2 = 0.59 (report.md's figure), while the peer over ours
+// would be (0.90 + 13.8) / 2 = 7.35; the verdict keeps report.md's
+// direction when the peer is the pick (redlock-5 and redsync-5, from a
+// real run).
+func TestVerdictRatioDirection(t *testing.T) {
+	rows := []row{rw("redlock-5", "contended", 8, 5, 623.97, 19.98), rw("redsync-5", "contended", 8, 5, 561.82, 275.70)}
+	v := verdictFor(jobs[3], rows, testLock)
+	if v.Pick != "redsync-5" || math.Abs(v.OursRatio-0.59) > 0.005 {
+		t.Errorf("verdict = %s (OursRatio %v); want redsync-5 with our best at 0.59×", v.Sentence(), v.OursRatio)
+	}
+}
+
 func TestSameRoundRatio(t *testing.T) {
 	// Same-round ratios 2, 0.5, 1: their median is 1, while the ratio of
 	// the medians would be 1.5.
@@ -176,5 +193,56 @@ func TestFmtOps(t *testing.T) {
 		if got := fmtOps(in); got != want {
 			t.Errorf("fmtOps(%v) = %q; want %q", in, got, want)
 		}
+	}
+}
+
+// TestVerdictsAgreeWithReportMD checks the verdicts of the fixed run
+// against the summary report.md opens with: the pick's figure as its
+// leader cell prints it, and our lock's ratio to the best peer and to the
+// floor as its column prints them ("1.02× (ahead 1/2) · 1.05×").
+func TestVerdictsAgreeWithReportMD(t *testing.T) {
+	dir := "testdata/results"
+	res, err := load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	summary, _, _ := strings.Cut(string(md), "## Every cell")
+	checked := 0
+	for _, v := range verdicts(res.rows, res.lock) {
+		if v.Missing != "" || v.Rival == "" || v.Floor == "" || res.lock(v.Pick).System != "redis" {
+			continue
+		}
+		ours := v.Pick
+		if v.PickKind == KindPeer {
+			ours = v.Rival
+		}
+		// The summary's line for the cell names the leader with its figure.
+		leader := fmt.Sprintf("| %s | acq/s ↑ | %s %.0f |", v.Cell, v.Pick, v.Figure)
+		if v.Unit == "pairs/s" {
+			leader = fmt.Sprintf("| %s | pairs/s ↑ | %s %.0f |", v.Cell, v.Pick, v.Figure)
+		}
+		line := ""
+		for _, l := range strings.Split(summary, "\n") {
+			if strings.HasPrefix(l, leader) {
+				line = l
+			}
+		}
+		want := []string{fmt.Sprintf("%.2f× (ahead", v.OursRatio)}
+		if v.PickKind == KindOurs {
+			want = append(want, fmt.Sprintf("· %.2f×", v.FloorRatio))
+		}
+		for _, w := range want {
+			if line == "" || !strings.Contains(line, w) {
+				t.Errorf("%s\nreport.md's summary line %q lacks %q (our lock %s)", v.Sentence(), line, w, ours)
+			}
+		}
+		checked++
+	}
+	if checked < 3 {
+		t.Errorf("checked %d verdicts against report.md; want at least 3", checked)
 	}
 }
