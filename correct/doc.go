@@ -59,5 +59,22 @@
 // and the holder hands the lock to the oldest live one, FIFO, one hop after
 // the release (queue.go describes the protocol and its failure modes).
 //
+// # Auto-pipelined clients
+//
+// go-redis's *redis.AutoPipeliner (client.AutoPipeline(), on a Client or
+// a ClusterClient) batches concurrent goroutines' commands into pipelines,
+// and every promise above holds on it: the contract suite runs over it.
+// Two of its ways are answered here. It does not honour a queued
+// command's context, so the Mutex waits for each reply only until the
+// context ends (Lock returns by its deadline; Unlock's release is bounded
+// by its own 2s), and the command left running is handled as a lost reply
+// is. And a batch that fails on a network error is sent again whole, so
+// every command may run twice: each script answers the second run as the
+// first (the .lua headers). Only an AutoPipeliner configured with
+// Unordered: true is refused (its methods return an error wrapping
+// [ErrInvalid]): there a release may overtake the SET it follows, and a
+// Lock that gave up could leave its key for a whole TTL. A [Notifier]
+// subscribes through the AutoPipeliner's own client.
+//
 // Redis 7.0 or later is required (SET with both NX and GET).
 package correct

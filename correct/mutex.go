@@ -64,7 +64,9 @@ type Mutex struct {
 // New returns a Mutex for key, using client to reach Redis. It sends
 // nothing to Redis. New never fails: if client is nil (or a nil pointer),
 // key is empty or an option is invalid, every method of the returned Mutex
-// that talks to Redis reports it with an error wrapping [ErrInvalid].
+// that talks to Redis reports it with an error wrapping [ErrInvalid]. So
+// it does for a *redis.AutoPipeliner configured with Unordered: true (see
+// the package doc, "Auto-pipelined clients").
 //
 // Besides key, a Mutex uses keys that share key's Redis Cluster slot: the
 // wait queue, "<base>:q", and short-lived release receipts,
@@ -78,6 +80,10 @@ func New(client Client, key string, opts ...Option) *Mutex {
 	}
 	if key == "" {
 		errs = append(errs, invalid("empty key"))
+	}
+	client, err = preflight.Bound(client)
+	if err != nil {
+		errs = append(errs, invalid("client: %v", err))
 	}
 	m := &Mutex{client: client, key: key, o: o, err: errors.Join(errs...)}
 	if key != "" {

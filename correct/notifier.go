@@ -13,6 +13,7 @@ import (
 
 	"github.com/locklab/locklab/internal/args"
 	"github.com/locklab/locklab/internal/keyslot"
+	"github.com/locklab/locklab/internal/preflight"
 	"github.com/locklab/locklab/internal/pubsub"
 	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/internal/token"
@@ -87,6 +88,10 @@ type registration struct {
 func NewNotifier(ctx context.Context, client NotifyClient) (*Notifier, error) {
 	if args.IsNil(client) {
 		return nil, invalid("NewNotifier: nil client")
+	}
+	client, err := preflight.Bound(client)
+	if err != nil {
+		return nil, invalid("NewNotifier: client: %v", err)
 	}
 	id := token.New()
 	n := &Notifier{

@@ -145,6 +145,9 @@ func partyClients(t *testing.T, k kind, f flavour, proxies []*faultproxy.Proxy) 
 		c := redis.NewClient(o)
 		t.Cleanup(func() { _ = c.Close() })
 		clients[i] = c
+		if k.pipelined {
+			pipeline(t, c)
+		}
 	}
 	return clients
 }

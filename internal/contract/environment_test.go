@@ -66,6 +66,11 @@ func refused(t *testing.T, k kind, nodes []*rig.Node, clients []*redis.Client, w
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
+	if k.pipelined {
+		for _, c := range clients {
+			pipeline(t, c)
+		}
+	}
 	var n any
 	if k.notifier != nil {
 		n = k.notifier(t, clients)

@@ -71,6 +71,9 @@ type kind struct {
 	notifier func(t *testing.T, clients []*redis.Client) any
 	// pending, while set, skips the kind: its fixes are not in yet.
 	pending bool
+	// pipelined: the kind's locks use their party's AutoPipeliner
+	// (clients_test.go).
+	pipelined bool
 }
 
 // keeps reports whether key is one the kind keeps on purpose.
@@ -88,7 +91,7 @@ var kinds = []kind{
 		name: "correct", nodes: 1,
 		errNotObtained: correct.ErrNotObtained, errNotHeld: correct.ErrNotHeld,
 		make: func(_ *testing.T, e env) locker {
-			return correct.New(e.clients[0], e.key, correct.WithTTL(e.ttl), correct.WithHook(e.hook), correct.WithRetry(e.retryOf()))
+			return correct.New(clientOf(e.clients[0]), e.key, correct.WithTTL(e.ttl), correct.WithHook(e.hook), correct.WithRetry(e.retryOf()))
 		},
 	},
 	{
@@ -98,7 +101,7 @@ var kinds = []kind{
 			return c.RPush(ctx, queueKey(key), "deadnotifier.10000.deadtoken").Err()
 		},
 		notifier: func(t *testing.T, cs []*redis.Client) any {
-			n, err := correct.NewNotifier(t.Context(), cs[0])
+			n, err := correct.NewNotifier(t.Context(), clientOf(cs[0]))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,7 +109,7 @@ var kinds = []kind{
 			return n
 		},
 		make: func(t *testing.T, e env) locker {
-			return correct.New(e.clients[0], e.key, correct.WithTTL(e.ttl), correct.WithHook(e.hook), correct.WithNotifier(e.notifier.(*correct.Notifier)))
+			return correct.New(clientOf(e.clients[0]), e.key, correct.WithTTL(e.ttl), correct.WithHook(e.hook), correct.WithNotifier(e.notifier.(*correct.Notifier)))
 		},
 	},
 	{
@@ -126,7 +129,7 @@ var kinds = []kind{
 		notifier: func(t *testing.T, cs []*redis.Client) any {
 			ncs := make([]redlock.NotifyClient, len(cs))
 			for i, c := range cs {
-				ncs[i] = c
+				ncs[i] = clientOf(c)
 			}
 			n, err := redlock.NewNotifier(t.Context(), ncs)
 			if err != nil {
@@ -147,21 +150,21 @@ var kinds = []kind{
 		name: "watchdog", nodes: 1,
 		errNotObtained: watchdog.ErrNotObtained, errNotHeld: watchdog.ErrNotHeld,
 		make: func(_ *testing.T, e env) locker {
-			return watchdog.New(e.clients[0], e.key, watchdog.WithTTL(e.ttl), watchdog.WithHook(e.hook), watchdog.WithRetry(e.retryOf()))
+			return watchdog.New(clientOf(e.clients[0]), e.key, watchdog.WithTTL(e.ttl), watchdog.WithHook(e.hook), watchdog.WithRetry(e.retryOf()))
 		},
 	},
 	{
 		name: "reentrant", nodes: 1, reentrant: true,
 		errNotObtained: reentrant.ErrNotObtained, errNotHeld: reentrant.ErrNotHeld,
 		make: func(_ *testing.T, e env) locker {
-			return asOwner(reentrant.New(e.clients[0], e.key, reentrant.WithTTL(e.ttl), reentrant.WithHook(e.hook), reentrant.WithRetry(e.retryOf())))
+			return asOwner(reentrant.New(clientOf(e.clients[0]), e.key, reentrant.WithTTL(e.ttl), reentrant.WithHook(e.hook), reentrant.WithRetry(e.retryOf())))
 		},
 	},
 	{
 		name: "fencing", nodes: 1, persistent: []string{":fence"},
 		errNotObtained: fencing.ErrNotObtained, errNotHeld: fencing.ErrNotHeld,
 		make: func(_ *testing.T, e env) locker {
-			return fencing.New(e.clients[0], e.key, fencing.WithTTL(e.ttl), fencing.WithHook(e.hook), fencing.WithRetry(e.retryOf()))
+			return fencing.New(clientOf(e.clients[0]), e.key, fencing.WithTTL(e.ttl), fencing.WithHook(e.hook), fencing.WithRetry(e.retryOf()))
 		},
 	},
 }
@@ -169,7 +172,7 @@ var kinds = []kind{
 func redlockClients(cs []*redis.Client) []redlock.Client {
 	out := make([]redlock.Client, len(cs))
 	for i, c := range cs {
-		out[i] = c
+		out[i] = clientOf(c)
 	}
 	return out
 }

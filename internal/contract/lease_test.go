@@ -49,7 +49,7 @@ var slowLinks = []time.Duration{180 * time.Millisecond, 700 * time.Millisecond}
 // margin.
 func leaseMargin(t *testing.T, k kind, ttl time.Duration) time.Duration {
 	t.Helper()
-	switch k.name {
+	switch k.baseName() {
 	case "correct", "correct+notifier", "watchdog", "fencing":
 		return ttl / 2
 	case "redlock", "redlock+notifier":
