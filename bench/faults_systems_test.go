@@ -104,3 +104,30 @@ func TestFaultsOnOtherSystems(t *testing.T) {
 		t.Errorf("faults.md lacks pglock's row with – for the isolation level:\n%s", md)
 	}
 }
+
+// TestFaultsPoolerRefused: through PgBouncer in transaction, session and
+// statement pooling in turn, pglock works in the first two and refuses
+// the third, which the scoreboard counts as refused (safe), not unsafe or
+// inconclusive.
+func TestFaultsPoolerRefused(t *testing.T) {
+	dir, _, _ := runBench(t,
+		"-scenarios", "faults", "-faults", "pooler", "-fault-runs", "3",
+		"-impls", "pglock", "-plots=false",
+	)
+	b, err := os.ReadFile(filepath.Join(dir, "faults.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []faultRow
+	if err := json.Unmarshal(b, &rows); err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 {
+		t.Fatalf("faults.json has %d rows; want 1:\n%s", len(rows), b)
+	}
+	if r := rows[0]; r.Runs != 3 || r.UnsafeRuns != 0 || r.StuckRuns != 0 || r.RefusedToRun != 1 ||
+		!strings.Contains(r.RefusedToRunWhy, "statement pooling") {
+		t.Errorf("pglock/pooler: %d runs, %d unsafe, %d stuck, %d refused (%s); want 3, 0, 0, 1 refused for statement pooling",
+			r.Runs, r.UnsafeRuns, r.StuckRuns, r.RefusedToRun, r.RefusedToRunWhy)
+	}
+}
