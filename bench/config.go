@@ -65,6 +65,7 @@ type config struct {
 	rtt       time.Duration
 	rate      float64 // open-loop arrivals per second; 0 = closed loop
 	addrs     []string
+	servers   []string // -server: kinds of Redis server, each lock runs on each; nil = the rig's choice
 	quick     bool
 	ttl       time.Duration
 	maxOps    int64
@@ -101,6 +102,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		keys      = fs.Int("keys", defaultKeys, "number of keys in the keys scenario")
 		rtt       = fs.Duration("rtt", defaultRTT, "latency the proxy adds each way in the rtt scenario")
 		rate      = fs.Float64("rate", 0, "open loop: arrivals per second per run, latency from the scheduled arrival (0 = closed loop)")
+		server    = fs.String("server", serverRedis, "kinds of Redis server `list`: redis, valkey; with both (redis,valkey) every Redis lock runs on each in every round, and the report gives Valkey/Redis ratios")
 		addrs     = fs.String("addrs", "", "external servers host:port,... instead of the rig (5 needed for 5-node locks)")
 		quick     = fs.Bool("quick", false, "smoke preset: 8 clients, one 250ms round of every scenario (explicit flags win)")
 		ttl       = fs.Duration("ttl", defaultTTL, "lease of every lock")
@@ -162,6 +164,14 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	if strings.TrimSpace(*addrs) != "" {
 		if c.addrs, err = parseNames("-addrs", *addrs); err != nil {
 			return nil, err
+		}
+	}
+	if set["server"] {
+		if c.servers, err = parseServers(*server); err != nil {
+			return nil, err
+		}
+		if len(c.servers) > 1 && len(c.addrs) > 0 {
+			return nil, fmt.Errorf("-server %s: with -addrs the servers are given, of one kind; use one -server kind (it labels the rows) or the rig", *server)
 		}
 	}
 	if c.quick {
@@ -271,4 +281,20 @@ func joinInts(v []int) string {
 		s[i] = strconv.Itoa(n)
 	}
 	return strings.Join(s, ",")
+}
+
+// parseServers parses -server: known kinds, no repeats. Without the flag
+// the rig picks the kind (LOCKLAB_SERVER, redis by default) and rows carry
+// no server.
+func parseServers(s string) ([]string, error) {
+	kinds, err := parseNames("-server", s)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range kinds {
+		if !slices.Contains(serverKinds, k) {
+			return nil, fmt.Errorf("-server: unknown kind %q; known: %s", k, strings.Join(serverKinds, ", "))
+		}
+	}
+	return kinds, nil
 }

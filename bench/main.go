@@ -109,12 +109,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		}
 	}()
 	mach := describeMachine(args)
-	srv, err := startServers(ctx, cfg.addrs, nodes)
+	srv, err := startKinds(ctx, cfg.addrs, nodes, cfg.servers)
 	if err != nil {
 		return err
 	}
 	defer srv.close()
 	mach.RedisVersion = srv.version(ctx)
+	mach.ServerVersions = srv.versions(ctx)
 	if srv.external {
 		mach.Servers = "external: " + strings.Join(srv.addrs, ",")
 	} else {
@@ -175,11 +176,11 @@ func runSpeed(ctx context.Context, cfg *config, mach *machine, srv *servers, cs 
 	fmt.Fprintf(stderr, "bench: %d impls (%s) × %d cells × %d rounds = %d runs of %s; planned about %s plus server start\n",
 		len(impls), strings.Join(implNames(impls), ","), len(cs), cfg.rounds, len(plan), cfg.duration,
 		estimate(plan, cfg.duration).Round(time.Second))
-	led, err := dialLedger(srv.addrs[0], cfg.check == "sync")
+	leds, err := dialLedgers(srv, cfg.check == "sync")
 	if err != nil {
 		return nil, err
 	}
-	defer led.close()
+	defer leds.close()
 
 	runID := randomID()
 	mach.RedisBenchmark = newRedisBench(benchConcurrency(cs))
@@ -196,9 +197,10 @@ func runSpeed(ctx context.Context, cfg *config, mach *machine, srv *servers, cs 
 			}
 		}
 		prog.begin(s, cfg.rounds)
-		addrs := srv.addrs
+		on, led := leds.of(s.cell.server) // the servers of the cell's kind (-server)
+		addrs := on.addrs
 		if s.cell.rtt > 0 {
-			if addrs, err = srv.proxied(s.cell.rtt); err != nil {
+			if addrs, err = on.proxied(s.cell.rtt); err != nil {
 				return nil, err
 			}
 		}
@@ -207,7 +209,7 @@ func runSpeed(ctx context.Context, cfg *config, mach *machine, srv *servers, cs 
 			maxOps: cfg.maxOps, rate: cfg.rate, ttl: cfg.ttl, addrs: addrs,
 			tag: fmt.Sprintf("%s%s:%d", keyRoot, runID, i),
 		}
-		r, err := execute(ctx, srv, led, spec)
+		r, err := execute(ctx, on, led, spec)
 		if err != nil {
 			return nil, fmt.Errorf("%s, %s, round %d: %w", s.impl.name, s.cell, s.round+1, err)
 		}

@@ -152,6 +152,9 @@ type row struct {
 	RTTUs    float64 `json:"rtt_us"` // latency added each way by the proxy
 	Nodes    int     `json:"nodes"`
 	Mode     string  `json:"mode"` // "closed" or "open"
+	// Server is the kind of Redis server (-server: redis or valkey);
+	// absent without -server (the rig's choice, Redis unless LOCKLAB_SERVER).
+	Server string `json:"server,omitempty"`
 
 	OpsPerSec    float64 `json:"ops_per_sec"` // acquisitions (pairs when uncontended) per second
 	OpsPerSecMin float64 `json:"ops_per_sec_min"`
@@ -274,7 +277,7 @@ func buildRow(im *impl, c cell, rs []*runResult, dur time.Duration) row {
 	rw := row{
 		Impl: im.name, Scenario: c.scenario, Clients: c.clients,
 		HoldUs: float64(c.hold.Microseconds()), Keys: c.keys,
-		RTTUs: float64(c.rtt.Microseconds()), Nodes: im.nodes, Mode: "closed",
+		RTTUs: float64(c.rtt.Microseconds()), Nodes: im.nodes, Mode: "closed", Server: c.server,
 		Rounds: len(rs), DurationS: dur.Seconds(), RedisCmdMix: map[string]float64{},
 	}
 	var ops, p50, p99, p999, mx, jn, cmin, cmax, cpo, gps, ccpo, hp50, hp99, rp50, rp99, held, scpu, ccpu []float64

@@ -21,6 +21,7 @@ type cell struct {
 	hold     time.Duration // time each holder keeps the lock
 	keys     int           // keys in play; 0 means a fresh key per pair
 	rtt      time.Duration // latency added each way; 0 for direct connections
+	server   string        // kind of Redis server (-server); "" with one kind and no -server
 }
 
 func (c cell) String() string {
@@ -31,12 +32,15 @@ func (c cell) String() string {
 	if c.rtt > 0 {
 		s += fmt.Sprintf(" rtt=%s", c.rtt)
 	}
+	if c.server != "" {
+		s += " on " + c.server
+	}
 	return s
 }
 
 // id is the cell's file-name stem, e.g. "contended_c32_h1ms".
 func (c cell) id() string {
-	return fmt.Sprintf("%s_c%d_h%s", c.scenario, c.clients, fmtHold(c.hold))
+	return fmt.Sprintf("%s_c%d_h%s", c.scenario, c.clients, fmtHold(c.hold)) + serverSuffix(c.server)
 }
 
 // fmtHold prints a hold as in the flag ("0", "1ms", "500µs" as "500us").
@@ -90,7 +94,7 @@ func cells(c *config) []cell {
 			}
 		}
 	}
-	return out
+	return withServers(out, c.servers)
 }
 
 // rttClients returns the largest n in clients with n <= 8, or the
@@ -118,14 +122,17 @@ type step struct {
 // steps orders the runs: rounds outermost, then cells; within a cell the
 // implementations run back to back (so same-round ratios compare runs made
 // moments apart), in an order rotated by one place each round so that no
-// implementation always runs first or last.
+// implementation always runs first or last. With -server redis,valkey a
+// cell's runs on each kind of server come one kind after the other, the
+// kinds' order rotated the same way, and the locks on other systems run on
+// the first kind only (runsOn).
 func steps(rounds int, cs []cell, impls []*impl) []step {
 	var out []step
 	for r := range rounds {
-		for _, c := range cs {
+		for _, c := range rotateServers(cs, r) {
 			for i := range impls {
 				im := impls[(i+r)%len(impls)]
-				if im.scenarios != nil && !slices.Contains(im.scenarios, c.scenario) {
+				if im.scenarios != nil && !slices.Contains(im.scenarios, c.scenario) || !runsOn(im, c, cs) {
 					continue
 				}
 				out = append(out, step{round: r, cell: c, impl: im})

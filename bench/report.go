@@ -18,16 +18,19 @@ import (
 
 // machine describes where and how the bench ran, for the report.
 type machine struct {
-	Start        time.Time   `json:"start"`
-	Command      string      `json:"command"`
-	CPUs         int         `json:"cpus"`
-	GOMAXPROCS   int         `json:"gomaxprocs"`
-	GoVersion    string      `json:"go_version"`
-	OSArch       string      `json:"os_arch"`
-	CPUModel     string      `json:"cpu_model"`
-	RedisVersion string      `json:"redis_version"`
-	Servers      string      `json:"servers"`
-	Modules      [][2]string `json:"modules"`
+	Start        time.Time `json:"start"`
+	Command      string    `json:"command"`
+	CPUs         int       `json:"cpus"`
+	GOMAXPROCS   int       `json:"gomaxprocs"`
+	GoVersion    string    `json:"go_version"`
+	OSArch       string    `json:"os_arch"`
+	CPUModel     string    `json:"cpu_model"`
+	RedisVersion string    `json:"redis_version"`
+	// ServerVersions are the versions of each -server kind (Valkey's own
+	// valkey_version); absent without -server.
+	ServerVersions map[string]string `json:"server_versions,omitempty"`
+	Servers        string            `json:"servers"`
+	Modules        [][2]string       `json:"modules"`
 	// RedisBenchmark is redis-benchmark's SET rate on the first server at
 	// each concurrency of the run, measured in the same run.
 	RedisBenchmark *redisBench `json:"redis_benchmark,omitempty"`
@@ -144,6 +147,7 @@ func (res *results) write(dir string) (string, error) {
 	fmt.Fprintf(&md, "# locklab bench, %s\n\n", res.mach.Start.Format(time.RFC3339))
 	fmt.Fprintf(&md, "Command: `%s`\n\n", res.mach.Command)
 	md.WriteString(res.summary())
+	md.WriteString(res.serverSection()) // Valkey/Redis, with -server redis,valkey (summary.go)
 	res.header(&md)
 	md.WriteString(tables)
 	for _, sec := range reportSections {
@@ -204,7 +208,8 @@ func (res *results) scenarioHolds() []scenarioHold {
 func (res *results) rowsOf(scenario string, hold time.Duration) []row {
 	var out []row
 	for _, r := range res.rows {
-		if r.Scenario == scenario && r.HoldUs == float64(hold.Microseconds()) {
+		// The plots show the first -server kind; the Valkey/Redis table compares them.
+		if r.Scenario == scenario && r.HoldUs == float64(hold.Microseconds()) && r.Server == res.firstServer() {
 			out = append(out, r)
 		}
 	}
@@ -222,6 +227,9 @@ func (res *results) header(b *bytes.Buffer) {
 	fmt.Fprintf(b, "| | |\n|---|---|\n")
 	fmt.Fprintf(b, "| CPU | %d × %s |\n| GOMAXPROCS | %d |\n| Go | %s %s |\n", m.CPUs, m.CPUModel, m.GOMAXPROCS, m.GoVersion, m.OSArch)
 	fmt.Fprintf(b, "| Redis | redis-server %s (%s) |\n", m.RedisVersion, m.Servers)
+	for _, k := range c.servers {
+		fmt.Fprintf(b, "| -server %s | %s-server %s, as many servers again, started the same way |\n", k, k, m.ServerVersions[k])
+	}
 	for _, mod := range m.Modules {
 		fmt.Fprintf(b, "| %s | %s |\n", mod[0], mod[1])
 	}
@@ -412,11 +420,20 @@ func (res *results) scenarioRows(sc string) []row {
 			rows = append(rows, r)
 		}
 	}
+	first := map[string]int{} // an impl's first place, so that its rows on each -server kind sit together
+	for i, r := range rows {
+		if _, ok := first[r.Impl]; !ok {
+			first[r.Impl] = i
+		}
+	}
 	sort.SliceStable(rows, func(i, j int) bool {
 		if rows[i].Clients != rows[j].Clients {
 			return rows[i].Clients < rows[j].Clients
 		}
-		return rows[i].HoldUs < rows[j].HoldUs
+		if rows[i].HoldUs != rows[j].HoldUs {
+			return rows[i].HoldUs < rows[j].HoldUs
+		}
+		return first[rows[i].Impl] < first[rows[j].Impl]
 	})
 	return rows
 }
@@ -427,6 +444,9 @@ func (res *results) tables() string {
 	for _, sc := range res.scenarios() {
 		rows := res.scenarioRows(sc)
 		cols := tableColumns(isContendedScenario(sc))
+		if len(res.cfg.servers) > 1 {
+			cols = slices.Insert(cols, 1, column{head: "server", left: true, val: func(r row) string { return r.Server }})
+		}
 		fmt.Fprintf(&b, "## %s\n\n", sc)
 		writeTable(&b, cols, rows)
 		b.WriteString("\n")

@@ -532,3 +532,44 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 		return true
 	}
 }
+
+// ledgers are the violation counters of a run with -server: one per kind
+// of server, on its first server, so that a lock's server figures
+// (commandstats, CPU) include the counter's INCR and DECR on every kind
+// alike.
+type ledgers struct {
+	srv  []*servers
+	leds []*ledger
+}
+
+// dialLedgers dials a ledger on the first server of srv and of each of
+// srv.also.
+func dialLedgers(srv *servers, syncMode bool) (*ledgers, error) {
+	l := &ledgers{}
+	for _, s := range append([]*servers{srv}, srv.also...) {
+		led, err := dialLedger(s.addrs[0], syncMode)
+		if err != nil {
+			l.close()
+			return nil, err
+		}
+		l.srv, l.leds = append(l.srv, s), append(l.leds, led)
+	}
+	return l, nil
+}
+
+// of returns the servers of kind and their ledger; the first kind's for
+// a kind it does not have.
+func (l *ledgers) of(kind string) (*servers, *ledger) {
+	for i, s := range l.srv {
+		if s.kind == kind {
+			return s, l.leds[i]
+		}
+	}
+	return l.srv[0], l.leds[0]
+}
+
+func (l *ledgers) close() {
+	for _, led := range l.leds {
+		_ = led.close()
+	}
+}

@@ -28,11 +28,60 @@ type servers struct {
 	admin    []*redis.Client
 	proxies  []*faultproxy.Proxy // created on first use
 	external bool
+	// kind is the kind of server (-server) these are; "" without -server,
+	// the rig's choice (LOCKLAB_SERVER).
+	kind string
+	// also are the servers of the other kinds of -server redis,valkey,
+	// started beside these (the first kind's) with as many nodes; closed
+	// with them.
+	also []*servers
 }
 
 // startServers starts n rig servers, or uses the first n of addrs.
 func startServers(ctx context.Context, addrs []string, n int) (*servers, error) {
-	s := &servers{}
+	return startServersOf(ctx, addrs, n, "")
+}
+
+// startKinds starts n rig servers of each kind, the first kind's servers
+// holding the others' in also; with no kinds (no -server) it is
+// startServers.
+func startKinds(ctx context.Context, addrs []string, n int, kinds []string) (*servers, error) {
+	if len(kinds) == 0 {
+		return startServers(ctx, addrs, n)
+	}
+	first, err := startServersOf(ctx, addrs, n, kinds[0])
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range kinds[1:] {
+		s, err := startServersOf(ctx, nil, n, k)
+		if err != nil {
+			first.close()
+			return nil, err
+		}
+		first.also = append(first.also, s)
+	}
+	return first, nil
+}
+
+// of returns the servers of kind: s itself for its own kind, else one of
+// s.also; nil if none.
+func (s *servers) of(kind string) *servers {
+	if kind == s.kind {
+		return s
+	}
+	for _, o := range s.also {
+		if o.kind == kind {
+			return o
+		}
+	}
+	return nil
+}
+
+// startServersOf starts n rig servers of kind ("": the rig's choice), or
+// uses the first n of addrs (whose kind is then the label kind).
+func startServersOf(ctx context.Context, addrs []string, n int, kind string) (*servers, error) {
+	s := &servers{kind: kind}
 	if len(addrs) > 0 {
 		if len(addrs) < n {
 			return nil, fmt.Errorf("-addrs lists %d servers; the selected locks need %d", len(addrs), n)
@@ -40,7 +89,11 @@ func startServers(ctx context.Context, addrs []string, n int) (*servers, error) 
 		s.addrs = addrs[:n]
 		s.external = true
 	} else {
-		nodes, err := rig.NewN(ctx, n)
+		var opts []rig.Option
+		if kind != "" {
+			opts = append(opts, rig.WithServer(kind))
+		}
+		nodes, err := rig.NewN(ctx, n, opts...)
 		if err != nil {
 			return nil, err
 		}
@@ -187,5 +240,108 @@ func (s *servers) close() {
 	for _, nd := range s.nodes {
 		_ = nd.Close()
 	}
+	for _, o := range s.also {
+		o.also = nil
+		o.close()
+	}
 	_ = others.close() // etcd, ZooKeeper, PostgreSQL, if a lock started them (systems.go)
+}
+
+// Server kinds accepted by -server.
+const (
+	serverRedis  = "redis"
+	serverValkey = "valkey"
+)
+
+var serverKinds = []string{serverRedis, serverValkey}
+
+// withServers returns cs once per server kind, each cell's kinds next to
+// each other (cs as they are with no -server).
+func withServers(cs []cell, kinds []string) []cell {
+	if len(kinds) == 0 {
+		return cs
+	}
+	var out []cell
+	for _, c := range cs {
+		for _, k := range kinds {
+			c.server = k
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// rotateServers returns cs with each run of cells that differ only in
+// their server rotated by round places, so that no kind of server always
+// runs first in a cell (the implementations rotate the same way).
+func rotateServers(cs []cell, round int) []cell {
+	out := make([]cell, 0, len(cs))
+	for i := 0; i < len(cs); {
+		j := i + 1
+		for j < len(cs) && sameBut(cs[i], cs[j]) {
+			j++
+		}
+		n := j - i
+		for k := range n {
+			out = append(out, cs[i+(k+round)%n])
+		}
+		i = j
+	}
+	return out
+}
+
+// sameBut reports whether a and b are the same cell on different servers.
+func sameBut(a, b cell) bool {
+	b.server = a.server
+	return a == b
+}
+
+// runsOn reports whether im runs in c: every lock on the first kind of
+// server, and only the Redis locks (peers and floors too) on the others,
+// since a lock on etcd, ZooKeeper or PostgreSQL does not use them.
+func runsOn(im *impl, c cell, cs []cell) bool {
+	return len(cs) == 0 || c.server == cs[0].server || systemOf(im) == sysRedis
+}
+
+// serverSuffix is the file-name suffix of a cell on server kind: none
+// for redis or no -server, so the default run's files keep their names;
+// "_valkey" for Valkey.
+func serverSuffix(kind string) string {
+	if kind == "" || kind == serverRedis {
+		return ""
+	}
+	return "_" + kind
+}
+
+// versions returns each kind's server version (INFO server: valkey_version
+// for Valkey, which reports redis_version 7.2.4 for its clients' sake).
+func (s *servers) versions(ctx context.Context) map[string]string {
+	if s.kind == "" {
+		return nil
+	}
+	out := map[string]string{}
+	for _, o := range append([]*servers{s}, s.also...) {
+		out[o.kind] = o.serverVersion(ctx)
+	}
+	return out
+}
+
+// serverVersion returns valkey_version, or else redis_version, of the
+// first server.
+func (s *servers) serverVersion(ctx context.Context) string {
+	info, err := s.admin[0].Info(ctx, "server").Result()
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	v := "unknown"
+	for _, line := range strings.Split(info, "\n") {
+		line = strings.TrimSpace(line)
+		if x, ok := strings.CutPrefix(line, "valkey_version:"); ok {
+			return x
+		}
+		if x, ok := strings.CutPrefix(line, "redis_version:"); ok {
+			v = x
+		}
+	}
+	return v
 }

@@ -326,6 +326,9 @@ func summaryLabel(c cell) string {
 	if c.keys > 0 {
 		parts = append(parts, "hold "+fmtHold(c.hold))
 	}
+	if c.server != "" {
+		parts = append(parts, "on "+c.server)
+	}
 	return strings.Join(parts, ", ")
 }
 
@@ -333,7 +336,7 @@ func summaryLabel(c cell) string {
 func (res *results) rowOf(impl string, c cell) (row, bool) {
 	i := slices.IndexFunc(res.rows, func(r row) bool {
 		return r.Impl == impl && r.Scenario == c.scenario && r.Clients == c.clients &&
-			r.HoldUs == float64(c.hold.Microseconds())
+			r.HoldUs == float64(c.hold.Microseconds()) && r.Server == c.server
 	})
 	if i < 0 {
 		return row{}, false
@@ -350,4 +353,81 @@ func (res *results) runsOf(impl string, c cell) []*runResult {
 		}
 	}
 	return out
+}
+
+// firstServer is the first -server kind ("" without -server).
+func (res *results) firstServer() string {
+	if len(res.cfg.servers) == 0 {
+		return ""
+	}
+	return res.cfg.servers[0]
+}
+
+// serverFigures are the figures the server comparison shows, each with
+// its row's median and its per-round value for same-round ratios.
+var serverFigures = []struct {
+	name  string
+	show  func(float64) string
+	med   func(row) float64
+	round func(roundFigures) float64
+}{
+	{"acq/s", func(v float64) string { return fmt.Sprintf("%.0f", v) },
+		func(r row) float64 { return r.OpsPerSec }, func(f roundFigures) float64 { return f.OpsPerSec }},
+	{"wait p99", fmtUs, func(r row) float64 { return r.WaitP99Us }, func(f roundFigures) float64 { return f.WaitP99Us }},
+	{"server CPU/acq", fmtUs, func(r row) float64 { return r.ServerCPUUsPerOp }, func(f roundFigures) float64 { return f.ServerCPUUsPerOp }},
+}
+
+// serverSection compares the kinds of -server (Valkey/Redis with -server
+// redis,valkey): per lock and cell, each figure on the first kind, on
+// the other, and the median over rounds of their same-round ratio. It is
+// empty with one kind.
+func (res *results) serverSection() string {
+	if len(res.cfg.servers) < 2 {
+		return ""
+	}
+	var b bytes.Buffer
+	base := res.cfg.servers[0]
+	for _, other := range res.cfg.servers[1:] {
+		fmt.Fprintf(&b, "## %s / %s\n\n", serverTitle(other), serverTitle(base))
+		fmt.Fprintf(&b, "Every lock that runs on Redis, ours, the peers' and the floors, ran in every round on both kinds of server, "+
+			"the kinds' order rotated each round; each kind had as many servers of its own, started the same way, and its own violation counter. "+
+			"**×** is the median over rounds of the same-round ratio %s / %s: above 1 means a higher figure on %s "+
+			"(better for acq/s, worse for wait p99 and server CPU). Server CPU/acq includes the violation counter's INCR and DECR on both.\n\n",
+			serverTitle(other), serverTitle(base), serverTitle(other))
+		b.WriteString("| lock | cell |")
+		for _, f := range serverFigures {
+			fmt.Fprintf(&b, " %s %s | %s | × |", f.name, serverTitle(base), serverTitle(other))
+		}
+		b.WriteString("\n|---|---|" + strings.Repeat("---:|---:|---:|", len(serverFigures)) + "\n")
+		for _, im := range res.impls {
+			for _, c := range res.cells {
+				if c.server != base {
+					continue
+				}
+				oc := c
+				oc.server = other
+				rb, ok1 := res.rowOf(im.name, c)
+				ro, ok2 := res.rowOf(im.name, oc)
+				if !ok1 || !ok2 {
+					continue
+				}
+				fmt.Fprintf(&b, "| %s | %s |", im.name, summaryLabel(cell{scenario: c.scenario, clients: c.clients, hold: c.hold, keys: c.keys}))
+				for _, f := range serverFigures {
+					ratio := roundRatio(res.runsOf(im.name, oc), res.runsOf(im.name, c), f.round)
+					fmt.Fprintf(&b, " %s | %s | %s |", f.show(f.med(rb)), f.show(f.med(ro)), fmtRatio(ratio))
+				}
+				b.WriteString("\n")
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// serverTitle names a -server kind in prose: "Redis", "Valkey".
+func serverTitle(kind string) string {
+	if kind == "" {
+		return kind
+	}
+	return strings.ToUpper(kind[:1]) + kind[1:]
 }

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestServerFlag: -server takes redis, valkey or both; without it rows
+// carry no server (the rig's choice, as before -server existed); a bad
+// list, or two kinds with the fixed servers of -addrs, is an error.
+func TestServerFlag(t *testing.T) {
+	tests := []struct {
+		args    []string
+		want    []string
+		wantErr string
+	}{
+		{nil, nil, ""},
+		{[]string{"-server", "redis"}, []string{"redis"}, ""},
+		{[]string{"-server", "redis,valkey"}, []string{"redis", "valkey"}, ""},
+		{[]string{"-server", " valkey , redis "}, []string{"valkey", "redis"}, ""},
+		{[]string{"-server", "keydb"}, nil, `unknown kind "keydb"; known: redis, valkey`},
+		{[]string{"-server", "redis,redis"}, nil, `"redis" listed twice`},
+		{[]string{"-server", ""}, nil, "empty entry"},
+		{[]string{"-server", "redis,valkey", "-addrs", "127.0.0.1:1"}, nil, "with -addrs the servers are given"},
+		{[]string{"-server", "valkey", "-addrs", "127.0.0.1:1"}, []string{"valkey"}, ""},
+	}
+	for _, tt := range tests {
+		c, err := parseFlags(tt.args, io.Discard)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("parseFlags(%q) = %v; want an error containing %q", tt.args, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(c.servers, tt.want) {
+			t.Errorf("parseFlags(%q): servers %q, %v; want %q", tt.args, c.servers, err, tt.want)
+		}
+	}
+}
+
+// TestStepsOnEveryServer: with two kinds every Redis lock runs every cell
+// on both in every round, a lock on another system only on the first
+// kind, and the kinds' order in a cell rotates with the rounds.
+func TestStepsOnEveryServer(t *testing.T) {
+	a, b := &impl{name: "a"}, &impl{name: "b"}
+	e := &impl{name: "etcd-test"}
+	faultSystems[e.name] = sysEtcd
+	t.Cleanup(func() { delete(faultSystems, e.name) })
+	cfg := &config{scenarios: []string{scUncontended, scContended}, clients: []int{2}, holds: []time.Duration{0},
+		servers: []string{serverRedis, serverValkey}}
+	cs := cells(cfg)
+	if len(cs) != 4 || cs[0].server != serverRedis || cs[1].server != serverValkey || !sameBut(cs[0], cs[1]) {
+		t.Fatalf("cells = %v; want each cell on redis then valkey", cs)
+	}
+	var got []string
+	for _, s := range steps(2, cs, []*impl{a, b, e}) {
+		got = append(got, fmt.Sprintf("%d %s %s %s", s.round, s.cell.scenario, s.cell.server, s.impl.name))
+	}
+	want := []string{
+		"0 uncontended redis a", "0 uncontended redis b", "0 uncontended redis etcd-test",
+		"0 uncontended valkey a", "0 uncontended valkey b",
+		"0 contended redis a", "0 contended redis b", "0 contended redis etcd-test",
+		"0 contended valkey a", "0 contended valkey b",
+		"1 uncontended valkey b", "1 uncontended valkey a",
+		"1 uncontended redis b", "1 uncontended redis etcd-test", "1 uncontended redis a",
+		"1 contended valkey b", "1 contended valkey a",
+		"1 contended redis b", "1 contended redis etcd-test", "1 contended redis a",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("steps =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// Without -server, the plan is today's: no server in any cell, and
+	// the default plan's files keep their names.
+	cfg.servers = nil
+	for _, c := range cells(cfg) {
+		if c.server != "" || strings.Contains(c.id(), "redis") {
+			t.Errorf("cell %v without -server has server %q, id %s; want none", c, c.server, c.id())
+		}
+	}
+	if id := (cell{scenario: scContended, clients: 2, server: serverValkey}).id(); id != "contended_c2_h0_valkey" {
+		t.Errorf("a Valkey cell's id = %s; want contended_c2_h0_valkey", id)
+	}
+}
+
+// TestServerSectionRatios: the Valkey/Redis table of made-up runs shows,
+// per lock and cell, each figure's median on both kinds and the median of
+// the same-round ratios (not the ratio of the medians); with one kind
+// there is no table.
+func TestServerSectionRatios(t *testing.T) {
+	correct, raw := registry["correct"], registry["raw"]
+	base := cell{scenario: scContended, clients: 2, keys: 1}
+	onRedis, onValkey := base, base
+	onRedis.server, onValkey.server = serverRedis, serverValkey
+	cs := []cell{onRedis, onValkey}
+	// Ops per round: correct on Redis 1000, 2000, 4000; on Valkey 1100,
+	// 1800, 4400. Same-round ratios 1.1, 0.9, 1.1: median 1.10 (the
+	// medians' ratio would be 1800/2000 = 0.90).
+	redisOps, valkeyOps := []int64{1000, 2000, 4000}, []int64{1100, 1800, 4400}
+	var runs []*runResult
+	for round := range 3 {
+		for _, im := range []*impl{correct, raw} {
+			r := fakeRun(im, onRedis, round, redisOps[round], []int64{100, 200}, []int64{redisOps[round] / 2, redisOps[round] / 2})
+			r.serverCPU = time.Duration(redisOps[round]) * 10 * time.Microsecond
+			v := fakeRun(im, onValkey, round, valkeyOps[round], []int64{100, 400}, []int64{valkeyOps[round] / 2, valkeyOps[round] / 2})
+			v.serverCPU = time.Duration(valkeyOps[round]) * 15 * time.Microsecond
+			runs = append(runs, r, v)
+		}
+	}
+	cfg := &config{duration: time.Second, rounds: 3, maxOps: defaultMaxOps, ttl: defaultTTL, keys: 1024, rtt: time.Millisecond,
+		check: "async", servers: []string{serverRedis, serverValkey}}
+	res := newResults(cfg, machine{}, cs, []*impl{correct, raw}, runs)
+
+	for _, r := range res.rows {
+		if r.Server == "" {
+			t.Errorf("row %s %s has no server", r.Impl, r.Scenario)
+		}
+	}
+	sec := res.serverSection()
+	for _, want := range []string{
+		"## Valkey / Redis",
+		"| lock | cell | acq/s Redis | Valkey | × | wait p99 Redis | Valkey | × | server CPU/acq Redis | Valkey | × |",
+		"| correct | contended, 2 clients, hold 0 | 2000 | 1800 | 1.10× | 200 µs | 400 µs | 2.00× | 10 µs | 15 µs | 1.50× |",
+		"| raw | contended, 2 clients, hold 0 | 2000 | 1800 | 1.10× |",
+	} {
+		if !strings.Contains(sec, want) {
+			t.Errorf("serverSection lacks %q:\n%s", want, sec)
+		}
+	}
+	// The scenario tables put a lock's rows on both kinds together.
+	tables := res.tables()
+	if !strings.Contains(tables, "| impl | server | N |") ||
+		!regexp.MustCompile(`\| correct \| redis \|[^\n]*\n\| correct \| valkey \|`).MatchString(tables) {
+		t.Errorf("tables do not show correct on redis and on valkey side by side:\n%s", tables)
+	}
+	cfg.servers = cfg.servers[:1]
+	if sec := res.serverSection(); sec != "" {
+		t.Errorf("serverSection with one kind = %q; want none", sec)
+	}
+}
+
+// TestServerKindsEndToEnd runs the bench with -server redis,valkey on
+// rig-started servers of both kinds, small, and checks that every lock has
+// a row on each, that the report has the Valkey/Redis table, and that the
+// machine names both servers' versions.
+func TestServerKindsEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	var out, errOut bytes.Buffer
+	err := run(t.Context(), []string{"-server", "redis,valkey", "-scenarios", "uncontended,contended", "-impls", "correct,redislock,raw",
+		"-clients", "2", "-hold", "0", "-duration", "200ms", "-rounds", "2", "-plots=false", "-out", dir}, &out, &errOut)
+	if err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, errOut.String())
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []row
+	if err := json.Unmarshal(b, &rows); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, r := range rows {
+		got[r.Impl+" "+r.Scenario+" "+r.Server] = true
+		if r.OpsPerSec <= 0 || r.Violations != 0 || r.Errors != 0 || r.ServerCPUUsPerOp <= 0 {
+			t.Errorf("%s %s on %s: ops/s %v, violations %d, errors %d (%s), server CPU/acq %v; want > 0, 0, 0, > 0",
+				r.Impl, r.Scenario, r.Server, r.OpsPerSec, r.Violations, r.Errors, r.LastError, r.ServerCPUUsPerOp)
+		}
+	}
+	for _, im := range []string{"correct", "redislock", "raw"} {
+		for _, sc := range []string{scUncontended, scContended} {
+			for _, k := range []string{serverRedis, serverValkey} {
+				if !got[im+" "+sc+" "+k] {
+					t.Errorf("no row for %s %s on %s; rows: %v", im, sc, k, got)
+				}
+			}
+		}
+	}
+	report, _ := os.ReadFile(filepath.Join(dir, "report.md"))
+	for _, want := range []string{"## Valkey / Redis", "| correct | contended, 2 clients, hold 0 |", "| -server valkey | valkey-server 8"} {
+		if !bytes.Contains(report, []byte(want)) {
+			t.Errorf("report.md lacks %q:\n%s", want, report)
+		}
+	}
+	if !strings.Contains(errOut.String(), "contended c=2 hold=0 on valkey") {
+		t.Errorf("progress does not name the server:\n%s", errOut.String())
+	}
+}
