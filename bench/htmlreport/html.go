@@ -180,10 +180,11 @@ func (res *results) page(w *bytes.Buffer) error {
 		}
 		v.Heatmap = src
 	}
-	for _, sec := range plotSections {
+	known := func(p plot) bool { return sectionRank(p.section) < len(plotSections) }
+	for _, sec := range append(slices.Clone(plotSections), struct{ key, title string }{"", "Other plots"}) {
 		g := plotGroup{Title: sec.title}
 		for _, p := range res.plots {
-			if p.section != sec.key {
+			if sec.key != "" && p.section != sec.key || sec.key == "" && known(p) {
 				continue
 			}
 			src, err := res.dataURI(p.path)

@@ -63,6 +63,10 @@ func render(t *testing.T, dir string) string {
 
 func TestReportContents(t *testing.T) {
 	dir := fixture(t)
+	// A plot of a kind the page has no section for.
+	if err := os.Rename(filepath.Join(dir, "plots", "cmds_contended_h1ms.png"), filepath.Join(dir, "plots", "newkind_contended_h1ms.png")); err != nil {
+		t.Fatal(err)
+	}
 	b, err := os.ReadFile(render(t, dir))
 	if err != nil {
 		t.Fatal(err)
@@ -75,6 +79,16 @@ func TestReportContents(t *testing.T) {
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("report.html lacks %q", want)
+		}
+	}
+	// Every plot is on the page, one of a kind the page does not know too.
+	pngs, _ := filepath.Glob(filepath.Join(dir, "plots", "*.png"))
+	if len(pngs) == 0 {
+		t.Fatalf("the fixture has no plots")
+	}
+	for _, p := range pngs {
+		if name := strings.TrimSuffix(filepath.Base(p), ".png"); !strings.Contains(page, `alt="`+name+`"`) {
+			t.Errorf("report.html lacks the plot %s", name)
 		}
 	}
 	if refs := outsideRefs(b); len(refs) > 0 {
