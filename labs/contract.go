@@ -366,7 +366,7 @@ func contractOneHolder(s *Scene, impl *Impl, cn *contractNodes, c LockContract, 
 	}
 	if !wait.Within(limit) {
 		if c.Waiting {
-			return violated(s, "P had not got the lock %v after A released it: a waiter that sleeps between tries leaves the lock free while it sleeps; it must wake on the release", limit)
+			return violated(s, "P, in another process, had not got the lock %v after A released it: a waiter that sleeps between tries, or that only its own process can wake, leaves the lock free while it sleeps; it must wake on the release (a message through Redis)", limit)
 		}
 		return violated(s, "P had not got the lock %v after A released it: a waiting Lock takes a free lock", limit)
 	}

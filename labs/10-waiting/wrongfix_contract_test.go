@@ -80,6 +80,38 @@ var contractWrongFixes = []labs.WrongFix{
 	}`),
 		Caught: "Redis's error was dropped",
 	},
+	{
+		Name: "the release told through a channel in the process, not through Redis",
+		Edits: append(loop(`	for {
+		ok, err := m.TryLock(ctx)
+		if err != nil || ok {
+			return err
+		}
+		m.hook(ctx, correct.HookRefused)
+		select {
+		case <-released: // a release in this process
+		case <-time.After(m.ttl): // or a lease gone by
+		case <-ctx.Done():
+			return errors.Join(ErrNotObtained, ctx.Err())
+		}
+	}`), labs.Replace(`	if n == 0 {
+		return ErrNotHeld
+	}
+	return nil
+}`, `	if n == 0 {
+		return ErrNotHeld
+	}
+	select {
+	case released <- struct{}{}: // wake a waiter
+	default:
+	}
+	return nil
+}
+
+// released carries one wake-up per release to this process's waiters.
+var released = make(chan struct{}, 64)`)),
+		Caught: "it must wake on the release",
+	},
 }
 
 func init() { wrongFixes = append(wrongFixes, contractWrongFixes...) }
