@@ -88,6 +88,10 @@ func New(client Client, key string, opts ...Option) *Mutex {
 	if err == nil && args.IsNil(client) {
 		err = invalid("nil client")
 	}
+	client, cerr := preflight.Bound(client) // an AutoPipeliner waits for replies only until ctx ends
+	if err == nil && cerr != nil {
+		err = invalid("client: %v", cerr)
+	}
 	base := "" // an invalid key has no keys beside it
 	if kerr == nil {
 		base = keyslot.Base(key)

@@ -64,6 +64,10 @@ func New(client Client, key string, opts ...Option) *Mutex {
 	if err == nil {
 		err = args.Target(ErrInvalid, client, key)
 	}
+	client, cerr := preflight.Bound(client) // an AutoPipeliner waits for replies only until ctx ends
+	if err == nil && cerr != nil {
+		err = invalid("client: %v", cerr)
+	}
 	base := "" // an empty key (invalid) has no keys beside it
 	if key != "" {
 		base = keyslot.Base(key)
@@ -182,9 +186,13 @@ func (m *Mutex) try(ctx context.Context, owner Owner) (int, error) {
 		// Undo it (cancel.lua also stops a late one), so a failed Lock
 		// leaves no count behind.
 		cctx, cancel := retry.Detach(ctx)
-		_, _ = m.script(cctx, cancelScript, owner, id)
+		_, cerr := m.script(cctx, cancelScript, owner, id)
 		cancel()
-		return 0, retry.Failed(ctx, ErrNotObtained, fmt.Errorf("reentrant: acquire %q: %w", m.key, err))
+		err = retry.Failed(ctx, ErrNotObtained, fmt.Errorf("reentrant: acquire %q: %w", m.key, err))
+		if cerr != nil { // the acquire may have run: its count may stay until the TTL
+			err = errors.Join(err, fmt.Errorf("reentrant: undo %q: %w", m.key, cerr))
+		}
+		return 0, err
 	}
 	if n == 0 {
 		return 0, nil // another owner holds it

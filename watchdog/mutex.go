@@ -68,6 +68,10 @@ func New(client Client, key string, opts ...Option) *Mutex {
 	if err == nil {
 		err = args.Target(ErrInvalid, client, key)
 	}
+	client, cerr := preflight.Bound(client) // an AutoPipeliner waits for replies only until ctx ends
+	if err == nil && cerr != nil {
+		err = invalid("client: %v", cerr)
+	}
 	base := "" // an empty key (invalid) has no keys beside it
 	if key != "" {
 		base = keyslot.Base(key)
