@@ -679,3 +679,7 @@ func (s *Scene) RefuseWrites(on bool) {
 		s.Fault("Redis accepts writes again")
 	}
 }
+
+// LockContractScenario is the lock contract as a scenario, for a test that
+// runs it on a lock the contract must catch ([Run], [Caught]).
+func LockContractScenario(c LockContract) Scenario { return lockContract(c) }
