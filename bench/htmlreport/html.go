@@ -233,7 +233,8 @@ func (res *results) dataURI(rel string) (template.URL, error) {
 }
 
 // Scenario tables: per scenario, its headline cell with our locks, the
-// best peer and the floors; every lock in every cell under it, folded.
+// best peer of each side (one server, five, beyond Redis) and the floors;
+// every lock in every cell under it, folded.
 var scenarioOrder = []string{"contended", "keys", "uncontended", "rtt-contended", "rtt-uncontended"}
 
 func (res *results) tables() []tableView {
@@ -256,15 +257,20 @@ func (res *results) tables() []tableView {
 		t := tableView{Title: c.label(keys)}
 		all := &tableView{Title: "every lock, every cell of " + sc}
 		contended := false
-		var peer *row
+		type side struct {
+			nodes  int
+			others bool // beyond Redis
+		}
+		peer := map[side]*row{} // the best peer of each side
 		for i := range res.rows {
 			r := &res.rows[i]
 			if r.Scenario == sc && r.FIFOFloorUs > 0 {
 				contended = true
 			}
-			if (cellKey{r.Scenario, r.Clients, r.HoldUs}) == c && res.lock(r.Impl).Kind == KindPeer && res.lock(r.Impl).Nodes == 1 {
-				if peer == nil || r.OpsPerSec > peer.OpsPerSec {
-					peer = r
+			l := res.lock(r.Impl)
+			if k := (side{l.Nodes, l.System != "redis"}); (cellKey{r.Scenario, r.Clients, r.HoldUs}) == c && l.Kind == KindPeer {
+				if p := peer[k]; p == nil || r.OpsPerSec > p.OpsPerSec {
+					peer[k] = r
 				}
 			}
 		}
@@ -278,8 +284,9 @@ func (res *results) tables() []tableView {
 			if (cellKey{r.Scenario, r.Clients, r.HoldUs}) != c {
 				continue
 			}
-			keep := l.Kind == KindOurs || l.Kind == KindFloor && l.Nodes == 1 || peer != nil && r.Impl == peer.Impl
-			if keep {
+			p := peer[side{l.Nodes, l.System != "redis"}]
+			best := p != nil && p.Impl == r.Impl
+			if l.Kind == KindOurs || l.Kind == KindFloor || best {
 				t.Rows = append(t.Rows, tableRowView{l.Kind, tableRow(r, l.Kind, contended, false)})
 			}
 		}
