@@ -59,8 +59,9 @@ const checkTimeout = 90 * time.Second
 // error naming every problem it found: a console message (the page has
 // no script, so any is an error), an image whose naturalWidth is 0, a
 // section with nothing but its heading, a page without sections, or a
-// src or href that leaves the page (the page must load nothing). It
-// returns [ErrNoChromium] when Chromium is missing.
+// src or href that leaves the page (the page must load nothing). With
+// pngPath "" it takes no screenshot. It returns [ErrNoChromium] when
+// Chromium is missing.
 func Check(ctx context.Context, htmlPath, pngPath string) error {
 	bin, err := Chromium()
 	if err != nil {
@@ -77,11 +78,13 @@ func Check(ctx context.Context, htmlPath, pngPath string) error {
 	if err != nil {
 		return err
 	}
-	if _, _, err := chromium(ctx, bin, "--screenshot="+pngPath, "--window-size=1400,2400", "file://"+abs); err != nil {
-		return err
-	}
-	if fi, err := os.Stat(pngPath); err != nil || fi.Size() == 0 {
-		return fmt.Errorf("htmlreport: chromium wrote no screenshot to %s", pngPath)
+	if pngPath != "" {
+		if _, _, err := chromium(ctx, bin, "--screenshot="+pngPath, "--window-size=1400,2400", "file://"+abs); err != nil {
+			return err
+		}
+		if fi, err := os.Stat(pngPath); err != nil || fi.Size() == 0 {
+			return fmt.Errorf("htmlreport: chromium wrote no screenshot to %s", pngPath)
+		}
 	}
 
 	probed, err := os.CreateTemp(filepath.Dir(abs), ".probe-*.html")
