@@ -16,11 +16,11 @@ import (
 // ErrNoChromium is returned by [Check] when no Chromium binary is found.
 var ErrNoChromium = errors.New("htmlreport: chromium not found (Debian/Ubuntu: apt-get install chromium; or name the binary in LOCKLAB_CHROMIUM)")
 
-// Chromium returns the path of the Chromium binary: $LOCKLAB_CHROMIUM if
+// findChromium returns the path of the Chromium binary: $LOCKLAB_CHROMIUM if
 // set (an error wrapping [ErrNoChromium] if it names no program), else the
 // first of chromium, chromium-browser, google-chrome on the PATH; it
 // returns [ErrNoChromium] if there is none.
-func Chromium() (string, error) {
+func findChromium() (string, error) {
 	if p := os.Getenv("LOCKLAB_CHROMIUM"); p != "" {
 		bin, err := exec.LookPath(p)
 		if err != nil {
@@ -63,7 +63,7 @@ const checkTimeout = 90 * time.Second
 // pngPath "" it takes no screenshot. It returns [ErrNoChromium] when
 // Chromium is missing.
 func Check(ctx context.Context, htmlPath, pngPath string) error {
-	bin, err := Chromium()
+	bin, err := findChromium()
 	if err != nil {
 		return err
 	}

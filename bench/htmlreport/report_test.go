@@ -40,7 +40,7 @@ func fixture(t *testing.T) string {
 // needChromium skips the test without Chromium, or fails it in CI.
 func needChromium(t *testing.T) {
 	t.Helper()
-	if _, err := Chromium(); err != nil {
+	if _, err := findChromium(); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("%v: CI must check report.html in it (.ci/deps installs it)", err)
 		}

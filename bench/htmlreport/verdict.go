@@ -103,6 +103,18 @@ func headline(rows []row, scenario string) (cellKey, int, bool) {
 	return best, keys, found
 }
 
+// Verdicts reads the results directory dir (summary.json, and locks.json
+// as [Write] leaves it) and returns one verdict per job, in the order
+// report.html shows them: one key under contention, many keys, no
+// contention, five servers, beyond Redis.
+func Verdicts(dir string) ([]Verdict, error) {
+	res, err := load(dir)
+	if err != nil {
+		return nil, err
+	}
+	return verdicts(res.rows, res.lock), nil
+}
+
 // verdicts computes one verdict per job from the rows of summary.json.
 func verdicts(rows []row, lockOf func(string) Lock) []Verdict {
 	var out []Verdict

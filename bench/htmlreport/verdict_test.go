@@ -206,13 +206,20 @@ func TestVerdictsAgreeWithReportMD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	vs, err := Verdicts(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
 	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	summary, _, _ := strings.Cut(string(md), "## Every cell")
 	checked := 0
-	for _, v := range verdicts(res.rows, res.lock) {
+	if len(vs) != len(jobs) {
+		t.Fatalf("Verdicts = %d verdicts; want %d", len(vs), len(jobs))
+	}
+	for _, v := range vs {
 		if v.Missing != "" || v.Rival == "" || v.Floor == "" || res.lock(v.Pick).System != "redis" {
 			continue
 		}
