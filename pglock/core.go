@@ -260,7 +260,8 @@ type schemaKey struct {
 	ddl  string
 }
 
-// ensure runs ddl (CREATE ... IF NOT EXISTS) on conn once per pool.
+// ensure runs ddl (CREATE ... IF NOT EXISTS) on conn once per pool, in
+// [quiet].
 // Concurrent CREATE ... IF NOT EXISTS can still fail with a unique
 // violation in PostgreSQL's catalog when two sessions race; the loser
 // tries once more.
@@ -269,9 +270,9 @@ func ensure(ctx context.Context, pool Pool, conn *pgxpool.Conn, ddl string) erro
 	if _, ok := schemas.Load(k); ok {
 		return nil
 	}
-	_, err := run(ctx, conn, ddl)
+	_, err := run(ctx, conn, quiet(ddl))
 	if err != nil && uniqueViolation(err) {
-		_, err = run(ctx, conn, ddl)
+		_, err = run(ctx, conn, quiet(ddl))
 	}
 	if err != nil {
 		return fmt.Errorf("%s: %w", ddl, err)

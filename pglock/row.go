@@ -123,7 +123,7 @@ SELECT pg_backend_pid(), ` + drawSQL + `, ` + timeoutsBack + ` FROM (SELECT FROM
 			// At READ COMMITTED: at REPEATABLE READ or SERIALIZABLE, ON
 			// CONFLICT DO NOTHING fails to serialize when another first
 			// Lock inserted the row concurrently.
-			if _, err := run(ctx, conn, `BEGIN ISOLATION LEVEL READ COMMITTED; INSERT INTO `+m.table+` (name) VALUES (`+literal(m.c.key)+`) ON CONFLICT (name) DO NOTHING; COMMIT`); err != nil {
+			if _, err := run(ctx, conn, quiet(`INSERT INTO `+m.table+` (name) VALUES (`+literal(m.c.key)+`) ON CONFLICT (name) DO NOTHING`)); err != nil {
 				return nil, false, err
 			}
 			inserted = true

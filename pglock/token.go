@@ -42,16 +42,14 @@ const (
 	fenceDDL = `CREATE SEQUENCE IF NOT EXISTS ` + fenceSequence + ` MAXVALUE 1099511627775;
 CREATE TABLE IF NOT EXISTS pglock_epochs (epoch bigint PRIMARY KEY);
 CREATE UNLOGGED TABLE IF NOT EXISTS pglock_epoch (epoch bigint NOT NULL)`
-	// newEpochSQL makes the next epoch if there is none since the last
-	// crash; it changes nothing otherwise. The table lock makes
+	// newEpochSQL (run in [quiet]) makes the next epoch if there is none
+	// since the last crash; it changes nothing otherwise. The table lock makes
 	// concurrent runs take turns, and each statement's fresh snapshot
 	// (READ COMMITTED) sees what the one before committed.
-	newEpochSQL = `BEGIN ISOLATION LEVEL READ COMMITTED;
-SET LOCAL synchronous_commit = on;
+	newEpochSQL = `SET LOCAL synchronous_commit = on;
 LOCK TABLE pglock_epochs IN EXCLUSIVE MODE;
 INSERT INTO pglock_epochs SELECT last + 1 FROM (SELECT coalesce(max(epoch), 0) AS last FROM pglock_epochs) AS e WHERE NOT EXISTS (SELECT FROM pglock_epoch);
-INSERT INTO pglock_epoch SELECT last FROM (SELECT max(epoch) AS last FROM pglock_epochs) AS e WHERE NOT EXISTS (SELECT FROM pglock_epoch);
-COMMIT`
+INSERT INTO pglock_epoch SELECT last FROM (SELECT max(epoch) AS last FROM pglock_epochs) AS e WHERE NOT EXISTS (SELECT FROM pglock_epoch)`
 	// drawSQL, in a lock statement's select list after the grant, reads
 	// the epoch (empty if a crash emptied it) and draws n.
 	drawSQL = `(SELECT max(epoch) FROM pglock_epoch), nextval('` + fenceSequence + `')`
@@ -64,7 +62,7 @@ func prepare(ctx context.Context, pool Pool, conn *pgxpool.Conn, again bool) err
 		return err
 	}
 	if again {
-		if _, err := run(ctx, conn, newEpochSQL); err != nil {
+		if _, err := run(ctx, conn, quiet(newEpochSQL)); err != nil {
 			return fmt.Errorf("make the next epoch: %w", err)
 		}
 		return nil
@@ -105,3 +103,10 @@ const (
 	timeoutsBack = `set_config('statement_timeout', current_setting('pglock.statement_timeout'), true),
 	set_config('lock_timeout', current_setting('pglock.lock_timeout'), true)`
 )
+
+// quiet wraps statements in a READ COMMITTED transaction whose timeouts
+// are off: pglock's own set-up statements (its tables, the epoch, a key's
+// row) wait only as long as the caller's context lets them.
+func quiet(sql string) string {
+	return "BEGIN ISOLATION LEVEL READ COMMITTED;\n" + timeoutsOff + ";\n" + sql + ";\nCOMMIT"
+}
