@@ -10,7 +10,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/locklab/locklab/internal/proc"
 )
 
 // ErrNoChromium is returned by [Check] when no Chromium binary is found.
@@ -117,7 +120,10 @@ func Check(ctx context.Context, htmlPath, pngPath string) error {
 }
 
 // chromium runs headless Chromium with args and returns its stdout and
-// stderr.
+// stderr. Chromium runs in a process group of its own that dies with this
+// process (internal/proc); when ctx ends or checkTimeout passes, the whole
+// group is killed, and once the browser exits any helper left in the group
+// is too. The goroutine that waits for it returns when it exits.
 func chromium(ctx context.Context, bin string, args ...string) (stdout, stderr string, err error) {
 	ctx, cancel := context.WithTimeout(ctx, checkTimeout)
 	defer cancel()
@@ -128,13 +134,25 @@ func chromium(ctx context.Context, bin string, args ...string) (stdout, stderr s
 	defer os.RemoveAll(home)
 	all := append([]string{"--headless=new", "--disable-gpu", "--no-sandbox", "--hide-scrollbars",
 		"--no-first-run", "--user-data-dir=" + filepath.Join(home, "profile")}, args...)
-	cmd := exec.CommandContext(ctx, bin, all...)
+	cmd := exec.Command(bin, all...)
 	// Chromium's crash handler and caches write under HOME.
 	cmd.Env = append(os.Environ(), "HOME="+home)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		return "", "", fmt.Errorf("htmlreport: %s %s: %w (context: %v)\n%s", bin, strings.Join(args, " "), err, ctx.Err(), lastLines(errb.String(), 10))
+	if err := proc.Start(cmd); err != nil {
+		return "", "", fmt.Errorf("htmlreport: start %s: %w", bin, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		_ = proc.Signal(cmd, syscall.SIGKILL)
+		err = errors.Join(<-done, ctx.Err())
+	}
+	_ = proc.Signal(cmd, syscall.SIGKILL) // helpers left in the group; none is the usual answer
+	if err != nil {
+		return "", "", fmt.Errorf("htmlreport: %s %s: %w\n%s", bin, strings.Join(args, " "), err, lastLines(errb.String(), 10))
 	}
 	return out.String(), errb.String(), nil
 }

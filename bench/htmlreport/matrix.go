@@ -1,0 +1,150 @@
+package htmlreport
+
+import (
+	"fmt"
+	"html/template"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// matrix lays faults.json out as locks down, faults across.
+func (res *results) matrix(timelines map[string]string) *matrixView {
+	m := &matrixView{}
+	type fault struct {
+		n     int
+		id, t string
+	}
+	var faults []fault
+	var locks []string
+	for _, f := range res.faults {
+		if !slices.ContainsFunc(faults, func(x fault) bool { return x.id == f.Fault }) {
+			t := fmt.Sprintf("%d. %s", f.FaultNumber, f.Title)
+			if f.Modeled {
+				t += " (modeled)"
+			}
+			faults = append(faults, fault{f.FaultNumber, f.Fault, t})
+		}
+		if !slices.Contains(locks, f.Impl) {
+			locks = append(locks, f.Impl)
+		}
+	}
+	sort.SliceStable(faults, func(i, j int) bool { return faults[i].n < faults[j].n })
+	for _, f := range faults {
+		m.Faults = append(m.Faults, f.t)
+	}
+	for _, l := range locks {
+		mr := matrixRow{Lock: l, Kind: res.lock(l).Kind}
+		for _, f := range faults {
+			i := slices.IndexFunc(res.faults, func(r faultRow) bool { return r.Impl == l && r.Fault == f.id })
+			if i < 0 {
+				mr.Cells = append(mr.Cells, matrixCell{Text: "–", Class: "na"})
+				continue
+			}
+			fr := res.faults[i]
+			c := matrixCell{Text: cellText(fr), Class: cellClass(fr), Title: fr.Title}
+			if fr.Claim != "" {
+				c.Title += "; claim: " + fr.Claim
+			}
+			if p := res.cellTimeline(fr); p != "" {
+				c.Anchor = timelines[p]
+			}
+			mr.Cells = append(mr.Cells, c)
+		}
+		m.Rows = append(m.Rows, mr)
+	}
+	return m
+}
+
+// cellText is the matrix cell as faults.md prints it: "0/20",
+// "7/20 unsafe", "3/20 stuck".
+func cellText(f faultRow) string {
+	switch {
+	case f.NotRun == "not applicable":
+		return "–"
+	case f.NotRun != "":
+		return "not run"
+	case f.Runs == 0:
+		return fmt.Sprintf("inconclusive (%d)", f.Inconclusive)
+	}
+	var s string
+	switch {
+	case f.UnsafeRuns > 0 && f.StuckRuns > 0:
+		s = fmt.Sprintf("%d/%d unsafe, %d stuck", f.UnsafeRuns, f.Runs, f.StuckRuns)
+	case f.UnsafeRuns > 0:
+		s = fmt.Sprintf("%d/%d unsafe", f.UnsafeRuns, f.Runs)
+	case f.StuckRuns > 0:
+		s = fmt.Sprintf("%d/%d stuck", f.StuckRuns, f.Runs)
+	default:
+		s = fmt.Sprintf("0/%d", f.Runs)
+	}
+	if f.RefusedToRun > 0 {
+		s += fmt.Sprintf(" (%d refused)", f.RefusedToRun)
+	}
+	if f.Inconclusive > 0 {
+		s += fmt.Sprintf(" (+%d inconclusive)", f.Inconclusive)
+	}
+	return s
+}
+
+func cellClass(f faultRow) string {
+	switch {
+	case f.NotRun != "" || f.Runs == 0:
+		return "na"
+	case f.UnsafeRuns > 0:
+		return "unsafe"
+	case f.StuckRuns > 0:
+		return "stuck"
+	}
+	return "safe"
+}
+
+// cellTimeline returns the timeline a matrix cell opens: its first unsafe
+// (else stuck) run's, as faults.json names it, else its first run's.
+func (res *results) cellTimeline(f faultRow) string {
+	if _, ok := res.timeline[f.Timeline]; ok {
+		return f.Timeline
+	}
+	prefix := fmt.Sprintf("timelines/%d-%s/%s_", f.FaultNumber, f.Fault, fileSafe(f.Impl))
+	var best string
+	for p := range res.timeline {
+		if strings.HasPrefix(p, prefix) && (best == "" || p < best) {
+			best = p
+		}
+	}
+	return best
+}
+
+// fileSafe is the bench's name of a lock in a file name (faults_report.go).
+func fileSafe(s string) string {
+	return strings.NewReplacer("+", "-plus-", "/", "-", "*", "x").Replace(s)
+}
+
+func (res *results) viewTimeline(p, id string) (timelineView, error) {
+	t, err := parseTimeline(res.timeline[p])
+	if err != nil {
+		return timelineView{}, err
+	}
+	tv := timelineView{ID: id, Title: t.title, SVG: template.HTML(t.svg()), Lanes: t.lanes,
+		Omitted: t.omitted, Findings: t.findings, Tail: t.tail, Class: "safe"}
+	tv.Summary = strings.TrimSuffix(path.Base(p), ".txt")
+	if len(t.title) > 0 {
+		tv.Summary, tv.Title = t.title[0], t.title[1:]
+	}
+	switch {
+	case strings.HasPrefix(t.verdict, "UNSAFE"):
+		tv.Class = "unsafe"
+	case strings.HasPrefix(t.verdict, "STUCK"):
+		tv.Class = "stuck"
+	}
+	if t.verdict != "" {
+		tv.Summary += " — " + t.verdict
+	}
+	for _, e := range t.events {
+		er := eventRow{Ms: e.ms, Cells: make([]string, len(t.lanes)), Class: eventClass(e.text)}
+		er.Cells[e.lane] = e.text
+		tv.Events = append(tv.Events, er)
+	}
+	return tv, nil
+}
