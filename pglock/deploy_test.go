@@ -43,8 +43,9 @@ func defaultPool(t testing.TB, url string) *pgxpool.Pool {
 // taken outside a transaction stays on a server session that PgBouncer
 // then hands to another client, whose pg_try_advisory_lock succeeds on it
 // re-entrantly: two holders (issue 34). Both locks must exclude in session
-// and transaction pooling, and refuse statement pooling with an error
-// that says why, leaving nothing held.
+// and transaction pooling (a waiter that gives up leaves nothing behind
+// in the pooler), and refuse statement pooling with an error that says
+// why, leaving nothing held.
 func TestPgBouncer(t *testing.T) {
 	for _, mode := range []string{rig.PoolTransaction, rig.PoolSession, rig.PoolStatement} {
 		t.Run(mode, func(t *testing.T) {
@@ -87,6 +88,14 @@ func TestPgBouncer(t *testing.T) {
 							_ = direct.Unlock(ctx)
 						}
 					}
+					// c gives up while it waits: its connection is closed, and
+					// the pooler must not keep its lock statement alive on a
+					// server session, to be granted once a unlocks.
+					gctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+					if err := c.Lock(gctx); !errors.Is(err, pglock.ErrNotObtained) {
+						t.Errorf("c.Lock giving up while a holds = %v; want ErrNotObtained", err)
+					}
+					cancel()
 					if err := a.Unlock(ctx); err != nil {
 						t.Fatalf("a.Unlock = %v; want nil", err)
 					}
