@@ -227,8 +227,12 @@ func (res *results) header(b *bytes.Buffer) {
 	fmt.Fprintf(b, "| | |\n|---|---|\n")
 	fmt.Fprintf(b, "| CPU | %d × %s |\n| GOMAXPROCS | %d |\n| Go | %s %s |\n", m.CPUs, m.CPUModel, m.GOMAXPROCS, m.GoVersion, m.OSArch)
 	fmt.Fprintf(b, "| Redis | redis-server %s (%s) |\n", m.RedisVersion, m.Servers)
-	for _, k := range c.servers {
-		fmt.Fprintf(b, "| -server %s | %s-server %s, as many servers again, started the same way |\n", k, k, m.ServerVersions[k])
+	for i, k := range c.servers {
+		which := "the servers above"
+		if i > 0 {
+			which = "as many servers again, started the same way"
+		}
+		fmt.Fprintf(b, "| -server %s | %s-server %s, %s |\n", k, k, m.ServerVersions[k], which)
 	}
 	for _, mod := range m.Modules {
 		fmt.Fprintf(b, "| %s | %s |\n", mod[0], mod[1])
@@ -451,6 +455,9 @@ func (res *results) tables() string {
 		writeTable(&b, cols, rows)
 		b.WriteString("\n")
 		for _, r := range rows {
+			if len(res.cfg.servers) > 1 {
+				r.Impl += " on " + r.Server // the notes name the server too
+			}
 			if r.LastError != "" {
 				fmt.Fprintf(&b, "- %s N=%d hold %s: %d errors, last: %s\n", r.Impl, r.Clients, fmtHoldUs(r.HoldUs), r.Errors, r.LastError)
 			}

@@ -112,6 +112,7 @@ func TestServerSectionRatios(t *testing.T) {
 			r.serverCPU = time.Duration(redisOps[round]) * 10 * time.Microsecond
 			v := fakeRun(im, onValkey, round, valkeyOps[round], []int64{100, 400}, []int64{valkeyOps[round] / 2, valkeyOps[round] / 2})
 			v.serverCPU = time.Duration(valkeyOps[round]) * 15 * time.Microsecond
+			v.expiring = 10
 			runs = append(runs, r, v)
 		}
 	}
@@ -140,6 +141,9 @@ func TestServerSectionRatios(t *testing.T) {
 	if !strings.Contains(tables, "| impl | server | N |") ||
 		!regexp.MustCompile(`\| correct \| redis \|[^\n]*\n\| correct \| valkey \|`).MatchString(tables) {
 		t.Errorf("tables do not show correct on redis and on valkey side by side:\n%s", tables)
+	}
+	if !strings.Contains(tables, "- correct on valkey N=2 hold 0: 30 keys with a TTL") || strings.Contains(tables, "- correct on redis N=2") {
+		t.Errorf("the tables' notes do not name the server of the row they are about:\n%s", tables)
 	}
 	cfg.servers = cfg.servers[:1]
 	if sec := res.serverSection(); sec != "" {
@@ -185,7 +189,7 @@ func TestServerKindsEndToEnd(t *testing.T) {
 		}
 	}
 	report, _ := os.ReadFile(filepath.Join(dir, "report.md"))
-	for _, want := range []string{"## Valkey / Redis", "| correct | contended, 2 clients, hold 0 |", "| -server valkey | valkey-server 8"} {
+	for _, want := range []string{"## Valkey / Redis", "| correct | contended, 2 clients, hold 0 |", "| -server redis | redis-server 7", "the servers above", "| -server valkey | valkey-server 8"} {
 		if !bytes.Contains(report, []byte(want)) {
 			t.Errorf("report.md lacks %q:\n%s", want, report)
 		}
