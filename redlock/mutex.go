@@ -78,13 +78,6 @@ func New(clients []Client, key string, opts ...Option) *Mutex {
 	if err == nil {
 		err = m.validate()
 	}
-	for i, c := range m.clients { // an AutoPipeliner waits for replies only until ctx ends
-		bc, cerr := preflight.Bound(c)
-		if err == nil && cerr != nil {
-			err = invalid("clients[%d]: %v", i, cerr)
-		}
-		m.clients[i] = bc
-	}
 	m.f = frame.Frame{Kind: "redlock", Key: key, Err: err, Hook: o.hook, Obs: o.observer}
 	if err == nil {
 		probe := preflight.Probe{Script: releaseScript, Keys: m.releaseKeys(preflight.ProbeToken), Args: []any{preflight.ProbeToken, retry.ReceiptMS}}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/locklab/locklab/internal/args"
 	"github.com/locklab/locklab/internal/keyslot"
-	"github.com/locklab/locklab/internal/preflight"
 	"github.com/locklab/locklab/internal/pubsub"
 	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/internal/token"
@@ -102,15 +101,8 @@ func NewNotifier(ctx context.Context, clients []NotifyClient) (*Notifier, error)
 		waiters: map[string]*registration{},
 		entered: map[string]int{},
 	}
-	for i, c := range n.clients { // an AutoPipeliner waits for replies only until ctx ends
-		bc, err := preflight.Bound(c)
-		if err != nil {
-			return nil, invalid("NewNotifier: clients[%d]: %v", i, err)
-		}
-		n.clients[i] = bc
-	}
 	confirmations := make(chan error, len(clients)) // room for all: no goroutine blocks
-	for i, c := range n.clients {
+	for i, c := range clients {
 		n.wg.Go(func() { n.run(i, c, confirmations) })
 	}
 	quorum := len(clients)/2 + 1

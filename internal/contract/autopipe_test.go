@@ -149,9 +149,11 @@ func TestUnlockReturnsByItsBound(t *testing.T) {
 
 // TestAutoPipelinerUnorderedRefused: an AutoPipeliner that runs batches
 // unordered (a release may overtake the SET it follows) is refused by
-// the kinds run on the AutoPipeliner, with an error naming it.
+// the kinds whose clean-up rests on that order, with an error naming it.
+// (redlock's does not: its fan-out releases a SET that lands late when the
+// SET's own reply comes, in whatever order the node ran them.)
 func TestAutoPipelinerUnorderedRefused(t *testing.T) {
-	forKinds(t, func(k kind) bool { return k.pipelined && k.notifier == nil }, func(t *testing.T, k kind) {
+	forKinds(t, func(k kind) bool { return k.pipelined && k.notifier == nil && k.nodes == 1 }, func(t *testing.T, k kind) {
 		cs := make([]*redis.Client, k.nodes)
 		for i := range cs {
 			c := redis.NewClient(rig.UserOptions(servers[i].Addr()))
