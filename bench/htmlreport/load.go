@@ -36,6 +36,7 @@ type row struct {
 	HoldUs            float64  `json:"hold_us"`
 	Keys              int      `json:"keys"`
 	Nodes             int      `json:"nodes"`
+	Server            string   `json:"server"` // "redis" or "valkey" with -server; else ""
 	OpsPerSec         float64  `json:"ops_per_sec"`
 	OpsPerSecMin      float64  `json:"ops_per_sec_min"`
 	OpsPerSecMax      float64  `json:"ops_per_sec_max"`

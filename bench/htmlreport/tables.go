@@ -25,47 +25,63 @@ func (res *results) tables() []tableView {
 		return len(scenarioOrder)
 	}
 	sort.SliceStable(scs, func(i, j int) bool { return rank(scs[i]) < rank(scs[j]) })
-	var out []tableView
-	for _, sc := range scs {
-		c, keys, _ := headline(res.rows, sc)
-		t := tableView{Title: c.label(keys)}
-		all := &tableView{Title: "every lock, every cell of " + sc}
-		contended := false
-		type side struct {
-			nodes  int
-			others bool // beyond Redis
+	// With -server redis,valkey, the tables of each kind of server.
+	var servers []string
+	for _, r := range res.rows {
+		if !slices.Contains(servers, r.Server) {
+			servers = append(servers, r.Server)
 		}
-		peer := map[side]*row{} // the best peer of each side
-		for i := range res.rows {
-			r := &res.rows[i]
-			if r.Scenario == sc && r.FIFOFloorUs > 0 {
-				contended = true
+	}
+	var out []tableView
+	for _, srv := range servers {
+		rows := slices.DeleteFunc(slices.Clone(res.rows), func(r row) bool { return r.Server != srv })
+		for _, sc := range scs {
+			c, keys, ok := headline(rows, sc)
+			if !ok {
+				continue
 			}
-			l := res.lock(r.Impl)
-			if k := (side{l.Nodes, l.System != "redis"}); (cellKey{r.Scenario, r.Clients, r.HoldUs}) == c && l.Kind == KindPeer {
-				if p := peer[k]; p == nil || r.OpsPerSec > p.OpsPerSec {
-					peer[k] = r
+			t := tableView{Title: c.label(keys)}
+			all := &tableView{Title: "every lock, every cell of " + sc}
+			if srv != "" {
+				all.Title += " on " + srv
+			}
+			contended := false
+			type side struct {
+				nodes  int
+				others bool // beyond Redis
+			}
+			peer := map[side]*row{} // the best peer of each side
+			for i := range rows {
+				r := &rows[i]
+				if r.Scenario == sc && r.FIFOFloorUs > 0 {
+					contended = true
+				}
+				l := res.lock(r.Impl)
+				if k := (side{l.Nodes, l.System != "redis"}); r.key() == c && l.Kind == KindPeer {
+					if p := peer[k]; p == nil || r.OpsPerSec > p.OpsPerSec {
+						peer[k] = r
+					}
 				}
 			}
+			t.Head, all.Head = tableHead(contended, false), tableHead(contended, true)
+			for _, r := range rows {
+				if r.Scenario != sc {
+					continue
+				}
+				l := res.lock(r.Impl)
+				all.Rows = append(all.Rows, tableRowView{l.Kind, tableRow(r, l.Kind, contended, true)})
+				if r.key() != c {
+					continue
+				}
+				p := peer[side{l.Nodes, l.System != "redis"}]
+				best := p != nil && p.Impl == r.Impl
+				if l.Kind == KindOurs || l.Kind == KindFloor || best {
+					t.Rows = append(t.Rows, tableRowView{l.Kind, tableRow(r, l.Kind, contended, false)})
+				}
+			}
+			t.All = all
+			out = append(out, t)
 		}
-		t.Head, all.Head = tableHead(contended, false), tableHead(contended, true)
-		for _, r := range res.rows {
-			if r.Scenario != sc {
-				continue
-			}
-			l := res.lock(r.Impl)
-			all.Rows = append(all.Rows, tableRowView{l.Kind, tableRow(r, l.Kind, contended, true)})
-			if (cellKey{r.Scenario, r.Clients, r.HoldUs}) != c {
-				continue
-			}
-			p := peer[side{l.Nodes, l.System != "redis"}]
-			best := p != nil && p.Impl == r.Impl
-			if l.Kind == KindOurs || l.Kind == KindFloor || best {
-				t.Rows = append(t.Rows, tableRowView{l.Kind, tableRow(r, l.Kind, contended, false)})
-			}
-		}
-		t.All = all
-		out = append(out, t)
 	}
 	return out
 }

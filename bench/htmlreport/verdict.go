@@ -60,12 +60,15 @@ type Verdict struct {
 }
 
 // cellKey names one cell of the bench: a scenario at a number of clients
-// and a hold.
+// and a hold, on a kind of Redis server ("" without -server).
 type cellKey struct {
 	scenario string
 	clients  int
 	holdUs   float64
+	server   string
 }
+
+func (r row) key() cellKey { return cellKey{r.Scenario, r.Clients, r.HoldUs, r.Server} }
 
 func (c cellKey) label(keys int) string {
 	parts := []string{c.scenario}
@@ -77,11 +80,15 @@ func (c cellKey) label(keys int) string {
 	if c.scenario != "uncontended" {
 		parts = append(parts, "hold "+fmtHoldUs(c.holdUs))
 	}
-	return strings.Join(parts, ", ")
+	s := strings.Join(parts, ", ")
+	if c.server != "" {
+		s += " on " + c.server
+	}
+	return s
 }
 
-// headline returns the cell of scenario that decides, as report.md's
-// summary picks it: the most clients, then on one key the longest hold
+// headline returns the cell of scenario that decides among rows (of one
+// kind of server), as report.md's summary picks it: the most clients, then on one key the longest hold
 // (a queue forms) and over many keys the shortest (the lock's own cost
 // shows). It reports false when the scenario did not run.
 func headline(rows []row, scenario string) (cellKey, int, bool) {
@@ -91,7 +98,7 @@ func headline(rows []row, scenario string) (cellKey, int, bool) {
 		if r.Scenario != scenario {
 			continue
 		}
-		c := cellKey{r.Scenario, r.Clients, r.HoldUs}
+		c := r.key()
 		preferred := c.holdUs > best.holdUs
 		if r.Keys > 1 {
 			preferred = c.holdUs < best.holdUs
@@ -116,7 +123,15 @@ func Verdicts(dir string) ([]Verdict, error) {
 }
 
 // verdicts computes one verdict per job from the rows of summary.json.
+//
+// With -server redis,valkey every cell ran on each kind of server; the
+// verdicts are the first kind's (the locks on other systems ran on it
+// alone), and each verdict's cell names it.
 func verdicts(rows []row, lockOf func(string) Lock) []Verdict {
+	if len(rows) > 0 {
+		first := rows[0].Server
+		rows = slices.DeleteFunc(slices.Clone(rows), func(r row) bool { return r.Server != first })
+	}
 	var out []Verdict
 	for _, j := range jobs {
 		out = append(out, verdictFor(j, rows, lockOf))
@@ -139,7 +154,7 @@ func verdictFor(j job, rows []row, lockOf func(string) Lock) Verdict {
 	if c.scenario == "uncontended" {
 		v.Unit = "pairs/s"
 	}
-	in := func(r row) bool { return cellKey{r.Scenario, r.Clients, r.HoldUs} == c }
+	in := func(r row) bool { return r.key() == c }
 	var pick, ours, peer *row
 	for i := range rows {
 		r := &rows[i]
@@ -204,7 +219,7 @@ func aaSpread(rows []row, c cellKey) (lo, hi float64) {
 	var floor, again *row
 	for i := range rows {
 		r := &rows[i]
-		if (cellKey{r.Scenario, r.Clients, r.HoldUs}) != c {
+		if r.key() != c {
 			continue
 		}
 		switch r.Impl {

@@ -253,3 +253,31 @@ func TestVerdictsAgreeWithReportMD(t *testing.T) {
 		t.Errorf("checked %d verdicts against report.md; want at least 3", checked)
 	}
 }
+
+// TestServerKinds: with -server redis,valkey every cell ran on both kinds;
+// the verdicts are the first kind's, and the tables come per kind.
+func TestServerKinds(t *testing.T) {
+	on := func(r row, server string) row { r.Server = server; return r }
+	rows := []row{
+		on(rw("correct", "contended", 8, 1, 900), "redis"), on(rw("redsync-1", "contended", 8, 1, 800), "redis"),
+		on(rw("correct", "contended", 8, 1, 100), "valkey"), on(rw("redsync-1", "contended", 8, 1, 5000), "valkey"),
+	}
+	v := verdicts(rows, testLock)[0]
+	if v.Pick != "correct" || v.Cell != "contended, 8 clients, hold 1ms on redis" {
+		t.Errorf("verdict = %s; want correct, on redis", v.Sentence())
+	}
+	res := &results{rows: rows}
+	for _, l := range testLocks {
+		res.locks = append(res.locks, l)
+	}
+	var titles []string
+	for _, tb := range res.tables() {
+		titles = append(titles, tb.Title)
+		if len(tb.Rows) != 2 {
+			t.Errorf("table %q has %d rows; want 2 (one kind of server)", tb.Title, len(tb.Rows))
+		}
+	}
+	if got, want := strings.Join(titles, "; "), "contended, 8 clients, hold 1ms on redis; contended, 8 clients, hold 1ms on valkey"; got != want {
+		t.Errorf("tables = %q; want %q", got, want)
+	}
+}
