@@ -21,6 +21,15 @@ import (
 // receiptMS is how long a release's receipt lives, for the scripts.
 var receiptMS = retry.ReceiptMS
 
+// The release script's fixed arguments, made interface values once: each
+// conversion at the call would allocate, on every Unlock.
+var (
+	receiptArg any = receiptMS
+	channelArg any = channelPrefix
+	keepArg    any = "0" // release.lua's abandon flag: a release
+	abandonArg any = "1" // a waiter giving up
+)
+
 // Client is the part of a go-redis client that a [Mutex] uses: scripts
 // (EVALSHA, EVAL) and SET with options. *redis.Client (including the
 // Sentinel-backed one from redis.NewFailoverClient), *redis.ClusterClient,
@@ -44,8 +53,11 @@ type Mutex struct {
 	base   string // the prefix of the keys kept beside key (keyslot.Base)
 	queue  string // the wait queue's key
 	o      options
-	wait   waiter // how Lock waits for its turn: poll or queue
-	err    error  // invalid arguments found by New, returned by every method
+	wait   waiter // how Lock waits for its turn: &polling or queue
+	// polling is the poll waiter, kept here so that New allocates it with
+	// the Mutex.
+	polling poll
+	err     error // invalid arguments found by New, returned by every method
 
 	// The fields above are set by New and never change.
 
@@ -90,7 +102,8 @@ func New(client Client, key string, opts ...Option) *Mutex {
 		m.base = keyslot.Base(key)
 		m.queue = m.base + ":q"
 	}
-	m.wait = poll{policy: o.retry}
+	m.polling = poll{policy: o.retry}
+	m.wait = &m.polling
 	if o.notifier != nil {
 		m.wait = queue{n: o.notifier}
 	}
@@ -323,12 +336,12 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 func (m *Mutex) release(ctx context.Context, tok string, abandon bool) (int64, error) {
 	ctx, cancel := retry.Detach(ctx)
 	defer cancel()
-	flag := "0"
+	flag := keepArg
 	if abandon {
-		flag = "1"
+		flag = abandonArg
 	}
 	keys := []string{m.key, m.queue, m.receipt(tok)}
-	n, err := releaseScript.Run(ctx, m.client, keys, tok, channelPrefix, flag, receiptMS).Int64()
+	n, err := releaseScript.Run(ctx, m.client, keys, tok, channelArg, flag, receiptArg).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("correct: release %q: %w", m.key, err)
 	}

@@ -212,7 +212,7 @@ func (n *Notifier) bounce(key, tok string) {
 	defer cancel()
 	base := keyslot.Base(key)
 	keys := []string{key, base + ":q", keyslot.Receipt(base, tok)}
-	_ = releaseScript.Run(ctx, n.client, keys, tok, channelPrefix, "0", receiptMS).Err()
+	_ = releaseScript.Run(ctx, n.client, keys, tok, channelArg, keepArg, receiptArg).Err()
 }
 
 func (n *Notifier) current() *redis.PubSub {

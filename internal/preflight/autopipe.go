@@ -46,7 +46,7 @@ func Bound[C any](client C) (C, error) {
 	if st.err != nil {
 		return client, st.err
 	}
-	b, ok := any(boundedPipeliner{ap, st}).(C)
+	b, ok := any(st.bound).(C)
 	if !ok {
 		return client, nil // cannot happen: the wrapper embeds the AutoPipeliner
 	}
@@ -69,6 +69,7 @@ func Ordered(client any) error {
 // preflight remembers one result for all of them).
 type pipelinerState struct {
 	err   error                // why a lock must refuse it, or nil
+	bound *boundedPipeliner    // the one wrapper of it: a pointer, so handing it out allocates nothing
 	async *redis.AutoPipeliner // the client's deferred face; nil: wait on a goroutine
 	pipes sync.Pool            // of redis.Pipeliner: builds commands exactly as go-redis's typed methods do
 }
@@ -80,6 +81,7 @@ func stateOf(ap *redis.AutoPipeliner) *pipelinerState {
 		return st.(*pipelinerState)
 	}
 	st := &pipelinerState{}
+	st.bound = &boundedPipeliner{ap, st}
 	unordered := fmt.Errorf("%w: a release may overtake the SET it must follow; use the AutoPipeliner's default, ordered options", ErrUnordered)
 	switch async, err := ap.AsyncAutoPipeline(); {
 	case ap.Config().Unordered:
@@ -95,8 +97,8 @@ func stateOf(ap *redis.AutoPipeliner) *pipelinerState {
 }
 
 // boundedPipeliner is an AutoPipeliner whose commands a lock sends (SET,
-// the scripts, INFO) honour their context's end (see [Bound]). It is a
-// comparable value.
+// the scripts, INFO) honour their context's end (see [Bound]). There is one
+// per AutoPipeliner (pipelinerState.bound).
 type boundedPipeliner struct {
 	*redis.AutoPipeliner
 	st *pipelinerState
@@ -115,7 +117,7 @@ func record[T redis.Cmder](st *pipelinerState, build func(redis.Pipeliner) T) T 
 // send sends the command build makes, through the deferred face, and waits
 // for its reply until ctx ends; without a deferred face it runs call on a
 // goroutine (see bounded).
-func send[T redis.Cmder](ctx context.Context, b boundedPipeliner, build func(redis.Pipeliner) T, call func() T, mk func(context.Context, ...any) T) T {
+func send[T redis.Cmder](ctx context.Context, b *boundedPipeliner, build func(redis.Pipeliner) T, call func() T, mk func(context.Context, ...any) T) T {
 	if b.st.async == nil {
 		return bounded(ctx, call, mk)
 	}
@@ -134,37 +136,37 @@ func send[T redis.Cmder](ctx context.Context, b boundedPipeliner, build func(red
 	return cmd
 }
 
-func (b boundedPipeliner) SetArgs(ctx context.Context, key string, value any, a redis.SetArgs) *redis.StatusCmd {
+func (b *boundedPipeliner) SetArgs(ctx context.Context, key string, value any, a redis.SetArgs) *redis.StatusCmd {
 	return send(ctx, b,
 		func(p redis.Pipeliner) *redis.StatusCmd { return p.SetArgs(ctx, key, value, a) },
 		func() *redis.StatusCmd { return b.AutoPipeliner.SetArgs(ctx, key, value, a) }, redis.NewStatusCmd)
 }
 
-func (b boundedPipeliner) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+func (b *boundedPipeliner) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
 	return send(ctx, b,
 		func(p redis.Pipeliner) *redis.Cmd { return p.Eval(ctx, script, keys, args...) },
 		func() *redis.Cmd { return b.AutoPipeliner.Eval(ctx, script, keys, args...) }, redis.NewCmd)
 }
 
-func (b boundedPipeliner) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
+func (b *boundedPipeliner) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
 	return send(ctx, b,
 		func(p redis.Pipeliner) *redis.Cmd { return p.EvalSha(ctx, sha1, keys, args...) },
 		func() *redis.Cmd { return b.AutoPipeliner.EvalSha(ctx, sha1, keys, args...) }, redis.NewCmd)
 }
 
-func (b boundedPipeliner) EvalRO(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+func (b *boundedPipeliner) EvalRO(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
 	return send(ctx, b,
 		func(p redis.Pipeliner) *redis.Cmd { return p.EvalRO(ctx, script, keys, args...) },
 		func() *redis.Cmd { return b.AutoPipeliner.EvalRO(ctx, script, keys, args...) }, redis.NewCmd)
 }
 
-func (b boundedPipeliner) EvalShaRO(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
+func (b *boundedPipeliner) EvalShaRO(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
 	return send(ctx, b,
 		func(p redis.Pipeliner) *redis.Cmd { return p.EvalShaRO(ctx, sha1, keys, args...) },
 		func() *redis.Cmd { return b.AutoPipeliner.EvalShaRO(ctx, sha1, keys, args...) }, redis.NewCmd)
 }
 
-func (b boundedPipeliner) Info(ctx context.Context, section ...string) *redis.StringCmd {
+func (b *boundedPipeliner) Info(ctx context.Context, section ...string) *redis.StringCmd {
 	return send(ctx, b,
 		func(p redis.Pipeliner) *redis.StringCmd { return p.Info(ctx, section...) },
 		func() *redis.StringCmd { return b.AutoPipeliner.Info(ctx, section...) }, redis.NewStringCmd)

@@ -217,7 +217,7 @@ type ident struct {
 // identity returns client's ident. It reports false for a client value
 // that cannot be a map key (results are then not remembered).
 func identity(client any) (ident, bool) {
-	if b, ok := client.(boundedPipeliner); ok { // see Bound: no reflection per Lock
+	if b, ok := client.(*boundedPipeliner); ok { // see Bound: no reflection per Lock
 		return ident{client: b.AutoPipeliner}, true
 	}
 	if o, ok := client.(interface{ Options() *redis.Options }); ok {
