@@ -6,8 +6,10 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/locklab/locklab/internal/faultproxy"
+	"github.com/locklab/locklab/naive"
 )
 
 // The lost batch (issue 38). On the AutoPipeliner, many goroutines' lock
@@ -34,82 +36,111 @@ const (
 
 func TestLostBatch(t *testing.T) {
 	forKinds(t, pipelinedKind, func(t *testing.T, k kind) {
-		ps := proxiesFor(t, k)
-		clients := partyClients(t, k, user, ps) // one process: one AutoPipeliner per node
-		var n any
-		if k.notifier != nil {
-			n = k.notifier(t, clients)
-		}
-		type pair struct {
-			key     string
-			parties [2]*party
-			inside  atomic.Int32
-		}
-		pairs := make([]*pair, lostBatchPairs)
-		for i := range pairs {
-			key := newKey(t, k)
-			p := &pair{key: key}
-			for j := range p.parties {
-				p.parties[j] = partyOn(t, k, fmt.Sprintf("%c%d", 'A'+j, i), key, longTTL, clients, n)
-			}
-			settleAtEnd(t, p.parties[:]...)
-			warm(t, k, p.parties[0].lock) // preflight remembered, scripts loaded
-			pairs[i] = p
-		}
-
-		rule := ps[0].DropBatch(faultproxy.Match{}, lostBatchDrops).Every(lostBatchEvery)
-		var (
-			mu       sync.Mutex
-			failures []string
-			unsafe   atomic.Int32
-			wg       sync.WaitGroup
-			start    = make(chan struct{})
-		)
-		fail := func(format string, a ...any) {
-			mu.Lock()
-			failures = append(failures, fmt.Sprintf(format, a...))
-			mu.Unlock()
-		}
-		ctx := t.Context()
-		for _, p := range pairs {
-			for _, pt := range p.parties {
-				wg.Go(func() {
-					<-start
-					for r := range lostBatchRounds {
-						if err := pt.lock.Lock(op(ctx)); err != nil {
-							fail("%s's Lock %d on %s = %v; want nil (stuck: a key orphaned?)", pt.name, r, p.key, err)
-							return
-						}
-						if p.inside.Add(1) > 1 {
-							unsafe.Add(1)
-							fail("%s's Lock %d on %s returned while the other party held it: two holders", pt.name, r, p.key)
-						}
-						runtime.Gosched()
-						p.inside.Add(-1)
-						if err := pt.lock.Unlock(op(ctx)); err != nil {
-							fail("%s's Unlock %d on %s = %v; want nil (a release sent twice answers as the first)", pt.name, r, p.key, err)
-							return
-						}
-					}
-				})
-			}
-		}
-		close(start)
-		wg.Wait()
-		caught := rule.Caught()
-		keys := map[string]bool{}
-		for _, c := range caught {
-			keys[c] = true
-		}
-		if len(keys) < 2 {
-			t.Fatalf("%s: the lost batches held %v, not several locks' commands: harness went blind", k.name, caught)
-		}
-		for _, f := range failures {
+		for _, f := range lostBatch(t, k, k.make) {
 			t.Errorf("%s: %s", k.name, f)
 		}
-		if len(failures) > 0 {
-			t.Logf("%s: the lost batches held %d commands: %v", k.name, len(caught), caught)
-		}
-		t.Logf("%s: %d commands sent twice in the lost batches, %d unsafe, %d failures: %v", k.name, len(caught), unsafe.Load(), len(failures), caught)
 	})
+}
+
+// TestLostBatchCatchesNaive: the same scene on the control, a naive lock
+// whose release is a blind DEL: a SET NX sent twice is refused by its own
+// first run, so the Lock never learns it holds the key (stuck until the
+// TTL), and a DEL sent twice may delete the next holder's key (two
+// holders). The scene must see it, or it went blind.
+func TestLostBatchCatchesNaive(t *testing.T) {
+	k := kind{name: "naive-BlindDelete" + autopipeSuffix, nodes: 1, pipelined: true}
+	mk := func(t *testing.T, e env) locker {
+		c := clientOf(e.clients[0]).(naive.Client)
+		return naive.NewBlindDelete(c, e.key, naive.WithTTL(e.ttl), naive.WithPoll(time.Millisecond))
+	}
+	failures := lostBatch(t, k, mk)
+	if len(failures) == 0 {
+		t.Fatalf("%s: no two holders, stuck Lock or failed Unlock with batches lost: harness went blind", k.name)
+	}
+	t.Logf("%s: %d failures, as it should; the first: %s", k.name, len(failures), failures[0])
+}
+
+// lostBatch runs the scene on kind k, each party's lock made by mk, and
+// returns what went wrong, one sentence each.
+func lostBatch(t *testing.T, k kind, mk func(*testing.T, env) locker) []string {
+	t.Helper()
+	k.make = mk
+	ps := proxiesFor(t, k)
+	clients := partyClients(t, k, user, ps) // one process: one AutoPipeliner per node
+	var n any
+	if k.notifier != nil {
+		n = k.notifier(t, clients)
+	}
+	type pair struct {
+		key     string
+		parties [2]*party
+		inside  atomic.Int32
+	}
+	pairs := make([]*pair, lostBatchPairs)
+	for i := range pairs {
+		var key string
+		if k.errNotHeld != nil {
+			key = newKey(t, k) // checks that no key is left
+		} else { // the naive control leaves keys: deleted, unchecked
+			key = fmt.Sprintf("contract:%s:%d", k.name, keySeq.Add(1))
+			t.Cleanup(func() { cleanUp(t, k, key) })
+		}
+		p := &pair{key: key}
+		for j := range p.parties {
+			p.parties[j] = partyOn(t, k, fmt.Sprintf("%c%d", 'A'+j, i), key, longTTL, clients, n)
+		}
+		settleAtEnd(t, p.parties[:]...)
+		warm(t, k, p.parties[0].lock) // preflight remembered, scripts loaded
+		pairs[i] = p
+	}
+
+	rule := ps[0].DropBatch(faultproxy.Match{}, lostBatchDrops).Every(lostBatchEvery)
+	var (
+		mu       sync.Mutex
+		failures []string
+		unsafe   atomic.Int32
+		wg       sync.WaitGroup
+		start    = make(chan struct{})
+	)
+	fail := func(format string, a ...any) {
+		mu.Lock()
+		failures = append(failures, fmt.Sprintf(format, a...))
+		mu.Unlock()
+	}
+	ctx := t.Context()
+	for _, p := range pairs {
+		for _, pt := range p.parties {
+			wg.Go(func() {
+				<-start
+				for r := range lostBatchRounds {
+					if err := pt.lock.Lock(op(ctx)); err != nil {
+						fail("%s's Lock %d on %s = %v; want nil (stuck: a key orphaned?)", pt.name, r, p.key, err)
+						return
+					}
+					if p.inside.Add(1) > 1 {
+						unsafe.Add(1)
+						fail("%s's Lock %d on %s returned while the other party held it: two holders", pt.name, r, p.key)
+					}
+					runtime.Gosched()
+					p.inside.Add(-1)
+					if err := pt.lock.Unlock(op(ctx)); err != nil {
+						fail("%s's Unlock %d on %s = %v; want nil (a release sent twice answers as the first)", pt.name, r, p.key, err)
+						return
+					}
+				}
+			})
+		}
+	}
+	close(start)
+	wg.Wait()
+	caught := rule.Caught()
+	keys := map[string]bool{}
+	for _, c := range caught {
+		keys[c] = true
+	}
+	if len(keys) < 2 {
+		t.Fatalf("%s: the lost batches held %v, not several locks' commands: harness went blind", k.name, caught)
+	}
+	t.Logf("%s: %d commands sent twice in the lost batches, %d unsafe, %d failures: %v", k.name, len(caught), unsafe.Load(), len(failures), caught)
+	return failures
 }
