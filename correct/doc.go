@@ -65,10 +65,12 @@
 // a ClusterClient) batches concurrent goroutines' commands into pipelines,
 // and every promise above holds on it: the contract suite runs over it.
 // Two of its ways are answered here. It does not honour a queued
-// command's context, so the Mutex waits for each reply only until the
-// context ends (Lock returns by its deadline; Unlock's release is bounded
-// by its own 2s), and the command left running is handled as a lost reply
-// is. And a batch that fails on a network error is sent again whole, so
+// command's context, so the Mutex sends its commands through the same
+// client's deferred face (AsyncAutoPipeline, the same batching engine,
+// whose replies can be awaited with a context) and waits for each only
+// until the context ends (Lock returns by its deadline, plus the 2s bound
+// of the clean-up of a SET left unanswered; Unlock's release is bounded by
+// its own 2s), and the command left running is handled as a lost reply is. And a batch that fails on a network error is sent again whole, so
 // every command may run twice: each script answers the second run as the
 // first (the .lua headers). Only an AutoPipeliner configured with
 // Unordered: true is refused (its methods return an error wrapping
