@@ -218,6 +218,15 @@ func (c *Client) HoldAt(points ...string) {
 	}
 }
 
+// Disarm undoes [Client.ParkAt] and [Client.HoldAt] for points not yet
+// reached: the client passes them without parking.
+func (c *Client) Disarm(points ...string) {
+	c.s.t.Helper()
+	for _, p := range points {
+		c.arm(msg{T: "arm", Op: p, Arg: "off"})
+	}
+}
+
 // arm sends one arm message and waits for the client to acknowledge it.
 func (c *Client) arm(m msg) {
 	c.s.t.Helper()

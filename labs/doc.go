@@ -38,6 +38,12 @@
 //     testdata/<TestName>.golden and the lab README's output block (go test
 //     -update rewrites both). A broken run that shows no violation fails as
 //     "harness went blind".
+//   - Exploration: [ExploreBroken], [ExploreFixed] and [ExploreExercise]
+//     run a lesson's [Race] under many schedules (the orders in which its
+//     clients pass their hook points and its events happen): every
+//     ordering where there are few, else a depth-first share and a seeded
+//     random sample. A failing schedule prints the command that replays
+//     it (LOCKLAB_SCHEDULE=<id> go test -run ...).
 //   - Exercises: exercise.go starts as broken code. Built with -tags
 //     exercise, [Exercise] demands the scenario be safe (red until the
 //     learner fixes it). Without the tag it checks that an untouched

@@ -194,6 +194,13 @@ func (l *Local) arm(point string, silent bool) {
 	l.armed[point] = silent
 }
 
+// disarm undoes arm: the client passes point without parking.
+func (l *Local) disarm(point string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.armed, point)
+}
+
 // hook is the lock's hook: it parks the client at an armed point until the
 // scenario says Continue (or the operation's context ends).
 func (l *Local) hook(ctx context.Context, point string) {

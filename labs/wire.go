@@ -17,6 +17,7 @@ import (
 //	{"t":"op","id":7,"op":"lock"}      run an operation
 //	{"t":"cancel","id":7}              cancel its context
 //	{"t":"arm","op":"after-setnx"}     park at this hook point next time
+//	{"t":"arm","op":"...","arg":"off"} disarm it (acknowledged as "armed")
 //	{"t":"continue"}                   leave the hook point
 //
 // Client to driver:
@@ -121,7 +122,11 @@ func serve(spec childSpec, r io.Reader, w io.Writer) error {
 			}
 			mu.Unlock()
 		case "arm":
-			local.arm(m.Op, m.Arg == "silent")
+			if m.Arg == "off" {
+				local.disarm(m.Op)
+			} else {
+				local.arm(m.Op, m.Arg == "silent")
+			}
 			_ = out.send(msg{T: "armed", Op: m.Op})
 		case "continue":
 			local.resume()

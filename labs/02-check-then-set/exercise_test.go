@@ -157,3 +157,30 @@ func TestLab02_FixedChargeOnce(t *testing.T) {
 func TestLab02_Exercise(t *testing.T) {
 	labs.Exercise(t, title, duplicateDeliveries, exercise)
 }
+
+// deliveriesRace explores the exercise's first check: two deliveries of
+// one event, A and B, each stopped before every Redis command after its
+// first, in every order. The order must be charged once.
+var deliveriesRace = labs.Race{
+	Ops:      []string{deliver},
+	Commands: 4,
+	Actors: func(s *labs.Scene, impl *labs.Impl) []*labs.Actor {
+		a, b := s.Client("A", impl), s.Client("B", impl)
+		return []*labs.Actor{s.Actor(a, deliver+" 1001"), s.Actor(b, deliver+" 1001")}
+	},
+	Final: func(s *labs.Scene) {
+		if n := chargesOf(s, "1001"); n != 1 {
+			s.Violation("order 1001 charged %s by two deliveries of one event; want once: the check and the mark must be one step on the server, taken before the charge", times(n))
+		}
+	},
+}
+
+var deliveriesExplored = labs.ExploreOpts{Exhaustive: true, Budget: 200}
+
+func TestLab02_ExerciseExplored(t *testing.T) {
+	labs.ExploreExercise(t, title, deliveriesRace, exercise, deliveriesExplored)
+}
+
+func TestLab02_FixedChargeOnceExplored(t *testing.T) {
+	labs.ExploreFixed(t, title, deliveriesRace, claimFirst, deliveriesExplored)
+}

@@ -243,3 +243,28 @@ func closeUp(events []history.Event, f history.Finding) string {
 	}
 	return history.Render(near, []history.Finding{f})
 }
+
+// doubleChargeRace is doubleCharge explored: A and B each try the lock
+// once and, if they got it, charge the order and release, in every order
+// of their steps and of their stops after a GET that found the key free.
+var doubleChargeRace = labs.Race{
+	Points:   []string{naive.HookAfterGetEmpty},
+	Commands: 3,
+	Actors: func(s *labs.Scene, impl *labs.Impl) []*labs.Actor {
+		a, b := s.Client("A", impl), s.Client("B", impl)
+		return []*labs.Actor{
+			s.Actor(a, "trylock", "enter+"+charge, "exit+unlock"),
+			s.Actor(b, "trylock", "enter+"+charge, "exit+unlock"),
+		}
+	},
+}
+
+var doubleChargeExplored = labs.ExploreOpts{Exhaustive: true, Budget: 400}
+
+func TestLab02_BrokenBothSeeItFreeExplored(t *testing.T) {
+	labs.ExploreBroken(t, title, doubleChargeRace, getThenSet, doubleChargeExplored)
+}
+
+func TestLab02_FixedSetNXLetsOneInExplored(t *testing.T) {
+	labs.ExploreFixed(t, title, doubleChargeRace, setNX, doubleChargeExplored)
+}

@@ -86,3 +86,24 @@ func TestLab03_ExerciseStallInRelease(t *testing.T) {
 func TestLab03_FixedStallInRelease(t *testing.T) {
 	labs.Safe(t, title, stallInRelease, tokenChecked)
 }
+
+// releaseRace is pausedHolder explored: the orders of A's release (stopped
+// before each of its commands after the first), A's lease running out, and
+// B's and C's tries (labs.ReleaseRace). A blind DEL has no hook point of
+// its own: the order of whole steps is what matters.
+var (
+	releaseRace     = labs.ReleaseRace()
+	releaseExplored = labs.ExploreOpts{Budget: 600}
+)
+
+func TestLab03_BrokenDeletesOthersLockExplored(t *testing.T) {
+	labs.ExploreBroken(t, title, releaseRace, blindDelete, releaseExplored)
+}
+
+func TestLab03_FixedRefusesForeignDeleteExplored(t *testing.T) {
+	labs.ExploreFixed(t, title, releaseRace, tokenChecked, releaseExplored)
+}
+
+func TestLab03_ExerciseExplored(t *testing.T) {
+	labs.ExploreExercise(t, title, releaseRace, exercise, releaseExplored)
+}

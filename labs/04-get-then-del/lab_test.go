@@ -118,3 +118,23 @@ func TestLab04_ExerciseStallInRelease(t *testing.T) {
 func TestLab04_FixedStallInRelease(t *testing.T) {
 	labs.Safe(t, title, stallInRelease, luaRelease)
 }
+
+// releaseRace is expiresMidRelease explored: the orders of A's release
+// (stopped between its check and its delete, and before each command),
+// A's lease running out, and B's and C's tries (labs.ReleaseRace).
+var (
+	releaseRace     = labs.ReleaseRace(inTheGap...)
+	releaseExplored = labs.ExploreOpts{Budget: 600}
+)
+
+func TestLab04_BrokenDeletesAfterCheckExplored(t *testing.T) {
+	labs.ExploreBroken(t, title, releaseRace, getThenDelete, releaseExplored)
+}
+
+func TestLab04_FixedLuaReleaseIsAtomicExplored(t *testing.T) {
+	labs.ExploreFixed(t, title, releaseRace, luaRelease, releaseExplored)
+}
+
+func TestLab04_ExerciseExplored(t *testing.T) {
+	labs.ExploreExercise(t, title, releaseRace, exercise, releaseExplored)
+}
