@@ -60,7 +60,8 @@ type schedule struct {
 	// control: the schedule needs to control server processes (rig servers,
 	// not -addrs).
 	control bool
-	// stuckAfter is the longest stall that still counts as live.
+	// stuckAfter is the longest stall that still counts as live, for a
+	// lock whose lease is ttl (scaled for a longer one: faultRun.stuckAfter).
 	stuckAfter time.Duration
 	// window, if set, replaces the default window (see window).
 	window time.Duration
@@ -121,7 +122,7 @@ func init() {
 			run:        runClock},
 		{id: "kill", on: all, n: 9, title: "holder killed", ttl: time.Second, parallel: 2, child: true,
 			stuckAfter: 3 * time.Second,
-			what:       "A, a child process, is killed with SIGKILL inside its critical section; B and C want the lock. Liveness: how long until the next holder gets in (stuck: more than 3 s, three leases).",
+			what:       "A, a child process, is killed with SIGKILL inside its critical section; B and C want the lock. Liveness: how long until the next holder gets in (stuck: more than 3 s, three leases; 6 s for etcd, whose shortest lease is 2 s).",
 			run:        runKill},
 	}
 	schedules = append(schedules, systemSchedules()...)

@@ -345,7 +345,7 @@ func (ev *event) judgeAll() {
 			continue
 		}
 		r.final = v
-		r.v = judge(r.hist.Events(), v, r.fenced(), ev.sch.stuckAfter)
+		r.v = judge(r.hist.Events(), v, r.fenced(), r.stuckAfter())
 	}
 }
 

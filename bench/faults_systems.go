@@ -137,6 +137,13 @@ func (r *faultRun) lease() time.Duration {
 	return r.ev.sch.ttl
 }
 
+// stuckAfter is the run's bound on a stall: the schedule's, counted in
+// leases, so a lock whose lease is longer than the schedule's TTL (etcd's
+// shortest is 2 s) gets as many of its own leases.
+func (r *faultRun) stuckAfter() time.Duration {
+	return r.ev.sch.stuckAfter * r.lease() / r.ev.sch.ttl
+}
+
 // runCrash: schedule 10.
 func runCrash(ev *event) error {
 	if err := ev.start(); err != nil {
