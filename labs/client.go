@@ -218,6 +218,16 @@ func (c *Client) HoldAt(points ...string) {
 	}
 }
 
+// CrashInPlace ends a goroutine client as a crash of its process would,
+// without a process: its Redis connections close, and then an operation
+// parked at a hook point goes on, failing at its next command, so nothing
+// it was about to send reaches Redis. The client does nothing useful
+// after. (For a real process, use [Client.Kill].)
+func (c *Client) CrashInPlace() {
+	c.s.t.Helper()
+	c.arm(msg{T: "crash"})
+}
+
 // Disarm undoes [Client.ParkAt] and [Client.HoldAt] for points not yet
 // reached: the client passes them without parking.
 func (c *Client) Disarm(points ...string) {

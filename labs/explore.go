@@ -415,7 +415,7 @@ func explore(t *testing.T, title, label string, race Race, impl *Impl, want outc
 		events, findings, sc := runOne(sc, id)
 		runs++
 		if os.Getenv("LOCKLAB_EXPLORE_DEBUG") != "" { // every schedule's turns, choices and widths
-			t.Logf("schedule %d: %v %v %v", runs, sc.names, sc.path, sc.widths)
+			t.Logf("schedule %d: %v %v %v %v", runs, sc.names, sc.path, sc.widths, time.Since(start))
 		}
 		if len(findings) > 0 {
 			timeline := history.Render(events, findings)
@@ -524,4 +524,19 @@ func ReleaseRace(points ...string) Race {
 			}
 		},
 	}
+}
+
+// Crash is an event that ends a's part where it stands, as a crash of its
+// process would ([Client.CrashInPlace]): its connections close, so what
+// the operation a is parked in was about to send never reaches Redis, and
+// a does nothing more. Named "crash" in schedules; ready while a has a
+// part left.
+func (s *Scene) Crash(a *Actor) *Actor {
+	return s.Event("crash", func() bool { return !a.done }, func() {
+		s.t.Helper()
+		s.Fault("%s crashes", a.name)
+		a.client.CrashInPlace()
+		a.call = nil // it fails on its closed connections, or retries until it gives up: a crashed process has no say
+		a.done = true
+	})
 }

@@ -234,6 +234,14 @@ func (l *Local) resume() {
 	}
 }
 
+// crash closes the client's Redis connections and then lets a parked
+// client go on, so that what its lock was about to send never reaches
+// Redis, as when its process dies: its commands fail on closed clients.
+func (l *Local) crash() {
+	l.Env.close()
+	l.resume()
+}
+
 // Close closes the client's Redis connections.
 func (l *Local) Close() {
 	l.resume()

@@ -19,6 +19,7 @@ import (
 //	{"t":"arm","op":"after-setnx"}     park at this hook point next time
 //	{"t":"arm","op":"...","arg":"off"} disarm it (acknowledged as "armed")
 //	{"t":"continue"}                   leave the hook point
+//	{"t":"crash"}                      close the connections, then leave the hook point (acknowledged as "armed")
 //
 // Client to driver:
 //
@@ -130,6 +131,9 @@ func serve(spec childSpec, r io.Reader, w io.Writer) error {
 			_ = out.send(msg{T: "armed", Op: m.Op})
 		case "continue":
 			local.resume()
+		case "crash":
+			local.crash()
+			_ = out.send(msg{T: "armed", Op: "crash"})
 		}
 	}
 	return in.Err()

@@ -113,3 +113,40 @@ func TestLab01_FixedCrashAnywhere(t *testing.T) {
 func TestLab01_Exercise(t *testing.T) {
 	labs.Exercise(t, title, crashAnywhere, exercise)
 }
+
+// crashRace is crashAfterAcquire explored: A takes the lock, works and
+// releases it, and crashes at any turn (stopped right after SETNX, before
+// each of its commands after the first, or between its steps); B tries
+// once. At the end, the key must not outlive the lease: no key, or one
+// whose TTL is at most the lease.
+var crashRace = labs.Race{
+	Points:   inTheGap,
+	Commands: 3,
+	Actors: func(s *labs.Scene, impl *labs.Impl) []*labs.Actor {
+		a, b := s.Client("A", impl), s.Client("B", impl)
+		actA := s.Actor(a, "trylock+enter+exit", "unlock")
+		return []*labs.Actor{actA, s.Crash(actA), s.Actor(b, "trylock+enter", "exit+unlock")}
+	},
+	Final: func(s *labs.Scene) {
+		switch pttl := s.PTTL(); {
+		case pttl == -1:
+			s.Violation("%s has no expiry after A crashed: nobody gets the lock again", s.Key)
+		case pttl > s.TTL.Milliseconds():
+			s.Violation("%s expires in %d ms after A crashed, longer than the lease of %v the lock was given", s.Key, pttl, s.TTL)
+		}
+	},
+}
+
+var crashExplored = labs.ExploreOpts{Exhaustive: true, Budget: 600}
+
+func TestLab01_BrokenCrashLeavesEternalLockExplored(t *testing.T) {
+	labs.ExploreBroken(t, title, crashRace, setnxThenExpire, crashExplored)
+}
+
+func TestLab01_FixedLockExpiresAfterCrashExplored(t *testing.T) {
+	labs.ExploreFixed(t, title, crashRace, setNXPX, crashExplored)
+}
+
+func TestLab01_ExerciseExplored(t *testing.T) {
+	labs.ExploreExercise(t, title, crashRace, exercise, crashExplored)
+}
