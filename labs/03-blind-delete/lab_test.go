@@ -6,6 +6,7 @@ import (
 
 	"github.com/locklab/locklab/labs"
 	lab03 "github.com/locklab/locklab/labs/03-blind-delete"
+	"github.com/locklab/locklab/naive"
 )
 
 func TestMain(m *testing.M) { labs.Main(m) }
@@ -89,10 +90,10 @@ func TestLab03_FixedStallInRelease(t *testing.T) {
 
 // releaseRace is pausedHolder explored: the orders of A's release (stopped
 // before each of its commands after the first), A's lease running out, and
-// B's and C's tries (labs.ReleaseRace). A blind DEL has no hook point of
-// its own: the order of whole steps is what matters.
+// B's and C's tries (labs.ReleaseRace). A's release stops also where the
+// exercise's does, before its delete.
 var (
-	releaseRace     = labs.ReleaseRace()
+	releaseRace     = labs.ReleaseRace(naive.HookBeforeDel)
 	releaseExplored = labs.ExploreOpts{Budget: 600}
 )
 
