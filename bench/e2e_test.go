@@ -80,7 +80,20 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("report.md lacks %q", want)
 		}
 	}
-	// The summary comes first, before the machine and the tables.
+	// The verdicts open it: one sentence per job in its first 40 lines,
+	// before the appendix.
+	lines := strings.SplitN(string(report), "\n", 41)
+	first40 := strings.Join(lines[:min(40, len(lines))], "\n")
+	for _, want := range []string{"## Verdicts", "- One key under contention (contended, 2 clients, hold 0): pick ", "- Many keys: no verdict",
+		"- No contention: no verdict", "- Five servers", "- Beyond Redis"} {
+		if !strings.Contains(first40, want) {
+			t.Errorf("report.md's first 40 lines lack %q:\n%s", want, first40)
+		}
+	}
+	if v, a := bytes.Index(report, []byte("## Verdicts")), bytes.Index(report, []byte("## Appendix")); v < 0 || a < v {
+		t.Errorf("report.md: verdicts at %d, appendix at %d; want the verdicts first", v, a)
+	}
+	// The summary comes first in the appendix, before the machine and the tables.
 	sum, mach := bytes.Index(report, []byte("## Summary")), bytes.Index(report, []byte("## Machine"))
 	if sum < 0 || mach < sum || !bytes.Contains(report[sum:mach], []byte("| contended, 2 clients, hold 0 | wait p99 ↓ |")) {
 		t.Errorf("report.md does not open with the summary:\n%s", report)

@@ -66,6 +66,9 @@ func (c cell) holdsOverlap() bool { return c.keys > 1 }
 //     -hold, through the latency proxy. With a round trip of milliseconds
 //     each hand-off takes several, so 32 clients would wait about as long
 //     as a short run lasts and measure the run's length, not the lock.
+//
+// With c.headline (the default plan) only each scenario's headline cell
+// (headlineCells) is kept.
 func cells(c *config) []cell {
 	var out []cell
 	maxN := rttClients(c.clients)
@@ -93,6 +96,9 @@ func cells(c *config) []cell {
 				}
 			}
 		}
+	}
+	if c.headline {
+		out = headlineCells(out)
 	}
 	return withServers(out, c.servers)
 }

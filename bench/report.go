@@ -146,6 +146,14 @@ func (res *results) write(dir string) (string, error) {
 	var md bytes.Buffer
 	fmt.Fprintf(&md, "# locklab bench, %s\n\n", res.mach.Start.Format(time.RFC3339))
 	fmt.Fprintf(&md, "Command: `%s`\n\n", res.mach.Command)
+	// The verdicts first (the same as report.html's, htmlreport.VerdictsOf),
+	// with the tables that fit a screen; the rest is the appendix.
+	verdicts, err := verdictSection(js, htmlLocks())
+	if err != nil {
+		return "", err
+	}
+	md.WriteString(verdicts)
+	md.WriteString("## Appendix\n\nEverything else this run measured: the summary of every cell, the machine, the method, the tables and the plots.\n\n")
 	md.WriteString(res.summary())
 	md.WriteString(res.serverSection()) // Valkey/Redis, with -server redis,valkey (summary.go)
 	res.header(&md)

@@ -1,6 +1,7 @@
 package htmlreport
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -120,6 +121,19 @@ func Verdicts(dir string) ([]Verdict, error) {
 		return nil, err
 	}
 	return verdicts(res.rows, res.lock), nil
+}
+
+// VerdictsOf returns the verdicts of summary, the bytes of a summary.json,
+// for the locks given (as [Write] takes them), as [Verdicts] does for a
+// results directory. The bench writes report.md, which opens with them,
+// before its directory holds locks.json.
+func VerdictsOf(summary []byte, locks []Lock) ([]Verdict, error) {
+	var rows []row
+	if err := json.Unmarshal(summary, &rows); err != nil {
+		return nil, fmt.Errorf("htmlreport: summary.json: %w", err)
+	}
+	res := &results{locks: locks}
+	return verdicts(rows, res.lock), nil
 }
 
 // verdicts computes one verdict per job from the rows of summary.json.

@@ -281,3 +281,31 @@ func TestServerKinds(t *testing.T) {
 		t.Errorf("tables = %q; want %q", got, want)
 	}
 }
+
+// TestVerdictsOfMatchesVerdicts: report.md's verdicts, computed from the
+// rows before locks.json is written, are report.html's.
+func TestVerdictsOfMatchesVerdicts(t *testing.T) {
+	dir := filepath.Join("testdata", "results")
+	want, err := Verdicts(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	summary, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var locks []Lock
+	if err := readJSON(filepath.Join(dir, locksFile), &locks); err != nil {
+		t.Fatal(err)
+	}
+	got, err := VerdictsOf(summary, locks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("VerdictsOf = %+v; Verdicts(%s) = %+v", got, dir, want)
+	}
+	if _, err := VerdictsOf([]byte("{not json"), locks); err == nil {
+		t.Error("VerdictsOf of bad JSON: nil error")
+	}
+}

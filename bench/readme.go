@@ -1,0 +1,283 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/locklab/locklab/bench/htmlreport"
+)
+
+// The verdicts open report.md, and the README's bench section is the same
+// text made from a checked-in run (bench/testdata/readme), so that prose
+// cannot drift from a measurement: TestReadmeBenchBlock fails when the
+// README's block differs from what that run gives, and rewrites it with
+// -update.
+
+// htmlLocks returns every registered lock as the report package needs to
+// know it (its kind, servers and system).
+func htmlLocks() []htmlreport.Lock {
+	var locks []htmlreport.Lock
+	for _, im := range registry {
+		locks = append(locks, htmlreport.Lock{Name: im.name, Kind: string(im.kind), Nodes: im.nodes, System: systemOf(im)})
+	}
+	slices.SortFunc(locks, func(a, b htmlreport.Lock) int { return strings.Compare(a.Name, b.Name) })
+	return locks
+}
+
+// verdictSection renders the verdicts of summary (the bytes of a
+// summary.json) for locks, one sentence per job (htmlreport.VerdictsOf,
+// the same verdicts report.html shows), then one short table per headline
+// cell: our locks, the best peer and the floor.
+func verdictSection(summary []byte, locks []htmlreport.Lock) (string, error) {
+	vs, err := htmlreport.VerdictsOf(summary, locks)
+	if err != nil {
+		return "", err
+	}
+	var rows []row
+	if err := json.Unmarshal(summary, &rows); err != nil {
+		return "", fmt.Errorf("summary.json: %w", err)
+	}
+	var b bytes.Buffer
+	b.WriteString("## Verdicts\n\n")
+	for _, v := range vs {
+		b.WriteString("- " + v.Sentence() + "\n")
+	}
+	b.WriteString("\nThe lock to pick has the best figure among ours and the peers' at the job's headline cell; " +
+		"× best peer is a median of same-round ratios, and a lead inside the A/A spread " +
+		"(raw-again over raw, two runs of the same code) is a tie. Everything else is in the appendix and summary.json.\n\n")
+	b.WriteString(screenTables(rows, locks))
+	return b.String(), nil
+}
+
+// screenTables renders one table per headline cell of rows (the first
+// kind of server's): our locks, the best peer of each group (one server,
+// five, beyond Redis) and the floor, with each one's figure, wait p99, ratio
+// to its group's best peer (same-round median) and to the floor.
+func screenTables(rows []row, locks []htmlreport.Lock) string {
+	lockOf := func(name string) htmlreport.Lock {
+		i := slices.IndexFunc(locks, func(l htmlreport.Lock) bool { return l.Name == name })
+		if i < 0 {
+			return htmlreport.Lock{Name: name, Kind: "unknown", Nodes: 1, System: sysRedis}
+		}
+		return locks[i]
+	}
+	if len(rows) > 0 {
+		first := rows[0].Server
+		rows = slices.DeleteFunc(slices.Clone(rows), func(r row) bool { return r.Server != first })
+	}
+	type group struct {
+		nodes  int
+		others bool
+	}
+	groupOf := func(r row) group {
+		l := lockOf(r.Impl)
+		return group{l.Nodes, l.System != sysRedis}
+	}
+	var b bytes.Buffer
+	for _, h := range headlineRows(rows) {
+		var in []row
+		for _, r := range rows {
+			if r.Scenario == h.Scenario && r.Clients == h.Clients && r.HoldUs == h.HoldUs && r.Keys == h.Keys {
+				in = append(in, r)
+			}
+		}
+		// One server, then five, then beyond Redis; in each, ours, the
+		// best peer, the floor.
+		kindRank := func(r row) int {
+			return slices.Index([]string{string(kindOurs), string(kindPeer), string(kindFloor)}, lockOf(r.Impl).Kind)
+		}
+		slices.SortStableFunc(in, func(a, b row) int {
+			ga, gb := groupOf(a), groupOf(b)
+			switch {
+			case ga.others != gb.others:
+				if ga.others {
+					return 1
+				}
+				return -1
+			case ga.nodes != gb.nodes:
+				return ga.nodes - gb.nodes
+			}
+			return kindRank(a) - kindRank(b)
+		})
+		best := map[group]row{}
+		for _, r := range in {
+			if lockOf(r.Impl).Kind != string(kindPeer) || r.Violations > 0 {
+				continue
+			}
+			if p, ok := best[groupOf(r)]; !ok || r.OpsPerSec > p.OpsPerSec {
+				best[groupOf(r)] = r
+			}
+		}
+		unit := "acq/s"
+		if h.Keys == 0 {
+			unit = "pairs/s"
+		}
+		fmt.Fprintf(&b, "### %s\n\n", rowCellLabel(h))
+		fmt.Fprintf(&b, "| lock | servers | %s | wait p99 | × best peer | × floor |\n|---|---|---:|---:|---:|---:|\n", unit)
+		for _, r := range in {
+			l := lockOf(r.Impl)
+			p, hasPeer := best[groupOf(r)]
+			switch {
+			case l.Kind == string(kindOurs):
+			case l.Kind == string(kindPeer) && hasPeer && p.Impl == r.Impl:
+			case l.Kind == string(kindFloor) && (r.Impl == "raw" || r.Impl == "raw-5"):
+			default:
+				continue
+			}
+			name := r.Impl
+			if l.Kind != string(kindOurs) {
+				name = fmt.Sprintf("%s (%s)", r.Impl, l.Kind)
+			}
+			peer := "–"
+			if l.Kind == string(kindOurs) && hasPeer {
+				peer = fmt.Sprintf("%.2f× %s", medianRoundRatio(r, p), p.Impl)
+			}
+			servers := fmt.Sprintf("%d %s", l.Nodes, l.System)
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", name, servers, fmtOps(r), fmtUs(r.WaitP99Us), peer, fmtRatio(r.OpsFloorRatio))
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// headlineRows returns one row per scenario of rows, in their order, at
+// the scenario's headline cell (as headlineCells picks cells).
+func headlineRows(rows []row) []row {
+	var out []row
+	for _, r := range rows {
+		i := slices.IndexFunc(out, func(h row) bool { return h.Scenario == r.Scenario })
+		if i < 0 {
+			out = append(out, r)
+			continue
+		}
+		h := out[i]
+		preferred := r.HoldUs > h.HoldUs
+		if r.Keys > 1 {
+			preferred = r.HoldUs < h.HoldUs
+		}
+		if r.Clients > h.Clients || r.Clients == h.Clients && preferred {
+			out[i] = r
+		}
+	}
+	return out
+}
+
+// rowCellLabel names a row's cell: "contended, 32 clients, hold 1ms".
+func rowCellLabel(r row) string {
+	parts := []string{r.Scenario}
+	if r.Keys > 1 {
+		parts = append(parts, fmt.Sprintf("%d clients over %d keys", r.Clients, r.Keys))
+	} else if r.Clients > 1 {
+		parts = append(parts, fmt.Sprintf("%d clients", r.Clients))
+	}
+	if r.Scenario != scUncontended {
+		parts = append(parts, "hold "+fmtHoldUs(r.HoldUs))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// medianRoundRatio is the median over the rounds both ran of a's ops/s
+// over b's in the same round; without rounds in common, the ratio of the
+// medians.
+func medianRoundRatio(a, b row) float64 {
+	var rs []float64
+	for _, ra := range a.PerRound {
+		for _, rb := range b.PerRound {
+			if ra.Round == rb.Round && rb.OpsPerSec > 0 {
+				rs = append(rs, ra.OpsPerSec/rb.OpsPerSec)
+			}
+		}
+	}
+	slices.Sort(rs)
+	switch {
+	case len(rs) == 0 && b.OpsPerSec > 0:
+		return a.OpsPerSec / b.OpsPerSec
+	case len(rs) == 0:
+		return 0
+	case len(rs)%2 == 1:
+		return rs[len(rs)/2]
+	default:
+		return (rs[len(rs)/2-1] + rs[len(rs)/2]) / 2
+	}
+}
+
+// The README's bench block lies between these markers; readmeBenchBlock
+// makes it from the run in readmeSnapshot.
+const (
+	readmeBegin    = "<!-- bench:begin -->"
+	readmeEnd      = "<!-- bench:end -->"
+	readmeSnapshot = "testdata/readme" // summary.json, locks.json and machine.json of a real run
+)
+
+// errNoReadmeBlock is returned when a README has no bench block.
+var errNoReadmeBlock = errors.New("README.md has no " + readmeBegin + " ... " + readmeEnd + " block")
+
+// readmeBenchBlock renders the README's bench block from the run in dir:
+// the command and machine it ran with, then its verdicts and tables, one
+// heading level down (the README's section is a "##").
+func readmeBenchBlock(dir string) (string, error) {
+	summary, err := os.ReadFile(filepath.Join(dir, "summary.json"))
+	if err != nil {
+		return "", err
+	}
+	var locks []htmlreport.Lock
+	b, err := os.ReadFile(filepath.Join(dir, "locks.json"))
+	if err != nil {
+		return "", err
+	}
+	if err := json.Unmarshal(b, &locks); err != nil {
+		return "", fmt.Errorf("%s/locks.json: %w", dir, err)
+	}
+	var mach machine
+	if b, err = os.ReadFile(filepath.Join(dir, "machine.json")); err != nil {
+		return "", err
+	}
+	if err := json.Unmarshal(b, &mach); err != nil {
+		return "", fmt.Errorf("%s/machine.json: %w", dir, err)
+	}
+	sec, err := verdictSection(summary, locks)
+	if err != nil {
+		return "", err
+	}
+	sec = strings.ReplaceAll(sec, "\n### ", "\n#### ")
+	sec = strings.Replace(sec, "## Verdicts\n", "### Verdicts\n", 1)
+	var out strings.Builder
+	out.WriteString("\n")
+	fmt.Fprintf(&out, "From the run checked in as `bench/%s/summary.json` (`%s`, %s, %d × %s, GOMAXPROCS %d); "+
+		"generated by `go test ./bench -run TestReadmeBenchBlock -update`, and that test fails when this block differs.\n\n",
+		readmeSnapshot, mach.Command, mach.Start.UTC().Format("2006-01-02"), mach.CPUs, mach.CPUModel, mach.GOMAXPROCS)
+	out.WriteString(strings.TrimRight(sec, "\n") + "\n\n")
+	return out.String(), nil
+}
+
+// readmeBlock returns the text between the bench markers of readme.
+func readmeBlock(readme string) (string, error) {
+	_, rest, ok := strings.Cut(readme, readmeBegin)
+	if !ok {
+		return "", errNoReadmeBlock
+	}
+	block, _, ok := strings.Cut(rest, readmeEnd)
+	if !ok {
+		return "", errNoReadmeBlock
+	}
+	return block, nil
+}
+
+// replaceReadmeBlock returns readme with its bench block replaced by block.
+func replaceReadmeBlock(readme, block string) (string, error) {
+	before, rest, ok := strings.Cut(readme, readmeBegin)
+	if !ok {
+		return "", errNoReadmeBlock
+	}
+	_, after, ok := strings.Cut(rest, readmeEnd)
+	if !ok {
+		return "", errNoReadmeBlock
+	}
+	return before + readmeBegin + block + readmeEnd + after, nil
+}

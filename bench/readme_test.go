@@ -1,0 +1,91 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"strings"
+	"testing"
+)
+
+var updateReadme = flag.Bool("update", false, "rewrite README.md's bench block from bench/testdata/readme")
+
+// TestReadmeBenchBlock: README.md's bench block (between <!-- bench:begin
+// --> and <!-- bench:end -->) is what the run checked in under
+// testdata/readme gives; with -update it rewrites the block.
+func TestReadmeBenchBlock(t *testing.T) {
+	want, err := readmeBenchBlock(readmeSnapshot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const path = "../README.md"
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *updateReadme {
+		out, err := replaceReadmeBlock(string(b), want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	got, err := readmeBlock(string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != want {
+		t.Errorf("README.md's bench block differs from what bench/%s gives: run go test ./bench -run '^TestReadmeBenchBlock$' -update\n--- got:\n%s--- want:\n%s", readmeSnapshot, got, want)
+	}
+}
+
+// TestReadmeBlockMarkers: a README without both markers is a clear error,
+// and a replaced block keeps the text around it.
+func TestReadmeBlockMarkers(t *testing.T) {
+	for _, s := range []string{"", "a " + readmeBegin + " b", "a " + readmeEnd + " b"} {
+		if _, err := readmeBlock(s); !errors.Is(err, errNoReadmeBlock) {
+			t.Errorf("readmeBlock(%q) = %v; want errNoReadmeBlock", s, err)
+		}
+		if _, err := replaceReadmeBlock(s, "x"); !errors.Is(err, errNoReadmeBlock) {
+			t.Errorf("replaceReadmeBlock(%q) = %v; want errNoReadmeBlock", s, err)
+		}
+	}
+	in := "head\n" + readmeBegin + "\nold\n" + readmeEnd + "\ntail\n"
+	out, err := replaceReadmeBlock(in, "\nnew\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "head\n" + readmeBegin + "\nnew\n" + readmeEnd + "\ntail\n"; out != want {
+		t.Errorf("replaceReadmeBlock = %q; want %q", out, want)
+	}
+	if got, _ := readmeBlock(out); got != "\nnew\n" {
+		t.Errorf("readmeBlock after replace = %q", got)
+	}
+}
+
+// TestVerdictSectionOpensWithVerdicts: the section report.md opens with
+// has one sentence per job, the same as htmlreport's, before any table.
+func TestVerdictSectionOpensWithVerdicts(t *testing.T) {
+	const dir = "htmlreport/testdata/results"
+	block, err := readmeBenchBlock(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + block)
+	lines := strings.Split(block, "\n")
+	var sentences int
+	for i, ln := range lines {
+		if strings.HasPrefix(ln, "|") && sentences < 5 {
+			t.Fatalf("line %d is a table before the five verdicts: %q", i+1, ln)
+		}
+		if strings.HasPrefix(ln, "- ") {
+			sentences++
+		}
+	}
+	if sentences != 5 {
+		t.Errorf("%d verdict sentences; want 5 (one per job)", sentences)
+	}
+}
