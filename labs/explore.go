@@ -52,18 +52,20 @@ type Race struct {
 	// trylock and unlock if nil. (A lab whose exercise is not a lock
 	// names its own: "deliver".)
 	Ops []string
-	// Final, if set, checks the end of each schedule (what Redis holds),
-	// recording violations with [Scene.Violation].
-	Final func(s *Scene)
+	// Final, if set, checks the end of each schedule (what Redis holds,
+	// how the actors' parts ended: [Actor.Err]), recording violations
+	// with [Scene.Violation].
+	Final func(s *Scene, actors []*Actor)
 }
 
 // An Actor is one party to a race: a client and its steps, or an event.
 type Actor struct {
 	name   string
 	client *Client
-	steps  [][]op // each step: operations run back to back
-	ready  func() bool
+	steps  [][]op      // each step: operations run back to back
+	ready  func() bool // an event's, or a client's before its first step
 	do     func()
+	err    error // what ended the part, if an operation failed
 
 	step int   // next step
 	op   int   // next operation in it
@@ -77,9 +79,11 @@ type op struct{ name, arg string }
 // Actor makes c an actor of a race with steps, each one or more
 // operations joined by "+" ("exit+unlock"), an operation its name and an
 // optional argument after a space ("write x"). Operations of one step run
-// back to back, except where a lock operation parks at a hook point. A
-// trylock that answers false ends the actor's part, and so does a lock,
-// trylock or unlock that fails; "not held" from an unlock is an answer.
+// back to back, except where an operation parks at a hook point (see
+// [Race.Ops]). A trylock that answers false ends the actor's part, and so
+// does an operation that fails, but for "not held" from an unlock, an
+// answer: [Actor.Err] returns its error. (A failed enter, exit, write or
+// note fails the test.)
 func (s *Scene) Actor(c *Client, steps ...string) *Actor {
 	a := &Actor{name: c.Name(), client: c}
 	for _, st := range steps {
@@ -102,12 +106,24 @@ func (s *Scene) Event(name string, ready func() bool, do func()) *Actor {
 	return &Actor{name: name, ready: ready, do: do}
 }
 
+// When makes a client's actor wait, before its first step, until ready
+// reports true (B acts only while A holds the lock, say); one never ready
+// by the end does nothing.
+func (a *Actor) When(ready func() bool) *Actor {
+	a.ready = ready
+	return a
+}
+
+// Err returns the error of the operation that ended a's part, or nil.
+// "Not held" from an unlock, and a trylock's false, end nothing.
+func (a *Actor) Err() error { return a.err }
+
 // enabled reports whether the actor can move.
 func (a *Actor) enabled() bool {
 	if a.done {
 		return false
 	}
-	if a.client == nil && a.ready != nil {
+	if a.ready != nil && (a.client == nil || (a.step == 0 && a.op == 0 && a.call == nil)) {
 		return a.ready()
 	}
 	return true
@@ -167,12 +183,12 @@ func (a *Actor) move(s *Scene, race Race, points []string) {
 		a.call = nil
 		switch {
 		case err != nil && isLockOp(o.name) && NotHeld(err):
-		case err != nil && isLockOp(o.name):
-			s.Note("%s's %s failed: %v", a.name, o.name, err)
-			a.done = true
-			return
-		case err != nil:
+		case err != nil && builtinOps[o.name] && !isLockOp(o.name):
 			s.Fatalf("labs: %s's %s: %v", a.name, o.name, err)
+		case err != nil: // the lock's, or the lab's operation's: an answer, for Final to judge
+			s.Note("%s's %s failed: %v", a.name, o.name, err)
+			a.err, a.done = err, true
+			return
 		case o.name == "trylock" && out != "true":
 			a.done = true
 			return
@@ -374,7 +390,7 @@ func explore(t *testing.T, title, label string, race Race, impl *Impl, want outc
 			enabled[sc.pick(s, enabled)].move(s, race, points)
 		}
 		if race.Final != nil {
-			race.Final(s)
+			race.Final(s, actors)
 		}
 		events := s.hist.Events()
 		return events, history.Check(events), sc

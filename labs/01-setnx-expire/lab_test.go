@@ -127,7 +127,7 @@ var crashRace = labs.Race{
 		actA := s.Actor(a, "trylock+enter+exit", "unlock")
 		return []*labs.Actor{actA, s.Crash(actA), s.Actor(b, "trylock+enter", "exit+unlock")}
 	},
-	Final: func(s *labs.Scene) {
+	Final: func(s *labs.Scene, _ []*labs.Actor) {
 		switch pttl := s.PTTL(); {
 		case pttl == -1:
 			s.Violation("%s has no expiry after A crashed: nobody gets the lock again", s.Key)

@@ -168,7 +168,7 @@ var deliveriesRace = labs.Race{
 		a, b := s.Client("A", impl), s.Client("B", impl)
 		return []*labs.Actor{s.Actor(a, deliver+" 1001"), s.Actor(b, deliver+" 1001")}
 	},
-	Final: func(s *labs.Scene) {
+	Final: func(s *labs.Scene, _ []*labs.Actor) {
 		if n := chargesOf(s, "1001"); n != 1 {
 			s.Violation("order 1001 charged %s by two deliveries of one event; want once: the check and the mark must be one step on the server, taken before the charge", times(n))
 		}

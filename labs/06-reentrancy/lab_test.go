@@ -162,3 +162,51 @@ func tryOrder(s *labs.Scene, c *labs.Client) {
 	c.Exit()
 	c.Release()
 }
+
+// nestedRace is recursiveCall explored: A runs processOrder, stopping
+// inside reserveStock and after it; B, another call path, acts at any of
+// those stops once A holds order 1001: it tries to unlock A's lock, then
+// tries for the lock itself and, if it got it, works and releases. No two
+// call paths inside at once; processOrder must end without deadlocking
+// on itself or finding its lock gone.
+var nestedRace = labs.Race{
+	Ops:    []string{processOrder},
+	Points: []string{hookInReserveStock, hookAfterReserveStock},
+	Actors: func(s *labs.Scene, impl *labs.Impl) []*labs.Actor {
+		s.TTL = lease
+		a, b := s.Client("A", impl), s.Client("B", impl)
+		held := func() bool {
+			n, err := s.Redis().Exists(s.Ctx, s.Key).Result()
+			s.Must(err)
+			return n == 1
+		}
+		return []*labs.Actor{
+			s.Actor(a, processOrder),
+			s.Actor(b, "unlock", "trylock+enter", "exit+unlock").When(held),
+		}
+	},
+	Final: func(s *labs.Scene, actors []*labs.Actor) {
+		switch err := actors[0].Err(); {
+		case labs.NotHeld(err):
+			s.Violation("reserveStock's Unlock found %s no longer held by processOrder, which still held it: another call path released it or took it meanwhile", s.Key)
+		case errors.Is(err, context.DeadlineExceeded):
+			s.Violation("processOrder deadlocked on itself: reserveStock waited %v for %s, which its own caller held, and the lock is not reentrant", reserveWait, s.Key)
+		case err != nil:
+			s.Violation("processOrder failed: %v", err)
+		}
+	},
+}
+
+var nestedExplored = labs.ExploreOpts{Exhaustive: true, Budget: 200}
+
+func TestLab06_BrokenNestedLockDeadlocksExplored(t *testing.T) {
+	labs.ExploreBroken(t, title, nestedRace, labs.Correct, nestedExplored)
+}
+
+func TestLab06_FixedReentrantCountsExplored(t *testing.T) {
+	labs.ExploreFixed(t, title, nestedRace, counted, nestedExplored)
+}
+
+func TestLab06_ExerciseExplored(t *testing.T) {
+	labs.ExploreExercise(t, title, nestedRace, exercise, nestedExplored)
+}
