@@ -48,7 +48,9 @@ func verdictSection(summary []byte, locks []htmlreport.Lock) (string, error) {
 	for _, v := range vs {
 		b.WriteString("- " + v.Sentence() + "\n")
 	}
-	b.WriteString("\nThe lock to pick has the best figure among ours and the peers' at the job's headline cell; " +
+	b.WriteString("\nThe lock to pick has the best figure among ours and the peers' at the job's headline cell " +
+		"(on a contended cell, among the locks within 10% of the best throughput, the lowest wait p99: " +
+		"their waiters' wait is what sets them apart); " +
 		"× best peer is a median of same-round ratios, and a lead inside the A/A spread " +
 		"(raw-again over raw, two runs of the same code) is a tie. Everything else is in the appendix and summary.json.\n\n")
 	b.WriteString(screenTables(rows, locks))

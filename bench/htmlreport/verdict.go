@@ -32,7 +32,7 @@ type Verdict struct {
 	// Missing says why there is no verdict ("no lock of this job ran").
 	Missing string
 
-	Pick     string  // the lock to pick: the best figure among ours and the peers
+	Pick     string  // the lock to pick: the best among ours and the peers (see betterFor)
 	PickKind string  // KindOurs or KindPeer
 	Figure   float64 // its ops/s (acquisitions, or pairs when uncontended)
 	Unit     string  // "acq/s" or "pairs/s"
@@ -169,20 +169,27 @@ func verdictFor(j job, rows []row, lockOf func(string) Lock) Verdict {
 		v.Unit = "pairs/s"
 	}
 	in := func(r row) bool { return r.key() == c }
-	var pick, ours, peer *row
+	var cands []*row
+	fastest := 0.0
 	for i := range rows {
 		r := &rows[i]
 		l := lockOf(r.Impl)
-		if !in(*r) || l.Nodes != j.nodes || (l.System != "redis") != j.others || r.Violations > 0 {
+		if !in(*r) || l.Nodes != j.nodes || (l.System != "redis") != j.others || r.Violations > 0 || l.Kind != KindOurs && l.Kind != KindPeer {
 			continue
 		}
-		switch l.Kind {
+		cands = append(cands, r)
+		fastest = max(fastest, r.OpsPerSec)
+	}
+	better := betterFor(c.scenario == "contended", fastest)
+	var pick, ours, peer *row
+	for _, r := range cands {
+		switch lockOf(r.Impl).Kind {
 		case KindOurs:
-			if ours == nil || r.OpsPerSec > ours.OpsPerSec {
+			if ours == nil || better(r, ours) {
 				ours = r
 			}
 		case KindPeer:
-			if peer == nil || r.OpsPerSec > peer.OpsPerSec {
+			if peer == nil || better(r, peer) {
 				peer = r
 			}
 		}
@@ -194,7 +201,7 @@ func verdictFor(j job, rows []row, lockOf func(string) Lock) Verdict {
 			v.Missing = "no lock on etcd, ZooKeeper or PostgreSQL ran"
 		}
 		return v
-	case peer == nil || ours != nil && ours.OpsPerSec >= peer.OpsPerSec:
+	case peer == nil || ours != nil && !better(peer, ours):
 		pick, v.PickKind = ours, KindOurs
 		if peer != nil {
 			v.Rival = peer.Impl
@@ -219,6 +226,33 @@ func verdictFor(j job, rows []row, lockOf func(string) Lock) Verdict {
 		v.Tie = math.Abs(v.OursRatio-1) <= max(math.Abs(v.AALo-1), math.Abs(v.AAHi-1))
 	}
 	return v
+}
+
+// nearFastest is how close to the cell's best throughput a lock must come
+// for its wait p99 to decide, under contention.
+const nearFastest = 0.9
+
+// betterFor returns the order of locks in a cell: by throughput; under
+// contention, a lock within nearFastest of the cell's fastest (fastest
+// ops/s) beats any slower one, and among those the lower wait p99 wins. On
+// one contended key every lock's throughput is bounded by the hold, so
+// locks come out close; what sets them apart is how long their waiters
+// wait (a lock as fast as another whose waiters wait 360 ms at p99 where
+// the other's wait 50 ms is not the pick).
+func betterFor(contended bool, fastest float64) func(a, b *row) bool {
+	if !contended {
+		return func(a, b *row) bool { return a.OpsPerSec > b.OpsPerSec }
+	}
+	near := func(r *row) bool { return r.OpsPerSec >= nearFastest*fastest }
+	return func(a, b *row) bool {
+		switch na, nb := near(a), near(b); {
+		case na && nb:
+			return a.WaitP99Us < b.WaitP99Us
+		case na != nb:
+			return na
+		}
+		return a.OpsPerSec > b.OpsPerSec
+	}
 }
 
 // The A/A control: the floor run a second time in each round.

@@ -309,3 +309,24 @@ func TestVerdictsOfMatchesVerdicts(t *testing.T) {
 		t.Error("VerdictsOf of bad JSON: nil error")
 	}
 }
+
+// TestBetterUnderContention: on a contended cell the pick among locks
+// within 10% of the fastest is the one whose waiters wait least; a lock
+// further behind loses however short its waits; elsewhere throughput
+// alone decides.
+func TestBetterUnderContention(t *testing.T) {
+	fencing := &row{Impl: "fencing", OpsPerSec: 837, WaitP99Us: 360_200}
+	correct := &row{Impl: "correct", OpsPerSec: 793, WaitP99Us: 42_900}
+	slow := &row{Impl: "slow", OpsPerSec: 500, WaitP99Us: 10_000}
+	better := betterFor(true, 837)
+	if !better(correct, fencing) || better(fencing, correct) {
+		t.Errorf("contended: correct (793/s, p99 42.9ms) against fencing (837/s, p99 360ms): want correct")
+	}
+	if !better(correct, slow) || better(slow, correct) {
+		t.Errorf("contended: a lock at 500/s (under 90%% of 837) beat correct on its p99")
+	}
+	plain := betterFor(false, 837)
+	if !plain(fencing, correct) {
+		t.Errorf("uncontended: throughput must decide")
+	}
+}
