@@ -66,6 +66,7 @@ type Actor struct {
 	ready  func() bool // an event's, or a client's before its first step
 	do     func()
 	err    error // what ended the part, if an operation failed
+	ended  int   // the turn that ended the part (1 for the first), 0 before
 
 	step int   // next step
 	op   int   // next operation in it
@@ -113,6 +114,10 @@ func (a *Actor) When(ready func() bool) *Actor {
 	a.ready = ready
 	return a
 }
+
+// Ended returns the turn (1 for a schedule's first) in which a's part
+// ended, or 0 if it has not: which of two parts ended first.
+func (a *Actor) Ended() int { return a.ended }
 
 // Err returns the error of the operation that ended a's part, or nil.
 // "Not held" from an unlock, and a trylock's false, end nothing.
@@ -387,7 +392,11 @@ func explore(t *testing.T, title, label string, race Race, impl *Impl, want outc
 			if len(sc.path) == maxTurns {
 				s.Fatalf("labs: exploration: schedule ran %d turns: a client loops at a hook point", maxTurns)
 			}
-			enabled[sc.pick(s, enabled)].move(s, race, points)
+			mover := enabled[sc.pick(s, enabled)]
+			mover.move(s, race, points)
+			if mover.done && mover.ended == 0 {
+				mover.ended = len(sc.path)
+			}
 		}
 		if race.Final != nil {
 			race.Final(s, actors)

@@ -166,3 +166,41 @@ func TestLab10_BrokenDeadWaiterStalls(t *testing.T) {
 	labs.Broken(t, deadTitle, deadWaiter, blindHandOff)
 }
 func TestLab10_FixedDeadWaiterSkipped(t *testing.T) { labs.Fixed(t, deadTitle, deadWaiter, handOff) }
+
+// lostWakeupRace is lostWakeup explored: A holds the lock and releases it;
+// B, once A holds it, waits for it (at most bWait), stopping after each
+// refused try. In every order of A's release and B's stops, B must get the
+// lock if A released it before B gave up.
+const bWait = 500 * time.Millisecond
+
+var lostWakeupRace = labs.Race{
+	Points: []string{correct.HookRefused},
+	Actors: func(s *labs.Scene, impl *labs.Impl) []*labs.Actor {
+		a, b := s.Client("A", impl), s.Client("B", impl)
+		held := func() bool { return s.Value() != "" }
+		return []*labs.Actor{
+			s.Actor(a, "lock+enter+exit", "unlock"),
+			s.Actor(b, "lock "+bWait.String(), "enter+exit+unlock").When(held),
+		}
+	},
+	Final: func(s *labs.Scene, actors []*labs.Actor) {
+		a, b := actors[0], actors[1]
+		if b.Err() != nil && a.Ended() != 0 && a.Ended() < b.Ended() {
+			s.Violation("B slept through A's release: A released in turn %d, and B, waiting, gave up in turn %d after %v with the lock free", a.Ended(), b.Ended(), bWait)
+		}
+	},
+}
+
+var lostWakeupExplored = labs.ExploreOpts{Exhaustive: true, Budget: 100}
+
+func TestLab10_BrokenLostWakeupExplored(t *testing.T) {
+	labs.ExploreBroken(t, lostTitle, lostWakeupRace, wakeAllLate, lostWakeupExplored)
+}
+
+func TestLab10_FixedNoLostWakeupExplored(t *testing.T) {
+	labs.ExploreFixed(t, lostTitle, lostWakeupRace, handOff, lostWakeupExplored)
+}
+
+func TestLab10_ExerciseExplored(t *testing.T) {
+	labs.ExploreExercise(t, lostTitle, lostWakeupRace, exercise, lostWakeupExplored)
+}
