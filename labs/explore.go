@@ -218,9 +218,10 @@ type ExploreOpts struct {
 	// seeded random sample for the other half (every choice uniform among
 	// the actors that can move).
 	Exhaustive bool
-	// MaxTime stops a sample early (never a search) once the schedules
-	// have run this long; 8s if 0, so that an exercise test stays within
-	// 20s on a loaded machine. The number run is printed.
+	// MaxTime stops a sampled exploration early (never an exhaustive
+	// search) once the schedules have run this long; 8s if 0, so that an
+	// exercise test stays within 20s on a loaded machine. The number run
+	// is printed.
 	MaxTime time.Duration
 }
 
@@ -462,6 +463,8 @@ func explore(t *testing.T, title, label string, race Race, impl *Impl, want outc
 				how = "every ordering"
 			case o.Exhaustive && runs == o.Budget:
 				t.Fatalf("%sthe race has more than %d orderings: sample it (Exhaustive: false) or raise the budget", head, o.Budget)
+			case !o.Exhaustive && time.Since(start) > o.MaxTime:
+				more, how = false, fmt.Sprintf("%d depth first, stopped at the %v cap", searched, o.MaxTime)
 			case !o.Exhaustive && runs == o.Budget/2:
 				searching = false // the other half: a seeded sample
 			}
