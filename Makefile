@@ -12,7 +12,7 @@ STACK     ?= redlock
 # exercise caught (labs.WrongFixes), building the lab once per fix (without
 # -race, two at a time).
 test: deps vet
-	LOCKLAB_WRONG_FIXES=1 $(GO) test -race ./...
+	LOCKLAB_WRONG_FIXES=1 $(GO) test -race -timeout 30m ./...
 	@$(MAKE) --no-print-directory strays
 
 # test-valkey runs the Redis locks' suites (their contract, each package's

@@ -432,8 +432,11 @@ func (m *Mutex) failed(ctx context.Context, err error) error {
 // values) and bounds the delete by its own timeout of 2s; when the
 // connection drops under the delete it waits for it (within that bound)
 // and sends the delete again. On a transport error the outcome is unknown:
-// the Mutex keeps the hold and Unlock may be called again; it then reports
-// nil if the earlier delete had landed while the session lived on.
+// the Session goes on deleting the child in the background until it is
+// gone (or the Session is closed), so a lock whose Unlock gave up is freed
+// once ZooKeeper answers again, not when the session ends; the Mutex keeps
+// the hold and Unlock may be called again: it then reports nil if a delete
+// of this hold landed while the session lived on.
 // Closing the Session releases every lock held on it.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	if err := m.check(); err != nil {
@@ -469,6 +472,15 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	case errors.Is(err, zk.ErrNoNode):
 		// Gone with its session (or another client deleted it).
 		return m.f.Ended(h, observe.Lost, ErrNotHeld)
+	}
+	// ZooKeeper did not answer within the bound (a partition, or an
+	// ensemble electing a leader for longer): the delete may never have
+	// reached it, and the child would head the line for as long as the
+	// session lives. Keep deleting it in the background, as a failed
+	// Lock's child is, until it is gone or the Session is closed. The
+	// hold is kept: a second Unlock learns the outcome.
+	if tok, _, ok := parseChild(strings.TrimPrefix(h.node, m.path+"/")); ok {
+		m.s.sweep(m.path, tok)
 	}
 	return fmt.Errorf("zklock: delete %q: %w", h.node, err)
 }
