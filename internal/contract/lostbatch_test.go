@@ -6,10 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/locklab/locklab/internal/faultproxy"
-	"github.com/locklab/locklab/naive"
 )
 
 // The lost batch (issue 38). On the AutoPipeliner, many goroutines' lock
@@ -40,24 +38,6 @@ func TestLostBatch(t *testing.T) {
 			t.Errorf("%s: %s", k.name, f)
 		}
 	})
-}
-
-// TestLostBatchCatchesNaive: the same scene on the control, a naive lock
-// whose release is a blind DEL: a SET NX sent twice is refused by its own
-// first run, so the Lock never learns it holds the key (stuck until the
-// TTL), and a DEL sent twice may delete the next holder's key (two
-// holders). The scene must see it, or it went blind.
-func TestLostBatchCatchesNaive(t *testing.T) {
-	k := kind{name: "naive-BlindDelete" + autopipeSuffix, nodes: 1, pipelined: true}
-	mk := func(t *testing.T, e env) locker {
-		c := clientOf(e.clients[0]).(naive.Client)
-		return naive.NewBlindDelete(c, e.key, naive.WithTTL(e.ttl), naive.WithPoll(time.Millisecond))
-	}
-	failures := lostBatch(t, k, mk)
-	if len(failures) == 0 {
-		t.Fatalf("%s: no two holders, stuck Lock or failed Unlock with batches lost: harness went blind", k.name)
-	}
-	t.Logf("%s: %d failures, as it should; the first: %s", k.name, len(failures), failures[0])
 }
 
 // lostBatch runs the scene on kind k, each party's lock made by mk, and
