@@ -156,11 +156,13 @@ dev_container() {
 # rather than skipped: the image has every server (etcd, ZooKeeper and
 # PostgreSQL for labs 13 and 14, redis-sentinel for lab 07's Sentinel
 # variants, on with LOCKLAB_LONG=1) and the rig controls its processes.
-# Only the WrongFixes tests skip: make test proves those on the host.
+# Only the WrongFixes tests skip (make test proves those on the host), and
+# the exercise contracts, which run with -tags exercise alone (make
+# exercise) and skip on the shipped exercise by design.
 dev_no_skips() {
 	local log=$1 skipped d n passed
 	shift
-	skipped=$(grep -E -- '^--- SKIP: TestLab[0-9]+_' "$log" | grep -v '_WrongFixes ' || true)
+	skipped=$(grep -E -- '^--- SKIP: TestLab[0-9]+_' "$log" | grep -v -E '_(WrongFixes|ExerciseContract) ' || true)
 	if [ -n "$skipped" ]; then
 		echo "$skipped"
 		echo "lab tests skipped in the dev container; the image lacks what they need (docker/dev-check.sh)?"
