@@ -37,16 +37,19 @@ const (
 )
 
 // Cluster is a Redis Cluster of redis-server processes (cluster-enabled
-// yes), one primary per node and no replicas, every slot assigned. Its
-// methods are safe for concurrent use.
+// yes): primaries sharing every slot and, with [WithReplicas], replicas
+// following each primary. Its methods are safe for concurrent use.
 //
 // A fresh cluster node reports cluster_state:ok only about 2s after it
 // started (Redis's CLUSTER_WRITABLE_DELAY), so a start takes a little over
 // 2s; tests that use a cluster should call t.Parallel after [StartCluster]
 // to overlap that with other tests.
 type Cluster struct {
-	nodes   []*Node
-	clients clientSet // made by Client, closed by Close
+	nodes     []*Node // the primaries, then each primary's replicas in turn
+	bus       []int   // each node's cluster bus port
+	primaries int
+	replicas  int       // per primary
+	clients   clientSet // made by Client, closed by Close
 }
 
 // StartCluster starts a cluster of primaries nodes for a test, as
@@ -54,7 +57,7 @@ type Cluster struct {
 // the reason, when the provider cannot start redis-server processes with
 // custom arguments (external servers, Docker), and fails it on any other
 // error. When the test fails, the tail of each node's log is logged.
-func StartCluster(tb testing.TB, primaries int) *Cluster {
+func StartCluster(tb testing.TB, primaries int, opts ...ClusterOption) *Cluster {
 	tb.Helper()
 	RequireControl(tb)
 	if p, err := chooseProvider(); err == nil {
@@ -62,7 +65,7 @@ func StartCluster(tb testing.TB, primaries int) *Cluster {
 			tb.Skipf("a Redis Cluster needs redis-server processes on this machine; provider %s cannot start one", p.name())
 		}
 	}
-	c, err := NewCluster(context.Background(), primaries)
+	c, err := NewCluster(context.Background(), primaries, opts...)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -76,18 +79,25 @@ func StartCluster(tb testing.TB, primaries int) *Cluster {
 }
 
 // NewCluster starts primaries redis-server nodes with cluster mode on, joins
-// them with "redis-cli --cluster create ... --cluster-replicas 0", and
-// returns once every node reports cluster_state:ok, knows every other node
-// and sees all 16384 slots served. primaries must be between 3 (the least
-// redis-cli accepts) and 16. The caller must Close the cluster.
+// them with "redis-cli --cluster create ... --cluster-replicas 0", attaches
+// the replicas [WithReplicas] asks for (CLUSTER MEET, then CLUSTER
+// REPLICATE: replica r of primary i follows primary i), and returns once
+// every node reports cluster_state:ok, knows every other node and sees all
+// 16384 slots served, and every replica's link to its primary is up.
+// primaries must be between 3 (the least redis-cli accepts) and 16. The
+// caller must Close the cluster.
 //
 // Each node runs as [New] starts a node (its own directory, log and free
 // loopback port), with its cluster bus on a second free port
 // (--cluster-port), so that a port above 55535 works too. redis-cli is
 // looked up next to the redis-server binary, then on PATH.
-func NewCluster(ctx context.Context, primaries int) (*Cluster, error) {
+func NewCluster(ctx context.Context, primaries int, opts ...ClusterOption) (*Cluster, error) {
 	if primaries < clusterMinPrimaries || primaries > clusterMaxPrimaries {
 		return nil, fmt.Errorf("rig: cluster: %d primaries; want %d to %d", primaries, clusterMinPrimaries, clusterMaxPrimaries)
+	}
+	cc, err := newClusterConfig(opts)
+	if err != nil {
+		return nil, err
 	}
 	p, err := chooseProvider()
 	if err != nil {
@@ -104,11 +114,12 @@ func NewCluster(ctx context.Context, primaries int) (*Cluster, error) {
 	ctx, cancel := context.WithTimeout(ctx, clusterReadyTimeout)
 	defer cancel()
 
-	c := &Cluster{nodes: make([]*Node, primaries)}
-	errs := make([]error, primaries)
+	total := primaries * (1 + cc.replicas)
+	c := &Cluster{nodes: make([]*Node, total), bus: make([]int, total), primaries: primaries, replicas: cc.replicas}
+	errs := make([]error, total)
 	var wg sync.WaitGroup
-	for i := range primaries {
-		wg.Go(func() { c.nodes[i], errs[i] = startClusterNode(ctx, ep, i) })
+	for i := range total {
+		wg.Go(func() { c.nodes[i], c.bus[i], errs[i] = startClusterNode(ctx, ep, i) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -116,6 +127,10 @@ func NewCluster(ctx context.Context, primaries int) (*Cluster, error) {
 		return nil, err
 	}
 	if err := c.create(ctx, cli); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	if err := c.attachReplicas(ctx); err != nil {
 		_ = c.Close()
 		return nil, err
 	}
@@ -129,11 +144,12 @@ func NewCluster(ctx context.Context, primaries int) (*Cluster, error) {
 // startClusterNode starts one cluster node. Its bus port is chosen here;
 // if it was taken meanwhile the server exits with "Address already in
 // use", and another bus port is tried.
-func startClusterNode(ctx context.Context, p execProvider, i int) (*Node, error) {
+func startClusterNode(ctx context.Context, p execProvider, i int) (*Node, int, error) {
 	var nd *Node
+	var bus int
 	err := onFreePort(addrInUse, func() error {
-		bus, err := freePort()
-		if err != nil {
+		var err error
+		if bus, err = freePort(); err != nil {
 			return err
 		}
 		cfg := newConfig([]Option{WithArgs(
@@ -145,9 +161,9 @@ func startClusterNode(ctx context.Context, p execProvider, i int) (*Node, error)
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return nd, nil
+	return nd, bus, nil
 }
 
 // redisCLI finds redis-cli: beside the server binary (a build of its own
@@ -168,11 +184,11 @@ func redisCLI(serverBin string) (string, error) {
 	return "", fmt.Errorf("rig: cluster: %s not found beside %s or on PATH (it comes with the server: apt-get install redis-tools or valkey-tools, brew install redis or valkey)", name, serverBin)
 }
 
-// create runs redis-cli --cluster create over the nodes and checks it
+// create runs redis-cli --cluster create over the primaries and checks it
 // reported every slot covered.
 func (c *Cluster) create(ctx context.Context, cli string) error {
 	args := []string{"--cluster", "create"}
-	args = append(args, c.Addrs()...)
+	args = append(args, c.Addrs()[:c.primaries]...)
 	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
 	var out bytes.Buffer
 	cmd := exec.Command(cli, args...)
@@ -197,7 +213,8 @@ func (c *Cluster) create(ctx context.Context, cli string) error {
 }
 
 // waitReady polls CLUSTER INFO on every node until each reports
-// cluster_state:ok, all slots ok and every node known.
+// cluster_state:ok, all slots ok and every node known, and each replica's
+// INFO replication until its link to its primary is up.
 func (c *Cluster) waitReady(ctx context.Context) error {
 	probes := make([]*redis.Client, len(c.nodes))
 	for i, nd := range c.nodes {
@@ -212,7 +229,7 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 		"cluster_state":          "ok",
 		"cluster_slots_ok":       strconv.Itoa(clusterSlots),
 		"cluster_known_nodes":    strconv.Itoa(len(c.nodes)),
-		"cluster_size":           strconv.Itoa(len(c.nodes)),
+		"cluster_size":           strconv.Itoa(c.primaries),
 		"cluster_slots_assigned": strconv.Itoa(clusterSlots),
 	}
 	var last string
@@ -227,6 +244,16 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 			if bad := clusterInfoMismatch(info, want); bad != "" {
 				ready, last = false, fmt.Sprintf("%s: %s", c.nodes[i].Addr(), bad)
 				break
+			}
+			if bad := c.shardsMismatch(ctx, p); bad != "" {
+				ready, last = false, fmt.Sprintf("%s: %s", c.nodes[i].Addr(), bad)
+				break
+			}
+			if i >= c.primaries {
+				if bad := replicaLinkDown(ctx, p); bad != "" {
+					ready, last = false, fmt.Sprintf("replica %s: %s", c.nodes[i].Addr(), bad)
+					break
+				}
 			}
 		}
 		if ready {
@@ -257,7 +284,8 @@ func clusterInfoMismatch(info string, want map[string]string) string {
 	return ""
 }
 
-// Addrs returns the nodes' "127.0.0.1:port" addresses, in start order.
+// Addrs returns the nodes' "127.0.0.1:port" addresses, in start order:
+// the primaries, then the replicas (see [Cluster.Nodes]).
 func (c *Cluster) Addrs() []string {
 	out := make([]string, len(c.nodes))
 	for i, nd := range c.nodes {
@@ -268,9 +296,11 @@ func (c *Cluster) Addrs() []string {
 	return out
 }
 
-// Nodes returns the cluster's nodes, for faults (Kill, Pause) and logs.
-// A node's own [Node.Client] talks to that node only and gets MOVED for
-// keys of other nodes' slots.
+// Nodes returns the cluster's nodes, for faults (Kill, Pause) and logs:
+// the primaries, then replica r of primary i at index primaries +
+// i*replicas + r (see [Cluster.Primaries], [Cluster.ReplicasOf]). A node's
+// own [Node.Client] talks to that node only and gets MOVED for keys of
+// other nodes' slots.
 func (c *Cluster) Nodes() []*Node { return append([]*Node(nil), c.nodes...) }
 
 // Client returns a new *redis.ClusterClient seeded with every node, closed

@@ -3,8 +3,12 @@ package rig_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/internal/proc"
 	"github.com/locklab/locklab/internal/rig"
@@ -120,4 +124,142 @@ func TestNewClusterRejectsBadSizes(t *testing.T) {
 			t.Errorf("NewCluster(%d) = %q; want it to name the primaries", n, err)
 		}
 	}
+}
+
+func TestClusterWithReplicasFollowsAndFailsOver(t *testing.T) {
+	c := rig.StartCluster(t, 3, rig.WithReplicas(1))
+	t.Parallel()
+	ctx := ctxFor(t)
+
+	if got := len(c.Nodes()); got != 6 {
+		t.Fatalf("len(Nodes()) = %d; want 6 (3 primaries, a replica each)", got)
+	}
+	// Every node is a rig process, which make strays would find orphaned.
+	strays, err := rig.Strays()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, nd := range c.Nodes() {
+		if !slices.Contains(strays, nd.Pid()) {
+			t.Errorf("node %s (pid %d) is not among rig.Strays() %v; want every cluster node marked", nd.Addr(), nd.Pid(), strays)
+		}
+	}
+
+	// Each shard is one primary and the replica started to follow it.
+	cc := c.Client()
+	shards, err := cc.ClusterShards(ctx).Result()
+	if err != nil {
+		t.Fatalf("CLUSTER SHARDS = %v", err)
+	}
+	if len(shards) != 3 {
+		t.Fatalf("CLUSTER SHARDS lists %d shards; want 3", len(shards))
+	}
+	followed := map[string]string{} // replica port -> primary port
+	for _, s := range shards {
+		var primary, replica string
+		for _, n := range s.Nodes {
+			switch n.Role {
+			case "master":
+				primary = fmt.Sprint(n.Port)
+			case "replica":
+				replica = fmt.Sprint(n.Port)
+			}
+		}
+		if primary == "" || replica == "" || len(s.Nodes) != 2 {
+			t.Fatalf("shard nodes = %+v; want one primary and one replica", s.Nodes)
+		}
+		followed[replica] = primary
+	}
+	for i, p := range c.Primaries() {
+		rs := c.ReplicasOf(i)
+		if len(rs) != 1 {
+			t.Fatalf("ReplicasOf(%d) = %v; want one node", i, rs)
+		}
+		if got := followed[port(rs[0].Addr())]; got != port(p.Addr()) {
+			t.Errorf("replica %s follows port %q; want its primary %s", rs[0].Addr(), got, p.Addr())
+		}
+	}
+
+	// A write through the cluster client reaches the key's replica.
+	if err := cc.Set(ctx, "{r0}:k", "v", 0).Err(); err != nil {
+		t.Fatalf("SET = %v", err)
+	}
+	slot, err := cc.ClusterKeySlot(ctx, "{r0}:k").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := -1
+	for _, s := range shards {
+		for _, r := range s.Slots {
+			if r.Start <= slot && slot <= r.End {
+				for _, n := range s.Nodes {
+					if n.Role == "master" {
+						owner = slices.IndexFunc(c.Primaries(), func(p *rig.Node) bool { return port(p.Addr()) == fmt.Sprint(n.Port) })
+					}
+				}
+			}
+		}
+	}
+	if owner < 0 {
+		t.Fatalf("no primary found for slot %d", slot)
+	}
+	replica := c.ReplicasOf(owner)[0].Client(func(o *redis.Options) {
+		o.OnConnect = func(ctx context.Context, cn *redis.Conn) error { return cn.ReadOnly(ctx).Err() }
+	})
+	deadline := time.Now().Add(5 * time.Second)
+	for replica.Get(ctx, "{r0}:k").Val() != "v" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the replica %s of the key's primary never saw the write", c.ReplicasOf(owner)[0].Addr())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	// The replica takes over on CLUSTER FAILOVER, and the cluster client
+	// follows it there.
+	if err := replica.Do(ctx, "cluster", "failover").Err(); err != nil {
+		t.Fatalf("CLUSTER FAILOVER on %s = %v", c.ReplicasOf(owner)[0].Addr(), err)
+	}
+	for {
+		role, err := replica.Do(ctx, "role").Slice()
+		if err == nil && len(role) > 0 && role[0] == "master" {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the replica did not become a primary after CLUSTER FAILOVER: ROLE = %v, %v", role, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for {
+		err := cc.Set(ctx, "{r0}:k", "after", 0).Err()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("SET through the cluster client after the failover = %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := replica.Get(ctx, "{r0}:k").Val(); got != "after" {
+		t.Errorf("GET on the new primary = %q; want %q", got, "after")
+	}
+}
+
+func TestClusterRejectsBadReplicas(t *testing.T) {
+	for _, n := range []int{-1, 3} {
+		c, err := rig.NewCluster(context.Background(), 3, rig.WithReplicas(n))
+		if err == nil {
+			_ = c.Close()
+			t.Errorf("NewCluster(3, WithReplicas(%d)) = nil error; want one", n)
+			continue
+		}
+		if !strings.Contains(err.Error(), "WithReplicas") {
+			t.Errorf("NewCluster(3, WithReplicas(%d)) = %q; want it to name WithReplicas", n, err)
+		}
+	}
+}
+
+// port returns the port of a "host:port" address.
+func port(addr string) string {
+	_, p, _ := strings.Cut(addr, ":")
+	return p
 }
