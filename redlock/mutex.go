@@ -118,8 +118,8 @@ func (m *Mutex) check() error {
 //
 // With a Notifier ([WithNotifier]) Lock makes the same attempt while the
 // lock looks free; when it is taken, Lock queues on every node and waits
-// for the holder to hand the lock over, as the package doc describes, until
-// it holds the lock or ctx ends.
+// for the holder to hand the lock over, until it holds the lock or ctx
+// ends.
 //
 // When Lock gives up it returns [ErrNotObtained], joined with ctx.Err()
 // when ctx ended the wait. When too many nodes failed for a majority to be
@@ -140,7 +140,6 @@ func (m *Mutex) Lock(ctx context.Context) error {
 
 // lock is Lock after the checks: in the queues with a Notifier, otherwise
 // attempt after attempt, each with a fresh token.
-
 func (m *Mutex) lock(ctx context.Context) error {
 	if m.o.notifier != nil {
 		return m.lockQueued(ctx)

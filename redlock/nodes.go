@@ -216,9 +216,9 @@ func (m *Mutex) fanOut(parent context.Context, enough int, call nodeCall, done l
 // commands still in flight to slower nodes end in the background, each
 // within the per-node timeout. Nothing needs Settle for safety or cleanup
 // (a command that lands after a later one, a SET after the release of its
-// attempt, is undone when its reply comes back: see fanOut); it is for
-// callers that read the nodes themselves right after a Lock (tests, a lab
-// that shows each node), or that close the clients at once.
+// attempt, is undone when its reply comes back); it is for callers that
+// read the nodes themselves right after a Lock (tests, a tool that shows
+// each node), or that close the clients at once.
 func (m *Mutex) Settle(ctx context.Context) error {
 	if err := m.check(); err != nil {
 		return err

@@ -163,8 +163,8 @@ func WithEvictionCheck(on bool) Option {
 
 // WithHook calls f at each named step of the protocol (the Hook constants),
 // in the goroutine of the method that reached it, with that method's
-// context. f may block: the labs park a client there to reproduce a pause at
-// the worst moment. A nil f means no hook. The default is no hook.
+// context. f may block: a test can park a client there to reproduce a pause
+// at the worst moment. A nil f means no hook. The default is no hook.
 func WithHook(f func(ctx context.Context, point string)) Option {
 	return func(o *options) { o.hook = f }
 }
@@ -174,8 +174,8 @@ func WithHook(f func(ctx context.Context, point string)) Option {
 // straight to the best waiter there (the one that has wanted the lock
 // longest) and tells it through n, so the waiter holds the lock as soon as
 // a majority of nodes have handed it over, with no retry delay, no idle gap
-// between holders, and no starved waiter. The package doc ("Waiting")
-// describes the protocol, its failure modes and what bounds each.
+// between holders, and no starved waiter. queue.go describes the protocol,
+// its failure modes and what bounds each.
 //
 // n must watch the same nodes as the Mutex, in the same order; otherwise
 // every method returns an error wrapping [ErrInvalid]. While the lock looks

@@ -15,16 +15,15 @@ import (
 //
 // How a Lock waits for a held lock decides its latency, its fairness and
 // the load it puts on the nodes; it never decides safety, which rests on
-// the quorum and the validity rule above alone. There are two strategies.
+// the quorum and the validity rule of rounds.go alone. There are two strategies.
 //
 // Polling, the default: an attempt, then a random 50-250ms sleep
 // ([WithRetry]), up to 32 attempts ([WithTries]), as redsync does. Each
 // failed attempt costs a SET on every node, and a release on those it
 // took; between a release and the next attempt the lock sits free; and
-// nobody is in line,
-// so the client that just released usually takes the lock straight back
-// and under steady contention some waiters wait many times longer than
-// others.
+// nobody is in line, so the client that just released usually takes the
+// lock straight back, and under steady contention some waiters wait many
+// times longer than others.
 //
 // Hand-off, with a [Notifier] ([WithNotifier]): the waiters queue on every
 // node, ranked the same way everywhere, and each node hands itself to the
@@ -42,44 +41,32 @@ import (
 //   - Unlock runs release.lua on every node: check the owner; pop the best
 //     waiter; PUBLISH to its Notifier and, if it listens, SET the key to
 //     its token with its TTL; leave a receipt. Each node does this on its
-//     own, and since all rank alike,
-//     all normally hand over to the same waiter, which holds the lock as
-//     soon as a majority of them have: one hop after the release, with no
-//     idle gap and no race between waiters.
+//     own, and since all rank alike, all normally hand over to the same
+//     waiter, which holds the lock as soon as a majority of them have: one
+//     hop after the release, with no idle gap and no race between waiters.
 //
-// Steady contention costs, per acquisition and per node, one round of
-// acquire.lua (EVALSHA, GET, ZADD, PEXPIRE, and on one node of the round
-// a ZRANK) and one of release.lua (EVALSHA, GET, ZPOPMIN, PUBLISH, SET,
-// SET): 10 commands per node in 2 round trips, however many wait. Every
-// script is safe to run twice: ZADD NX adds a waiter once, a release
-// answers a second run from its receipt and never pops a second waiter.
+// Every script is safe to run twice: ZADD NX adds a waiter once, and a
+// release answers a second run from its receipt and never pops a second
+// waiter.
 //
-// Why a queue on every node. With five nodes that is 50 commands per
-// acquisition (the bench counts 52 with 32 clients on one key; redsync,
-// polling, about 25, as it neither queues nor leaves receipts). Of the 10
-// per node only the queue's PEXPIRE and the ZRANK could go, at the price
-// of leaking the queues of dead waiters and of pacing a crowd blindly. A
-// queue on one node, the "line", would cost about half: the waiter joins
-// there alone (4 commands), the holder's Unlock pops the next waiter there
-// (6), then hands each other node to that waiter's token with an
-// owner-checked SET (3 each: a resend finds the token it was told to set,
-// and needs no receipt) and tells the waiter which nodes it got in one
-// PUBLISH, about 23 in all. We do not, for three reasons. Every process
-// would have to agree which node is the line, and nothing in a list of
-// clients says so: each process lists the nodes in its own order and may
-// know a node by another address (TestNodeOrderIsEachProcessOwn). While
-// the line is down or frozen nobody can queue, so the loss of one node,
-// which Redlock exists to survive, would turn waiting back into polling.
-// And Unlock would make two round trips in a row, the line's and then the
-// others', and the waiter would have to count nodes on the releaser's word
-// instead of each node's own message. The queue on every node needs no
+// Why a queue on every node, rather than one queue on one node (the
+// "line") that hands the other nodes on: every process would have to
+// agree which node is the line, and nothing in a list of clients says so
+// (each process lists the nodes in its own order and may know a node by
+// another address: TestNodeOrderIsEachProcessOwn). While the line is down
+// or frozen nobody can queue, so losing one node, which Redlock exists to
+// survive, would turn waiting back into polling. And Unlock would make two
+// round trips in a row, and the waiter would count nodes on the releaser's
+// word instead of each node's own message. A queue on every node needs no
 // agreement, hands over with any minority down (TestHandoffWithANodeDown),
-// and costs one round trip on each side.
+// and costs one round trip on each side. Its per-node commands are all
+// needed: without the queue's PEXPIRE the queues of dead waiters leak, and
+// without the ZRANK a crowd of waiters would be paced blindly.
 //
 // Safety. A node's key changes hands only through an owner-checked script
 // run by the client that holds it (release.lua, or acquire.lua giving up a
 // node it holds), or by expiry, exactly as in plain Redlock, so the
-// argument under "Validity" still holds with one change: a waiter does not
+// argument under "Validity" in rounds.go still holds with one change: a waiter does not
 // know when a node handed itself over. It therefore counts the lease from
 // the start of its last round, which precedes every hand-off it counts,
 // and Until is that moment + ttl − drift: it errs early, never late. For
@@ -94,7 +81,7 @@ import (
 // keeps before Lock returns.
 //
 // Fairness. In the common case the order is first come, first served on
-// every node, and Jain's fairness index is 1. Exceptions: the rank uses
+// every node. Exceptions: the rank uses
 // each client's wall clock, so clients whose clocks differ by d are served
 // as if they had arrived up to d apart; the first SET round may take a
 // lock that is free while others still queue (after a dead holder's keys

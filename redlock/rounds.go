@@ -22,13 +22,15 @@ import (
 // with the SETs sent in parallel as the page recommends:
 //
 //  1. Read the monotonic clock: t0.
-//  2. Send SET key token NX PX ttl GET to all N nodes at once, with a fresh
+//  2. Send SET key token NX PX ttl to all N nodes at once, with a fresh
 //     random 128-bit token for this attempt. Wait until a majority, N/2+1,
 //     has answered OK, or else for every reply, but for each node at most
 //     the per-node timeout ([WithNodeTimeout]); a node that has not answered
-//     by then counts as failed. GET returns what the key held: nothing (we
-//     set it), our own token (this SET was sent twice, its first reply
-//     lost), or another's (the node is taken).
+//     by then counts as failed. A node that refuses is asked again with
+//     SET ... GET (sent with GET at once when others are likely to hold the
+//     key), whose reply says what the key held: nothing (set now), our own
+//     token (this SET was sent twice, its first reply lost: the node is
+//     ours) or another's (the node is taken).
 //  3. If a majority answered OK, compute the validity (below). The lock is
 //     held if it is positive, until t0 + ttl − drift ([Mutex.Until]).
 //  4. Otherwise delete the token where it may be: the nodes that took it
@@ -53,8 +55,8 @@ import (
 // the node when its reply comes back (see attempt), so a late SET never
 // leaves a key behind. Unlock of a lock taken that way likewise returns
 // once a majority has released (the lock is free from then on).
-// [Mutex.Settle] waits for whatever is still in flight: for tests and labs
-// that read the nodes, or before closing the clients.
+// [Mutex.Settle] waits for whatever is still in flight: for tests that
+// read the nodes, or before closing the clients.
 //
 // Validity.
 //
@@ -175,8 +177,8 @@ const (
 // makes the SET safe to send twice: a node whose first reply was lost, and
 // that go-redis asked again, answers with our own token. When others are
 // likely to hold the key (the contended hint), the first SET has GET
-// already; otherwise it leaves GET out, since go-redis takes GET's nil
-// reply (the key was free) for an error, which costs allocations on
+// already; otherwise it leaves GET out, since go-redis turns GET's nil
+// reply (the key was free, the common case) into an error value on
 // every node.
 func (m *Mutex) setRound(ctx context.Context, a *attempt) (outcome, result, error) {
 	if err := retry.CtxErr(ctx); err != nil {

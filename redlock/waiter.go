@@ -82,7 +82,7 @@ func (w *waiter) unretired() bool {
 // waiter that holds some nodes, but not a majority, runs one after
 // firstSplitCheck, doubling up to the per-node timeout: the rest of a
 // release arrives within that, so a partial hold that lasts is a split,
-// which its rounds resolve (see acquire.lua and the package doc).
+// which its rounds resolve (see acquire.lua and queue.go).
 func (w *waiter) wait(ctx context.Context, old string) error {
 	m := w.m
 	if err := w.round(ctx, old); err != nil {
