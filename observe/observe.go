@@ -1,25 +1,3 @@
-// Package observe defines what locklab's locks report to an optional
-// observer: how long a Lock waited, how long a lock was held, give-ups and
-// lost leases. Each lock package takes an observer with its WithObserver
-// option; with none, the cost is one nil check per call.
-//
-// An observer is a plain function, so it plugs into any metrics library
-// without locklab depending on one:
-//
-//	wait := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "lock_wait_seconds"})
-//	obs := func(e observe.Event) {
-//		if e.Kind == observe.Acquired {
-//			wait.Observe(e.Wait.Seconds())
-//		}
-//	}
-//	m := correct.New(client, "lock:order:1001", correct.WithObserver(obs))
-//
-// The seed documents' operations rule, "alert when lock wait p99 passes
-// 1 s", is a histogram of Acquired events' Wait (lab 11 builds it).
-//
-// Observers are called synchronously, in the goroutine of the lock method
-// that produced the event (or the lock's renewal goroutine, for Lost), so
-// they must be fast and safe for concurrent use.
 package observe
 
 import (
