@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/locklab/locklab/internal/args"
-	"github.com/locklab/locklab/internal/held"
+	"github.com/locklab/locklab/internal/frame"
 	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/observe"
 )
@@ -22,15 +22,18 @@ type Pool interface {
 	Acquire(ctx context.Context) (*pgxpool.Conn, error)
 }
 
-// core is what Mutex and RowMutex share: the hold, its connection, the
-// options, and the acquire/release skeleton around their SQL.
+// core is what Mutex and RowMutex share: the pool, the key, the frame
+// (the argument error, the hook, the observer and the current hold), and
+// the steps before and after their own SQL, which their Lock, TryLock and
+// Unlock call in turn.
 type core struct {
-	name string // "pglock" or "pglock-row", for observers and errors
 	pool Pool
 	key  string
-	err  error
 
-	base held.Frame[hold] // the hook, the observer (as name and key) and the current hold
+	// The fields above, and f's but Cur, are set by the constructor and
+	// never change.
+
+	f frame.Holding[hold] // the argument error, the hook, the observer and the current hold
 
 	// unlocking serializes Unlock: a hold's connection serves one
 	// release at a time, and a second Unlock of the same hold finds it
@@ -50,131 +53,129 @@ type hold struct {
 	pid   uint32 // the server process (pg_backend_pid) holding the lock
 }
 
-// attempt is one kind's lock statement on conn: it reports whether the
-// lock is held, with its hold, or an error.
-type attempt func(ctx context.Context, conn *pgxpool.Conn, wait bool) (*hold, bool, error)
-
-func newCore(name string, pool Pool, key string, o options, errs []error) core {
-	if isNilPool(pool) {
-		errs = append(errs, args.Invalid(ErrInvalid, "nil pool"))
-	}
-	if key == "" {
-		errs = append(errs, args.Invalid(ErrInvalid, "empty key"))
-	}
-	if strings.ContainsRune(key, 0) {
-		errs = append(errs, args.Invalid(ErrInvalid, "key holds a NUL byte, which PostgreSQL text cannot"))
-	}
+// newCore returns the core of a lock of kind ("pglock" or "pglock-row")
+// on key, with the options o and err, the invalid arguments its
+// constructor found.
+func newCore(kind string, pool Pool, key string, o options, err error) core {
 	return core{
-		name: name,
 		pool: pool,
 		key:  key,
-		err:  errors.Join(errs...),
-		base: held.Frame[hold]{Kind: name, Key: key, Hook: o.hook, Obs: o.observer},
+		f:    frame.Holding[hold]{Frame: frame.Frame{Kind: kind, Key: key, Err: err, Hook: o.hook, Obs: o.observer}},
 	}
 }
 
-func isNilPool(p Pool) bool {
-	if p == nil {
-		return true
+// target returns the error, wrapping ErrInvalid, for the pool and key a
+// lock is made with; nil when both will do.
+func target(pool Pool, key string) error {
+	switch {
+	case args.IsNil(pool):
+		return args.Invalid(ErrInvalid, "nil pool")
+	case key == "":
+		return args.Invalid(ErrInvalid, "empty key")
+	case strings.ContainsRune(key, 0):
+		return args.Invalid(ErrInvalid, "key holds a NUL byte, which PostgreSQL text cannot")
 	}
-	pp, ok := p.(*pgxpool.Pool)
-	return ok && pp == nil
+	return nil
 }
 
-func (c *core) check() error {
-	if c.name == "" {
-		return args.Invalid(ErrInvalid, "not made by its constructor")
-	}
-	return c.err
-}
+// queueing is what a lock statement does when another session holds the
+// lock.
+type queueing int
 
-// lock runs try on a connection of its own and keeps the hold if it got
-// the lock. Whenever the outcome is unknown (an error after the statement
-// was sent, or ctx ending mid-wait) the connection is closed, which ends
-// the session on the server and any lock it may hold.
-func (c *core) lock(ctx context.Context, wait bool, try attempt) (bool, error) {
-	return c.base.Attempt(ctx, wait, c.check, func(ctx context.Context, wait bool) (bool, error) { return c.lock1(ctx, wait, try) })
-}
+const (
+	once   queueing = iota // report the lock taken (TryLock)
+	inLine                 // wait in the server for the lock (Lock)
+)
 
-func (c *core) lock1(ctx context.Context, wait bool, try attempt) (bool, error) {
+// connect returns a connection of the pool's for one attempt at the lock,
+// and leave, to call once the attempt is over. A Lock (inLine) waits in
+// the server on a connection of its own: it first takes a turn among this
+// process's waiters on the pool (see waitTurn), so that waiters leave
+// connections for the holders' own work; leave ends the turn.
+func (c *core) connect(ctx context.Context, how queueing) (conn *pgxpool.Conn, leave func(), err error) {
 	if err := retry.CtxErr(ctx); err != nil {
-		return false, errors.Join(ErrNotObtained, err)
+		return nil, nil, errors.Join(ErrNotObtained, err)
 	}
-	if wait {
-		// A Lock waits in the server on a connection of its own: take a
-		// turn among this process's waiters on the pool first, so that
-		// waiters leave connections for the holders' own work.
-		leave, err := waitTurn(ctx, c.pool)
-		if err != nil {
-			return false, errors.Join(ErrNotObtained, err)
+	leave = func() {}
+	if how == inLine {
+		if leave, err = waitTurn(ctx, c.pool); err != nil {
+			return nil, nil, errors.Join(ErrNotObtained, err)
 		}
-		defer leave()
 	}
-	conn, err := c.pool.Acquire(ctx)
+	conn, err = c.pool.Acquire(ctx)
 	if err != nil {
-		return false, c.failed(ctx, fmt.Errorf("%s: lock %q: connect: %w", c.name, c.key, err))
+		leave()
+		return nil, nil, retry.Failed(ctx, ErrNotObtained, fmt.Errorf("%s: lock %q: connect: %w", c.f.Kind, c.key, err))
 	}
-	h, ok, err := try(ctx, conn, wait)
-	if err != nil {
+	return conn, leave, nil
+}
+
+// took ends an attempt on conn, whose lock statement returned h (nil when
+// another session holds the lock) or err: it keeps the hold and returns
+// true, or gives conn back to the pool. Whenever the outcome is unknown (an
+// error after the statement was sent, or ctx ending mid-wait) it closes
+// conn, which ends the session on the server and any lock it may hold.
+func (c *core) took(ctx context.Context, conn *pgxpool.Conn, h *hold, err error) (bool, error) {
+	switch {
+	case err != nil:
 		destroy(conn)
-		return false, c.failed(ctx, fmt.Errorf("%s: lock %q: %w", c.name, c.key, explain(err)))
-	}
-	if !ok {
+		return false, retry.Failed(ctx, ErrNotObtained, fmt.Errorf("%s: lock %q: %w", c.f.Kind, c.key, explain(err)))
+	case h == nil:
 		conn.Release()
 		return false, nil
 	}
 	h.conn = conn
-	c.base.Cur.Set(h)
-	c.base.At(ctx, HookAcquired)
+	c.f.Cur.Set(h)
+	c.f.At(ctx, HookAcquired)
 	return true, nil
 }
 
-// unlock runs release on the hold's connection, on a context detached from
-// ctx's cancellation and bounded by retry.ReleaseTimeout, then returns the
-// connection to the pool, or destroys it when its state is unknown. The
-// hold is forgotten whatever happens: a connection whose release failed is
-// closed, which ends the session and its locks on the server.
-func (c *core) unlock(ctx context.Context, release func(ctx context.Context, h *hold) (bool, error)) error {
-	c.unlocking.Lock()
-	defer c.unlocking.Unlock()
-	h, err := c.base.Releasing(ctx, c.check, ErrNotHeld, HookBeforeRelease)
+// releasing begins an Unlock, after its check and with c.unlocking held:
+// it returns the current hold, having called the hook, or ErrNotHeld. A
+// hold whose connection died before the release (the server ended the
+// session, or a failed statement closed it) is ended here as lost: nothing
+// committed, and the session's locks end with it.
+func (c *core) releasing(ctx context.Context) (*hold, error) {
+	h, err := c.f.Releasing(ctx, ErrNotHeld, HookBeforeRelease)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if h.conn.Conn().IsClosed() {
-		// The connection died before the release was sent (the server
-		// ended the session, or a failed statement closed it): nothing
-		// committed, and the session's locks end with it.
-		heldFor := c.base.Cur.Forget(h)
+		err := c.f.Ended(h, observe.Lost, ErrNotHeld)
 		destroy(h.conn)
-		c.base.Report(observe.Lost, heldFor, ErrNotHeld)
-		return fmt.Errorf("%w: its connection was closed before the release (the server ends the session, and its locks and transaction, once it notices)", ErrNotHeld)
+		return nil, fmt.Errorf("%w: its connection was closed before the release (the server ends the session, and its locks and transaction, once it notices)", err)
 	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), retry.ReleaseTimeout)
-	defer cancel()
-	was, err := release(rctx, h)
-	heldFor := c.base.Cur.Forget(h)
+	return h, nil
+}
+
+// released ends an Unlock whose release of h returned was (whether the
+// lock was still held) or err. It forgets the hold whatever happened, and
+// returns the connection to the pool, or closes it when its state is
+// unknown: a connection whose release failed is closed, which ends the
+// session and its locks on the server.
+func (c *core) released(h *hold, was bool, err error) error {
 	switch {
 	case err != nil && sessionEnded(err):
+		lost := c.f.Ended(h, observe.Lost, ErrNotHeld)
 		destroy(h.conn)
-		c.base.Report(observe.Lost, heldFor, ErrNotHeld)
-		return fmt.Errorf("%w: the server ended the session: %v", ErrNotHeld, err)
+		return fmt.Errorf("%w: the server ended the session: %v", lost, err)
 	case err != nil:
+		c.f.Cur.Forget(h)
 		destroy(h.conn)
-		return fmt.Errorf("%s: unlock %q (the connection is closed, which ends the session and its locks once the server notices): %w", c.name, c.key, err)
+		return fmt.Errorf("%s: unlock %q (the connection is closed, which ends the session and its locks once the server notices): %w", c.f.Kind, c.key, err)
 	case !was:
+		lost := c.f.Ended(h, observe.Lost, ErrNotHeld)
 		h.conn.Release()
-		c.base.Report(observe.Lost, heldFor, ErrNotHeld)
-		return ErrNotHeld
+		return lost
 	}
+	err = c.f.Ended(h, observe.Released, nil)
 	h.conn.Release()
-	c.base.Report(observe.Released, heldFor, nil)
-	return nil
+	return err
 }
 
 // fence returns the current hold's token, 0 when not held.
 func (c *core) fence() uint64 {
-	if h := c.base.Cur.Get(); h != nil {
+	if h := c.f.Cur.Get(); h != nil {
 		return h.fence
 	}
 	return 0
@@ -183,19 +184,10 @@ func (c *core) fence() uint64 {
 // pid returns the server process id of the current hold's session, 0 when
 // not held.
 func (c *core) pid() uint32 {
-	if h := c.base.Cur.Get(); h != nil {
+	if h := c.f.Cur.Get(); h != nil {
 		return h.pid
 	}
 	return 0
-}
-
-// failed returns ErrNotObtained joined with ctx's error if ctx ended, err
-// otherwise.
-func (c *core) failed(ctx context.Context, err error) error {
-	if cerr := retry.CtxErr(ctx); cerr != nil {
-		return errors.Join(ErrNotObtained, cerr)
-	}
-	return err
 }
 
 // destroy closes conn's connection (the server ends the session, and its
@@ -203,15 +195,15 @@ func (c *core) failed(ctx context.Context, err error) error {
 // pooler closes its server connection if a transaction was open on it)
 // and hands it back to the pool, which discards it.
 func destroy(conn *pgxpool.Conn) {
-	ctx, cancel := context.WithTimeout(context.Background(), retry.ReleaseTimeout)
+	ctx, cancel := retry.Detach(context.Background())
 	defer cancel()
 	_ = conn.Conn().Close(ctx)
 	conn.Release()
 }
 
 // run sends sql, one or more statements with no parameters, as one simple
-// query (one round trip, no prepared statement for a pooler to lose), and
-// returns the rows of the last SELECT, as text.
+// query (no prepared statement for a pooler to lose), and returns the rows
+// of the last SELECT, as text.
 func run(ctx context.Context, conn *pgxpool.Conn, sql string) ([][]string, error) {
 	results, err := conn.Conn().PgConn().Exec(ctx, sql).ReadAll()
 	if err != nil {

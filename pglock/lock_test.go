@@ -53,6 +53,29 @@ func TestInvalidArguments(t *testing.T) {
 	}, nil)
 }
 
+// TestInvalidArgumentsInOneShape: a lock made with several bad arguments
+// reports the first, in the one shape every lock package uses (the
+// options first, then the pool and the key), the package named once.
+func TestInvalidArgumentsInOneShape(t *testing.T) {
+	tests := []struct {
+		name string
+		l    locktest.Locker
+		want string
+	}{
+		{"row: empty table, nil pool, empty key", pglock.NewRow(nil, "", pglock.WithTable("")), `pglock: invalid argument: WithTable(""): empty table name`},
+		{"advisory: nil pool, empty key", pglock.New(nil, ""), "pglock: invalid argument: nil pool"},
+		{"advisory: not made by New", &pglock.Mutex{}, "pglock: invalid argument: Mutex not made by New"},
+		{"advisory: nil", (*pglock.Mutex)(nil), "pglock: invalid argument: Mutex not made by New"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.l.Lock(context.Background()); err == nil || err.Error() != tt.want {
+				t.Errorf("Lock() = %v; want %q", err, tt.want)
+			}
+		})
+	}
+}
+
 // TestBasics runs, for each kind, the scenarios every lock on a system
 // keeps, from internal/locktest: one holder and growing fences, a Lock
 // that gives up while the server makes it wait leaving no waiter behind

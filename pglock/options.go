@@ -15,7 +15,8 @@ const (
 )
 
 // An Option configures a [Mutex] or a [RowMutex]. Options are applied by
-// the constructor in order; when one is given twice, the last wins. A nil
+// the constructor in order; when one is given twice, the last wins, though
+// an invalid value is reported even when a later one replaces it. A nil
 // Option is ignored.
 type Option func(*options)
 
@@ -23,16 +24,15 @@ type options struct {
 	table    string
 	hook     func(ctx context.Context, point string)
 	observer observe.Func
+	errs     args.Errs // invalid options, reported by every method
 }
 
-func newOptions(opts []Option) (options, []error) {
+// newOptions applies opts over the defaults and returns the errors of the
+// options out of range, joined.
+func newOptions(opts []Option) (options, error) {
 	o := options{table: defaultTable}
 	args.Apply(&o, opts)
-	var errs []error
-	if o.table == "" {
-		errs = append(errs, args.Invalid(ErrInvalid, "WithTable(\"\"): empty table name"))
-	}
-	return o, errs
+	return o, o.errs.Err()
 }
 
 // WithTable sets the table whose rows a [RowMutex] locks: a table with a
@@ -40,12 +40,17 @@ func newOptions(opts []Option) (options, []error) {
 // It has no effect on a [Mutex]. If table is empty, every method returns
 // an error wrapping [ErrInvalid]. The default is "pglock_rows".
 func WithTable(table string) Option {
-	return func(o *options) { o.table = table }
+	return func(o *options) {
+		if table == "" {
+			o.errs.Add(args.Invalid(ErrInvalid, "WithTable(\"\"): empty table name"))
+		}
+		o.table = table
+	}
 }
 
 // WithHook sets a function called at each named step of the protocol, with
 // the context of the method that reached it and the step's name: one of
-// [HookAcquired] and [HookBeforeRelease]. The labs use it to park a client
+// [HookAcquired] and [HookBeforeRelease]. Tests use it to park a client
 // between two steps; a hook that blocks holds up that method and nothing
 // else. If f is nil, no hook is called. The default is no hook.
 func WithHook(f func(ctx context.Context, point string)) Option {

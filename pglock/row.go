@@ -5,9 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/locklab/locklab/internal/args"
+	"github.com/locklab/locklab/internal/frame"
+	"github.com/locklab/locklab/internal/retry"
 )
 
 // RowMutex is a row lock on one key: SELECT ... FOR UPDATE on the key's
@@ -31,8 +36,11 @@ type RowMutex struct {
 // PostgreSQL, and never fails: if pool is nil, key is empty or an option is
 // invalid, every method reports it with an error wrapping [ErrInvalid].
 func NewRow(pool Pool, key string, opts ...Option) *RowMutex {
-	o, errs := newOptions(opts)
-	return &RowMutex{c: newCore("pglock-row", pool, key, o, errs), table: pgx.Identifier{o.table}.Sanitize()}
+	o, err := newOptions(opts)
+	if err == nil {
+		err = target(pool, key)
+	}
+	return &RowMutex{c: newCore("pglock-row", pool, key, o, err), table: pgx.Identifier{o.table}.Sanitize()}
 }
 
 // Lock begins a transaction (READ COMMITTED) and locks the key's row in
@@ -41,10 +49,16 @@ func NewRow(pool Pool, key string, opts ...Option) *RowMutex {
 // ctx.Err()) when ctx ended first; and a wrapped error if PostgreSQL
 // cannot be reached or answers with an error (or a pooler in statement
 // pooling refuses the transaction). Only ctx bounds the wait: the
-// session's statement_timeout and lock_timeout do not apply to it. When Lock fails after its statement was sent, it closes
-// that connection, so the server rolls the transaction back.
+// session's statement_timeout and lock_timeout do not apply to it. When
+// Lock fails after its statement was sent, it closes that connection, so
+// the server rolls the transaction back.
 func (m *RowMutex) Lock(ctx context.Context) error {
-	_, err := m.c.lock(ctx, true, m.try)
+	if err := m.check(); err != nil {
+		return err
+	}
+	start := time.Now()
+	_, err := m.acquire(ctx, inLine)
+	m.c.f.Attempted(start, err == nil, err)
 	return err
 }
 
@@ -52,16 +66,38 @@ func (m *RowMutex) Lock(ctx context.Context) error {
 // locked the row, (false, nil), its transaction rolled back, if another
 // transaction holds it. Errors are as for [RowMutex.Lock].
 func (m *RowMutex) TryLock(ctx context.Context) (bool, error) {
-	return m.c.lock(ctx, false, m.try)
+	if err := m.check(); err != nil {
+		return false, err
+	}
+	start := time.Now()
+	ok, err := m.acquire(ctx, once)
+	m.c.f.Attempted(start, ok, err)
+	return ok, err
 }
 
-func (m *RowMutex) try(ctx context.Context, conn *pgxpool.Conn, wait bool) (*hold, bool, error) {
+// acquire makes one attempt at the row lock on a connection of its own,
+// and keeps the hold if it got the lock.
+func (m *RowMutex) acquire(ctx context.Context, how queueing) (bool, error) {
+	conn, leave, err := m.c.connect(ctx, how)
+	if err != nil {
+		return false, err
+	}
+	defer leave()
+	h, err := m.try(ctx, conn, how)
+	return m.c.took(ctx, conn, h, err)
+}
+
+// try begins the lock's transaction on conn and locks the key's row in
+// it, making the row first if it is missing: it returns the hold, or nil,
+// the transaction rolled back, when another transaction holds the row
+// (TryLock).
+func (m *RowMutex) try(ctx context.Context, conn *pgxpool.Conn, how queueing) (*hold, error) {
 	ddl := `CREATE TABLE IF NOT EXISTS ` + m.table + ` (name text PRIMARY KEY)`
 	if err := ensure(ctx, m.c.pool, conn, ddl); err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	nowait := " NOWAIT"
-	if wait {
+	if how == inLine {
 		nowait = ""
 	}
 	// The token is drawn, and the session's timeouts put back, in the
@@ -71,7 +107,7 @@ SELECT pg_backend_pid(), ` + drawSQL + `, ` + timeoutsBack + ` FROM (SELECT FROM
 	inserted, again := false, false
 	for {
 		if err := prepare(ctx, m.c.pool, conn, again); err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		// READ COMMITTED whatever default_transaction_isolation says: each
 		// statement of the holder's work through Tx sees what the holders
@@ -80,7 +116,7 @@ SELECT pg_backend_pid(), ` + drawSQL + `, ` + timeoutsBack + ` FROM (SELECT FROM
 		// before the wait.
 		tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		rows, err := run(ctx, conn, lock)
 		switch {
@@ -88,50 +124,50 @@ SELECT pg_backend_pid(), ` + drawSQL + `, ` + timeoutsBack + ` FROM (SELECT FROM
 			r := rows[0]
 			pid, perr := strconv.ParseUint(r[0], 10, 32)
 			if perr != nil {
-				return nil, false, fmt.Errorf("pg_backend_pid() = %q: %w", r[0], perr)
+				return nil, fmt.Errorf("pg_backend_pid() = %q: %w", r[0], perr)
 			}
 			fence, ok, terr := token(r[1], r[2])
 			if terr != nil {
-				return nil, false, terr
+				return nil, terr
 			}
 			if ok {
-				return &hold{inTx: true, tx: tx, fence: fence, pid: uint32(pid)}, true, nil
+				return &hold{inTx: true, tx: tx, fence: fence, pid: uint32(pid)}, nil
 			}
 			if again {
-				return nil, false, errors.New("no epoch for the token after making one (see pglock_epoch)")
+				return nil, errors.New("no epoch for the token after making one (see pglock_epoch)")
 			}
 			// The server crashed since the epoch was made: give the row
 			// back, make the next epoch, and lock it again.
 			if err := tx.Rollback(ctx); err != nil {
-				return nil, false, err
+				return nil, err
 			}
 			again = true
 			continue
-		case !wait && lockNotAvailable(err):
+		case how == once && lockNotAvailable(err):
 			if rerr := tx.Rollback(ctx); rerr != nil {
-				return nil, false, rerr
+				return nil, rerr
 			}
-			return nil, false, nil
+			return nil, nil
 		case err == nil && len(rows) == 0 && !inserted:
 			// No row for the key yet: make it, committed at once and
 			// outside the lock's transaction (a row inserted inside it
 			// would make every other first Lock wait on the insert, NOWAIT
 			// or not), then lock it like any other.
 			if err := tx.Rollback(ctx); err != nil {
-				return nil, false, err
+				return nil, err
 			}
 			// At READ COMMITTED: at REPEATABLE READ or SERIALIZABLE, ON
 			// CONFLICT DO NOTHING fails to serialize when another first
 			// Lock inserted the row concurrently.
 			if _, err := run(ctx, conn, quiet(`INSERT INTO `+m.table+` (name) VALUES (`+literal(m.c.key)+`) ON CONFLICT (name) DO NOTHING`)); err != nil {
-				return nil, false, err
+				return nil, err
 			}
 			inserted = true
 			continue
 		case err == nil:
 			err = fmt.Errorf("the lock statement returned %d rows; want 1", len(rows))
 		}
-		return nil, false, err
+		return nil, err
 	}
 }
 
@@ -144,10 +180,11 @@ SELECT pg_backend_pid(), ` + drawSQL + `, ` + timeoutsBack + ` FROM (SELECT FROM
 // statement_timeout and lock_timeout. What is done through it commits
 // when [RowMutex.Unlock] commits, and is rolled back if the transaction
 // ends otherwise (the session was ended by a timeout, the connection
-// lost). It returns nil when the RowMutex does not hold the lock. To give the work up, roll the transaction back:
-// Unlock then only returns the connection, and reports [ErrNotHeld].
+// lost). It returns nil when the RowMutex does not hold the lock. To give
+// the work up, roll the transaction back: Unlock then only returns the
+// connection, and reports [ErrNotHeld].
 func (m *RowMutex) Tx() pgx.Tx {
-	if h := m.c.base.Cur.Get(); h != nil {
+	if h := m.c.f.Cur.Get(); h != nil {
 		return h.tx
 	}
 	return nil
@@ -164,18 +201,34 @@ func (m *RowMutex) Tx() pgx.Tx {
 // the error says so; the lock is released either way once the server sees
 // the connection close.
 func (m *RowMutex) Unlock(ctx context.Context) error {
-	return m.c.unlock(ctx, func(ctx context.Context, h *hold) (bool, error) {
-		err := h.tx.Commit(ctx)
-		switch {
-		case errors.Is(err, pgx.ErrTxClosed):
-			return false, nil // rolled back through Tx
-		case errors.Is(err, pgx.ErrTxCommitRollback):
-			return false, nil // the transaction had failed: rolled back
-		case err != nil:
-			return false, fmt.Errorf("commit (its outcome is unknown): %w", err)
-		}
-		return true, nil
-	})
+	if err := m.check(); err != nil {
+		return err
+	}
+	m.c.unlocking.Lock()
+	defer m.c.unlocking.Unlock()
+	h, err := m.c.releasing(ctx)
+	if err != nil {
+		return err
+	}
+	rctx, cancel := retry.Detach(ctx)
+	defer cancel()
+	was, err := m.release(rctx, h)
+	return m.c.released(h, was, err)
+}
+
+// release commits h's transaction and reports whether the lock was still
+// held: false when the transaction had been rolled back.
+func (m *RowMutex) release(ctx context.Context, h *hold) (bool, error) {
+	err := h.tx.Commit(ctx)
+	switch {
+	case errors.Is(err, pgx.ErrTxClosed):
+		return false, nil // rolled back through Tx
+	case errors.Is(err, pgx.ErrTxCommitRollback):
+		return false, nil // the transaction had failed: rolled back
+	case err != nil:
+		return false, fmt.Errorf("commit (its outcome is unknown): %w", err)
+	}
+	return true, nil
 }
 
 // Fence returns the fencing token of the current hold, drawn once the row
@@ -190,3 +243,12 @@ func (m *RowMutex) Key() string { return m.c.key }
 // PID returns the server process id of the session that holds the row
 // lock (0 when not held).
 func (m *RowMutex) PID() uint32 { return m.c.pid() }
+
+// check returns the error every method returns before it sends anything:
+// the invalid arguments NewRow found, or that NewRow did not make m.
+func (m *RowMutex) check() error {
+	if m == nil {
+		return args.Invalid(ErrInvalid, frame.NotMade)
+	}
+	return m.c.f.Check(ErrInvalid)
+}

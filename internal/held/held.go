@@ -1,8 +1,7 @@
 // Package held keeps the current hold of a lock that holds one claim at a
 // time (etcdlock, zklock, pglock): what it is, and since when, so that
 // Unlock can tell the observer how long the lock was held. The frame
-// around it is internal/frame's Holding; [Frame] is the older one that
-// pglock still uses.
+// around it is internal/frame's Holding.
 package held
 
 import (
@@ -44,3 +43,9 @@ func (s *Slot[H]) Forget(h *H) time.Duration {
 	s.h = nil
 	return time.Since(s.since)
 }
+
+// Closed returns a channel that is already closed: what Done returns when
+// a lock holds nothing.
+func Closed() <-chan struct{} { return closed }
+
+var closed = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
