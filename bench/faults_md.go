@@ -102,7 +102,7 @@ func (fr *faultReport) matrix() string {
 				case claimNamed:
 					t += " (named)"
 				default:
-					t += " *(not in doc)*"
+					t += " *(no claim)*"
 				}
 			}
 			b.WriteString(" " + t + " |")
@@ -119,18 +119,18 @@ without fencing tokens; a lost update; or a stale write the fenced store
 accepted) or **stuck** (someone waited longer than the schedule's bound while
 nobody held the lock). Each unsafe or stuck cell links to the timeline of
 its first such run; every cell's first run is in ` + "`timelines/`" + ` too. For our
-locks, an unsafe cell says whether the lock's doc.go **promises** to survive
-that fault, **names** it as a fault it does not survive, or does not say
-*(not in doc)*: see "Against the docs" below. A cell reading – is a fault
+locks, an unsafe cell says whether the lock **claims** to survive that fault
+(its claims in the bench's lock registry), **names** it as a fault it does not
+survive, or does not say *(no claim)*: see "Against the claims" below. A cell reading – is a fault
 that does not apply to the lock's system (a Redis server's failover for a
 lock on etcd; a pooler for a lock on Redis).
 
 `
 
-// docsSection lists where our locks' measured cells and their doc.go
+// docsSection lists where our locks' measured cells and their claims
 // disagree.
 func (fr *faultReport) docsSection(b *bytes.Buffer) {
-	b.WriteString("## Against the docs\n\n")
+	b.WriteString("## Against the claims\n\n")
 	var broken, unnamed []string
 	for _, c := range fr.cells {
 		if c.impl.kind != kindOurs || c.notRun != "" {
@@ -140,20 +140,20 @@ func (fr *faultReport) docsSection(b *bytes.Buffer) {
 		bad := c.unsafe > 0 || (c.stuck > 0 && c.sch.id == "kill")
 		switch {
 		case bad && cl.verdict == claimSurvives:
-			broken = append(broken, fmt.Sprintf("- **%s** under %d. %s: %s; its doc.go promises it (%s).", c.impl.name, c.sch.n, c.sch.title, c.text(), cl.source))
+			broken = append(broken, fmt.Sprintf("- **%s** under %d. %s: %s; it claims to survive it (%s).", c.impl.name, c.sch.n, c.sch.title, c.text(), cl.why))
 		case c.unsafe > 0 && cl.verdict == claimUnstated:
-			unnamed = append(unnamed, fmt.Sprintf("- %s under %d. %s: %s; its doc.go does not name this fault.", c.impl.name, c.sch.n, c.sch.title, c.text()))
+			unnamed = append(unnamed, fmt.Sprintf("- %s under %d. %s: %s; it makes no claim about this fault.", c.impl.name, c.sch.n, c.sch.title, c.text()))
 		}
 	}
 	if len(broken) == 0 && len(unnamed) == 0 {
-		b.WriteString("Every unsafe cell of our locks is a fault its doc.go names, and every fault a doc.go promises to survive measured 0 unsafe runs.\n\n")
+		b.WriteString("Every unsafe cell of our locks is a fault its claims name, and every fault a lock claims to survive measured 0 unsafe runs.\n\n")
 		return
 	}
 	if len(broken) > 0 {
-		b.WriteString("Promises broken (a bug in the lock, or in its doc):\n\n" + strings.Join(broken, "\n") + "\n\n")
+		b.WriteString("Claims broken (a bug in the lock, or in its claim):\n\n" + strings.Join(broken, "\n") + "\n\n")
 	}
 	if len(unnamed) > 0 {
-		b.WriteString("Unsafe where the doc is silent (the doc.go should name the fault):\n\n" + strings.Join(unnamed, "\n") + "\n\n")
+		b.WriteString("Unsafe where the claims are silent (the lock's registry entry should name the fault):\n\n" + strings.Join(unnamed, "\n") + "\n\n")
 	}
 }
 
@@ -170,7 +170,7 @@ func (fr *faultReport) controlSection(b *bytes.Buffer) {
 		if c.unsafe == 0 && c.stuck == 0 {
 			verdict = "**NOT CAUGHT: the scoreboard is blind here**"
 		}
-		lines = append(lines, fmt.Sprintf("- %s under %d. %s: %s, %s (%s).", c.impl.name, c.sch.n, c.sch.title, c.text(), verdict, cl.source))
+		lines = append(lines, fmt.Sprintf("- %s under %d. %s: %s, %s (%s).", c.impl.name, c.sch.n, c.sch.title, c.text(), verdict, cl.why))
 	}
 	if len(lines) == 0 {
 		return
@@ -191,7 +191,7 @@ func (fr *faultReport) blind() []string {
 }
 
 // brokenPromises lists our locks' cells that are unsafe (or stuck, for the
-// holder killed) where their doc.go promises to survive.
+// holder killed) where they claim to survive.
 func (fr *faultReport) brokenPromises() []string {
 	var out []string
 	for _, c := range fr.cells {

@@ -171,7 +171,7 @@ func (c *cellResult) row() faultRow {
 		Runs: c.runs, Inconclusive: c.inconclusive, InconclusiveWhy: c.whyNot,
 		UnsafeRuns: c.unsafe, StuckRuns: c.stuck, Violations: c.overlaps, LostUpdates: c.lost,
 		StaleWritesAccepted: c.stale, WritesRefused: c.refused, RefusedToRun: c.declined, RefusedToRunWhy: c.whyDeclined, ToldRuns: c.told, MaxStallMs: float64(c.maxStall.Microseconds()) / 1000,
-		Modeled: c.sch.modeled, NotRun: c.notRun, Claim: cl.verdict, ClaimSource: cl.source, TTLms: c.sch.ttl.Milliseconds()}
+		Modeled: c.sch.modeled, NotRun: c.notRun, Claim: cl.verdict, ClaimSource: cl.why, TTLms: c.sch.ttl.Milliseconds()}
 	if hasLossSignal(c.impl.name) {
 		n := c.toldBefore
 		r.ToldBeforeOverlap = &n

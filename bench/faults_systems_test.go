@@ -38,10 +38,10 @@ func TestSchedulesApplyToTheirSystems(t *testing.T) {
 			t.Errorf("%s is left out of make faults: %s", name, im.noFaults)
 		}
 	}
-	for name, sys := range faultSystems {
-		for id, c := range claims[name] {
-			if s := scheduleByID(id); s == nil || !s.appliesTo(registry[name]) {
-				t.Errorf("claims[%s][%s] (%s): no such schedule applies to a lock on %s", name, id, c.verdict, sys)
+	for name, im := range registry {
+		for id, c := range im.claims {
+			if s := scheduleByID(id); s == nil || !s.appliesTo(im) {
+				t.Errorf("%s's claims[%s] (%s): no such schedule applies to it", name, id, c.verdict)
 			}
 		}
 	}

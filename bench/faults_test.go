@@ -51,7 +51,7 @@ func TestFaultsEndToEnd(t *testing.T) {
 		}
 	}
 	check("fencing/pause", 0, 0)     // the store refuses the paused holder's write
-	check("correct/pause", 1, 0)     // named in its doc
+	check("correct/pause", 1, 0)     // named in its claims
 	check("correct/kill", 0, 0)      // the next holder gets in after the lease
 	check("naive-getset/kill", 1, 0) // two waiters both take the freed key
 	if r := got["fencing/pause"]; r.Violations != 1 {
@@ -74,7 +74,7 @@ func TestFaultsEndToEnd(t *testing.T) {
 		"| lock | 1. holder paused past its lease | 9. holder killed |",
 		"| fencing | 0/1 | 0/1 |",
 		"[1/1 runs unsafe](" + got["correct/pause"].Timeline + ") (named)",
-		"## Against the docs",
+		"## Against the claims",
 		"- naive-getset under 9. holder killed: 1/1 runs unsafe, caught",
 	} {
 		if !bytes.Contains(md, []byte(want)) {

@@ -140,6 +140,10 @@ type impl struct {
 	// outcome (counted, then retried with the same start of the wait)
 	// rather than a transport or other failure.
 	gaveUp func(err error) bool
+	// claims says, per fault schedule id, what the lock claims to survive
+	// or names as a fault it does not (claims.go); the fault scoreboard
+	// checks every run against it.
+	claims claims
 }
 
 // gaveUpOn returns the gaveUp of a lock whose Lock gives up with

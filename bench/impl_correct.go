@@ -24,9 +24,9 @@ import (
 // does not (it polls).
 func init() {
 	gaveUp := gaveUpOn(correct.ErrNotObtained)
-	register(&impl{name: "correct", nodes: 1, connect: connectCorrect(true, false), gaveUp: gaveUp})
-	register(&impl{name: "correct-poll", nodes: 1, connect: connectCorrect(false, false), gaveUp: gaveUp})
-	register(&impl{name: "correct+keep", nodes: 1, connect: connectCorrect(true, true), gaveUp: gaveUp})
+	register(&impl{name: "correct", nodes: 1, connect: connectCorrect(true, false), gaveUp: gaveUp, claims: correctClaims})
+	register(&impl{name: "correct-poll", nodes: 1, connect: connectCorrect(false, false), gaveUp: gaveUp, claims: correctClaims})
+	register(&impl{name: "correct+keep", nodes: 1, connect: connectCorrect(true, true), gaveUp: gaveUp, claims: keepClaims})
 }
 
 func connectCorrect(notify, keep bool) func(e env) (contender, error) {
@@ -98,3 +98,23 @@ func (l *keptLocker) lost() <-chan struct{} {
 }
 
 func (l *keptLocker) token() string { return l.m.Token() }
+
+// correctClaims: a lease lock on one server. It survives what a token and
+// an owner check catch; it names what ends a lease early or forgets it.
+var correctClaims = claims{
+	"pause":      names(`a holder paused past its TTL: the key expires while it sleeps (by design)`),
+	"lost-reply": survives(`a lost reply sent again: the same token, so the second SET is its own`),
+	"late":       survives(`a command delivered late: the release is owner-checked`),
+	"failover":   names(`a failover before the key replicates: the new primary forgets the key`),
+	"restart":    names(`a restart without data: the server forgets the key`),
+	"latency":    names(`a write delayed in the network past the TTL`),
+	"eviction":   survives(`eviction: Lock refuses a server that evicts`),
+	"clock":      names(`a clock jump on the server: it ends the lock early`),
+	"kill":       survives(`a killed holder: its key expires after the TTL`),
+}
+
+// keepClaims: correct renewed by watchdog.Keep; a paused holder stops
+// renewing as well.
+var keepClaims = correctClaims.with(claims{
+	"pause": names(`a holder paused past its TTL: the renewal sleeps with it`),
+})

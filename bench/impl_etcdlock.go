@@ -24,11 +24,10 @@ import (
 // the scoreboard's loss signal. etcd-mutex is not in the scoreboard's
 // default set (name it in -impls).
 func init() {
-	register(&impl{name: "etcdlock", nodes: 1, scenarios: otherScenarios, connect: connectEtcd(false), gaveUp: gaveUpOn(etcdlock.ErrNotObtained)})
+	register(&impl{name: "etcdlock", nodes: 1, scenarios: otherScenarios, connect: connectEtcd(false), gaveUp: gaveUpOn(etcdlock.ErrNotObtained), claims: etcdlockClaims})
 	register(&impl{name: "etcd-mutex", nodes: 1, kind: kindPeer, scenarios: otherScenarios, noFaults: etcdMutexNoFaults, connect: connectEtcd(true), gaveUp: func(error) bool { return false }})
 	faultSystems["etcdlock"] = sysEtcd
 	faultSystems["etcd-mutex"] = sysEtcd
-	addClaims(etcdlockClaims, "etcdlock")
 }
 
 // etcdMutexNoFaults is why etcd-mutex is left out of the default fault
@@ -72,4 +71,17 @@ func connectEtcd(peer bool) func(e env) (contender, error) {
 			close: func() error { return errors.Join(s.Close(), c.Close()) },
 		}, nil
 	}
+}
+
+// etcdlockClaims: the resource is written through the fenced store with
+// etcdlock's token, so a lease lost while the holder is away (pause,
+// latency) is a promise the token keeps.
+var etcdlockClaims = claims{
+	"pause":      survives(`a paused holder: Done is a hint to stop work, the fencing token is the guarantee`),
+	"lost-reply": survives(`a lost reply: the retry finds the claim already there and reads it`),
+	"late":       survives(`a command delivered late: a caller that gives up leaves no claim others queue behind`),
+	"latency":    survives(`a write delayed past the lease: the fencing token is the guarantee`),
+	"kill":       survives(`a killed holder: its lease expires and the next claim's watch fires`),
+	"crash":      survives(`the loss of a minority of etcd's members`),
+	"expiry":     survives(`a session expiring mid-Lock: Lock never returns a hold whose Done has already closed`),
 }

@@ -10,9 +10,23 @@ import (
 // kept for good (so its runs leave one counter per lock name behind, by
 // design), with its defaults and the common TTL.
 func init() {
-	register(&impl{name: "fencing", nodes: 1, connect: connectFencing, keepsKeys: true, gaveUp: gaveUpOn(fencing.ErrNotObtained)})
+	register(&impl{name: "fencing", nodes: 1, connect: connectFencing, keepsKeys: true, gaveUp: gaveUpOn(fencing.ErrNotObtained), claims: fencingClaims})
 }
 
 func connectFencing(e env) (contender, error) {
 	return e.oneServer(func(c *redis.Client, key string) locker { return fencing.New(c, key, fencing.WithTTL(e.ttl)) }), nil
+}
+
+// fencingClaims: the store refuses a stale token, whatever the timing; only
+// losing tokens on the server breaks it.
+var fencingClaims = claims{
+	"pause":      survives(`a holder paused past its TTL: the store refuses its stale token`),
+	"lost-reply": survives(`a lost reply sent again: the acquire run twice returns the same token`),
+	"late":       survives(`a command delivered late`),
+	"failover":   names(`a failover before the counter replicates, when more than one token is lost`),
+	"restart":    names(`a restart without data, when more than one token is lost`),
+	"latency":    survives(`a write delayed in the network past the TTL: the store refuses the late write`),
+	"eviction":   survives(`eviction: Lock refuses a server that evicts`),
+	"clock":      survives(`a clock jump on the server: the store refuses the late write`),
+	"kill":       survives(`a killed holder`),
 }

@@ -11,15 +11,34 @@ import (
 // with a TTL far above the hold, only naive-getset's mistake (GET then SET:
 // two clients can both see the key empty) shows as violations; the others'
 // mistakes need a crash, an expiry or a pause, which the labs stage.
+// Each one's claims say where its mistake should show under the fault
+// scoreboard (the scoreboard is blind if it does not); every naive lock is
+// also unsafe wherever a correct single-server lock is.
 func init() {
-	for name, mk := range map[string]func(c naive.Client, key string, opts ...naive.Option) locker{
-		"naive-setnx-expire": func(c naive.Client, k string, o ...naive.Option) locker { return naive.NewSetNXThenExpire(c, k, o...) },
-		"naive-getset":       func(c naive.Client, k string, o ...naive.Option) locker { return naive.NewGetThenSet(c, k, o...) },
-		"naive-blinddel":     func(c naive.Client, k string, o ...naive.Option) locker { return naive.NewBlindDelete(c, k, o...) },
-		"naive-getdel":       func(c naive.Client, k string, o ...naive.Option) locker { return naive.NewGetThenDelete(c, k, o...) },
-		"naive-renewal":      func(c naive.Client, k string, o ...naive.Option) locker { return naive.NewBlindRenewal(c, k, o...) },
+	for _, n := range []struct {
+		name   string
+		mk     func(c naive.Client, key string, opts ...naive.Option) locker
+		claims claims
+	}{
+		{"naive-setnx-expire", func(c naive.Client, k string, o ...naive.Option) locker { return naive.NewSetNXThenExpire(c, k, o...) }, claims{
+			"lost-reply": mistake("SETNX's reply lost, go-redis re-sends it: refused, so no EXPIRE ever follows and the key never expires"),
+		}},
+		{"naive-getset", func(c naive.Client, k string, o ...naive.Option) locker { return naive.NewGetThenSet(c, k, o...) }, claims{
+			"kill": mistake("B and C both see the dead holder's key gone (GET) and both SET it"),
+		}},
+		{"naive-blinddel", func(c naive.Client, k string, o ...naive.Option) locker { return naive.NewBlindDelete(c, k, o...) }, claims{
+			"pause":   mistake("A resumes and DELs B's lock: C gets in while B is inside"),
+			"latency": mistake("A's DEL lands late and deletes B's lock"),
+			"late":    mistake("a DEL delivered late deletes the next holder's lock"),
+		}},
+		{"naive-getdel", func(c naive.Client, k string, o ...naive.Option) locker { return naive.NewGetThenDelete(c, k, o...) }, claims{
+			"late": mistake("the DEL after the owner check is delivered late, when the key is the next holder's"),
+		}},
+		{"naive-renewal", func(c naive.Client, k string, o ...naive.Option) locker { return naive.NewBlindRenewal(c, k, o...) }, claims{
+			"pause": mistake("A resumes; its blind EXPIRE renews B's lock and A is never told"),
+		}},
 	} {
-		register(&impl{name: name, nodes: 1, naive: true, connect: connectNaive(mk), gaveUp: gaveUpOn(naive.ErrNotObtained)})
+		register(&impl{name: n.name, nodes: 1, naive: true, connect: connectNaive(n.mk), gaveUp: gaveUpOn(naive.ErrNotObtained), claims: n.claims})
 	}
 }
 

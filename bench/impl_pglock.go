@@ -21,12 +21,10 @@ import (
 // the event's session settings.
 func init() {
 	gaveUp := gaveUpOn(pglock.ErrNotObtained)
-	register(&impl{name: "pglock", nodes: 1, scenarios: otherScenarios, connect: connectPG(false), gaveUp: gaveUp})
-	register(&impl{name: "pglock-row", nodes: 1, scenarios: otherScenarios, connect: connectPG(true), gaveUp: gaveUp})
+	register(&impl{name: "pglock", nodes: 1, scenarios: otherScenarios, connect: connectPG(false), gaveUp: gaveUp, claims: pglockClaims})
+	register(&impl{name: "pglock-row", nodes: 1, scenarios: otherScenarios, connect: connectPG(true), gaveUp: gaveUp, claims: pglockRowClaims})
 	faultSystems["pglock"] = sysPostgres
 	faultSystems["pglock-row"] = sysPostgres
-	addClaims(pglockClaims, "pglock")
-	addClaims(pglockRowClaims, "pglock-row")
 }
 
 // txLocker is a lock whose holder works in the lock's transaction
@@ -57,3 +55,26 @@ func connectPG(row bool) func(e env) (contender, error) {
 		}, nil
 	}
 }
+
+// pglockClaims: a session advisory lock; nothing expires while the holder
+// lives, and tokens come from a sequence that outlives a crash.
+var pglockClaims = claims{
+	"pause":      survives(`a paused holder: nothing expires while the holder lives, so nothing is granted twice`),
+	"lost-reply": survives(`a lost reply: the connection is closed, which ends the session and any lock the statement took`),
+	"late":       survives(`a command delivered late: the connection is closed, which ends the session and any lock the statement took`),
+	"latency":    survives(`a write delayed in the network: nothing expires while the holder lives`),
+	"kill":       survives(`a killed holder: the session ends and the lock with it`),
+	"crash":      survives(`a server crash: every token drawn after it is larger than every one before`),
+	"expiry":     survives(`a session ending mid-Lock: the lock ends with the session`),
+	"pooler":     survives(`a pooler in session or transaction pooling`),
+}
+
+// pglockRowClaims: a row lock held by an open transaction; it also claims
+// the isolation level does not matter.
+var pglockRowClaims = pglockClaims.with(claims{
+	"lost-reply": survives(`a lost reply: either way the row lock is gone once the transaction ends`),
+	"late":       survives(`a command delivered late: either way the row lock is gone once the transaction ends`),
+	"kill":       survives(`a killed holder: the transaction ends and the row lock with it`),
+	"expiry":     survives(`a session ending mid-Lock: the transaction ends and the row lock with it`),
+	"isolation":  survives(`any default_transaction_isolation: each statement sees every earlier holder's committed work`),
+})

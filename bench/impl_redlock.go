@@ -21,8 +21,8 @@ func init() {
 	gaveUp := func(err error) bool {
 		return errors.Is(err, redlock.ErrNotObtained) && !errors.Is(err, redlock.ErrQuorumUnreachable)
 	}
-	register(&impl{name: "redlock-5", nodes: 5, connect: connectRedlock(true), gaveUp: gaveUp})
-	register(&impl{name: "redlock-5-poll", nodes: 5, connect: connectRedlock(false), gaveUp: gaveUp})
+	register(&impl{name: "redlock-5", nodes: 5, connect: connectRedlock(true), gaveUp: gaveUp, claims: redlockClaims})
+	register(&impl{name: "redlock-5-poll", nodes: 5, connect: connectRedlock(false), gaveUp: gaveUp, claims: redlockClaims})
 }
 
 // settleTimeout bounds how long closing a redlock contender waits for the
@@ -80,4 +80,17 @@ func connectRedlock(notify bool) func(e env) (contender, error) {
 			sent:  sent,
 		}, nil
 	}
+}
+
+// redlockClaims: a quorum of five independent nodes, validity with drift.
+var redlockClaims = claims{
+	"pause":      names(`a holder paused past its validity`),
+	"lost-reply": survives(`a lost reply sent again`),
+	"late":       survives(`a command delivered late`),
+	"failover":   survives(`the failover or loss of a minority of nodes`),
+	"restart":    names(`nodes restarted without data, or clock jumps, on enough nodes to make a majority without the holder`),
+	"latency":    names(`a write delayed in the network past the validity`),
+	"eviction":   survives(`eviction: Lock refuses nodes that evict`),
+	"clock":      survives(`a clock jump on one node`),
+	"kill":       survives(`a killed holder: its keys expire after the TTL`),
 }

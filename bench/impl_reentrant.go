@@ -12,7 +12,7 @@ import (
 // common TTL. Each contending client is one Owner, carried in the context
 // of every call; the bench never re-enters, so each hold has count 1.
 func init() {
-	register(&impl{name: "reentrant", nodes: 1, connect: connectReentrant, gaveUp: gaveUpOn(reentrant.ErrNotObtained)})
+	register(&impl{name: "reentrant", nodes: 1, connect: connectReentrant, gaveUp: gaveUpOn(reentrant.ErrNotObtained), claims: reentrantClaims})
 }
 
 func connectReentrant(e env) (contender, error) {
@@ -33,4 +33,18 @@ func (l *reentrantLocker) Lock(ctx context.Context) error {
 
 func (l *reentrantLocker) Unlock(ctx context.Context) error {
 	return l.m.Unlock(reentrant.WithOwner(ctx, l.owner))
+}
+
+// reentrantClaims: counted reentrancy in a hash with a lease, as any lease
+// lock.
+var reentrantClaims = claims{
+	"pause":      names(`a holder paused past its TTL, as no lease lock does`),
+	"lost-reply": survives(`a lost reply sent again: each call carries an id`),
+	"late":       survives(`a command delivered late: a Lock that gave up cancels its call by id`),
+	"failover":   names(`a failover before the key replicates`),
+	"restart":    names(`a restart without data`),
+	"latency":    names(`a write delayed in the network past the TTL`),
+	"eviction":   survives(`eviction: Lock refuses a server that evicts`),
+	"clock":      names(`a clock jump on the server`),
+	"kill":       survives(`a killed holder: a hold lasts at most the TTL after its owner's last call`),
 }

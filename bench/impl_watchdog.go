@@ -13,7 +13,7 @@ import (
 // also the holder's context, so the adapter detaches the hold from the
 // run's end (see holdPast).
 func init() {
-	register(&impl{name: "watchdog", nodes: 1, connect: connectWatchdog, gaveUp: gaveUpOn(watchdog.ErrNotObtained)})
+	register(&impl{name: "watchdog", nodes: 1, connect: connectWatchdog, gaveUp: gaveUpOn(watchdog.ErrNotObtained), claims: watchdogClaims})
 }
 
 func connectWatchdog(e env) (contender, error) {
@@ -47,3 +47,17 @@ func (l *watchdogLocker) Unlock(ctx context.Context) error {
 
 // lost is closed when the hold ends for any reason, Unlock included.
 func (l *watchdogLocker) lost() <-chan struct{} { return l.m.Done() }
+
+// watchdogClaims: a short lease renewed while held; Done tells the holder
+// when its deadline passes.
+var watchdogClaims = claims{
+	"pause":      names(`a holder paused past its TTL: the renewal sleeps with it`),
+	"lost-reply": survives(`a lost reply sent again`),
+	"late":       survives(`a command delivered late`),
+	"failover":   names(`a failover before the key replicates: the new primary forgets the key`),
+	"restart":    names(`a restart without data: the server forgets the key`),
+	"latency":    names(`a write delayed in the network past the TTL: the holder is told when its deadline passes, but a write already sent still lands`),
+	"eviction":   survives(`eviction: Lock refuses a server that evicts`),
+	"clock":      names(`a clock jump on the server`),
+	"kill":       survives(`a killed holder: its short lease dies with the process`),
+}

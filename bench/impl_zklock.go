@@ -14,9 +14,8 @@ import (
 // they are given (the ensemble's servers, or proxies in front of them);
 // the Mutex's Done is the scoreboard's loss signal.
 func init() {
-	register(&impl{name: "zklock", nodes: 1, scenarios: otherScenarios, connect: connectZK, gaveUp: gaveUpOn(zklock.ErrNotObtained)})
+	register(&impl{name: "zklock", nodes: 1, scenarios: otherScenarios, connect: connectZK, gaveUp: gaveUpOn(zklock.ErrNotObtained), claims: zklockClaims})
 	faultSystems["zklock"] = sysZooKeeper
-	addClaims(zklockClaims, "zklock")
 }
 
 // zkPath is the lock's path for key k.
@@ -47,4 +46,16 @@ func connectZK(e env) (contender, error) {
 		},
 		close: func() error { s.Close(); return nil },
 	}, nil
+}
+
+// zklockClaims: ephemeral sequential children; the resource checks the
+// token, so a holder that learns of its loss late is refused.
+var zklockClaims = claims{
+	"pause":      survives(`a paused holder learns of its loss only when it runs again: the resource checks the token`),
+	"lost-reply": survives(`a lost reply: the Mutex finds its child by the token in its name`),
+	"late":       survives(`a command delivered late: a Lock that gave up leaves no claim others queue behind`),
+	"latency":    survives(`a write delayed past the session: the resource checks the token`),
+	"kill":       survives(`a killed holder: its child ends with its session`),
+	"crash":      survives(`the loss of a minority of the ensemble`),
+	"expiry":     survives(`a session expiring mid-Lock: a Lock returns only on a live session`),
 }

@@ -263,7 +263,7 @@ func runScoreboard(ctx context.Context, cfg *config, mach machine, srv *servers,
 		fmt.Fprintf(stderr, "faults: warning: a naive lock's mistake did not show: %s (see faults.md, The control rows)\n", strings.Join(b, ", "))
 	}
 	if b := fr.brokenPromises(); len(b) > 0 {
-		return []string{"a lock of ours is unsafe under a fault its doc.go promises to survive: " + strings.Join(b, ", ")}, nil
+		return []string{"a lock of ours is unsafe under a fault it claims to survive: " + strings.Join(b, ", ")}, nil
 	}
 	return nil, nil
 }
