@@ -55,25 +55,20 @@ func (m *Mutex) withdraw(ctx context.Context, h *hold) error {
 
 // sweep withdraws h's claim in the background after Lock failed to: a
 // claim on a shared session's lease, which is kept alive, would otherwise
-// stay at the head of the line for as long as the session lives. The
-// goroutine retries every second until the withdraw succeeds or the
+// stay at the head of the line for as long as the session lives. It
+// withdraws again, then every second, until a withdraw succeeds or the
 // session ends (its claims end with it).
 func (m *Mutex) sweep(h *hold) {
 	go func() {
-		t := time.NewTicker(time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-m.shared.Done():
-				return
-			case <-t.C:
-			}
-			if _, err := m.release(context.Background(), h, withdrawing); err == nil {
-				return
-			}
-		}
+		_ = retry.Repeat(m.shared.Ctx(), retry.Policy{Delay: sweepPause}, func(ctx context.Context, _ int) (bool, error) {
+			_, err := m.release(ctx, h, withdrawing)
+			return err == nil, nil
+		})
 	}()
 }
+
+// sweepPause is the pause between a sweep's withdraws.
+func sweepPause(int) time.Duration { return time.Second }
 
 // release ends h, on a context detached from ctx's cancellation and
 // bounded by retry.ReleaseTimeout: it stops the keeper, withdraws or

@@ -290,53 +290,72 @@ func (m *Mutex) ensureParents(ctx context.Context) error {
 // may still land after create has returned: the session deletes that
 // child once the create's reply (or its loss) is known.
 func (m *Mutex) create(ctx context.Context, tok string) (string, error) {
-	prefix := m.path + "/" + childPrefix + tok + "-"
-	for attempt := 0; ; attempt++ {
-		done := make(chan error, 1)
-		var p string
-		go func() {
-			var err error
-			p, err = m.s.conn.Create(prefix, nil, zk.FlagEphemeral|zk.FlagSequence, acl)
-			done <- err
-		}()
+	var name string
+	err := retry.Repeat(ctx, retry.Policy{Delay: atOnce}, func(ctx context.Context, n int) (bool, error) {
 		var err error
-		select {
-		case err = <-done:
-		case <-ctx.Done():
-			m.s.sweepAfter(done, m.path, tok)
-			return "", ctx.Err()
-		}
+		name, err = m.createOnce(ctx, tok)
 		switch {
 		case err == nil:
-			return p[len(m.path)+1:], nil
-		case errors.Is(err, zk.ErrNoNode) && attempt == 0:
+			return true, nil
+		case errors.Is(err, zk.ErrNoNode) && n == 1:
+			// The lock's node was deleted (an empty container): make it
+			// again, and send the create again.
 			m.mu.Lock()
 			m.parents = false
 			m.mu.Unlock()
-			if err := m.ensureParents(ctx); err != nil {
-				return "", err
-			}
-			continue
-		case transient(err) && attempt < maxCreates:
+			return false, m.ensureParents(ctx)
+		case transient(err) && n <= maxCreates:
 			if werr := m.s.waitConnected(ctx); werr != nil {
-				return "", werr
+				return false, werr
 			}
-			name, ferr := call(ctx, func() (string, error) { return findByToken(m.s.conn, m.path, tok) })
-			if ferr == nil && name != "" {
-				return name, nil // it landed
+			name, err = call(ctx, func() (string, error) { return findByToken(m.s.conn, m.path, tok) })
+			if err == nil {
+				return name != "", nil // it landed; or it never reached the server: send it again
 			}
-			if ferr == nil {
-				continue // it never reached the server: send it again
-			}
-			err = ferr
+		case errors.Is(err, errInFlight):
+			return false, ctx.Err()
 		}
-		return "", fmt.Errorf("zklock: create a child of %q: %w", m.path, err)
+		return false, fmt.Errorf("zklock: create a child of %q: %w", m.path, err)
+	})
+	return name, err
+}
+
+// createOnce sends the create of create's child with tok in its name and
+// returns the child's name. When ctx ends first it returns errInFlight
+// and leaves the child, if the create lands, to the Session's janitor.
+func (m *Mutex) createOnce(ctx context.Context, tok string) (string, error) {
+	done := make(chan error, 1)
+	var p string
+	go func() {
+		var err error
+		p, err = m.s.conn.Create(m.path+"/"+childPrefix+tok+"-", nil, zk.FlagEphemeral|zk.FlagSequence, acl)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			return "", err
+		}
+		return p[len(m.path)+1:], nil
+	case <-ctx.Done():
+		m.s.sweepAfter(done, m.path, tok)
+		return "", errInFlight
 	}
 }
+
+// errInFlight is createOnce's report of a create whose context ended
+// before its reply came.
+var errInFlight = errors.New("zklock: create still in flight when the context ended")
 
 // maxCreates bounds how many times create sends its create again after
 // the connection dropped under it.
 const maxCreates = 3
+
+// atOnce is the pause between two sends of a request that went
+// unanswered because the connection dropped under it: none, since the
+// sender first waits until the connection is back (the Session's
+// waitConnected paces it).
+func atOnce(int) time.Duration { return 0 }
 
 // transient reports whether err is go-zookeeper's report of a connection
 // that dropped (the request may or may not have reached the server) or of
@@ -351,15 +370,21 @@ func transient(err error) bool {
 // maxReads times in all, so that a request the server refuses by dropping
 // the connection is not sent for ever.
 func read[T any](ctx context.Context, s *Session, f func() (T, error)) (T, error) {
-	for attempt := 1; ; attempt++ {
-		v, err := call(ctx, f)
-		if err == nil || !transient(err) || attempt == maxReads {
-			return v, err
+	var v T
+	var err error
+	rerr := retry.Repeat(ctx, retry.Policy{Delay: atOnce, Tries: maxReads}, func(ctx context.Context, n int) (bool, error) {
+		if n > 1 {
+			if werr := s.waitConnected(ctx); werr != nil {
+				return false, werr
+			}
 		}
-		if werr := s.waitConnected(ctx); werr != nil {
-			return v, werr
-		}
+		v, err = call(ctx, f)
+		return err == nil || !transient(err), nil
+	})
+	if rerr != nil && !errors.Is(rerr, retry.ErrExhausted) {
+		return v, rerr // ctx ended, or the Session was closed, while it waited
 	}
+	return v, err
 }
 
 // maxReads bounds how many times read sends one request.
@@ -402,7 +427,7 @@ func (m *Mutex) waitGone(ctx context.Context, node string) error {
 func (m *Mutex) abandon(ctx context.Context, tok string, err error) error {
 	derr := errors.New("not connected")
 	if m.s.isAlive() {
-		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), retry.ReleaseTimeout)
+		dctx, cancel := retry.Detach(ctx)
 		_, derr = call(dctx, func() (struct{}, error) { return struct{}{}, deleteByToken(m.s.conn, m.path, tok) })
 		cancel()
 	}
@@ -451,17 +476,17 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if m.f.Cur.Get() != h {
 		return ErrNotHeld // a concurrent Unlock released it
 	}
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), retry.ReleaseTimeout)
+	dctx, cancel := retry.Detach(ctx)
 	defer cancel()
 	earlier := false // a delete of this hold was sent before the current one
-	for {
+	err = retry.Repeat(dctx, retry.Policy{Delay: atOnce}, func(ctx context.Context, _ int) (bool, error) {
 		earlier, h.deleted = h.deleted, true
-		_, err = call(dctx, func() (struct{}, error) { return struct{}{}, m.s.conn.Delete(h.node, -1) })
-		if transient(err) && m.s.waitConnected(dctx) == nil {
-			continue
+		_, err := call(ctx, func() (struct{}, error) { return struct{}{}, m.s.conn.Delete(h.node, -1) })
+		if transient(err) && m.s.waitConnected(ctx) == nil {
+			return false, nil // the connection is back: send it again
 		}
-		break
-	}
+		return true, err
+	})
 	switch {
 	case err == nil:
 		return m.f.Ended(h, observe.Released, nil)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/locklab/locklab/internal/held"
+	"github.com/locklab/locklab/internal/retry"
 )
 
 // minConnectWait is the shortest time Connect waits for a session: a
@@ -39,8 +39,10 @@ type Session struct {
 	changed    chan struct{} // closed and replaced on every change of alive or connected
 	timer      *time.Timer   // fires when acked grows too old
 	closed     bool
-	janitors   sync.WaitGroup // background deletions of children left by failed Locks
-	paths      sync.Map       // persistent nodes known to exist: lock paths' ancestors
+	ctx        context.Context    // ends when the Session is closed: the janitors' context
+	cancel     context.CancelFunc // ends ctx
+	janitors   sync.WaitGroup     // background deletions of children left by failed Locks
+	paths      sync.Map           // persistent nodes known to exist: lock paths' ancestors
 }
 
 // knows reports whether the persistent node p is known to exist.
@@ -62,9 +64,11 @@ func Connect(servers []string, timeout time.Duration) (*Session, error) {
 		return nil, fmt.Errorf("%w: session timeout %v: must be at least 1ms", ErrInvalid, timeout)
 	}
 	s := &Session{timeout: timeout, lost: make(chan struct{}), changed: make(chan struct{})}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
 	close(s.lost) // not connected yet
 	conn, _, err := zk.Connect(servers, timeout, zk.WithEventCallback(s.event), zk.WithLogger(quiet{}), zk.WithDialer(s.dial))
 	if err != nil {
+		s.cancel()
 		return nil, fmt.Errorf("zklock: connect to %v: %w", servers, err)
 	}
 	s.mu.Lock()
@@ -231,6 +235,7 @@ func (s *Session) Close() {
 		return
 	}
 	s.closed = true
+	s.cancel()
 	if s.timer != nil {
 		s.timer.Stop()
 	}
@@ -316,36 +321,20 @@ func (s *Session) janitor(f func()) {
 // been created on a session that began after the Lock started.
 func (s *Session) sweep(parent, tok string) {
 	s.janitor(func() {
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		pause := 50 * time.Millisecond
-		for {
+		_ = retry.Repeat(s.ctx, retry.Policy{Delay: sweepPause}, func(ctx context.Context, _ int) (bool, error) {
 			err := deleteByToken(s.conn, parent, tok)
-			if err == nil || errors.Is(err, zk.ErrClosing) || s.waitConnected(ctx) != nil {
-				return
+			if err == nil || errors.Is(err, zk.ErrClosing) {
+				return true, nil
 			}
-			t := time.NewTimer(pause) // a server that keeps refusing is not hammered
-			select {
-			case <-t.C:
-			case <-s.closing():
-				t.Stop()
-				return
-			}
-			pause = min(2*pause, time.Second)
-		}
+			return false, s.waitConnected(ctx) // ends the sweep once the Session is closed
+		})
 	})
 }
 
-// closing returns a channel that closes when the Session is closed (or
-// changes state: the caller looks again).
-func (s *Session) closing() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return held.Closed()
-	}
-	return s.changed
-}
+// sweepPause is the pause between a sweep's deletes, once the connection
+// is back: 50ms doubling to 1s, so that a server that keeps refusing is
+// not hammered.
+var sweepPause = retry.Doubling(50*time.Millisecond, time.Second)
 
 // deleteByToken deletes parent's child whose name carries tok, if any.
 func deleteByToken(conn *zk.Conn, parent, tok string) error {
