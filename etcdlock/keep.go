@@ -28,8 +28,8 @@ func doneMargin(ttl time.Duration) time.Duration { return ttl / 10 }
 // back a reply's latency later. clientv3's lessor (and so a
 // concurrency.Session) restarts its countdown when the answer arrives,
 // so its Done came a reply's latency after etcd ended the lease: with
-// 800ms replies, another client held the lock 340-727ms before the old
-// holder's Done closed (issue 34). A renewal sent at s and answered with
+// slow replies, another client held the lock before the old holder's Done
+// closed (issue 34). A renewal sent at s and answered with
 // TTL t means etcd keeps the lease at least until s+t, since etcd got the
 // renewal after s; the keeper's deadline is s+t-doneMargin(t). A renewal
 // that never returns changes nothing: the deadline stands.

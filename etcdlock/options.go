@@ -57,8 +57,9 @@ func WithTTL(ttl time.Duration) Option {
 }
 
 // WithSession attaches every claim of the Mutex to s's lease instead of
-// granting a lease per hold: Lock then costs one etcd write (after one
-// renewal of s's lease) and Unlock one, not two each. One session per
+// granting a lease per hold: Lock then only writes its claim (after one
+// renewal of s's lease) and Unlock only deletes it, with no lease of
+// their own to grant and revoke. One session per
 // process, for all its locks, is the way etcd's own recipes are meant to
 // be used. Each hold also renews s's lease itself while it lasts, so that
 // [Mutex.Done] counts from its own renewals (see the package doc); Done
@@ -78,7 +79,7 @@ func WithSession(s *concurrency.Session) Option {
 
 // WithHook sets a function called at each named step of the protocol, with
 // the context of the method that reached it and the step's name: one of
-// [HookClaimed], [HookAcquired] and [HookBeforeRelease]. The labs use it to
+// [HookClaimed], [HookAcquired] and [HookBeforeRelease]. Tests use it to
 // park a client between two steps; a hook that blocks holds up that method
 // and nothing else. It must be safe for concurrent use if the Mutex is. If
 // f is nil, no hook is called. The default is no hook.

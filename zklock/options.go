@@ -27,7 +27,7 @@ func newOptions(opts []Option) (options, error) {
 
 // WithHook sets a function called at each named step of the protocol, with
 // the context of the method that reached it and the step's name: one of
-// [HookClaimed], [HookAcquired] and [HookBeforeRelease]. The labs use it to
+// [HookClaimed], [HookAcquired] and [HookBeforeRelease]. Tests use it to
 // park a client between two steps; a hook that blocks holds up that method
 // and nothing else. It must be safe for concurrent use if the Mutex is. If
 // f is nil, no hook is called. The default is no hook.
