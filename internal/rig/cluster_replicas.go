@@ -129,9 +129,11 @@ func replicaLinkDown(ctx context.Context, p *redis.Client) string {
 
 // shardsMismatch returns "" when the node behind p sees the cluster as
 // made: as many shards as primaries, each of one primary and its
-// replicas, every node online; else what it sees instead. (A replica's
-// shard is learnt through gossip a little after it follows its primary:
-// until then Valkey lists it as a shard of its own.)
+// replicas, none failed; else what it sees instead. (A replica's shard is
+// learnt through gossip a little after it follows its primary: until then
+// Valkey lists it as a shard of its own. Its health stays "loading" until
+// its primary's replication offset moves, which on an empty primary is at
+// its next replication ping, up to 10s: replicaLinkDown checks the sync.)
 func (c *Cluster) shardsMismatch(ctx context.Context, p *redis.Client) string {
 	if c.replicas == 0 {
 		return "" // CLUSTER INFO's cluster_size says it all
@@ -149,8 +151,8 @@ func (c *Cluster) shardsMismatch(ctx context.Context, p *redis.Client) string {
 			if n.Role == "master" {
 				primaries++
 			}
-			if n.Health != "online" {
-				return fmt.Sprintf("CLUSTER SHARDS: node %s:%d is %s (want online)", n.IP, n.Port, n.Health)
+			if n.Health == "fail" {
+				return fmt.Sprintf("CLUSTER SHARDS: node %s:%d has failed", n.IP, n.Port)
 			}
 		}
 		if primaries != 1 || len(s.Nodes) != 1+c.replicas {
