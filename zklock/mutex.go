@@ -212,7 +212,8 @@ func (m *Mutex) acquire(ctx context.Context, how queueing) (bool, error) {
 	// Done is the connection's from this moment: a Lock never returns a
 	// hold that is already lost, nor one whose child belongs to a session
 	// the connection no longer has.
-	for {
+	var h *hold
+	err = retry.Repeat(ctx, retry.Policy{Delay: atOnce}, func(ctx context.Context, _ int) (bool, error) {
 		stat, err := read(ctx, m.s, func() (*zk.Stat, error) {
 			ok, st, err := m.s.conn.Exists(node)
 			if err == nil && !ok {
@@ -221,25 +222,27 @@ func (m *Mutex) acquire(ctx context.Context, how queueing) (bool, error) {
 			return st, err
 		})
 		if err != nil {
-			return false, m.abandon(ctx, tok, fmt.Errorf("zklock: lock %q: %w", m.path, err))
+			return false, fmt.Errorf("zklock: lock %q: %w", m.path, err)
 		}
 		if lost, ok := m.s.grant(stat.EphemeralOwner); ok {
-			m.f.Cur.Set(&hold{node: node, seq: seq, czxid: stat.Czxid, owner: stat.EphemeralOwner, lost: lost})
-			m.f.At(ctx, HookAcquired)
+			h = &hold{node: node, seq: seq, czxid: stat.Czxid, owner: stat.EphemeralOwner, lost: lost}
 			return true, nil
 		}
 		if sid, connected := m.s.current(); !connected || sid == stat.EphemeralOwner {
 			// Not connected, or connected with the child's session but
 			// with no recent answer: wait until the connection is alive,
 			// then look again.
-			if err := m.s.waitAlive(ctx); err != nil {
-				return false, m.abandon(ctx, tok, err)
-			}
-			continue
+			return false, m.s.waitAlive(ctx)
 		}
 		// Connected with another session: the child's has ended.
-		return false, m.abandon(ctx, tok, fmt.Errorf("zklock: lock %q: %w: its child %s belongs to an ended session", m.path, ErrSessionLost, name))
+		return false, fmt.Errorf("zklock: lock %q: %w: its child %s belongs to an ended session", m.path, ErrSessionLost, name)
+	})
+	if err != nil {
+		return false, m.abandon(ctx, tok, err)
 	}
+	m.f.Cur.Set(h)
+	m.f.At(ctx, HookAcquired)
+	return true, nil
 }
 
 // ensureParents creates the lock's node, once per Mutex, and its
