@@ -1,6 +1,7 @@
 package pglock_test
 
 import (
+	"context"
 	"net/url"
 	"strings"
 	"testing"
@@ -59,6 +60,9 @@ func TestUserWorld(t *testing.T) {
 			}
 			for _, k := range kinds {
 				k.Conn = func(t *testing.T) *pgxpool.Pool { return defaultPool(t, dsnAt(addr)) }
+				k.Waiting = func(t *testing.T, _ *pgxpool.Pool, _ string) func(context.Context) error {
+					return lockWaiter(pool(t, rig.PostgresDSN(srv.Addr())))
+				}
 				w := locktest.World[*pgxpool.Pool]{
 					Faulty:  func(t *testing.T) *pgxpool.Pool { return defaultPool(t, dsnAt(proxy.Addr())) },
 					Faults:  faults(proxy),
@@ -95,5 +99,31 @@ func faults(proxy *faultproxy.Proxy) []locktest.Fault[*pgxpool.Pool] {
 			Name: "connection reset at Unlock", During: locktest.DuringUnlock, Ends: true,
 			Inject: func(*testing.T, *pgxpool.Pool) func() { proxy.Reset(); return heal },
 		},
+	}
+}
+
+// lockWaiter returns a function that blocks until a session of the
+// server waits on a lock (PostgreSQL's lock manager: an advisory lock or a
+// row's), as pg_stat_activity shows, or ctx ends. The user-world suite
+// reads it to know that a's Lock waits behind b's hold.
+func lockWaiter(p *pgxpool.Pool) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			var n int
+			err := p.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'`).Scan(&n)
+			if err != nil {
+				return err
+			}
+			if n > 0 {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-tick.C:
+			}
+		}
 	}
 }

@@ -95,6 +95,7 @@ func TestUserWorldNaive(t *testing.T) {
 				},
 				ErrNotHeld:     naive.ErrNotHeld,
 				ErrNotObtained: naive.ErrNotObtained,
+				Waiting:        refusedOnce,
 				Fenceless:      true,
 			}
 			warm := lk.Conn(t) // load the scripts (see TestUserWorld)

@@ -87,6 +87,7 @@ func TestUserWorld(t *testing.T) {
 				ErrNotHeld:     k.errNotHeld,
 				ErrNotObtained: k.errNotObtained,
 				HookClaimed:    k.queuedHook,
+				Waiting:        refusedOnce,
 				Fenceless:      k.name != "fencing",
 			}
 			// Load the lock's scripts into the servers first, so that a
@@ -103,6 +104,15 @@ func TestUserWorld(t *testing.T) {
 			locktest.UserWorld(t, lk, w, func(t testing.TB) string { return newKey(t.(*testing.T), k) })
 		})
 	}
+}
+
+// refusedOnce is the user-world suite's Waiting for a Redis lock: a
+// polling Lock waits between tries, so its second command on the key
+// through a's first proxy means the first was refused.
+func refusedOnce(t *testing.T, c *rconn, key string) func(context.Context) error {
+	r := c.proxies[0].Count(faultproxy.Match{Key: key})
+	t.Cleanup(r.Remove)
+	return func(ctx context.Context) error { return r.Wait(ctx, 2) }
 }
 
 // onEvery makes a rule on every node's proxy.

@@ -94,6 +94,14 @@ type Kind[C any] struct {
 	// HookClaimed is the hook point at which Lock's claim is in line and
 	// it starts to wait; "" for a kind without one.
 	HookClaimed string
+	// Waiting, for a kind without HookClaimed, is how a test sees from
+	// outside that a Lock on key, about to be made through faulty, was
+	// refused and now waits: it is called before that Lock starts and
+	// returns a function that blocks until the server shows it waiting
+	// (Redis: the Lock's second command on the key, so its first was
+	// refused; PostgreSQL: a session waiting on a lock), or ctx ends.
+	// [UserWorld] requires one of HookClaimed and Waiting.
+	Waiting func(t *testing.T, faulty C, key string) (seen func(ctx context.Context) error)
 	// Fenceless says the lock hands out no fencing token (its Fence
 	// always returns 0): the checks of tokens are skipped.
 	Fenceless bool

@@ -32,7 +32,8 @@ const (
 	DuringLock Phase = iota
 	// DuringWait: the fault is injected while a waits in line behind b
 	// (once a's claim is in line, at the Kind's HookClaimed; for a kind
-	// without one, once a's Lock has been waiting for a moment).
+	// without one, once the Kind's Waiting sees a's Lock refused and
+	// waiting).
 	DuringWait
 	// DuringUnlock: the fault is injected just before a's Unlock.
 	DuringUnlock
@@ -106,6 +107,9 @@ type World[C any] struct {
 // key from key, judged on the effect (see the comment above [Phase]), then
 // the races among a lock's methods ([Races]).
 func UserWorld[C any](t *testing.T, k Kind[C], w World[C], key func(t testing.TB) string) {
+	if k.HookClaimed == "" && k.Waiting == nil {
+		t.Fatalf("locktest: kind %s has neither HookClaimed nor Waiting: the suite cannot tell when its Lock waits", k.Name)
+	}
 	for _, f := range w.Faults {
 		t.Run(f.Name, func(t *testing.T) {
 			leakcheck.Guard(t)
@@ -346,9 +350,13 @@ func runFault[C any](t *testing.T, k Kind[C], w World[C], f Fault[C], key string
 		if r := lockNow(ctx, j.b, w.Call); r.err != nil {
 			t.Fatalf("b's Lock = %v", r.err)
 		}
+		var seen func(context.Context) error
+		if k.HookClaimed == "" {
+			seen = k.Waiting(t, faulty, key)
+		}
 		got := make(chan locked, 1)
 		go func() { got <- lockNow(ctx, j.a, w.Call+2*w.Recover) }()
-		waitQueued(t, k, claimed, got)
+		waitQueued(t, claimed, seen, got)
 		heal := f.Inject(t, faulty)
 		heal()
 		if err := j.b.Unlock(ctx); err != nil {
@@ -418,20 +426,26 @@ func runFault[C any](t *testing.T, k Kind[C], w World[C], f Fault[C], key string
 
 // waitQueued waits until a's Lock, whose outcome got will carry, waits in
 // line: its hook fired at the kind's HookClaimed, or, for a kind without
-// one, it has not returned after a moment. It fails t if the Lock returned
-// first.
-func waitQueued[C any](t *testing.T, k Kind[C], claimed <-chan struct{}, got chan locked) {
+// one, seen (the Kind's Waiting) returned. It fails t if the Lock returned
+// first, or did not wait within 10s.
+func waitQueued(t *testing.T, claimed <-chan struct{}, seen func(context.Context) error, got chan locked) {
 	t.Helper()
-	var after <-chan time.Time
-	if k.HookClaimed == "" {
-		after = time.After(300 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if seen != nil {
+		ch := make(chan struct{})
+		claimed = ch
+		go func() {
+			if seen(ctx) == nil {
+				close(ch)
+			}
+		}()
 	}
 	select {
 	case <-claimed:
-	case <-after:
 	case r := <-got:
 		t.Fatalf("a's Lock returned %v before it waited in line", r.err)
-	case <-time.After(10 * time.Second):
+	case <-ctx.Done():
 		t.Fatal("a did not wait in line within 10s")
 	}
 }
