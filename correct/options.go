@@ -14,7 +14,8 @@ import (
 const defaultTTL = 8 * time.Second
 
 // An Option configures a [Mutex]. Options are applied by [New] in order;
-// when one is given twice, the last wins. A nil Option is ignored.
+// when one is given twice, the last wins, though an earlier one out of
+// range is still reported. A nil Option is ignored.
 type Option func(*options)
 
 type options struct {
@@ -24,18 +25,16 @@ type options struct {
 	notifier      *Notifier
 	observer      observe.Func
 	evictionCheck bool
+	errs          args.Errs // invalid options, reported by every method
 }
 
-// newOptions applies opts over the defaults and checks the result. Every
-// default is valid, so an error can only come from an explicit option.
+// newOptions applies opts over the defaults and returns the errors of the
+// options out of range, joined. Every default is valid, so an error can
+// only come from an explicit option.
 func newOptions(opts []Option) (options, error) {
 	o := options{ttl: defaultTTL, evictionCheck: true}
 	args.Apply(&o, opts)
-	if err := args.TTLTries(ErrInvalid, o.ttl, time.Millisecond, o.retry.Tries); err != nil {
-		return o, err
-	}
-	o.ttl = o.ttl.Truncate(time.Millisecond) // what PX will say; see WithTTL
-	return o, nil
+	return o, o.errs.Err()
 }
 
 // invalid returns an error wrapping ErrInvalid, in the one shape every
@@ -62,7 +61,10 @@ type DelayFunc func(attempt int) time.Duration
 // method of the Mutex returns an error wrapping [ErrInvalid]. The default
 // is 8s.
 func WithTTL(ttl time.Duration) Option {
-	return func(o *options) { o.ttl = ttl }
+	return func(o *options) {
+		o.errs.Add(args.TTL(ErrInvalid, ttl, time.Millisecond))
+		o.ttl = ttl.Truncate(time.Millisecond) // what PX will say
+	}
 }
 
 // WithRetry sets the delay between the tries of [Mutex.Lock]; see
@@ -80,7 +82,10 @@ func WithRetry(f DelayFunc) Option {
 // Lock with a [Notifier]. If n is negative, every method of the Mutex
 // returns an error wrapping [ErrInvalid]. The default is 0.
 func WithTries(n int) Option {
-	return func(o *options) { o.retry.Tries = n }
+	return func(o *options) {
+		o.errs.Add(args.Tries(ErrInvalid, n))
+		o.retry.Tries = n
+	}
 }
 
 // WithHook sets a function called at each named step of the protocol, with

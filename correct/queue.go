@@ -81,30 +81,30 @@ const queueTTLFactor = 2
 // queue is the waiter that waits in the lock's FIFO queue for a hand-off.
 type queue struct{ n *Notifier }
 
-func (q queue) wait(ctx context.Context, m *Mutex) error {
+func (q queue) wait(ctx context.Context, h *holder) error {
 	// The first try's SET and the join share a token, so a SET that landed
 	// but was refused when sent again (its reply lost) is found by the
 	// join, which answers that the key holds it: no round trip to check.
-	before, tok := time.Now(), q.n.newToken(m.o.ttl) // before precedes the SET
+	before, tok := time.Now(), q.n.newToken(h.ttl) // before precedes the SET
 
 	// short is the last time the lock came too late and was given back.
 	var short error
-	if !m.contended.Load() {
-		ok, err := m.acquireAs(ctx, tok, false, false)
+	if !h.contended.Load() {
+		ok, err := h.acquire(ctx, tok, false, false)
 		if ok || err != nil && !isShort(err) {
 			return err
 		}
-		m.contended.Store(true)
+		h.contended.Store(true)
 		if err != nil {
 			// Taken, but too late, and given back: queue under a new token.
 			short = err
-			before, tok = time.Now(), q.n.newToken(m.o.ttl)
+			before, tok = time.Now(), q.n.newToken(h.ttl)
 		} else {
-			m.at(ctx, HookRefused)
+			h.f.At(ctx, HookRefused)
 		}
 	}
 	for {
-		got, err := q.waitAs(ctx, m, tok, before)
+		got, err := q.waitAs(ctx, h, tok, before)
 		if isShort(err) {
 			short, err = err, nil // handed over too late, and given back
 		}
@@ -112,7 +112,7 @@ func (q queue) wait(ctx context.Context, m *Mutex) error {
 			return joinShort(err, short)
 		}
 		// Passed by as dead, or given back: queue again under a new token.
-		before, tok = time.Now(), q.n.newToken(m.o.ttl)
+		before, tok = time.Now(), q.n.newToken(h.ttl)
 	}
 }
 
@@ -121,7 +121,7 @@ func (q queue) wait(ctx context.Context, m *Mutex) error {
 // a new token (false, nil), the lock came too late and was given back (a
 // shortLease: queue again too), or it gives up (an error). before is a
 // moment known to precede anything that put tok in the key.
-func (q queue) waitAs(ctx context.Context, m *Mutex, tok string, before time.Time) (bool, error) {
+func (q queue) waitAs(ctx context.Context, h *holder, tok string, before time.Time) (bool, error) {
 	n := q.n
 	w, err := n.register(tok)
 	if err != nil {
@@ -134,23 +134,23 @@ func (q queue) waitAs(ctx context.Context, m *Mutex, tok string, before time.Tim
 		}
 	}()
 	// before precedes any hand-off to tok, and any SET of tok.
-	code, err := m.queueScript(ctx, enqueueScript, tok)
+	code, err := h.queueScript(ctx, enqueueScript, tok)
 
 	if err != nil {
-		return false, m.abandon(ctx, tok, m.queueErr(ctx, "queue", err))
+		return false, h.abandon(ctx, tok, h.queueErr(ctx, "queue", err))
 	}
 	if code != 0 {
-		won, err = m.claim(ctx, tok, before)
+		won, err = h.claim(ctx, tok, before)
 		return won, err
 	}
-	m.at(ctx, HookQueued)
+	h.f.At(ctx, HookQueued)
 
-	look := time.NewTimer(m.lookEvery())
+	look := time.NewTimer(h.lookEvery())
 	defer look.Stop()
 	for {
 		select {
 		case <-w.wake:
-			won, err = m.claim(ctx, tok, before)
+			won, err = h.claim(ctx, tok, before)
 
 			if won || err != nil {
 				return won, err
@@ -159,20 +159,20 @@ func (q queue) waitAs(ctx context.Context, m *Mutex, tok string, before time.Tim
 		case <-look.C:
 		case <-w.look:
 		case <-ctx.Done():
-			return false, m.abandon(ctx, tok, errors.Join(ErrNotObtained, ctx.Err()))
+			return false, h.abandon(ctx, tok, errors.Join(ErrNotObtained, ctx.Err()))
 		case <-n.done:
-			return false, m.abandon(ctx, tok, errors.Join(ErrNotObtained, errNotifierClosed))
+			return false, h.abandon(ctx, tok, errors.Join(ErrNotObtained, errNotifierClosed))
 		}
 		sent := time.Now()
-		code, err := m.queueScript(ctx, queuedScript, tok)
+		code, err := h.queueScript(ctx, queuedScript, tok)
 		switch {
 		case err != nil:
-			return false, m.abandon(ctx, tok, m.queueErr(ctx, "check queue", err))
+			return false, h.abandon(ctx, tok, h.queueErr(ctx, "check queue", err))
 		case code == 1:
-			won, err = m.claim(ctx, tok, sent)
+			won, err = h.claim(ctx, tok, sent)
 			return won, err
 		case code == 2:
-			if won, err = m.claim(ctx, tok, before); won || err != nil {
+			if won, err = h.claim(ctx, tok, before); won || err != nil {
 				return won, err
 			}
 		case code == 3:
@@ -180,7 +180,7 @@ func (q queue) waitAs(ctx context.Context, m *Mutex, tok string, before time.Tim
 		default:
 			before = sent
 		}
-		look.Reset(m.lookEvery())
+		look.Reset(h.lookEvery())
 	}
 }
 
@@ -197,54 +197,54 @@ func (q queue) waitAs(ctx context.Context, m *Mutex, tok string, before time.Tim
 // lease that is over, or nearly (see Mutex.Lock). When the renewal finds
 // the key no longer tok's, it returns a shortLease too: the hand-off took
 // tok out of the queue, so the waiter queues again.
-func (m *Mutex) claim(ctx context.Context, tok string, leaseStart time.Time) (bool, error) {
-	if m.short(leaseStart) {
+func (h *holder) claim(ctx context.Context, tok string, leaseStart time.Time) (bool, error) {
+	if h.short(leaseStart) {
 		leaseStart = time.Now()
-		n, err := extendScript.Run(ctx, m.client, []string{m.key}, tok, m.o.ttl.Milliseconds()).Int64()
+		n, err := extendScript.Run(ctx, h.client, []string{h.key}, tok, h.ttl.Milliseconds()).Int64()
 		if err != nil {
-			return false, m.abandon(ctx, tok, m.queueErr(ctx, "renew a late hand-off", err))
+			return false, h.abandon(ctx, tok, h.queueErr(ctx, "renew a late hand-off", err))
 		}
 		if n != 1 {
 			// Gone (or another's) by the time the renewal landed: tok has
 			// left the queue with the hand-off, so queue again.
 			return false, shortLease{fmt.Errorf("%w: %q: handed over with less than half the %v ttl left by the time it was known, and gone when the renewal reached Redis",
-				ErrNotObtained, m.key, m.o.ttl)}
+				ErrNotObtained, h.key, h.ttl)}
 		}
-		if m.short(leaseStart) {
-			return false, m.tooLate(ctx, tok, leaseStart, "renewal")
+		if h.short(leaseStart) {
+			return false, h.tooLate(ctx, tok, leaseStart, "renewal")
 		}
 	}
-	m.o.notifier.held(tok)
-	m.hold(tok, leaseStart)
-	m.at(ctx, HookAcquired)
+	h.notifier.held(tok)
+	h.hold(tok, leaseStart)
+	h.f.At(ctx, HookAcquired)
 	return true, nil
 }
 
 // queueScript runs enqueue.lua or queued.lua for tok.
-func (m *Mutex) queueScript(ctx context.Context, s *redis.Script, tok string) (int64, error) {
-	return s.Run(ctx, m.client, []string{m.key, m.queue}, tok, m.o.ttl.Milliseconds(), channelPrefix, m.queueTTL()).Int64()
+func (h *holder) queueScript(ctx context.Context, s *redis.Script, tok string) (int64, error) {
+	return s.Run(ctx, h.client, []string{h.key, h.queue}, tok, h.ttl.Milliseconds(), channelPrefix, h.queueTTL()).Int64()
 }
 
 // lookEvery is how often a queued waiter looks at the lock itself.
-func (m *Mutex) lookEvery() time.Duration { return max(m.o.ttl/4, time.Millisecond) }
+func (h *holder) lookEvery() time.Duration { return max(h.ttl/4, time.Millisecond) }
 
 // queueErr wraps a queue step's error: joined with ErrNotObtained and the
 // caller's ctx error when ctx ended it, so that Lock's contract holds.
-func (m *Mutex) queueErr(ctx context.Context, step string, err error) error {
-	return retry.Failed(ctx, ErrNotObtained, fmt.Errorf("correct: %s %q: %w", step, m.key, err))
+func (h *holder) queueErr(ctx context.Context, step string, err error) error {
+	return retry.Failed(ctx, ErrNotObtained, fmt.Errorf("correct: %s %q: %w", step, h.key, err))
 }
 
 // abandon takes tok out of the queue and, if the lock was handed to tok
 // meanwhile, passes it on to the next waiter, then returns cause. It runs
 // detached from ctx's cancellation, as Unlock does.
-func (m *Mutex) abandon(ctx context.Context, tok string, cause error) error {
-	if _, err := m.release(ctx, tok, true); err != nil {
+func (h *holder) abandon(ctx context.Context, tok string, cause error) error {
+	if _, err := h.release(ctx, tok, true); err != nil {
 		return errors.Join(cause, err)
 	}
 	return cause
 }
 
 // queueTTL is the queue's least TTL for the scripts, in milliseconds.
-func (m *Mutex) queueTTL() string {
-	return strconv.FormatInt(queueTTLFactor*m.o.ttl.Milliseconds(), 10)
+func (h *holder) queueTTL() string {
+	return strconv.FormatInt(queueTTLFactor*h.ttl.Milliseconds(), 10)
 }

@@ -5,13 +5,15 @@ import (
 	"errors"
 
 	"github.com/locklab/locklab/internal/retry"
+	"github.com/locklab/locklab/internal/token"
 )
 
 // A waiter is how [Mutex.Lock] gets its turn: every Lock goes through the
-// Mutex's waiter, chosen by [New] from the options. It returns nil once
-// the Mutex holds the lock; an error wrapping [ErrNotObtained] when it
-// gives up (joined with ctx.Err() when ctx ended it); a transport error,
-// wrapped, at once.
+// Mutex's waiter, chosen by [New] from the options. It is given the
+// Mutex's holder (the key's commands and the current hold), not the Mutex.
+// It returns nil once the holder holds the lock; an error wrapping
+// [ErrNotObtained] when it gives up (joined with ctx.Err() when ctx ended
+// it); a transport error, wrapped, at once.
 //
 // Two implement it: poll, below (try, sleep, try again), and queue, in
 // queue.go (wait in a FIFO queue and be handed the lock), chosen by
@@ -19,7 +21,7 @@ import (
 // it never decides safety, which rests on SET NX and the owner-checked
 // scripts alone.
 type waiter interface {
-	wait(ctx context.Context, m *Mutex) error
+	wait(ctx context.Context, h *holder) error
 }
 
 // poll is the waiter that tries SET NX, sleeps a delay chosen by the
@@ -32,10 +34,11 @@ type waiter interface {
 // contention some waiters wait many times longer than others.
 type poll struct{ policy retry.Policy }
 
-func (p poll) wait(ctx context.Context, m *Mutex) error {
+func (p poll) wait(ctx context.Context, h *holder) error {
 	var short error // the last try that took the lock too late, if any
 	err := retry.Do(ctx, p.policy, ErrNotObtained, func(ctx context.Context, n int) (bool, error) {
-		ok, err := m.acquire(ctx, n > 1) // after a refusal, another is likely
+		get := n > 1 // after a refusal, another is likely
+		ok, err := h.acquire(ctx, token.New(), get, !get)
 		if isShort(err) {
 			short = err // given back: try again
 			return false, nil

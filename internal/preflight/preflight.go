@@ -37,9 +37,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/locklab/locklab/internal/retry"
-	"github.com/locklab/locklab/observe"
 )
 
 // ProbeToken is the token (owner, value) a lock's probe releases or asks
@@ -82,50 +79,6 @@ func Check(ctx context.Context, pkg string, client any, evictionCheck bool, prob
 	if comparable && (err == nil || errors.Is(err, ErrEviction) || errors.Is(err, ErrNoScripting)) {
 		remember(id, evictionCheck, err)
 	}
-	return err
-}
-
-// Ready is [Gate.Pass] with the gate's fields as parameters and the probe
-// as a function, for correct until it moves onto [Gate]: it returns
-// errors.Join(notObtained, ctx.Err()) if ctx has ended (sending nothing),
-// or ends during the check; the error of [Check] wrapped as
-// "<pkg>: lock <key>: ..."; or nil when the lock may go ahead.
-// notObtained is the lock package's ErrNotObtained.
-func Ready(ctx context.Context, pkg, key string, client any, evictionCheck bool, notObtained error, probe func(context.Context) error) error {
-	if err := retry.CtxErr(ctx); err != nil {
-		return errors.Join(notObtained, err)
-	}
-	if err := Check(ctx, pkg, client, evictionCheck, probe); err != nil {
-		return retry.Failed(ctx, notObtained, fmt.Errorf("%s: lock %q: %w", pkg, key, err))
-	}
-	return nil
-}
-
-// Attempt is what correct's Lock and TryLock do after the argument check,
-// until correct moves onto internal/frame and [Gate] (the other locks ask
-// their Gate themselves, and call no function of preflight's that calls
-// them back): ready, the lock's [Ready] check, then, if it passed, try; and it
-// tells observer how the call went ([observe.Attempt] for lock and key,
-// timed from before the ready check). It returns what try returned, or
-// false and ready's error.
-func Attempt(ctx context.Context, observer observe.Func, lock, key string, ready func(context.Context) error, try func(context.Context) (bool, error)) (bool, error) {
-	start := time.Now()
-	err := ready(ctx)
-	ok := false
-	if err == nil {
-		ok, err = try(ctx)
-	}
-	observe.Attempt(observer, lock, key, start, ok, err)
-	return ok, err
-}
-
-// Lock is [Attempt] for a Lock, whose acquire reports the lock held by
-// returning nil.
-func Lock(ctx context.Context, observer observe.Func, lock, key string, ready, acquire func(context.Context) error) error {
-	_, err := Attempt(ctx, observer, lock, key, ready, func(ctx context.Context) (bool, error) {
-		err := acquire(ctx)
-		return err == nil, err
-	})
 	return err
 }
 

@@ -1,0 +1,235 @@
+package correct
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/internal/frame"
+	"github.com/locklab/locklab/internal/keyslot"
+	"github.com/locklab/locklab/internal/retry"
+)
+
+// A holder is the part of a [Mutex] that takes the key, holds it and gives
+// it back: the client, the key and the keys beside it, the TTL, and the
+// current hold. The waiters ([waiter]) get the holder, not the Mutex:
+// waiting needs the key's commands and nothing of the Mutex's frame (its
+// argument check, its gate, its observer).
+type holder struct {
+	client   Client
+	key      string
+	base     string // the prefix of the keys kept beside key (keyslot.Base)
+	queue    string // the wait queue's key
+	ttl      time.Duration
+	notifier *Notifier    // nil when Lock polls
+	f        *frame.Frame // the Mutex's frame: its hook
+
+	// The fields above are set by New and never change.
+
+	// contended hints that other clients are waiting: the last acquisition
+	// had to queue, or the last Unlock handed the lock over. Lock with a
+	// Notifier then queues at once instead of trying SET NX first.
+	contended atomic.Bool
+
+	mu        sync.Mutex // protects token, releasing, until and since
+	token     string     // our value in the key; "" when not held
+	releasing string     // the token an Unlock is releasing now; see claimRelease
+	until     time.Time  // local expiry estimate; zero when not held
+	since     time.Time  // when this hold began, for observers
+}
+
+// acquire makes one attempt with tok: SET key tok NX PX ttl, with GET when
+// get is set (a refusal is likely). A SET NX can succeed only when the key
+// is absent, so it never overwrites a lock that is held. With GET it
+// returns what the key held: nothing when it set the key, our own token
+// when this is the SET sent a second time, someone else's token when the
+// lock is taken. Without GET a refusal does not say whose token it met;
+// when check is set, acquire asks (ttl.lua, which only reads). A caller
+// that leaves check out must find out another way whether a refusal met
+// tok itself (the queue's join does: enqueue.lua answers 2 when the key
+// holds the joining token).
+func (h *holder) acquire(ctx context.Context, tok string, get, check bool) (bool, error) {
+	if err := retry.CtxErr(ctx); err != nil {
+		return false, errors.Join(ErrNotObtained, err)
+	}
+	start := time.Now() // before the SET is sent; see Until
+	old, err := h.client.SetArgs(ctx, h.key, tok, redis.SetArgs{Mode: "NX", TTL: h.ttl, Get: get}).Result()
+	ours := false
+	switch {
+	case get && errors.Is(err, redis.Nil), get && err == nil && old == tok, !get && err == nil:
+		ours = true // set now, or by the first run of this SET
+	case get && err == nil:
+		// The key holds another token: someone holds the lock.
+	case check && errors.Is(err, redis.Nil):
+		// Refused, perhaps by our own first run of this SET.
+		var ms int64
+		ms, err = ttlScript.Run(ctx, h.client, []string{h.key}, tok).Int64()
+		ours = err == nil && ms != -2
+	}
+	if err != nil && !errors.Is(err, redis.Nil) {
+		// No reply does not mean Redis did not run the SET: the reply may
+		// have been lost, or ctx may have ended while it was on the wire.
+		// Delete the key if it holds our token, so a failed attempt never
+		// leaves a lock behind that nobody will release.
+		_, relErr := h.release(ctx, tok, false)
+		if cerr := retry.CtxErr(ctx); cerr != nil {
+			return false, errors.Join(ErrNotObtained, cerr, relErr)
+		}
+		return false, errors.Join(fmt.Errorf("correct: acquire %q: %w", h.key, err), relErr)
+	}
+	if !ours {
+		return false, nil
+	}
+	if h.short(start) {
+		return false, h.tooLate(ctx, tok, start, "SET")
+	}
+	h.hold(tok, start)
+	h.f.At(ctx, HookAcquired)
+	return true, nil
+}
+
+// short reports whether a lease counted from leaseStart has less than half
+// the TTL left to run: too little to hand to the caller (see Mutex.Lock).
+// Half, because a holder that keeps the TTL several times its work (the
+// package doc's advice) still has its work's time and more; and because a
+// waiter looks at the lock every ttl/4, a hand-off it finds by looking on a
+// fast link still has about three quarters left and costs no renewal.
+func (h *holder) short(leaseStart time.Time) bool {
+	return time.Until(leaseStart.Add(h.ttl)) < h.ttl/2
+}
+
+// A shortLease is the error of an acquisition that took the lock but
+// learnt so late that less than half the TTL was left, and gave it back:
+// Lock tries again; TryLock returns it. It wraps ErrNotObtained.
+type shortLease struct{ error }
+
+func (e shortLease) Unwrap() error { return e.error }
+
+// isShort reports whether err is exactly a shortLease (no transport error
+// joined to it).
+func isShort(err error) bool {
+	_, ok := err.(shortLease)
+	return ok
+}
+
+// tooLate gives back the lock that tok holds, whose lease counted from sent
+// (when what, the command that gave or renewed it, was sent) is too short
+// to return: it releases the key owner-checked (which hands it to the next
+// waiter, if any), detached from ctx's cancellation as Unlock is, so that
+// the key is not left held by nobody until its TTL. It returns a shortLease,
+// or, if the release failed, that failure joined to its message.
+func (h *holder) tooLate(ctx context.Context, tok string, sent time.Time, what string) error {
+	err := fmt.Errorf("%w: %q: the %s's answer came %v after it was sent, leaving less than half the %v ttl; the lock was given back",
+		ErrNotObtained, h.key, what, time.Since(sent).Round(time.Millisecond), h.ttl)
+	if _, relErr := h.release(ctx, tok, false); relErr != nil {
+		return errors.Join(err, relErr)
+	}
+	return shortLease{err}
+}
+
+// release runs the release script for tok, detached from ctx's
+// cancellation and bounded by retry.ReleaseTimeout: it deletes the key, or
+// hands the lock to the oldest live waiter in the queue, if the key holds
+// tok. With abandon it first takes tok out of the queue (a waiter giving
+// up). It returns the script's code: 1 deleted, 2 handed over, 0 not ours.
+func (h *holder) release(ctx context.Context, tok string, abandon bool) (int64, error) {
+	ctx, cancel := retry.Detach(ctx)
+	defer cancel()
+	flag := keepArg
+	if abandon {
+		flag = abandonArg
+	}
+	keys := []string{h.key, h.queue, keyslot.Receipt(h.base, tok)}
+	n, err := releaseScript.Run(ctx, h.client, keys, tok, channelArg, flag, receiptArg).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("correct: release %q: %w", h.key, err)
+	}
+	if n != 0 {
+		h.contended.Store(n == 2) // 2: handed to a waiter
+	}
+	return n, nil
+}
+
+// extend sets the key's TTL to ttl, counted from just before the script is
+// sent, if the key holds tok, and moves until accordingly. It reports
+// false, changing nothing, when the key does not hold tok.
+func (h *holder) extend(ctx context.Context, tok string, ttl time.Duration) (bool, error) {
+	start := time.Now() // before the script is sent, as in acquire
+	n, err := extendScript.Run(ctx, h.client, []string{h.key}, tok, ttl.Milliseconds()).Int64()
+	if err != nil {
+		return false, fmt.Errorf("correct: extend %q: %w", h.key, err)
+	}
+	if n != 1 {
+		return false, nil
+	}
+	h.mu.Lock()
+	if h.token == tok { // not unlocked by another goroutine meanwhile
+		h.until = start.Add(ttl)
+	}
+	h.mu.Unlock()
+	return true, nil
+}
+
+// hold records tok as held, with a lease counted from leaseStart.
+func (h *holder) hold(tok string, leaseStart time.Time) {
+	h.mu.Lock()
+	h.token, h.until, h.since = tok, leaseStart.Add(h.ttl), time.Now()
+	h.mu.Unlock()
+}
+
+// held returns the token of the current hold ("" when none) and the end of
+// its lease as this Mutex counts it.
+func (h *holder) held() (string, time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.token, h.until
+}
+
+// claimRelease returns the token of the current hold and marks it as the
+// one an Unlock is releasing, so that a second Unlock of the same hold
+// running at the same moment finds nothing to release (and says
+// ErrNotHeld) instead of sending the release again, which the release's
+// receipt would answer as done: two callers told they released one hold.
+// It returns "" when there is no hold to release. releaseDone clears the
+// mark; a release whose outcome is unknown keeps the hold, and Unlock may
+// be called again.
+func (h *holder) claimRelease() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.token == "" || h.releasing == h.token {
+		return ""
+	}
+	h.releasing = h.token
+	return h.token
+}
+
+// releaseDone clears the mark claimRelease set for tok.
+func (h *holder) releaseDone(tok string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.releasing == tok {
+		h.releasing = ""
+	}
+}
+
+// forget clears the held state if it still belongs to tok (a concurrent
+// Lock may already have replaced it with a newer acquisition) and returns
+// how long it was held.
+func (h *holder) forget(tok string) time.Duration {
+	if n := h.notifier; n != nil {
+		n.unregister(tok) // a hand-off hold: its token is no longer ours
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.token != tok {
+		return 0
+	}
+	held := time.Since(h.since)
+	h.token, h.until, h.since = "", time.Time{}, time.Time{}
+	return held
+}
