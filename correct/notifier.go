@@ -141,43 +141,41 @@ func (n *Notifier) Close() error {
 
 // deliver reads the subscription until Close (see [pubsub.Read]): it wakes
 // the waiter whose token a message carries, releases a lock handed to a
-// token nobody waits for, and keeps the subscription alive.
+// token nobody waits for, and keeps the subscription alive:
+// [pubsub.Resubscribe] replaces it when it dies, and the Notifier then has
+// every waiter look at its lock (releasing holders saw nobody listening
+// and passed it by).
 func (n *Notifier) deliver() {
 	defer close(n.exited)
-	pubsub.Read(n.current(), n.isClosed, n.route, n.resubscribe)
+	sub := pubsub.Sub{
+		Subscribe:    func(ctx context.Context) *redis.PubSub { return n.client.Subscribe(ctx, n.channel) },
+		Adopt:        n.adopt,
+		Done:         n.done,
+		Resubscribed: n.lookAll,
+	}
+	resubscribe := func(old *redis.PubSub) *redis.PubSub { return pubsub.Resubscribe(old, sub) }
+	pubsub.Read(n.current(), n.isClosed, n.route, resubscribe)
 }
 
-// resubscribe replaces a subscription that died, retrying until it works
-// or the Notifier is closed (it then returns nil), and tells every waiter
-// to look at its lock.
-func (n *Notifier) resubscribe(old *redis.PubSub) *redis.PubSub {
-	_ = old.Close()
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), pubsub.PongTimeout)
-		ps, err := n.subscribe(ctx)
-		cancel()
-		n.mu.Lock()
-		if n.closed {
-			n.mu.Unlock()
-			if ps != nil {
-				_ = ps.Close()
-			}
-			return nil
-		}
-		if err == nil {
-			n.ps = ps
-			for _, r := range n.waiters {
-				signal(r.look)
-			}
-			n.mu.Unlock()
-			return ps
-		}
-		n.mu.Unlock()
-		select {
-		case <-n.done:
-			return nil
-		case <-time.After(pubsub.ResubscribePause):
-		}
+// adopt makes ps the current subscription, the one Close closes; it
+// reports false when the Notifier is closed.
+func (n *Notifier) adopt(ps *redis.PubSub) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return false
+	}
+	n.ps = ps
+	return true
+}
+
+// lookAll tells every waiter to look at its lock now: the subscription was
+// down, and releases may have passed it by.
+func (n *Notifier) lookAll() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, r := range n.waiters {
+		signal(r.look)
 	}
 }
 

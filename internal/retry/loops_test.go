@@ -40,12 +40,7 @@ var lockPackages = []string{"naive", "correct", "watchdog", "reentrant", "redloc
 // allowed are the loops the lint lets stand, by "dir/file.go:Func", each
 // with why. An entry that matches no loop fails the lint too: delete it
 // when its loop moves.
-var allowed = map[string]string{
-	"correct/notifier.go:Notifier.resubscribe": "correct's Notifier moves onto pubsub.Resubscribe in its own change (issue 37): correct/ is being reworked by another hand",
-	"zklock/mutex.go:Mutex.create":             "sends a create again once the session has reconnected (s.waitConnected paces it, no delay of its own); zklock is another hand's (issue 37 left it)",
-	"zklock/mutex.go:read":                     "sends a read again once the session has reconnected (s.waitConnected paces it, no delay of its own); zklock is another hand's (issue 37 left it)",
-	"zklock/session.go:Session.sweep":          "a backoff of its own (50ms doubling to 1s) that ends with the Session, not a context; to move onto retry.Repeat, zklock is another hand's (issue 37 left it)",
-}
+var allowed = map[string]string{}
 
 // A finding is one loop the lint flags.
 type finding struct {
