@@ -208,12 +208,11 @@ func (m *Mutex) try(ctx context.Context) (bool, error) {
 		m.releaseLost(ctx, value)
 		return false, fmt.Errorf("fencing: acquire %q: script returned %d", m.key, n)
 	}
-	if lease := time.Duration(ms) * time.Millisecond; time.Until(start.Add(lease)) < lease/2 {
+	if lease := time.Duration(ms) * time.Millisecond; frame.Late(start, lease) {
 		// The answer came with less than half the lease left: give the lock
 		// back rather than return a lease that is over, or nearly (see Lock).
 		m.releaseLost(ctx, value)
-		return false, shortLease{fmt.Errorf("%w: %q: the acquire's answer came %v after it was sent, leaving less than half the %v ttl; the lock was given back",
-			ErrNotObtained, m.key, time.Since(start).Round(time.Millisecond), lease)}
+		return false, frame.Short{Err: m.f.TooLate(ErrNotObtained, "acquire", start, lease, "the lock was given back")}
 	}
 	m.mu.Lock()
 	m.value, m.token = value, Token(n)
@@ -242,30 +241,16 @@ func (m *Mutex) Lock(ctx context.Context) error {
 	}
 	start := time.Now()
 	err := m.gate.Pass(ctx)
-	var short error // the last try that took the lock too late
 	if err == nil {
+		var late frame.Shorts // tries that took the lock too late, and gave it back
 		err = retry.Do(ctx, m.o.retry, ErrNotObtained, func(ctx context.Context, _ int) (bool, error) {
-			ok, err := m.try(ctx)
-			if _, late := err.(shortLease); late {
-				short = err // given back: try again
-				return false, nil
-			}
-			return ok, err
+			return late.Keep(m.try(ctx))
 		})
-	}
-	if short != nil && errors.Is(err, ErrNotObtained) {
-		err = errors.Join(err, short)
+		err = late.Join(err, ErrNotObtained)
 	}
 	m.f.Attempted(start, err == nil, err)
 	return err
 }
-
-// A shortLease is the error of a try that took the lock but learnt so late
-// that less than half the TTL was left, and gave it back: Lock tries
-// again; TryLock returns it. It wraps ErrNotObtained.
-type shortLease struct{ error }
-
-func (e shortLease) Unwrap() error { return e.error }
 
 // Unlock releases the lock if this Mutex still holds it, and returns
 // [ErrNotHeld] if it does not (never locked, already unlocked, or the lease

@@ -119,32 +119,19 @@ func (m *Mutex) Lock(ctx context.Context) error {
 		return err
 	}
 	start := time.Now()
-	n := 0          // the owner's count
-	var short error // the last try that took the lock too late
+	n := 0 // the owner's count
 	if err = m.gate.Pass(ctx); err == nil {
+		var late frame.Shorts // tries that took the lock too late, and undid it
 		err = retry.Do(ctx, m.o.retry, ErrNotObtained, func(ctx context.Context, _ int) (bool, error) {
 			var err error
 			n, err = m.try(ctx, owner)
-			if _, late := err.(shortLease); late {
-				short = err // undone: try again
-				return false, nil
-			}
-			return n > 0, err
+			return late.Keep(n > 0, err)
 		})
-	}
-	if short != nil && errors.Is(err, ErrNotObtained) {
-		err = errors.Join(err, short)
+		err = late.Join(err, ErrNotObtained)
 	}
 	m.f.Attempted(start, n == 1, err)
 	return err
 }
-
-// A shortLease is the error of a try that took (or re-entered) the lock
-// but learnt so late that less than half the TTL was left, and undid it:
-// Lock tries again; TryLock returns it. It wraps ErrNotObtained.
-type shortLease struct{ error }
-
-func (e shortLease) Unwrap() error { return e.error }
 
 // script runs s for owner as the call id, with its receipt.
 func (m *Mutex) script(ctx context.Context, s *redis.Script, owner Owner, id string) (int, error) {
@@ -197,19 +184,18 @@ func (m *Mutex) try(ctx context.Context, owner Owner) (int, error) {
 	if n == 0 {
 		return 0, nil // another owner holds it
 	}
-	if time.Until(sent.Add(m.o.ttl)) < m.o.ttl/2 {
+	if frame.Late(sent, m.o.ttl) {
 		// The answer came with less than half the lease left: undo this
 		// call (cancel.lua, by its id) rather than return a lease that is
 		// over, or nearly (see Lock).
 		cctx, cancel := retry.Detach(ctx)
 		_, cerr := m.script(cctx, cancelScript, owner, id)
 		cancel()
-		err := fmt.Errorf("%w: %q: the acquire's answer came %v after it was sent, leaving less than half the %v ttl; the call was undone",
-			ErrNotObtained, m.key, time.Since(sent).Round(time.Millisecond), m.o.ttl)
+		err := m.f.TooLate(ErrNotObtained, "acquire", sent, m.o.ttl, "the call was undone")
 		if cerr != nil {
 			return 0, errors.Join(err, fmt.Errorf("reentrant: undo %q: %w", m.key, cerr))
 		}
-		return 0, shortLease{err}
+		return 0, frame.Short{Err: err}
 	}
 	if n == 1 && m.f.Obs != nil {
 		m.mu.Lock()

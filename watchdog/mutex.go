@@ -119,30 +119,16 @@ func (m *Mutex) Lock(ctx context.Context) error {
 	}
 	start := time.Now()
 	err := m.gate.Pass(ctx)
-	var short error // the last try that took the lock too late
 	if err == nil {
+		var late frame.Shorts // tries that took the lock too late, and gave it back
 		err = retry.Do(ctx, m.o.retry, ErrNotObtained, func(ctx context.Context, _ int) (bool, error) {
-			ok, err := m.try(ctx)
-			if _, late := err.(shortLease); late {
-				short = err // given back: try again
-				return false, nil
-			}
-			return ok, err
+			return late.Keep(m.try(ctx))
 		})
-	}
-	if short != nil && errors.Is(err, ErrNotObtained) {
-		err = errors.Join(err, short)
+		err = late.Join(err, ErrNotObtained)
 	}
 	m.f.Attempted(start, err == nil, err)
 	return err
 }
-
-// A shortLease is the error of a try that took the lock but learnt so late
-// that less than half the TTL was left, and gave it back: Lock tries
-// again; TryLock returns it. It wraps ErrNotObtained.
-type shortLease struct{ error }
-
-func (e shortLease) Unwrap() error { return e.error }
 
 // check returns the error every method returns before it sends anything:
 // the invalid arguments New found, or that New did not make m.
@@ -192,15 +178,14 @@ func (m *Mutex) try(ctx context.Context) (bool, error) {
 		m.release(ctx, tok)
 		return false, retry.Failed(ctx, ErrNotObtained, fmt.Errorf("watchdog: acquire %q: %w", m.key, err))
 	}
-	if time.Until(start.Add(m.o.ttl)) < m.o.ttl/2 {
+	if frame.Late(start, m.o.ttl) {
 		// The answer came with less than half the lease left: give the key
 		// back rather than return a lease that is over, or nearly (see Lock).
-		err := fmt.Errorf("%w: %q: the SET's answer came %v after it was sent, leaving less than half the %v ttl; the lock was given back",
-			ErrNotObtained, m.key, time.Since(start).Round(time.Millisecond), m.o.ttl)
+		err := m.f.TooLate(ErrNotObtained, "SET", start, m.o.ttl, "the lock was given back")
 		if relErr := m.release(ctx, tok); relErr != nil && !errors.Is(relErr, ErrNotHeld) {
 			return false, errors.Join(err, relErr) // ErrNotHeld: expired already
 		}
-		return false, shortLease{err}
+		return false, frame.Short{Err: err}
 	}
 	h := &hold{token: tok, since: start}
 	var lost func(cause error)

@@ -107,3 +107,54 @@ func TestReleasing(t *testing.T) {
 		t.Error("Releasing forgot the hold; want it kept until Ended")
 	}
 }
+
+func TestLate(t *testing.T) {
+	const ttl = time.Hour
+	for _, tt := range []struct {
+		sent time.Time
+		want bool
+	}{
+		{time.Now(), false},
+		{time.Now().Add(-ttl / 4), false},
+		{time.Now().Add(-ttl/2 - time.Minute), true},
+		{time.Now().Add(-2 * ttl), true},
+	} {
+		if got := frame.Late(tt.sent, ttl); got != tt.want {
+			t.Errorf("Late(now-%v, %v) = %v; want %v", time.Since(tt.sent).Round(time.Minute), ttl, got, tt.want)
+		}
+	}
+}
+
+func TestShorts(t *testing.T) {
+	errNotObtained := errors.New("kind: lock not obtained")
+	f := frame.Frame{Kind: "kind", Key: "key"}
+	late := f.TooLate(errNotObtained, "SET", time.Now().Add(-time.Second), time.Second, "the lock was given back")
+	const want = `kind: lock not obtained: "key": the SET's answer came 1s after it was sent, leaving less than half the 1s ttl; the lock was given back`
+	if !errors.Is(late, errNotObtained) || late.Error() != want {
+		t.Errorf("TooLate = %q; want %q, wrapping ErrNotObtained", late, want)
+	}
+	short := frame.Short{Err: late}
+	if !frame.IsShort(short) || frame.IsShort(errors.Join(short, errors.New("release failed"))) || frame.IsShort(late) {
+		t.Errorf("IsShort: want true for the Short alone, false once another error is joined or for its message")
+	}
+
+	var s frame.Shorts
+	if ok, err := s.Keep(false, short); ok || err != nil {
+		t.Errorf("Keep(false, Short) = %v, %v; want false, nil (a refusal)", ok, err)
+	}
+	transport := errors.New("dial tcp: refused")
+	if ok, err := s.Keep(false, transport); ok || err != transport {
+		t.Errorf("Keep(false, %v) = %v, %v; want the error as it is", transport, ok, err)
+	}
+	gaveUp := errors.Join(errNotObtained, context.DeadlineExceeded)
+	if err := s.Join(gaveUp, errNotObtained); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), want) {
+		t.Errorf("Join(gave up) = %q; want the give-up with the last short attempt joined", err)
+	}
+	if err := s.Join(transport, errNotObtained); err != transport {
+		t.Errorf("Join(%v) = %v; want it as it is (Lock did not give up)", transport, err)
+	}
+	var none frame.Shorts
+	if err := none.Join(gaveUp, errNotObtained); err != gaveUp {
+		t.Errorf("Join with no short attempt = %v; want %v", err, gaveUp)
+	}
+}
