@@ -43,17 +43,42 @@ type holder struct {
 	since     time.Time  // when this hold began, for observers
 }
 
-// acquire makes one attempt with tok: SET key tok NX PX ttl, with GET when
-// get is set (a refusal is likely). A SET NX can succeed only when the key
-// is absent, so it never overwrites a lock that is held. With GET it
-// returns what the key held: nothing when it set the key, our own token
-// when this is the SET sent a second time, someone else's token when the
-// lock is taken. Without GET a refusal does not say whose token it met;
-// when check is set, acquire asks (ttl.lua, which only reads). A caller
-// that leaves check out must find out another way whether a refusal met
-// tok itself (the queue's join does: enqueue.lua answers 2 when the key
-// holds the joining token).
-func (h *holder) acquire(ctx context.Context, tok string, get, check bool) (bool, error) {
+// A setMode is how an attempt learns whose token a refused SET met: its
+// own (the SET was sent twice, its first run took the lock), or another
+// holder's.
+type setMode int
+
+const (
+	// setThenAsk sends SET NX, and after a refusal asks ttl.lua (which only
+	// reads) whether the key holds the attempt's token. For a lock that is
+	// likely free: go-redis takes the nil reply of a SET ... GET that set
+	// the key for an error, an error value made on every Lock.
+	setThenAsk setMode = iota
+	// setGet sends SET NX GET, whose reply says whose token the key held.
+	// For a lock that is likely taken.
+	setGet
+	// setOnly sends SET NX alone: the caller finds out itself whether a
+	// refusal met its token (the queue's join does: enqueue.lua answers 2
+	// when the key holds the joining token).
+	setOnly
+)
+
+// modeFor returns the setMode for an attempt: setGet when a refusal is
+// likely, setThenAsk when not.
+func modeFor(refusalLikely bool) setMode {
+	if refusalLikely {
+		return setGet
+	}
+	return setThenAsk
+}
+
+// acquire makes one attempt with tok: SET key tok NX PX ttl, and, as mode
+// says, GET. A SET NX can succeed only when the key is absent, so it never
+// overwrites a lock that is held. With GET it returns what the key held:
+// nothing when it set the key, our own token when this is the SET sent a
+// second time, someone else's token when the lock is taken.
+func (h *holder) acquire(ctx context.Context, tok string, mode setMode) (bool, error) {
+	get, check := mode == setGet, mode == setThenAsk
 	if err := retry.CtxErr(ctx); err != nil {
 		return false, errors.Join(ErrNotObtained, err)
 	}
@@ -76,7 +101,7 @@ func (h *holder) acquire(ctx context.Context, tok string, get, check bool) (bool
 		// have been lost, or ctx may have ended while it was on the wire.
 		// Delete the key if it holds our token, so a failed attempt never
 		// leaves a lock behind that nobody will release.
-		_, relErr := h.release(ctx, tok, false)
+		_, relErr := h.release(ctx, tok, byHolder)
 		if cerr := retry.CtxErr(ctx); cerr != nil {
 			return false, errors.Join(ErrNotObtained, cerr, relErr)
 		}
@@ -85,7 +110,7 @@ func (h *holder) acquire(ctx context.Context, tok string, get, check bool) (bool
 	if !ours {
 		return false, nil
 	}
-	if h.short(start) {
+	if frame.Late(start, h.ttl) { // see Mutex.Lock
 		return false, h.tooLate(ctx, tok, start, "SET")
 	}
 	h.hold(tok, start)
@@ -93,55 +118,39 @@ func (h *holder) acquire(ctx context.Context, tok string, get, check bool) (bool
 	return true, nil
 }
 
-// short reports whether a lease counted from leaseStart has less than half
-// the TTL left to run: too little to hand to the caller (see Mutex.Lock).
-// Half, because a holder that keeps the TTL several times its work (the
-// package doc's advice) still has its work's time and more; and because a
-// waiter looks at the lock every ttl/4, a hand-off it finds by looking on a
-// fast link still has about three quarters left and costs no renewal.
-func (h *holder) short(leaseStart time.Time) bool {
-	return time.Until(leaseStart.Add(h.ttl)) < h.ttl/2
-}
-
-// A shortLease is the error of an acquisition that took the lock but
-// learnt so late that less than half the TTL was left, and gave it back:
-// Lock tries again; TryLock returns it. It wraps ErrNotObtained.
-type shortLease struct{ error }
-
-func (e shortLease) Unwrap() error { return e.error }
-
-// isShort reports whether err is exactly a shortLease (no transport error
-// joined to it).
-func isShort(err error) bool {
-	_, ok := err.(shortLease)
-	return ok
-}
-
 // tooLate gives back the lock that tok holds, whose lease counted from sent
 // (when what, the command that gave or renewed it, was sent) is too short
 // to return: it releases the key owner-checked (which hands it to the next
 // waiter, if any), detached from ctx's cancellation as Unlock is, so that
-// the key is not left held by nobody until its TTL. It returns a shortLease,
-// or, if the release failed, that failure joined to its message.
+// the key is not left held by nobody until its TTL. It returns a
+// frame.Short, or, if the release failed, that failure joined to its
+// message.
 func (h *holder) tooLate(ctx context.Context, tok string, sent time.Time, what string) error {
-	err := fmt.Errorf("%w: %q: the %s's answer came %v after it was sent, leaving less than half the %v ttl; the lock was given back",
-		ErrNotObtained, h.key, what, time.Since(sent).Round(time.Millisecond), h.ttl)
-	if _, relErr := h.release(ctx, tok, false); relErr != nil {
+	err := h.f.TooLate(ErrNotObtained, what, sent, h.ttl, "the lock was given back")
+	if _, relErr := h.release(ctx, tok, byHolder); relErr != nil {
 		return errors.Join(err, relErr)
 	}
-	return shortLease{err}
+	return frame.Short{Err: err}
 }
+
+// A releaser says who runs a release, for release.lua's ARGV[3].
+type releaser int
+
+const (
+	byHolder releaser = iota // Unlock, or an attempt giving back what it took
+	byWaiter                 // a waiter giving up: its token leaves the queue first
+)
 
 // release runs the release script for tok, detached from ctx's
 // cancellation and bounded by retry.ReleaseTimeout: it deletes the key, or
 // hands the lock to the oldest live waiter in the queue, if the key holds
-// tok. With abandon it first takes tok out of the queue (a waiter giving
-// up). It returns the script's code: 1 deleted, 2 handed over, 0 not ours.
-func (h *holder) release(ctx context.Context, tok string, abandon bool) (int64, error) {
+// tok; byWaiter, it first takes tok out of the queue. It returns the
+// script's code: 1 deleted, 2 handed over, 0 not ours.
+func (h *holder) release(ctx context.Context, tok string, by releaser) (int64, error) {
 	ctx, cancel := retry.Detach(ctx)
 	defer cancel()
 	flag := keepArg
-	if abandon {
+	if by == byWaiter {
 		flag = abandonArg
 	}
 	keys := []string{h.key, h.queue, keyslot.Receipt(h.base, tok)}

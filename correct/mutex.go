@@ -112,15 +112,10 @@ func New(client Client, key string, opts ...Option) *Mutex {
 // better whether to wait or fail.
 //
 // Each try writes a fresh 128-bit token with SET key token NX PX ttl. A
-// try must be safe to send twice: when the reply is lost and go-redis
-// sends the SET again, the second one is refused by our own token. So a
-// refused try asks once whether the key holds its token (with a Notifier
-// the queue's join asks, in the same step), and the tries after it in the
-// same Lock send SET ... GET, which answers that itself: Lock knows the
-// lock is ours instead of waiting a whole TTL for itself. (The first try
-// leaves out GET because a free lock is the common case, and go-redis
-// takes GET's nil reply for an error: 21 allocations more per Lock and
-// Unlock.) When Lock fails, it leaves no key of its own behind: if a SET
+// try is safe to send twice: when the reply is lost and go-redis sends the
+// SET again, the second one is refused by the try's own token, and Lock
+// finds the lock its own instead of waiting a whole TTL for itself. When
+// Lock fails, it leaves no key of its own behind: if a SET
 // got no reply at all, it deletes the key in case the SET landed (only if
 // Redis is unreachable for that too may the key stay, until its TTL; the
 // error then says so).
@@ -172,8 +167,7 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	start := time.Now()
 	ok, err := false, m.gate.Pass(ctx)
 	if err == nil {
-		get := m.h.contended.Load() // a refusal is likely
-		ok, err = m.h.acquire(ctx, token.New(), get, !get)
+		ok, err = m.h.acquire(ctx, token.New(), modeFor(m.h.contended.Load()))
 	}
 	m.f.Attempted(start, ok, err)
 	return ok, err
@@ -210,7 +204,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	}
 	defer m.h.releaseDone(tok)
 	m.f.At(ctx, HookBeforeRelease)
-	code, err := m.h.release(ctx, tok, false)
+	code, err := m.h.release(ctx, tok, byHolder)
 	if err != nil {
 		return err
 	}

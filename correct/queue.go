@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/locklab/locklab/internal/frame"
 	"github.com/locklab/locklab/internal/retry"
 )
 
@@ -87,29 +88,25 @@ func (q queue) wait(ctx context.Context, h *holder) error {
 	// join, which answers that the key holds it: no round trip to check.
 	before, tok := time.Now(), q.n.newToken(h.ttl) // before precedes the SET
 
-	// short is the last time the lock came too late and was given back.
-	var short error
+	var late frame.Shorts // the SETs and hand-offs that came too late, given back
 	if !h.contended.Load() {
-		ok, err := h.acquire(ctx, tok, false, false)
-		if ok || err != nil && !isShort(err) {
+		ok, err := h.acquire(ctx, tok, setOnly)
+		given := frame.IsShort(err)
+		if ok, err = late.Keep(ok, err); ok || err != nil {
 			return err
 		}
 		h.contended.Store(true)
-		if err != nil {
+		if given {
 			// Taken, but too late, and given back: queue under a new token.
-			short = err
 			before, tok = time.Now(), q.n.newToken(h.ttl)
 		} else {
 			h.f.At(ctx, HookRefused)
 		}
 	}
 	for {
-		got, err := q.waitAs(ctx, h, tok, before)
-		if isShort(err) {
-			short, err = err, nil // handed over too late, and given back
-		}
+		got, err := late.Keep(q.waitAs(ctx, h, tok, before))
 		if err != nil || got {
-			return joinShort(err, short)
+			return late.Join(err, ErrNotObtained)
 		}
 		// Passed by as dead, or given back: queue again under a new token.
 		before, tok = time.Now(), q.n.newToken(h.ttl)
@@ -119,7 +116,7 @@ func (q queue) wait(ctx context.Context, h *holder) error {
 // waitAs waits in the queue under tok until the lock is handed to tok or
 // taken by it (true), the waiter was passed by and must queue again under
 // a new token (false, nil), the lock came too late and was given back (a
-// shortLease: queue again too), or it gives up (an error). before is a
+// frame.Short: queue again too), or it gives up (an error). before is a
 // moment known to precede anything that put tok in the key.
 func (q queue) waitAs(ctx context.Context, h *holder, tok string, before time.Time) (bool, error) {
 	n := q.n
@@ -193,12 +190,12 @@ func (q queue) waitAs(ctx context.Context, h *holder, tok string, before time.Ti
 // owner-checked, and counts the lease from the moment the renewal was
 // sent. When even that comes back with less than half the TTL left (a link
 // whose round trip takes half the TTL), claim gives the lock back at once
-// (to the next waiter) and returns a shortLease: Lock never returns a
+// (to the next waiter) and returns a frame.Short: Lock never returns a
 // lease that is over, or nearly (see Mutex.Lock). When the renewal finds
-// the key no longer tok's, it returns a shortLease too: the hand-off took
+// the key no longer tok's, it returns a frame.Short too: the hand-off took
 // tok out of the queue, so the waiter queues again.
 func (h *holder) claim(ctx context.Context, tok string, leaseStart time.Time) (bool, error) {
-	if h.short(leaseStart) {
+	if frame.Late(leaseStart, h.ttl) {
 		leaseStart = time.Now()
 		n, err := extendScript.Run(ctx, h.client, []string{h.key}, tok, h.ttl.Milliseconds()).Int64()
 		if err != nil {
@@ -207,10 +204,10 @@ func (h *holder) claim(ctx context.Context, tok string, leaseStart time.Time) (b
 		if n != 1 {
 			// Gone (or another's) by the time the renewal landed: tok has
 			// left the queue with the hand-off, so queue again.
-			return false, shortLease{fmt.Errorf("%w: %q: handed over with less than half the %v ttl left by the time it was known, and gone when the renewal reached Redis",
+			return false, frame.Short{Err: fmt.Errorf("%w: %q: handed over with less than half the %v ttl left by the time it was known, and gone when the renewal reached Redis",
 				ErrNotObtained, h.key, h.ttl)}
 		}
-		if h.short(leaseStart) {
+		if frame.Late(leaseStart, h.ttl) {
 			return false, h.tooLate(ctx, tok, leaseStart, "renewal")
 		}
 	}
@@ -238,7 +235,7 @@ func (h *holder) queueErr(ctx context.Context, step string, err error) error {
 // meanwhile, passes it on to the next waiter, then returns cause. It runs
 // detached from ctx's cancellation, as Unlock does.
 func (h *holder) abandon(ctx context.Context, tok string, cause error) error {
-	if _, err := h.release(ctx, tok, true); err != nil {
+	if _, err := h.release(ctx, tok, byWaiter); err != nil {
 		return errors.Join(cause, err)
 	}
 	return cause

@@ -31,7 +31,7 @@ if redis.call("GET", KEYS[1]) ~= ARGV[1] then
 	return tonumber(redis.call("GET", KEYS[3]) or 0)
 end
 -- The code is a string until the end: Redis turns a Lua number passed to
--- redis.call into a string itself, slower (about 1.5 us a release here).
+-- redis.call into a string itself, which is slower.
 local code = "1"
 if handoff(KEYS[1], KEYS[2], ARGV[2], false) then
 	code = "2"

@@ -2,8 +2,8 @@ package correct
 
 import (
 	"context"
-	"errors"
 
+	"github.com/locklab/locklab/internal/frame"
 	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/internal/token"
 )
@@ -35,25 +35,9 @@ type waiter interface {
 type poll struct{ policy retry.Policy }
 
 func (p poll) wait(ctx context.Context, h *holder) error {
-	var short error // the last try that took the lock too late, if any
+	var late frame.Shorts // tries that took the lock too late, and gave it back
 	err := retry.Do(ctx, p.policy, ErrNotObtained, func(ctx context.Context, n int) (bool, error) {
-		get := n > 1 // after a refusal, another is likely
-		ok, err := h.acquire(ctx, token.New(), get, !get)
-		if isShort(err) {
-			short = err // given back: try again
-			return false, nil
-		}
-		return ok, err
+		return late.Keep(h.acquire(ctx, token.New(), modeFor(n > 1))) // after a refusal, another is likely
 	})
-	return joinShort(err, short)
-}
-
-// joinShort adds to err, Lock's error when it gave up, the last try that
-// took the lock too late (see Mutex.Lock): why a Lock on a slow link never
-// got it.
-func joinShort(err, short error) error {
-	if short != nil && errors.Is(err, ErrNotObtained) {
-		return errors.Join(err, short)
-	}
-	return err
+	return late.Join(err, ErrNotObtained)
 }

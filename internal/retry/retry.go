@@ -241,8 +241,7 @@ func Failed(ctx context.Context, notObtained, err error) error {
 // release add a timer earlier than any the Go runtime held (go-redis's
 // connection deadlines are further out, at its ReadTimeout of 3s), and the
 // runtime then wakes an idle thread to watch the new one: a thread wake-up
-// per release, about a tenth of an uncontended Lock and Unlock on a
-// 2-core machine (the bench's uncontended cell, correct against raw).
+// per release, a cost the bench's uncontended cell shows.
 func Detach(ctx context.Context) (context.Context, context.CancelFunc) {
 	return detached{Context: context.WithoutCancel(ctx), b: currentBound(time.Now())}, noCancel
 }
