@@ -3,71 +3,69 @@
 // one Unlock, and the key is deleted only when the count returns to zero.
 // No other owner can take, release or extend it meanwhile.
 //
-// It exists to teach what reentrancy costs and what it needs: an owner
-// identity (owner.go says why Go's own sync.Mutex refuses reentrancy). Redisson keys its reentrant RLock by "<client uuid>:<thread
-// id>"; Go has no thread ids, so here the owner is explicit. A lock that is
-// re-entered after it silently expired starts a new hold with count 1, and
-// the outer holder's Unlock then fails with [ErrNotHeld]: the count in
-// Redis, not the call stack, is the truth.
+// Prefer restructuring the code when the nested calls are all yours. Use
+// this package when they are not: processOrder locks order:1001, then
+// calls reserveStock (perhaps in another service), which also locks
+// order:1001 because other callers use it too. Without reentrancy
+// reserveStock would wait for a lock its own caller holds until the lease
+// runs out; with a shared owner the nested Lock is a re-entry, and the
+// lock is freed when the outermost Unlock runs.
 //
-// # When reentrancy is still wanted
+// # The owner
 //
-// Within one program, restructure the code. Across services the call
-// graph is not yours to restructure: processOrder locks order:1001, then
-// calls reserveStock (perhaps in another service, through an RPC), which
-// must also lock order:1001 because it is called from other places too.
-// Without reentrancy reserveStock waits for a lock its own caller holds
-// until the lease runs out. With a shared owner the nested Lock is a
-// re-entry, and the lock is freed when the outermost Unlock runs.
+// Reentrancy needs to know who is calling, and Go has no thread ids, so
+// the owner is explicit: an [Owner], 128 random bits from [NewOwner], put
+// in the context with [WithOwner]. Every method reads it from its ctx and
+// returns an error wrapping [ErrInvalid] when there is none. Make one per
+// call path (a request, a job), pass its id on to other services (a
+// header, a message field) and rebuild it there with Owner(id). Two call
+// paths must never share an Owner: they would both hold the lock at once.
 //
-// # How the owner is carried
-//
-// The owner is an [Owner] value, 128 random bits from [NewOwner], put in
-// the context with [WithOwner]; every method reads it from its ctx and
-// returns an error wrapping [ErrInvalid] when there is none. Pass the id
-// on to other services (a header, a message field) and rebuild it there
-// with Owner(id). A per-Mutex default owner would be simpler to call, but
-// it would make every goroutine sharing the Mutex the same owner, so they
-// would all "re-enter" one another's lock: no mutual exclusion at all. The
-// explicit owner makes the caller say who it is.
-//
-// # The protocol
-//
-// The key is a hash with one field, owner id → count (Redisson's layout).
-// acquire.lua increments the owner's count when the key is missing or the
-// owner's field exists, and lengthens the TTL (never shortens it: an inner
-// Lock with a shorter TTL must not cut an outer hold); otherwise it changes
-// nothing. release.lua refuses an owner that has no field, decrements
-// otherwise, lengthens the TTL while the count is above 0, and deletes the
-// key at 0. extend.lua renews the TTL
-// only for the owner, which makes a [Mutex] a watchdog.Extender: pass it
-// to watchdog.Keep, with the context carrying the owner, to renew it while
-// the outermost holder works.
+//	m := reentrant.New(client, "lock:order:1001")
+//	ctx = reentrant.WithOwner(ctx, reentrant.NewOwner())
+//	if err := m.Lock(ctx); err != nil {
+//		return err
+//	}
+//	defer m.Unlock(ctx)
+//	reserveStock(ctx, m) // its m.Lock(ctx) re-enters
 //
 // # Timing
 //
 // A hold lasts at most the TTL after the last Lock, Unlock or Extend of
-// its owner. Nested calls renew it, but a long step with no lock call in
-// between does not: keep the TTL longer than the longest such step, or
-// renew the lock with package watchdog.
+// its owner. Nested calls renew it (never shortening it), but a long step
+// with no lock call in between does not: keep the TTL longer than the
+// longest such step, or renew the lock with package watchdog (a Mutex is
+// a watchdog.Extender; pass it to watchdog.Keep with the owner's context).
+// A lock that expired and is then re-entered starts a new hold with count
+// 1, and the outer holder's Unlock then fails with [ErrNotHeld]: the count
+// in Redis, not the call stack, is the truth.
 //
-// # Faults
+// # What it survives, and what it does not
 //
-// What the fault scoreboard (make faults) measures it against. It survives
-// a lost reply sent again (every call has an id and leaves a receipt, so a
-// Lock or Unlock sent twice counts once), a command delivered late (a Lock
-// that gave up cancels its call by id), a killed holder (a hold lasts at
-// most the TTL after its owner's last call), and eviction (Lock refuses a
-// server that evicts). It does not survive, as no lease lock does: a
-// holder paused past its TTL, a write delayed in the network past the TTL,
-// a failover before the key replicates, a restart without data, and a
-// clock jump on the server (see package correct, and package fencing for
-// the cure to the first two).
+// It survives a reply lost and the command sent again (every call has an
+// id and leaves a receipt, so a Lock or Unlock sent twice counts once), a
+// command delivered late (a Lock that gave up cancels its call by id), a
+// holder that crashes (its hold ends a TTL after its last call), and a
+// server that may evict keys (Lock refuses it, [ErrEviction];
+// [WithEvictionCheck]).
 //
-// # Metrics
+// As any lease lock, it does not survive a holder paused past its TTL or a
+// write held up in the network past it (another owner takes the lock
+// meanwhile; package fencing lets the resource refuse the late write), a
+// failover before the key reached the replica or a restart without
+// persistence (either forgets the key), or the server's clock jumping
+// forward (the key expires early).
+//
+// # Observers
 //
 // [WithObserver] reports only the outermost hold of an Owner: Acquired
 // when its count goes from 0 to 1 and Released when it returns from 1 to
-// 0. Re-entries and partial Unlocks are invisible to other owners, so they
-// are invisible to the wait and hold metrics too.
+// 0. Re-entries and partial Unlocks are invisible to other owners, so
+// they are invisible to the wait and hold metrics too.
+//
+// In Redis the key is a hash with one field, the owner's id → its count,
+// as Redisson's RLock keeps it.
+//
+// The locklab lab labs/06-reentrancy shows a nested Lock that waits for
+// its own caller, and a hurried fix that frees the lock too early.
 package reentrant
