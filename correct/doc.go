@@ -64,10 +64,16 @@
 // with a [Notifier] ([WithNotifier]) waiters queue and the holder hands
 // the lock to the oldest live one, first come first served.
 //
-// A *redis.AutoPipeliner works too, with every promise above kept: the
-// Mutex waits for each command only until the context ends. One
-// configured with Unordered: true is refused (an error wrapping
-// [ErrInvalid]): a release could overtake the SET it follows.
+// # Auto-pipelined clients
+//
+// A *redis.AutoPipeliner (client.AutoPipeline()) works too, with every
+// promise above kept. The Mutex waits for each command only until the
+// context ends (Lock returns by its deadline, plus the 2s bound of the
+// clean-up of a SET left unanswered), and a batch sent again whole after a
+// network error is one more command run twice. One configured with
+// Unordered: true is refused (an error wrapping [ErrInvalid]): there a
+// release could overtake the SET it follows. A [Notifier] subscribes
+// through the AutoPipeliner's own client.
 //
 // The locklab lab labs/07-failover shows a failover handing the lock to a
 // second client.

@@ -27,8 +27,12 @@
 //	defer m.Unlock(context.Background())
 //	err := store.Write(ctx, "order:1001", data, m.Token()) // ErrStaleToken if a newer holder wrote
 //
-// Tokens come from a counter key kept beside the lock key and never
-// deleted; a refused acquisition spends no token.
+// Tokens come from a counter key beside the lock key, in its cluster slot:
+// "{orders}:fence" for lock "orders", "{orders}:lock:fence" for
+// "{orders}:lock". A refused acquisition spends no token. The counter is
+// never deleted, so take lock names from a bounded set, not from request
+// ids; deleting a counter restarts its tokens at 1, and a store that saw
+// larger ones then refuses every write until the counter passes them.
 //
 // # What it guarantees, and what it does not
 //
