@@ -3,8 +3,10 @@
 // one Unlock, and the key is deleted only when the count returns to zero.
 // No other owner can take, release or extend it meanwhile.
 //
-// Prefer restructuring the code when the nested calls are all yours. Use
-// this package when they are not: processOrder locks order:1001, then
+// Prefer restructuring the code when the nested calls are all yours, as
+// Go's own sync.Mutex asks (a recursive lock lets a function run while its
+// caller has the invariants broken; owner.go has the argument). Use this
+// package when they are not: processOrder locks order:1001, then
 // calls reserveStock (perhaps in another service), which also locks
 // order:1001 because other callers use it too. Without reentrancy
 // reserveStock would wait for a lock its own caller holds until the lease
