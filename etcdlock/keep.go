@@ -7,6 +7,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/locklab/locklab/internal/retry"
 )
 
 // doneMargin returns how long before the earliest moment etcd can end a
@@ -46,12 +48,12 @@ type keeper struct {
 }
 
 // keep starts keeping lease id alive. sent is when the grant (or the last
-// renewal) that answered with ttl was sent; ended, if not nil, is a
-// channel whose closing ends the hold too (a shared session's Done).
-func keep(c *clientv3.Client, id clientv3.LeaseID, ttl time.Duration, sent time.Time, ended <-chan struct{}) *keeper {
-	ctx, cancel := context.WithCancel(context.Background())
+// renewal) that answered with ttl was sent; the hold ends too when parent
+// ends (a shared session's Ctx, which ends with the session).
+func keep(parent context.Context, c *clientv3.Client, id clientv3.LeaseID, ttl time.Duration, sent time.Time) *keeper {
+	ctx, cancel := context.WithCancel(parent)
 	k := &keeper{done: make(chan struct{}), cancel: cancel, exited: make(chan struct{})}
-	go k.run(ctx, c, id, ttl, sent, ended)
+	go k.run(ctx, c, id, ttl, sent)
 	return k
 }
 
@@ -62,59 +64,67 @@ func (k *keeper) stop() {
 	<-k.exited
 }
 
-func (k *keeper) run(ctx context.Context, c *clientv3.Client, id clientv3.LeaseID, ttl time.Duration, sent time.Time, ended <-chan struct{}) {
+// run renews the lease every TTL/3, counting from the send time of the
+// last renewal answered, until ctx ends, etcd says the lease is gone, or
+// no renewal is answered before the deadline; then it closes done.
+func (k *keeper) run(ctx context.Context, c *clientv3.Client, id clientv3.LeaseID, ttl time.Duration, sent time.Time) {
 	defer close(k.exited)
 	defer close(k.done)
 	defer k.cancel()
 	deadline := sent.Add(ttl - doneMargin(ttl))
 	expired := time.NewTimer(time.Until(deadline))
 	defer expired.Stop()
-	renew := time.NewTimer(time.Until(sent.Add(ttl / 3)))
-	defer renew.Stop()
+	next := time.NewTimer(time.Until(sent.Add(ttl / 3)))
+	defer next.Stop()
 	for {
 		select {
-		case <-renew.C:
+		case <-next.C:
 		case <-expired.C:
-			return
-		case <-ended:
 			return
 		case <-ctx.Done():
 			return
 		}
-		// One renewal. An attempt that gets no answer within TTL/3 is
-		// given up and sent again (a renewal forwarded by a follower to a
-		// leader just killed can hang for etcd's request timeout, 7s),
-		// until one is answered or the deadline passes; each attempt
-		// counts from its own send time.
-		at := time.Now()
-		rctx, cancel := context.WithDeadline(ctx, minTime(deadline, at.Add(ttl/3)))
-		resp, err := c.KeepAliveOnce(rctx, id)
-		cancel()
-		switch {
-		case err == nil:
-			ttl = time.Duration(resp.TTL) * time.Second
-			deadline = at.Add(ttl - doneMargin(ttl))
-			expired.Reset(time.Until(deadline))
-			renew.Reset(time.Until(at.Add(ttl / 3)))
-		case errors.Is(err, rpctypes.ErrLeaseNotFound):
-			return // etcd says the lease is gone
-		case ctx.Err() != nil || c.Ctx().Err() != nil || !time.Now().Before(deadline):
-			return // stopped, the client closed, or no answer in time
-		case errors.Is(rctx.Err(), context.DeadlineExceeded):
-			renew.Reset(0) // this attempt went unanswered: send another
-		default:
-			// etcd refused it otherwise: try again shortly, within the
-			// deadline.
-			renew.Reset(gonePoll)
+		at, granted, err := renew(ctx, c, id, ttl, deadline)
+		if err != nil {
+			return // stopped, the session ended, the client closed, the lease is gone, or no answer in time
 		}
+		ttl = granted
+		deadline = at.Add(ttl - doneMargin(ttl))
+		expired.Reset(time.Until(deadline))
+		next.Reset(time.Until(at.Add(ttl / 3)))
 	}
 }
 
-func minTime(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
+// renew sends renewals of lease id until one is answered, and returns
+// when that one was sent and the TTL etcd answered with. An attempt that
+// gets no answer within ttl/3 is given up and sent again at once (a
+// renewal forwarded by a follower to a leader just killed can hang for
+// etcd's request timeout, 7s); one that etcd refuses otherwise is sent
+// again after gonePoll. It gives up with an error when etcd says the lease
+// is gone, the client is closed, ctx ends, or deadline passes.
+func renew(ctx context.Context, c *clientv3.Client, id clientv3.LeaseID, ttl time.Duration, deadline time.Time) (at time.Time, granted time.Duration, err error) {
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	pause := time.Duration(0) // after the attempt that just failed
+	err = retry.Repeat(ctx, retry.Policy{Delay: func(int) time.Duration { return pause }}, func(ctx context.Context, _ int) (bool, error) {
+		at = time.Now()
+		actx, cancel := context.WithTimeout(ctx, ttl/3)
+		resp, err := c.KeepAliveOnce(actx, id)
+		cancel()
+		switch {
+		case err == nil:
+			granted = time.Duration(resp.TTL) * time.Second
+			return true, nil
+		case errors.Is(err, rpctypes.ErrLeaseNotFound), c.Ctx().Err() != nil:
+			return false, err // etcd says the lease is gone, or the client closed
+		case errors.Is(actx.Err(), context.DeadlineExceeded):
+			pause = 0 // this attempt went unanswered: send another
+		default:
+			pause = gonePoll // refused otherwise: again shortly, within the deadline
+		}
+		return false, nil
+	})
+	return at, granted, err
 }
 
 // gonePoll is how soon a keeper asks again after a renewal failed for a

@@ -217,7 +217,7 @@ func (m *Mutex) newHold(ctx context.Context) (*hold, error) {
 			}
 			return nil, fmt.Errorf("etcdlock: renew the session's lease %x for %q: %w", lease, m.key, err)
 		}
-		k := keep(m.client, lease, time.Duration(resp.TTL)*time.Second, sent, m.shared.Done())
+		k := keep(m.shared.Ctx(), m.client, lease, time.Duration(resp.TTL)*time.Second, sent)
 		return m.claimOn(lease, k, sessionLease), nil
 	}
 	granted := time.Now()
@@ -238,7 +238,7 @@ func (m *Mutex) newHold(ctx context.Context) (*hold, error) {
 			granted = at
 		}
 	}
-	k := keep(m.client, lease.ID, ttl, granted, nil)
+	k := keep(context.Background(), m.client, lease.ID, ttl, granted)
 	return m.claimOn(lease.ID, k, ownLease), nil
 }
 

@@ -80,6 +80,33 @@ func TestSharedSessionExcludes(t *testing.T) {
 	}
 }
 
+// TestDoneClosesWhenSessionEnds: a hold on a session given with
+// WithSession is presumed lost once that session ends, even while the
+// session's lease lives on (Orphan stops the session's keep-alives; the
+// hold's keeper renews the lease itself, and would go on): Done closes.
+func TestDoneClosesWhenSessionEnds(t *testing.T) {
+	leakcheck.Guard(t)
+	c := client(t)
+	ctx := context.Background()
+	s, err := concurrency.NewSession(c, concurrency.WithTTL(30))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a := etcdlock.New(c, lockKey(t), etcdlock.WithSession(s))
+	if err := a.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := a.Done()
+	s.Orphan()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Error("a.Done() still open 10s after its session ended")
+	}
+	_ = a.Unlock(ctx) // the claim's fate is not this test's
+}
+
 // duplicating returns a client whose nth gRPC call to method (from 1) is
 // sent twice, the first reply thrown away: a reply lost on the way back and the
 // request sent again, as a client that retries would (modeled: clientv3
