@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/locklab/locklab/internal/history"
 )
 
@@ -56,6 +58,9 @@ type Race struct {
 	// how the actors' parts ended: [Actor.Err]), recording violations
 	// with [Scene.Violation].
 	Final func(s *Scene, actors []*Actor)
+	// Nodes is how many independent redis-server nodes the race runs on
+	// ([Scene.Nodes]); 1 if 0. Every node is flushed between schedules.
+	Nodes int
 }
 
 // An Actor is one party to a race: a client and its steps, or an event.
@@ -66,6 +71,7 @@ type Actor struct {
 	ready  func() bool // an event's, or a client's before its first step
 	do     func()
 	err    error // what ended the part, if an operation failed
+	steady bool  // its operations never park (see Unparked)
 	ended  int   // the turn that ended the part (1 for the first), 0 before
 
 	step int   // next step
@@ -115,9 +121,37 @@ func (a *Actor) When(ready func() bool) *Actor {
 	return a
 }
 
+// Unparked makes a client's actor run its operations without parking at
+// the race's points: a bystander (the client that tries once while the
+// other is stopped) whose own steps need no interleaving, so that the
+// schedules are the orderings that matter.
+func (a *Actor) Unparked() *Actor {
+	a.steady = true
+	return a
+}
+
 // Ended returns the turn (1 for a schedule's first) in which a's part
 // ended, or 0 if it has not: which of two parts ended first.
 func (a *Actor) Ended() int { return a.ended }
+
+// Next returns the name of the operation a runs next, or is parked in
+// ("renew"), or "" once its part has ended or for an event: an event
+// that may happen only before a given step of a client uses it.
+func (a *Actor) Next() string {
+	if a.client == nil || a.done || a.step >= len(a.steps) {
+		return ""
+	}
+	return a.steps[a.step][a.op].name
+}
+
+// At returns the hook point where a's client is parked, or "" when it is
+// not parked: between its steps, or done.
+func (a *Actor) At() string {
+	if a.call == nil {
+		return ""
+	}
+	return a.at
+}
 
 // Err returns the error of the operation that ended a's part, or nil.
 // "Not held" from an unlock, and a trylock's false, end nothing.
@@ -171,13 +205,13 @@ func (a *Actor) move(s *Scene, race Race, points []string) {
 	for {
 		if a.call == nil {
 			o := a.steps[a.step][a.op]
-			if race.parks(o.name) {
+			if race.parks(o.name) && !a.steady {
 				c.ParkAt(points...)
 			}
 			a.call = c.Go(o.name, o.arg)
 		}
 		o := a.steps[a.step][a.op]
-		if race.parks(o.name) {
+		if race.parks(o.name) && !a.steady {
 			if at, parked := c.WaitParkedOr(a.call, points...); parked {
 				a.at = at
 				return
@@ -353,8 +387,14 @@ func explore(t *testing.T, title, label string, race Race, impl *Impl, want outc
 	start := time.Now()
 	base := newScene(t, 10*checkTimeout) // its context serves FLUSHALL between schedules
 	base.quiet = ro.quiet
-	base.Nodes(1)
+	nodes := base.Nodes(max(race.Nodes, 1))
 	observer := base.Redis()
+	flushers := []*redis.Client{observer}
+	for _, n := range nodes[1:] {
+		c := n.Client()
+		defer c.Close()
+		flushers = append(flushers, c)
+	}
 	points := race.points()
 	head := title + " " + label + ": "
 
@@ -370,11 +410,13 @@ func explore(t *testing.T, title, label string, race Race, impl *Impl, want outc
 		// Every schedule starts from the same server: no keys, and no
 		// cached scripts (an EVALSHA that found its script would send one
 		// command fewer than the first schedule's).
-		if err := observer.FlushAll(base.Ctx).Err(); err != nil {
-			t.Fatalf("labs: exploration: FLUSHALL between schedules: %v", err)
-		}
-		if err := observer.ScriptFlush(base.Ctx).Err(); err != nil {
-			t.Fatalf("labs: exploration: SCRIPT FLUSH between schedules: %v", err)
+		for _, c := range flushers {
+			if err := c.FlushAll(base.Ctx).Err(); err != nil {
+				t.Fatalf("labs: exploration: FLUSHALL between schedules: %v", err)
+			}
+			if err := c.ScriptFlush(base.Ctx).Err(); err != nil {
+				t.Fatalf("labs: exploration: SCRIPT FLUSH between schedules: %v", err)
+			}
 		}
 		s := newScene(st, exerciseTimeout)
 		s.spread, s.quiet = ro.spread, ro.quiet
