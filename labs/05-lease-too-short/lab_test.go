@@ -61,18 +61,22 @@ var (
 		m := &subject{}
 		spy := &spyClient{Client: e.Redis(0), subject: m}
 		m.inner = naive.NewBlindRenewal(spy, e.Key, naive.WithTTL(e.TTL), naive.WithHook(e.Hook))
+		m.gated(e)
 		return m
 	})
 	// watchdogLock is package watchdog: owner-checked renewal on an
 	// absolute schedule, and Done closed the moment the lock is lost.
 	watchdogLock = labs.Register("lab05-watchdog", func(e *labs.Env) labs.Locker {
 		w := watchdog.New(e.Redis(0), e.Key, watchdog.WithTTL(e.TTL), watchdog.WithInterval(e.TTL/renewDivisor), watchdog.WithHook(e.Hook))
-		return &subject{inner: w, detach: true}
+		m := &subject{inner: w, detach: true}
+		m.gated(e)
+		return m
 	})
 	exercise = labs.Register("lab05-exercise", func(e *labs.Env) labs.Locker {
 		m := &subject{}
 		spy := &spyClient{Client: e.Redis(0), subject: m}
 		m.inner = lab05.NewExercise(spy, e.Key, e.TTL)
+		m.gated(e)
 		return m
 	})
 	_ = labs.RegisterError(lab05.ErrNotHeld, labs.LabelNotHeld)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -25,6 +26,10 @@ type subject struct {
 	// detach holds the lock under a context that outlives the "lock"
 	// operation: see holdCtx.
 	detach bool
+	// gate, in an explored run, holds the watchdog's renewals until the
+	// schedule grants them (see gate); nil otherwise.
+	gate *gate
+	ops  atomic.Int32 // the lock's operations under way: their commands are not the watchdog's
 
 	mu   sync.Mutex // protects note, told and hold
 	note func(format string, args ...any)
@@ -46,13 +51,41 @@ func (m *subject) holdCtx(ctx context.Context) context.Context {
 	return ctx
 }
 
+// gated makes m a gated subject when e asks for it (the Param gated=on):
+// its watchdog's commands wait at a gate (see gate).
+func (m *subject) gated(e *labs.Env) {
+	if e.Param(gatedParam, "") != "on" {
+		return
+	}
+	m.gate = newGate(e.Hook)
+	e.Redis(0).AddHook(gateHook{m})
+	e.Defer(m.gate.release)
+}
+
+// background reports whether a command sent with ctx is the watchdog's:
+// sent while none of the lock's operations runs (the spy's reads aside).
+func (m *subject) background(ctx context.Context) bool {
+	return ctx.Value(spyKey{}) == nil && m.ops.Load() == 0
+}
+
+// op counts one of the lock's operations while it runs; call the result
+// when it returns.
+func (m *subject) op() func() {
+	m.ops.Add(1)
+	return func() { m.ops.Add(-1) }
+}
+
 // Lock takes the lock. A detached lock polls TryLock every 5ms, so that
 // ctx bounds only the wait.
 func (m *subject) Lock(ctx context.Context) error {
 	if !m.detach {
-		if err := m.inner.Lock(ctx); err != nil {
+		end := m.op()
+		err := m.inner.Lock(ctx)
+		end()
+		if err != nil {
 			return err
 		}
+		m.held()
 		m.watch()
 		return nil
 	}
@@ -71,11 +104,22 @@ func (m *subject) Lock(ctx context.Context) error {
 
 // TryLock tries once.
 func (m *subject) TryLock(ctx context.Context) (bool, error) {
+	end := m.op()
 	ok, err := m.inner.TryLock(m.holdCtx(ctx))
+	end()
 	if ok {
+		m.held()
 		m.watch()
 	}
 	return ok, err
+}
+
+// held closes the gate, if any, for a hold just taken. (A watchdog that
+// renews before its lock's TryLock returns renews ungated once.)
+func (m *subject) held() {
+	if m.gate != nil {
+		m.gate.hold()
+	}
 }
 
 // Unlock releases the lock. A watchdog's "not held" error also carries
@@ -83,6 +127,10 @@ func (m *subject) TryLock(ctx context.Context) (bool, error) {
 // fired first after a pause; the timeline names it by its sentinel alone,
 // so Unlock keeps only that (the message is kept as text).
 func (m *subject) Unlock(ctx context.Context) error {
+	if m.gate != nil {
+		m.gate.release() // a watchdog held at the gate must see Unlock's stop
+	}
+	defer m.op()()
 	m.mu.Lock()
 	if m.hold != nil {
 		close(m.hold)
@@ -177,7 +225,7 @@ type spyClient struct {
 
 // PExpire sends PEXPIRE and reports it.
 func (c *spyClient) PExpire(ctx context.Context, key string, ttl time.Duration) *redis.BoolCmd {
-	holder, err := c.Client.Get(ctx, key).Result()
+	holder, err := c.Client.Get(context.WithValue(ctx, spyKey{}, true), key).Result()
 	cmd := c.Client.PExpire(ctx, key, ttl)
 	if err == nil && cmd.Err() == nil {
 		c.subject.renewed(key, ttl, holder, cmd.Val())
