@@ -218,19 +218,19 @@ func (c *Client) HoldAt(points ...string) {
 	}
 }
 
-// CrashInPlace ends a goroutine client as a crash of its process would,
+// crashInPlace ends a goroutine client as a crash of its process would,
 // without a process: its Redis connections close, and then an operation
 // parked at a hook point goes on, failing at its next command, so nothing
 // it was about to send reaches Redis. The client does nothing useful
 // after. (For a real process, use [Client.Kill].)
-func (c *Client) CrashInPlace() {
+func (c *Client) crashInPlace() {
 	c.s.t.Helper()
 	c.arm(msg{T: "crash"})
 }
 
-// Disarm undoes [Client.ParkAt] and [Client.HoldAt] for points not yet
+// disarm undoes [Client.ParkAt] and [Client.HoldAt] for points not yet
 // reached: the client passes them without parking.
-func (c *Client) Disarm(points ...string) {
+func (c *Client) disarm(points ...string) {
 	c.s.t.Helper()
 	for _, p := range points {
 		c.arm(msg{T: "arm", Op: p, Arg: "off"})
@@ -298,9 +298,9 @@ func (c *Client) Continue() {
 	c.s.Must(c.out.send(msg{T: "continue"}))
 }
 
-// Pid returns the child process's id; it fails the test for a goroutine
+// pid returns the child process's id; it fails the test for a goroutine
 // client.
-func (c *Client) Pid() int {
+func (c *Client) pid() int {
 	c.s.t.Helper()
 	if c.cmd == nil {
 		c.s.t.Fatalf("labs: client %s runs in a goroutine; use Scene.Process for a real process", c.name)
@@ -312,7 +312,7 @@ func (c *Client) Pid() int {
 // kill would, and waits until it is gone. Calls in flight fail.
 func (c *Client) Kill() {
 	c.s.t.Helper()
-	pid := c.Pid()
+	pid := c.pid()
 	c.mu.Lock()
 	c.killed = true
 	c.mu.Unlock()
@@ -327,7 +327,7 @@ func (c *Client) Kill() {
 // connections stay open; the wall clock, and Redis TTLs, keep running.
 func (c *Client) Freeze() {
 	c.s.t.Helper()
-	pid := c.Pid()
+	pid := c.pid()
 	c.s.Must(proc.Signal(c.cmd, syscall.SIGSTOP))
 	c.s.Must(proc.WaitState(pid, "T", 5*time.Second))
 	c.s.Fault("SIGSTOP %s (frozen)", c.name)
@@ -336,7 +336,7 @@ func (c *Client) Freeze() {
 // Thaw resumes a frozen client's process with SIGCONT.
 func (c *Client) Thaw() {
 	c.s.t.Helper()
-	c.Pid()
+	c.pid()
 	c.s.Fault("SIGCONT %s (resumes)", c.name)
 	c.s.Must(proc.Signal(c.cmd, syscall.SIGCONT))
 }

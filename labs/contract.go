@@ -319,9 +319,9 @@ func contractOneHolder(s *Scene, impl *Impl, cn *contractNodes, c LockContract, 
 
 	// B is willing to wait contractWait: its Lock must give up then, and
 	// leave A's lock alone.
-	var watch *KeyWatch
+	var watch *keyWatch
 	if !c.Renews { // a watchdog renews A's lock meanwhile
-		watch = s.WatchKey(s.Key)
+		watch = s.watchKey(s.Key)
 	}
 	start := time.Now()
 	call := b.Go("lock", contractWait.String())
@@ -333,7 +333,7 @@ func contractOneHolder(s *Scene, impl *Impl, cn *contractNodes, c LockContract, 
 	} else if took := time.Since(start); took < contractWait/2 {
 		return violated(s, "B's Lock returned %v after %v, though its context had %v left: Lock waits for a held lock until its context ends", describeErr(err), took.Round(time.Millisecond), contractWait)
 	}
-	if watch != nil && !watch.LeftAlone("A's lock", "B's Lock, which gave up,") {
+	if watch != nil && !watch.leftAlone("A's lock", "B's Lock, which gave up,") {
 		return false
 	}
 
@@ -437,7 +437,7 @@ func contractExpired(s *Scene, impl *Impl, cn *contractNodes, c LockContract, no
 		return violated(s, "B's Lock of an expired lock returned %v", describeErr(err))
 	}
 	before := cn.pttls(s.Key)
-	watch := s.WatchKey(s.Key)
+	watch := s.watchKey(s.Key)
 	err, ok := unlockWithin(s, a)
 	if !ok {
 		return false
@@ -445,7 +445,7 @@ func contractExpired(s *Scene, impl *Impl, cn *contractNodes, c LockContract, no
 	if !notHeld(err) {
 		return violated(s, "A's Unlock, after its lease ran out and B took the lock, returned %s: Unlock of a lock not held returns the not-held error", errText(err))
 	}
-	if !watch.LeftAlone("B's lock", "A's Unlock") {
+	if !watch.leftAlone("B's lock", "A's Unlock") {
 		return false
 	}
 	after := cn.pttls(s.Key)
@@ -680,6 +680,6 @@ func (s *Scene) RefuseWrites(on bool) {
 	}
 }
 
-// LockContractScenario is the lock contract as a scenario, for a test that
+// lockContractScenario is the lock contract as a scenario, for a test that
 // runs it on a lock the contract must catch ([Run], [Caught]).
-func LockContractScenario(c LockContract) Scenario { return lockContract(c) }
+func lockContractScenario(c LockContract) Scenario { return lockContract(c) }

@@ -216,7 +216,7 @@ func (a *Actor) move(s *Scene, race Race, points []string) {
 				a.at = at
 				return
 			}
-			c.Disarm(points...)
+			c.disarm(points...)
 		}
 		out, err := a.call.Result()
 		a.call = nil
@@ -600,7 +600,7 @@ func ReleaseRace(points ...string) Race {
 }
 
 // Crash is an event that ends a's part where it stands, as a crash of its
-// process would ([Client.CrashInPlace]): its connections close, so what
+// process would ([Client.crashInPlace]): its connections close, so what
 // the operation a is parked in was about to send never reaches Redis, and
 // a does nothing more. Named "crash" in schedules; ready while a has a
 // part left.
@@ -608,7 +608,7 @@ func (s *Scene) Crash(a *Actor) *Actor {
 	return s.Event("crash", func() bool { return !a.done }, func() {
 		s.t.Helper()
 		s.Fault("%s crashes", a.name)
-		a.client.CrashInPlace()
+		a.client.crashInPlace()
 		a.call = nil // it fails on its closed connections, or retries until it gives up: a crashed process has no say
 		a.done = true
 	})

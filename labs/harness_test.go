@@ -162,7 +162,7 @@ func TestKillAndFreezeAreReal(t *testing.T) {
 		if _, err := a.Do(pingOp, ""); err != nil {
 			t.Fatal(err)
 		}
-		pid := a.Pid()
+		pid := labs.ClientPid(a)
 		call := a.Go(sleepOp, "1h")
 		a.Kill()
 		if err := call.Err(); !labs.IsGone(err) {
@@ -172,7 +172,7 @@ func TestKillAndFreezeAreReal(t *testing.T) {
 			t.Errorf("killed client's process in state %q; want gone", st)
 		}
 		b.Freeze()
-		if st := proc.State(b.Pid()); st != "T" {
+		if st := proc.State(labs.ClientPid(b)); st != "T" {
 			t.Errorf("frozen client's state = %q; want T", st)
 		}
 		ping := b.Go(pingOp, "")

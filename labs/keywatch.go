@@ -9,14 +9,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// KeyWatch reads what happens to one key on the server itself, through
+// keyWatch reads what happens to one key on the server itself, through
 // Redis's keyspace notifications: every command that changed the key (a
 // DEL, a SET, a PEXPIRE, an HINCRBY) and every expiry, in the order the
 // server applied them. A key "left alone" is one whose watch saw nothing:
 // comparing its value before and after cannot tell a key left alone from
 // one deleted and written back with the same value, or whose TTL was
 // renewed.
-type KeyWatch struct {
+type keyWatch struct {
 	s      *Scene
 	key    string
 	mark   string
@@ -24,34 +24,34 @@ type KeyWatch struct {
 	sub    *redis.PubSub
 }
 
-// keywatchFlush is the channel a [KeyWatch] publishes its marker on.
+// keywatchFlush is the channel a [keyWatch] publishes its marker on.
 const keywatchFlush = "labs:keywatch"
 
-// WatchKey starts watching key on the first node: it turns the node's
+// watchKey starts watching key on the first node: it turns the node's
 // keyspace notifications on (notify-keyspace-events KA) and returns once
 // the server has confirmed the subscription, so that everything done to
-// the key from then on is seen. [KeyWatch.Touched] says what was.
-func (s *Scene) WatchKey(key string) *KeyWatch {
+// the key from then on is seen. [keyWatch.touched] says what was.
+func (s *Scene) watchKey(key string) *keyWatch {
 	s.t.Helper()
 	s.Must(s.Redis().ConfigSet(s.Ctx, "notify-keyspace-events", "KA").Err())
 	c := s.Node().Client()
 	s.t.Cleanup(func() { _ = c.Close() })
-	w := &KeyWatch{s: s, key: key, client: c, mark: fmt.Sprintf("mark %d", time.Now().UnixNano())}
+	w := &keyWatch{s: s, key: key, client: c, mark: fmt.Sprintf("mark %d", time.Now().UnixNano())}
 	w.sub = c.Subscribe(s.Ctx, "__keyspace@0__:"+key, keywatchFlush)
 	s.t.Cleanup(func() { _ = w.sub.Close() })
 	for range 2 { // one confirmation per channel
 		if _, err := w.sub.Receive(s.Ctx); err != nil {
-			s.Fatalf("labs: WatchKey(%s): %v", key, err)
+			s.Fatalf("labs: watchKey(%s): %v", key, err)
 		}
 	}
 	return w
 }
 
-// Touched returns what was done to the key since the watch started (or
-// since the last Touched), in the server's order: "del", "set",
+// touched returns what was done to the key since the watch started (or
+// since the last touched), in the server's order: "del", "set",
 // "expire", "expired", "hincrby" and so on, as Redis names its
 // notifications. It stops watching only when the scene ends.
-func (w *KeyWatch) Touched() []string {
+func (w *keyWatch) touched() []string {
 	w.s.t.Helper()
 	// Redis applies commands one at a time, and sends a subscriber its
 	// messages in that order: once the marker published now comes back,
@@ -76,14 +76,14 @@ func (w *KeyWatch) Touched() []string {
 	}
 }
 
-// LeftAlone checks that nothing was done to the watched key since the
+// leftAlone checks that nothing was done to the watched key since the
 // watch started: not deleted, not written (even with the value it held),
 // not renewed. holder names whose lock the key is ("B's lock") and by
 // what ("A's Unlock"); it returns false, after recording a violation that
 // names what was done, when the key was touched.
-func (w *KeyWatch) LeftAlone(holder, by string) bool {
+func (w *keyWatch) leftAlone(holder, by string) bool {
 	w.s.t.Helper()
-	touched := w.Touched()
+	touched := w.touched()
 	if len(touched) == 0 {
 		return true
 	}

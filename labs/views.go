@@ -79,9 +79,9 @@ func (s *Scene) Unlocking(c *Client, release func() error) {
 	// Another's lock is read on the server's own account of the key
 	// (keyspace notifications): a value compare cannot see a key deleted
 	// and written back with the same token.
-	var watch *KeyWatch
+	var watch *keyWatch
 	if o := s.Owner(before); before != "" && o != "" && o != c.Name() {
-		watch = s.WatchKey(s.Key)
+		watch = s.watchKey(s.Key)
 	}
 	err := release()
 	if err != nil && !NotHeld(err) {
@@ -97,7 +97,7 @@ func (s *Scene) Unlocking(c *Client, release func() error) {
 		}
 	case after == "":
 		s.Note("%s's unlock deleted %s's lock (%s)", c.Name(), owner, before)
-	case watch != nil && !watch.LeftAlone(owner+"'s lock", c.Name()+"'s Unlock"):
+	case watch != nil && !watch.leftAlone(owner+"'s lock", c.Name()+"'s Unlock"):
 		// Deleted and written back, or renewed: the violation names it.
 	default:
 		s.Note("%s's lock (%s) left alone", owner, after)
