@@ -1,7 +1,9 @@
 // Package frame is what every lock package keeps around its own claim and
 // release: the lock's name and key as the observer names them, the
 // argument error found by New, the test hook, the observer and, for a lock
-// that holds one claim at a time, the current hold.
+// that holds one claim at a time, the current hold; and the lease rule the
+// Redis locks share (lease.go: an acquisition that learnt too late that it
+// took the lock gives it back).
 //
 // A lock's Lock, TryLock and Unlock call the frame, top-down, and the
 // frame never calls back into the lock: it takes values, and the only
