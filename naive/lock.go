@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/internal/args"
+	"github.com/locklab/locklab/internal/frame"
 	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/internal/token"
 )
@@ -24,14 +25,15 @@ type Client interface {
 	Del(ctx context.Context, keys ...string) *redis.IntCmd
 }
 
-// lock is what every naive type shares: the key, the options, the token of
-// the current hold, and Lock, TryLock and Unlock wired around the two steps
-// each type does its own way.
+// lock is what every naive type shares: the frame every locklab lock
+// builds from (internal/frame: the key, the argument error New found, the
+// hook), the options, the token of the current hold, and Lock, TryLock and
+// Unlock wired around the two steps each type does its own way.
 type lock struct {
+	f      frame.Frame
 	client Client
 	key    string
 	opts   options
-	err    error // invalid arguments, reported by every method
 	steps  steps // set once by the type's constructor
 
 	hold token.Slot // the current hold's token
@@ -51,15 +53,23 @@ type steps struct {
 	unlock func(context.Context) error
 }
 
-// init sets up the lock for key on client, with the type's steps s.
+// init sets up the lock for key on client, with the type's steps s. The
+// options are checked first, then the client and key: every method returns
+// the first bad argument.
 func (l *lock) init(client Client, key string, opts []Option, s steps) {
 	var err error
 	l.client, l.key, l.steps = client, key, s
 	l.opts, err = newOptions(opts)
-	if l.err = args.Target(ErrInvalid, client, key); l.err == nil {
-		l.err = err
+	if err == nil {
+		err = args.Target(ErrInvalid, client, key)
 	}
+	l.f = frame.Frame{Kind: "naive", Key: key, Err: err, Hook: l.opts.hook}
 }
+
+// check returns the error every method returns before it sends anything:
+// the invalid arguments New found, or, for a lock no New made (a zero
+// value), an error wrapping ErrInvalid.
+func (l *lock) check() error { return l.f.Check(ErrInvalid) }
 
 // Key returns the lock's key.
 func (l *lock) Key() string { return l.key }
@@ -72,25 +82,21 @@ func (l *lock) held(tok string) { l.hold.Set(tok) }
 // take returns the current token and forgets it.
 func (l *lock) take() string { return l.hold.Take() }
 
-func (l *lock) hook(ctx context.Context, point string) {
-	if l.opts.hook != nil {
-		l.opts.hook(ctx, point)
-	}
-}
+func (l *lock) hook(ctx context.Context, point string) { l.f.At(ctx, point) }
 
 // TryLock takes the lock if it is free, in the way the type's doc
 // describes, and reports a lock held by someone else as (false, nil).
 func (l *lock) TryLock(ctx context.Context) (bool, error) {
-	if l.err != nil {
-		return false, l.err
+	if err := l.check(); err != nil {
+		return false, err
 	}
 	return l.steps.tryLock(ctx)
 }
 
 // Lock polls TryLock until it takes the lock or ctx ends.
 func (l *lock) Lock(ctx context.Context) error {
-	if l.err != nil {
-		return l.err
+	if err := l.check(); err != nil {
+		return err
 	}
 	return l.poll(ctx, l.TryLock)
 }
@@ -98,8 +104,8 @@ func (l *lock) Lock(ctx context.Context) error {
 // Unlock releases the lock in the way the type's doc describes. It returns
 // [ErrNotHeld] when the lock was not held.
 func (l *lock) Unlock(ctx context.Context) error {
-	if l.err != nil {
-		return l.err
+	if err := l.check(); err != nil {
+		return err
 	}
 	return l.steps.unlock(ctx)
 }

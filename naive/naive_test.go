@@ -132,6 +132,27 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+// TestZeroValueRefused: a lock no constructor made says so, with an error
+// wrapping ErrInvalid, from every method; it does not panic.
+func TestZeroValueRefused(t *testing.T) {
+	ctx := t.Context()
+	for name, l := range map[string]locker{
+		"BlindDelete": &naive.BlindDelete{}, "GetThenDelete": &naive.GetThenDelete{},
+		"GetThenSet": &naive.GetThenSet{}, "SetNXThenExpire": &naive.SetNXThenExpire{},
+		"Counted": &naive.Counted{}, "BlindRenewal": &naive.BlindRenewal{},
+	} {
+		if err := l.Lock(ctx); !errors.Is(err, naive.ErrInvalid) {
+			t.Errorf("%s{}.Lock() = %v; want ErrInvalid", name, err)
+		}
+		if _, err := l.TryLock(ctx); !errors.Is(err, naive.ErrInvalid) {
+			t.Errorf("%s{}.TryLock() = %v; want ErrInvalid", name, err)
+		}
+		if err := l.Unlock(ctx); !errors.Is(err, naive.ErrInvalid) {
+			t.Errorf("%s{}.Unlock() = %v; want ErrInvalid", name, err)
+		}
+	}
+}
+
 func TestLockGivesUpWithContext(t *testing.T) {
 	c := client(t)
 	key := lockKey()

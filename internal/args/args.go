@@ -57,16 +57,6 @@ func Target(invalid error, client any, key string) error {
 	return nil
 }
 
-// TTLTries returns the error, wrapping invalid, for the two options every
-// lock package checks the same way: a ttl under least ([TTL]) first, then a
-// negative number of tries ([Tries]); nil when both will do.
-func TTLTries(invalid error, ttl, least time.Duration, tries int) error {
-	if err := TTL(invalid, ttl, least); err != nil {
-		return err
-	}
-	return Tries(invalid, tries)
-}
-
 // TTL returns the error, wrapping invalid, for a WithTTL(ttl) under least
 // ("WithTTL(0s): ttl must be at least 1ms"); nil when ttl will do.
 func TTL(invalid error, ttl, least time.Duration) error {
