@@ -271,3 +271,21 @@ func notifierOnCluster(t *testing.T, oc *onCluster) {
 		}
 	}
 }
+
+// unordered: a ClusterClient's AutoPipeliner configured Unordered: true
+// is refused as a plain client's is (TestAutoPipelinerUnorderedRefused):
+// a release could overtake the SET it follows. (For the single-node kinds:
+// redlock's clean-up does not rest on the order.)
+func (oc *onCluster) unordered(t *testing.T, k clusterKind) {
+	cc := oc.c.Client()
+	ap, err := cc.AutoPipelineWithOptions(&redis.AutoPipelineOptions{MaxConcurrentBatches: 4, Unordered: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ap.Close() })
+	key := oc.key(t, k)
+	err = k.make(t, ap, nil, key, longTTL).Lock(op(t.Context()))
+	if err == nil || !containsFold(err.Error(), "unordered") {
+		t.Errorf("%s: Lock on an unordered cluster AutoPipeliner = %v; want an error naming Unordered", k.name, err)
+	}
+}

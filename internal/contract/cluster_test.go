@@ -294,20 +294,28 @@ func TestCluster(t *testing.T) {
 	})
 	t.Run("ExclusiveOverEveryPrimary", func(t *testing.T) { oc.forKinds(t, oc.exclusive) })
 	t.Run("EvictingPrimaryRefused", func(t *testing.T) { oc.forKinds(t, oc.evicting) })
+	t.Run("UnorderedAutoPipelinerRefused", func(t *testing.T) {
+		oc.forKindsIf(t, func(k clusterKind) bool { return k.pipelined && !strings.HasPrefix(k.name, "redlock") }, oc.unordered)
+	})
 	t.Run("NotifierRefusedOrExclusive", func(t *testing.T) { notifierOnCluster(t, oc) })
 	t.Run("LockReturnsByItsDeadline", func(t *testing.T) {
-		oc.forKinds(t, func(t *testing.T, k clusterKind) {
-			if k.pipelined {
-				t.Parallel() // each waits out a 2s bound; proxies and keys their own
-				oc.deadline(t, k)
-			}
+		oc.forKindsIf(t, func(k clusterKind) bool { return k.pipelined }, func(t *testing.T, k clusterKind) {
+			t.Parallel() // each waits out a 2s bound; proxies and keys their own
+			oc.deadline(t, k)
 		})
 	})
 }
 
 // forKinds runs scenario as a subtest for each clusterKind.
 func (oc *onCluster) forKinds(t *testing.T, scenario func(t *testing.T, k clusterKind)) {
+	oc.forKindsIf(t, func(clusterKind) bool { return true }, scenario)
+}
+
+// forKindsIf runs scenario as a subtest for each clusterKind which admits.
+func (oc *onCluster) forKindsIf(t *testing.T, which func(clusterKind) bool, scenario func(t *testing.T, k clusterKind)) {
 	for _, k := range clusterKinds {
-		t.Run(k.name, func(t *testing.T) { scenario(t, k) })
+		if which(k) {
+			t.Run(k.name, func(t *testing.T) { scenario(t, k) })
+		}
 	}
 }
