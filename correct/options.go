@@ -9,8 +9,8 @@ import (
 	"github.com/locklab/locklab/observe"
 )
 
-// defaultTTL is how long the key lives after SET or Extend. It is
-// redsync's default expiry, so the bench compares like with like.
+// defaultTTL is how long the key lives after SET or Extend: redsync's
+// default expiry, so a user moving from redsync keeps the lease they had.
 const defaultTTL = 8 * time.Second
 
 // An Option configures a [Mutex]. Options are applied by [New] in order;

@@ -8,8 +8,8 @@ const (
 	HookBeforeAcquire = "before-acquire"
 	// HookAcquired fires after the acquire script granted the lock, when
 	// [Mutex.Token] and [Mutex.Until] already report the new hold, before
-	// Lock or TryLock returns. Parking a client here is how a lab pauses a
-	// holder that believes it holds the lock.
+	// Lock or TryLock returns. Parking a client here pauses a holder that
+	// believes it holds the lock.
 	HookAcquired = "acquired"
 	// HookBeforeRelease fires in [Mutex.Unlock] before the release script.
 	HookBeforeRelease = "before-release"

@@ -17,8 +17,8 @@ package watchdog
 // So is correct's Mutex, which with a Notifier also waits without polling
 // (its waiters queue, and Unlock hands the lock to the oldest), where this
 // package's Mutex retries with backoff: correct with a Notifier, kept by
-// Keep, is a renewed lock that is fair under contention (the bench's
-// correct+keep; see the Keep hand-off example). As correct's Mutex reports
+// Keep, is a renewed lock that is fair under contention (see the Keep
+// hand-off example). As correct's Mutex reports
 // its validity (Until), Keep starts its lease from there, with no round
 // trip of its own.
 
@@ -52,8 +52,8 @@ type Extender interface {
 // exits when the lease ends: on [Lease.Stop] (which waits for it), when a
 // renewal is refused, when the lease runs out while renewals fail, when the
 // holder's context ends, or at the [WithMaxHold] cap. A [Mutex]'s refresher
-// releases the lock before it exits in the last two cases, which takes at
-// most 5s. Timers (time.AfterFunc) watch the deadline and the cap while the
+// releases the lock before it exits in the last two cases, bounded by
+// retry.ReleaseTimeout (2s). Timers (time.AfterFunc) watch the deadline and the cap while the
 // refresher is busy or parked; they run only for an instant.
 type Lease struct {
 	ext      Extender
