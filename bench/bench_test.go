@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/locklab/locklab/bench/registry"
 	"runtime"
 	"strconv"
 	"sync"
@@ -36,7 +37,7 @@ const benchLockTimeout = 5 * time.Second
 // `go run ./bench`'s, which measure the wait across give-ups and fairness;
 // these are for comparing one change against another.
 func BenchmarkLock(b *testing.B) {
-	for _, kind := range defaultImpls() {
+	for _, kind := range registry.Default() {
 		for _, contention := range []bool{false, true} {
 			name := "impl=" + kind + "/contention=none"
 			if contention {
@@ -50,11 +51,11 @@ func BenchmarkLock(b *testing.B) {
 var benchSeq atomic.Int64
 
 func benchmarkLock(b *testing.B, kind string, contention bool) {
-	im := registry[kind]
+	im := registry.Locks[kind]
 	ctx := b.Context()
-	e := env{addrs: addrs, ttl: defaultTTL}
+	e := registry.Env{Addrs: addrs, TTL: defaultTTL, Servers: &others}
 	tag := keyRoot + "gobench:" + randomID() + ":" + strconv.FormatInt(benchSeq.Add(1), 10)
-	srv, err := startServers(ctx, addrs, im.nodes)
+	srv, err := startServers(ctx, addrs, im.Nodes)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -65,13 +66,13 @@ func benchmarkLock(b *testing.B, kind string, contention bool) {
 	if contention {
 		n = benchParallelism * parallelProcs()
 	}
-	cons := make([]contender, n)
+	cons := make([]registry.Contender, n)
 	for i := range cons {
-		if cons[i], err = im.connect(e); err != nil {
+		if cons[i], err = im.Connect(e); err != nil {
 			b.Fatal(err)
 		}
-		defer cons[i].close()
-		l := cons[i].locker(tag + ":warm")
+		defer cons[i].Close()
+		l := cons[i].Locker(tag + ":warm")
 		if err := l.Lock(ctx); err != nil {
 			b.Fatal(err)
 		}
@@ -88,7 +89,7 @@ func benchmarkLock(b *testing.B, kind string, contention bool) {
 	start := time.Now()
 	if !contention {
 		for i := range b.N {
-			l := cons[0].locker(tag + ":" + strconv.Itoa(i))
+			l := cons[0].Locker(tag + ":" + strconv.Itoa(i))
 			t0 := time.Now()
 			if err := l.Lock(ctx); err != nil {
 				b.Fatal(err)
@@ -103,7 +104,7 @@ func benchmarkLock(b *testing.B, kind string, contention bool) {
 		var next atomic.Int64
 		b.SetParallelism(benchParallelism)
 		b.RunParallel(func(pb *testing.PB) {
-			l := cons[int(next.Add(1)-1)%len(cons)].locker(tag + ":contended")
+			l := cons[int(next.Add(1)-1)%len(cons)].Locker(tag + ":contended")
 			h := newHist()
 			defer func() {
 				mu.Lock()

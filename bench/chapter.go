@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"slices"
+	"github.com/locklab/locklab/bench/registry"
 	"strings"
 	"time"
 )
@@ -17,10 +17,6 @@ import (
 // that stands for it, and beside Redis's own ceiling, measured in the same
 // run by redis-benchmark at the same concurrency (redisbench.go: a bare
 // SET; a lock pair needs at least two commands, so at most half of it).
-
-// chapterLocks are the locks the claims table needs: at least one of them
-// must have run for the table to appear.
-var chapterLocks = []string{"etcdlock", "etcd-mutex", "zklock", "pglock", "pglock-row"}
 
 // chapterClaim is one row of the table: a claim, the lock measured for it,
 // and the rate that would make it true.
@@ -42,11 +38,14 @@ var chapterClaims = []chapterClaim{
 // chapterSection returns the claims table for report.md, or "" when none
 // of the locks on other systems ran.
 func (res *results) chapterSection() string {
-	ran := map[string]bool{}
+	ran, onOthers := map[string]bool{}, false
 	for _, r := range res.rows {
 		ran[r.Impl] = true
+		if im, ok := registry.Locks[r.Impl]; ok && systemOf(im) != sysRedis {
+			onOthers = true
+		}
 	}
-	if !slices.ContainsFunc(chapterLocks, func(n string) bool { return ran[n] }) {
+	if !onOthers {
 		return ""
 	}
 	var b bytes.Buffer

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"github.com/locklab/locklab/bench/registry"
 	"io"
 	"os"
 	"path/filepath"
@@ -181,7 +182,7 @@ func TestBadFlags(t *testing.T) {
 // interleave. The race is real, not staged, so the test allows a few runs
 // to see one; with 8 clients polling every 5ms it shows in every run here.
 func TestNaiveViolationsCounted(t *testing.T) {
-	if _, ok := registry["naive-getset"]; !ok {
+	if _, ok := registry.Locks["naive-getset"]; !ok {
 		t.Skip("package naive has no GetThenSet in this build")
 	}
 	for _, check := range []string{"async", "sync"} {

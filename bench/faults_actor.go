@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/locklab/locklab/bench/registry"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,7 +12,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/locklab/locklab/fencing"
 	"github.com/locklab/locklab/internal/history"
 	"github.com/locklab/locklab/internal/preflight"
 	"github.com/locklab/locklab/internal/rig"
@@ -34,15 +34,15 @@ import (
 // actorSpec is what an actor is made from; it crosses to a child process
 // as JSON.
 type actorSpec struct {
-	Name      string        `json:"name"` // "A", "B", "C"
-	Impl      string        `json:"impl"`
-	Key       string        `json:"key"`      // the lock key
-	Res       string        `json:"res"`      // the resource's key
-	ResAddr   string        `json:"res_addr"` // the resource server, as this client dials it
-	Addrs     []string      `json:"addrs"`    // the lock servers, as this client dials them
-	TTL       time.Duration `json:"ttl"`
-	Users     *userClients  `json:"users"`
-	ClockBase int64         `json:"clock_base"`
+	Name      string                `json:"name"` // "A", "B", "C"
+	Impl      string                `json:"impl"`
+	Key       string                `json:"key"`      // the lock key
+	Res       string                `json:"res"`      // the resource's key
+	ResAddr   string                `json:"res_addr"` // the resource server, as this client dials it
+	Addrs     []string              `json:"addrs"`    // the lock servers, as this client dials them
+	TTL       time.Duration         `json:"ttl"`
+	Users     *registry.UserClients `json:"users"`
+	ClockBase int64                 `json:"clock_base"`
 }
 
 // actor is an actor in this process.
@@ -50,8 +50,8 @@ type actor struct {
 	spec   actorSpec
 	clock  history.Clock
 	record func(history.Event)
-	con    contender
-	l      locker
+	con    registry.Contender
+	l      registry.Locker
 	res    *redis.Client
 	hook   func(ctx context.Context, point string)
 
@@ -70,17 +70,17 @@ const resourceTimeout = 15 * time.Second
 
 // newActor connects an actor.
 func newActor(spec actorSpec, clock history.Clock, record func(history.Event), hook func(context.Context, string)) (*actor, error) {
-	im, ok := registry[spec.Impl]
+	im, ok := registry.Locks[spec.Impl]
 	if !ok {
 		return nil, fmt.Errorf("faults: no implementation %q", spec.Impl)
 	}
-	con, err := im.connect(env{addrs: spec.Addrs, ttl: spec.TTL, users: spec.Users, hook: hook})
+	con, err := im.Connect(registry.Env{Addrs: spec.Addrs, TTL: spec.TTL, Users: spec.Users, Hook: hook})
 	if err != nil {
 		return nil, fmt.Errorf("faults: %s client %s: %w", spec.Impl, spec.Name, err)
 	}
 	o := rig.ClientOptions(spec.ResAddr)
 	o.ReadTimeout, o.WriteTimeout = resourceTimeout, resourceTimeout
-	a := &actor{spec: spec, clock: clock, record: record, con: con, l: con.locker(spec.Key),
+	a := &actor{spec: spec, clock: clock, record: record, con: con, l: con.Locker(spec.Key),
 		res: redis.NewClient(o), hook: hook, goOn: make(chan struct{})}
 	return a, nil
 }
@@ -102,7 +102,7 @@ func (a *actor) note(format string, args ...any) {
 func (a *actor) warm(ctx context.Context, key string) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	l := a.con.locker(key)
+	l := a.con.Locker(key)
 	// The first Lock opens the connections, which on a loaded machine can
 	// take longer than a short lease's per-node timeout (redlock's is 5%
 	// of it): try a few times.
@@ -136,7 +136,7 @@ func (a *actor) lock(ctx context.Context, bound time.Duration) bool {
 	for {
 		err := a.l.Lock(ctx)
 		if err == nil {
-			tok, fence := lockTokens(a.l)
+			tok, fence := registry.Tokens(a.l)
 			a.event(history.Event{Kind: history.Acquire, OK: true, Token: tok, Fence: fence})
 			if failed > 0 {
 				a.note("(after %d failed Lock calls; last: %s)", failed, shortErr(last))
@@ -173,11 +173,10 @@ func (a *actor) watch() {
 	a.told, a.stop, a.toldText = make(chan struct{}), make(chan struct{}), ""
 	told, stop := a.told, a.stop
 	a.mu.Unlock()
-	s, ok := a.l.(lossSignal)
+	lost, ok := registry.Lost(a.l)
 	if !ok {
 		return
 	}
-	lost := s.lost()
 	if lost == nil {
 		return
 	}
@@ -300,7 +299,7 @@ func (a *actor) writeRes(ctx context.Context) {
 			return
 		}
 	}
-	tok, fence := lockTokens(a.l)
+	tok, fence := registry.Tokens(a.l)
 	v := a.read + 1
 	var accepted bool
 	var err error
@@ -323,7 +322,7 @@ func (a *actor) writeRes(ctx context.Context) {
 
 func (a *actor) unlock() {
 	a.halt()
-	tok, fence := lockTokens(a.l)
+	tok, fence := registry.Tokens(a.l)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	err := a.l.Unlock(ctx)
 	cancel()
@@ -350,8 +349,8 @@ func (a *actor) halt() {
 func (a *actor) close() {
 	a.release()
 	a.halt()
-	if a.con.close != nil {
-		_ = a.con.close()
+	if a.con.Close != nil {
+		_ = a.con.Close()
 	}
 	_ = a.res.Close()
 }
@@ -370,25 +369,6 @@ if tonumber(ARGV[2]) > last then
   return 1
 end
 return 0`)
-
-// lossSignal is a lock adapter that says when the lock is lost.
-type lossSignal interface{ lost() <-chan struct{} }
-
-// lockTokens returns the lock's owner token and fencing token, as far as
-// the lock shows them.
-func lockTokens(l locker) (tok string, fence uint64) {
-	switch t := l.(type) {
-	case interface{ Token() fencing.Token }:
-		fence = uint64(t.Token())
-	case interface{ Fence() uint64 }:
-		fence = t.Fence()
-	case interface{ Token() string }:
-		tok = t.Token()
-	case interface{ token() string }:
-		tok = t.token()
-	}
-	return tok, fence
-}
 
 // shortErr keeps an error's first line, up to 90 bytes, for a timeline.
 func shortErr(err error) string { return firstLine(err, 90) }

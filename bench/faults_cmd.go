@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/locklab/locklab/bench/registry"
 	"strconv"
 	"sync"
 	"time"
@@ -81,7 +82,7 @@ func runCommandFault(ev *event, late bool) error {
 		return err
 	}
 	ev.each(func(r *faultRun) {
-		list := ops[r.im.name]
+		list := ops[r.im.Name]
 		if len(list) == 0 {
 			r.failed = "no command of this lock was seen in the fault-free run"
 			return
@@ -267,10 +268,10 @@ func (fs *faultSetup) lockOps(ctx context.Context) (map[string][]faultOp, error)
 		for _, im := range fs.impls {
 			ops, err := fs.discover(ctx, im)
 			if err != nil {
-				fs.opsErr = fmt.Errorf("finding %s's commands: %w", im.name, err)
+				fs.opsErr = fmt.Errorf("finding %s's commands: %w", im.Name, err)
 				return
 			}
-			fs.ops[im.name] = ops
+			fs.ops[im.Name] = ops
 		}
 	})
 	return fs.ops, fs.opsErr
@@ -279,7 +280,7 @@ func (fs *faultSetup) lockOps(ctx context.Context) (map[string][]faultOp, error)
 // discover runs the script of schedules 2 and 3 twice for im, without
 // faults: once watching server 0 for the commands, once counting who
 // sends each.
-func (fs *faultSetup) discover(ctx context.Context, im *impl) ([]faultOp, error) {
+func (fs *faultSetup) discover(ctx context.Context, im *registry.Lock) ([]faultOp, error) {
 	if systemOf(im) != sysRedis {
 		return fs.discoverRaw(ctx, im)
 	}
@@ -319,13 +320,13 @@ func (fs *faultSetup) discover(ctx context.Context, im *impl) ([]faultOp, error)
 
 // discoveryRun makes a one-lock event, direct or through per-client
 // proxies, and runs fn in it.
-func (fs *faultSetup) discoveryRun(ctx context.Context, im *impl, proxied bool, fn func(ev *event) error) error {
+func (fs *faultSetup) discoveryRun(ctx context.Context, im *registry.Lock, proxied bool, fn func(ev *event) error) error {
 	sch := *scheduleByID("lost-reply")
 	sch.proxied = proxied
 	ev := &event{ctx: ctx, setup: fs, sch: &sch, tag: fmt.Sprintf("%sfaults:%s:discover", keyRoot, randomID()),
-		lockAddrs: fs.srv.addrs[:faultLockServers], users: &userClients{Timeout: userTimeout}}
+		lockAddrs: fs.srv.addrs[:faultLockServers], users: &registry.UserClients{Timeout: userTimeout}}
 	defer ev.close()
-	ev.runs = []*faultRun{{ev: ev, im: im, key: ev.tag + ":" + im.name + ":lock", res: ev.tag + ":" + im.name + ":res"}}
+	ev.runs = []*faultRun{{ev: ev, im: im, key: ev.tag + ":" + im.Name + ":lock", res: ev.tag + ":" + im.Name + ":res"}}
 	if err := ev.start(); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/locklab/locklab/bench/registry"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -32,7 +33,7 @@ type event struct {
 	// lockAddrs are the lock servers this event's clients use (by default
 	// the scoreboard's five).
 	lockAddrs []string
-	users     *userClients
+	users     *registry.UserClients
 	// sysAddrs, when set for a system, replaces the addresses of its
 	// servers (a pooler in front of PostgreSQL); protected by mu.
 	sysAddrs map[string][]string
@@ -45,7 +46,7 @@ type event struct {
 // run is one lock in one event.
 type faultRun struct {
 	ev   *event
-	im   *impl
+	im   *registry.Lock
 	hist *history.History
 	key  string
 	res  string
@@ -147,7 +148,7 @@ func (ev *event) prepare() error {
 
 func (r *faultRun) prepare(resAddr string) error {
 	ev := r.ev
-	addrs := ev.lockAddrs[:r.im.nodes]
+	addrs := ev.lockAddrs[:r.im.Nodes]
 	if sys := systemOf(r.im); sys != sysRedis {
 		var err error
 		if addrs, err = ev.systemAddrs(sys); err != nil {
@@ -155,7 +156,7 @@ func (r *faultRun) prepare(resAddr string) error {
 		}
 	}
 	spec := func(name string, netAddrs []string, res string) actorSpec {
-		return actorSpec{Name: name, Impl: r.im.name, Key: r.key, Res: r.res, ResAddr: res, Addrs: netAddrs,
+		return actorSpec{Name: name, Impl: r.im.Name, Key: r.key, Res: r.res, ResAddr: res, Addrs: netAddrs,
 			TTL: ev.sch.ttl, Users: ev.users, ClockBase: ev.clock.Base()}
 	}
 	// Each client has its own network: its own proxies when the schedule
@@ -167,7 +168,7 @@ func (r *faultRun) prepare(resAddr string) error {
 		var out []string
 		var ps []*faultproxy.Proxy
 		targets := append(slices.Clone(addrs), resAddr)
-		if ev.sch.commandFault() && systemOf(r.im) != sysRedis {
+		if ev.sch.commandFault && systemOf(r.im) != sysRedis {
 			// The lock's servers through a rawNet (faults_rawnet.go);
 			// the resource through a fault proxy, as for every lock.
 			rn := newRawNet()

@@ -57,9 +57,9 @@ func (fr *faultReport) heatmap(dir string) error {
 		}
 		for i, im := range fr.setup.impls {
 			y := top - vg.Length(i+1)*cellH
-			dc.FillText(sty(8, draw.XRight), vg.Point{X: pad + labelW - 6, Y: y + cellH/2}, im.name)
+			dc.FillText(sty(8, draw.XRight), vg.Point{X: pad + labelW - 6, Y: y + cellH/2}, im.Name)
 			for j, s := range fr.setup.schedules {
-				c := fr.cell(im.name, s.id)
+				c := fr.cell(im.Name, s.id)
 				x := pad + labelW + vg.Length(j)*cellW
 				dc.FillPolygon(cellColor(c), rect(x+1, y+1, x+cellW-1, y+cellH-1))
 				dc.FillText(sty(7, draw.XCenter), vg.Point{X: x + cellW/2, Y: y + cellH/2}, heatLabel(c))

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"github.com/locklab/locklab/bench/registry"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,7 +20,7 @@ type faultReport struct {
 
 func (fr *faultReport) cell(impl, sch string) *cellResult {
 	for _, c := range fr.cells {
-		if c.impl.name == impl && c.sch.id == sch {
+		if c.impl.Name == impl && c.sch.id == sch {
 			return c
 		}
 	}
@@ -88,18 +89,18 @@ func (fr *faultReport) matrix() string {
 	}
 	b.WriteString("\n|---|" + strings.Repeat("---|", len(fr.setup.schedules)) + "\n")
 	for _, im := range fr.setup.impls {
-		fmt.Fprintf(&b, "| %s |", im.name)
+		fmt.Fprintf(&b, "| %s |", im.Name)
 		for _, s := range fr.setup.schedules {
-			c := fr.cell(im.name, s.id)
+			c := fr.cell(im.Name, s.id)
 			t := c.text()
 			if kind := c.linked(); kind != "" {
 				t = fmt.Sprintf("[%s](%s)", t, c.timelinePath(kind))
 			}
-			if cl := claimOf(im.name, s.id); im.kind == kindOurs && c.unsafe > 0 {
-				switch cl.verdict {
-				case claimSurvives:
+			if cl := registry.ClaimOf(im.Name, s.id); im.Kind == registry.Ours && c.unsafe > 0 {
+				switch cl.Verdict {
+				case registry.ClaimSurvives:
 					t += " **promised safe**"
-				case claimNamed:
+				case registry.ClaimNamed:
 					t += " (named)"
 				default:
 					t += " *(no claim)*"
@@ -133,16 +134,16 @@ func (fr *faultReport) docsSection(b *bytes.Buffer) {
 	b.WriteString("## Against the claims\n\n")
 	var broken, unnamed []string
 	for _, c := range fr.cells {
-		if c.impl.kind != kindOurs || c.notRun != "" {
+		if c.impl.Kind != registry.Ours || c.notRun != "" {
 			continue
 		}
-		cl := claimOf(c.impl.name, c.sch.id)
-		bad := c.unsafe > 0 || (c.stuck > 0 && c.sch.id == "kill")
+		cl := registry.ClaimOf(c.impl.Name, c.sch.id)
+		bad := c.unsafe > 0 || (c.stuck > 0 && c.sch.liveness)
 		switch {
-		case bad && cl.verdict == claimSurvives:
-			broken = append(broken, fmt.Sprintf("- **%s** under %d. %s: %s; it claims to survive it (%s).", c.impl.name, c.sch.n, c.sch.title, c.text(), cl.why))
-		case c.unsafe > 0 && cl.verdict == claimUnstated:
-			unnamed = append(unnamed, fmt.Sprintf("- %s under %d. %s: %s; it makes no claim about this fault.", c.impl.name, c.sch.n, c.sch.title, c.text()))
+		case bad && cl.Verdict == registry.ClaimSurvives:
+			broken = append(broken, fmt.Sprintf("- **%s** under %d. %s: %s; it claims to survive it (%s).", c.impl.Name, c.sch.n, c.sch.title, c.text(), cl.Why))
+		case c.unsafe > 0 && cl.Verdict == registry.ClaimUnstated:
+			unnamed = append(unnamed, fmt.Sprintf("- %s under %d. %s: %s; it makes no claim about this fault.", c.impl.Name, c.sch.n, c.sch.title, c.text()))
 		}
 	}
 	if len(broken) == 0 && len(unnamed) == 0 {
@@ -162,15 +163,15 @@ func (fr *faultReport) docsSection(b *bytes.Buffer) {
 func (fr *faultReport) controlSection(b *bytes.Buffer) {
 	var lines []string
 	for _, c := range fr.cells {
-		cl := claimOf(c.impl.name, c.sch.id)
-		if cl.verdict != claimMistake || c.notRun != "" {
+		cl := registry.ClaimOf(c.impl.Name, c.sch.id)
+		if cl.Verdict != registry.ClaimMistake || c.notRun != "" {
 			continue
 		}
 		verdict := "caught"
 		if c.unsafe == 0 && c.stuck == 0 {
 			verdict = "**NOT CAUGHT: the scoreboard is blind here**"
 		}
-		lines = append(lines, fmt.Sprintf("- %s under %d. %s: %s, %s (%s).", c.impl.name, c.sch.n, c.sch.title, c.text(), verdict, cl.why))
+		lines = append(lines, fmt.Sprintf("- %s under %d. %s: %s, %s (%s).", c.impl.Name, c.sch.n, c.sch.title, c.text(), verdict, cl.Why))
 	}
 	if len(lines) == 0 {
 		return
@@ -183,8 +184,8 @@ func (fr *faultReport) controlSection(b *bytes.Buffer) {
 func (fr *faultReport) blind() []string {
 	var out []string
 	for _, c := range fr.cells {
-		if claimOf(c.impl.name, c.sch.id).verdict == claimMistake && c.notRun == "" && c.runs > 0 && c.unsafe == 0 && c.stuck == 0 {
-			out = append(out, c.impl.name+" under "+c.sch.id)
+		if registry.ClaimOf(c.impl.Name, c.sch.id).Verdict == registry.ClaimMistake && c.notRun == "" && c.runs > 0 && c.unsafe == 0 && c.stuck == 0 {
+			out = append(out, c.impl.Name+" under "+c.sch.id)
 		}
 	}
 	return out
@@ -195,11 +196,11 @@ func (fr *faultReport) blind() []string {
 func (fr *faultReport) brokenPromises() []string {
 	var out []string
 	for _, c := range fr.cells {
-		if c.impl.kind != kindOurs || c.notRun != "" {
+		if c.impl.Kind != registry.Ours || c.notRun != "" {
 			continue
 		}
-		if (c.unsafe > 0 || (c.stuck > 0 && c.sch.id == "kill")) && claimOf(c.impl.name, c.sch.id).verdict == claimSurvives {
-			out = append(out, fmt.Sprintf("%s under %s: %s", c.impl.name, c.sch.id, c.text()))
+		if (c.unsafe > 0 || (c.stuck > 0 && c.sch.liveness)) && registry.ClaimOf(c.impl.Name, c.sch.id).Verdict == registry.ClaimSurvives {
+			out = append(out, fmt.Sprintf("%s under %s: %s", c.impl.Name, c.sch.id, c.text()))
 		}
 	}
 	return out
@@ -214,7 +215,7 @@ func (fr *faultReport) detailSection(b *bytes.Buffer) {
 	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, im := range fr.setup.impls {
 		for _, s := range fr.setup.schedules {
-			c := fr.cell(im.name, s.id)
+			c := fr.cell(im.Name, s.id)
 			if c.notRun != "" {
 				continue
 			}
@@ -223,7 +224,7 @@ func (fr *faultReport) detailSection(b *bytes.Buffer) {
 				runs += fmt.Sprintf(" (%d)", c.inconclusive)
 			}
 			told := fmt.Sprint(c.told)
-			if hasLossSignal(im.name) {
+			if im.LossSignal {
 				told += fmt.Sprintf(" (%d)", c.toldBefore)
 			} else {
 				told = "–"
@@ -232,7 +233,7 @@ func (fr *faultReport) detailSection(b *bytes.Buffer) {
 			if c.refused > 0 || c.fenced {
 				refused = fmt.Sprint(c.refused)
 			}
-			fmt.Fprintf(b, "| %s | %d. %s | %s | %d | %d | %d | %d | %d | %s | %s | %s |\n", im.name, s.n, s.id, runs,
+			fmt.Fprintf(b, "| %s | %d. %s | %s | %d | %d | %d | %d | %d | %s | %s | %s |\n", im.Name, s.n, s.id, runs,
 				c.unsafe, c.stuck, c.overlaps, c.lost, c.stale, refused, told, fmtUs(float64(c.maxStall.Microseconds())))
 		}
 	}
@@ -240,10 +241,10 @@ func (fr *faultReport) detailSection(b *bytes.Buffer) {
 	var notes, refusals []string
 	for _, c := range fr.cells {
 		if c.inconclusive > 0 {
-			notes = append(notes, fmt.Sprintf("- %s under %s: %d inconclusive, first: %s", c.impl.name, c.sch.id, c.inconclusive, c.whyNot))
+			notes = append(notes, fmt.Sprintf("- %s under %s: %d inconclusive, first: %s", c.impl.Name, c.sch.id, c.inconclusive, c.whyNot))
 		}
 		if c.declined > 0 {
-			refusals = append(refusals, fmt.Sprintf("- %s under %s: refused to run in %d runs (counted safe): %s", c.impl.name, c.sch.id, c.declined, c.whyDeclined))
+			refusals = append(refusals, fmt.Sprintf("- %s under %s: refused to run in %d runs (counted safe): %s", c.impl.Name, c.sch.id, c.declined, c.whyDeclined))
 		}
 	}
 	for _, l := range []struct {
@@ -268,10 +269,10 @@ func (fr *faultReport) opsSection(b *bytes.Buffer) {
 	b.WriteString("Found in fault-free runs (MONITOR on server 0, then per-client counts; for the locks on other systems, the chunks of bytes each client sends in its turn, counted through a proxy); run i faults pair i mod K, at its (i div K)+1-th occurrence from that client.\n\n")
 	for _, im := range fr.setup.impls {
 		var parts []string
-		for _, o := range fr.setup.ops[im.name] {
+		for _, o := range fr.setup.ops[im.Name] {
 			parts = append(parts, o.op.short()+" ("+o.client+")")
 		}
-		fmt.Fprintf(b, "- %s: %s\n", im.name, strings.Join(parts, ", "))
+		fmt.Fprintf(b, "- %s: %s\n", im.Name, strings.Join(parts, ", "))
 	}
 	b.WriteString("\n")
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/locklab/locklab/bench/registry"
 	"net"
 	"strings"
 	"sync"
@@ -334,7 +335,7 @@ func reset(conn net.Conn) {
 // them as the ops to fault in turn: the first chunk of A, of B, of C, then
 // the second of each, and so on, so that the first runs fault the start
 // of each client's Lock.
-func (fs *faultSetup) discoverRaw(ctx context.Context, im *impl) ([]faultOp, error) {
+func (fs *faultSetup) discoverRaw(ctx context.Context, im *registry.Lock) ([]faultOp, error) {
 	counts := map[string]int{}
 	err := fs.discoveryRun(ctx, im, true, func(ev *event) error {
 		r := ev.runs[0]

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/locklab/locklab/bench/registry"
 	"strings"
 	"time"
 
@@ -10,7 +11,7 @@ import (
 
 // cellResult is one lock under one schedule over all its runs.
 type cellResult struct {
-	impl   *impl
+	impl   *registry.Lock
 	sch    *schedule
 	notRun string // why the schedule did not run; "" if it did
 
@@ -110,7 +111,7 @@ func (c *cellResult) add(r *faultRun) {
 // timeline renders the run's history with what was found.
 func (r *faultRun) timeline() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s under %d. %s (run %d, seed %d, lease %v)\n%s\n\n", r.im.name, r.ev.sch.n, r.ev.sch.title,
+	fmt.Fprintf(&b, "%s under %d. %s (run %d, seed %d, lease %v)\n%s\n\n", r.im.Name, r.ev.sch.n, r.ev.sch.title,
 		r.ev.index+1, r.ev.seed, r.ev.sch.ttl, r.ev.sch.what)
 	b.WriteString(history.Render(r.hist.Events(), r.v.findings))
 	fmt.Fprintf(&b, "\nresource counter at the end: %d\n", r.final)
@@ -156,23 +157,14 @@ type faultRow struct {
 	TTLms               int64   `json:"ttl_ms"`
 }
 
-// hasLossSignal reports whether impl's adapter says when the lock is lost.
-func hasLossSignal(name string) bool {
-	switch name {
-	case "watchdog", "correct+keep", "rueidislock", "etcdlock", "zklock":
-		return true
-	}
-	return false
-}
-
 func (c *cellResult) row() faultRow {
-	cl := claimOf(c.impl.name, c.sch.id)
-	r := faultRow{Impl: c.impl.name, Kind: string(c.impl.kind), Fault: c.sch.id, FaultNumber: c.sch.n, Title: c.sch.title,
+	cl := registry.ClaimOf(c.impl.Name, c.sch.id)
+	r := faultRow{Impl: c.impl.Name, Kind: string(c.impl.Kind), Fault: c.sch.id, FaultNumber: c.sch.n, Title: c.sch.title,
 		Runs: c.runs, Inconclusive: c.inconclusive, InconclusiveWhy: c.whyNot,
 		UnsafeRuns: c.unsafe, StuckRuns: c.stuck, Violations: c.overlaps, LostUpdates: c.lost,
 		StaleWritesAccepted: c.stale, WritesRefused: c.refused, RefusedToRun: c.declined, RefusedToRunWhy: c.whyDeclined, ToldRuns: c.told, MaxStallMs: float64(c.maxStall.Microseconds()) / 1000,
-		Modeled: c.sch.modeled, NotRun: c.notRun, Claim: cl.verdict, ClaimSource: cl.why, TTLms: c.sch.ttl.Milliseconds()}
-	if hasLossSignal(c.impl.name) {
+		Modeled: c.sch.modeled, NotRun: c.notRun, Claim: cl.Verdict, ClaimSource: cl.Why, TTLms: c.sch.ttl.Milliseconds()}
+	if c.impl.LossSignal {
 		n := c.toldBefore
 		r.ToldBeforeOverlap = &n
 	}
@@ -196,9 +188,9 @@ func (c *cellResult) linked() string {
 func (c *cellResult) timelinePath(kind string) string {
 	f := c.first[kind]
 	if strings.HasPrefix(kind, "run") {
-		return fmt.Sprintf("timelines/%d-%s/all/%s_%s.txt", c.sch.n, c.sch.id, fileSafe(c.impl.name), kind)
+		return fmt.Sprintf("timelines/%d-%s/all/%s_%s.txt", c.sch.n, c.sch.id, fileSafe(c.impl.Name), kind)
 	}
-	return fmt.Sprintf("timelines/%d-%s/%s_%s_run%d.txt", c.sch.n, c.sch.id, fileSafe(c.impl.name), kind, f.index+1)
+	return fmt.Sprintf("timelines/%d-%s/%s_%s_run%d.txt", c.sch.n, c.sch.id, fileSafe(c.impl.Name), kind, f.index+1)
 }
 
 func fileSafe(s string) string {

@@ -1,123 +1,168 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-	"strconv"
-	"strings"
-	"sync"
+	"slices"
 	"time"
 
-	"github.com/locklab/locklab/internal/history"
+	"github.com/locklab/locklab/bench/registry"
 )
 
-// runPause: schedule 1.
-func runPause(ev *event) error {
-	if err := ev.start(); err != nil {
-		return err
+// The fault schedules, as data: adding one is one entry in schedules (its
+// id, number, title, what it does, lease, where it applies) and its run
+// function (faults_runs.go for the holder's and servers' faults,
+// faults_cmd.go for faults of single commands, faults_systems.go for the
+// faults of etcd, ZooKeeper and PostgreSQL). Nothing else names a
+// schedule: the reports take their columns from this table, and a lock's
+// claims (registry) name the schedules it claims to survive, which
+// TestRegistryTraits checks against this table.
+
+// schedule is one fault schedule.
+type schedule struct {
+	id      string // the -faults name and the column key
+	n       int    // its number: the column order in faults.md and the README
+	title   string // the column title
+	what    string // one sentence: what is done, for faults.md
+	modeled bool   // the fault is modeled, not real
+	ttl     time.Duration
+	// parallel is how many events may run at once: faults confined to one
+	// run's own clients and servers can overlap; server-wide ones cannot.
+	parallel int
+	// needsRig, if set, says why the schedule runs only on servers the rig
+	// started (it kills or restarts them, or starts PgBouncer), not -addrs.
+	needsRig string
+	// commandFault: the schedule faults the lock's single commands, each in
+	// turn (found once by watching a fault-free run: faults_cmd.go).
+	commandFault bool
+	// liveness: a stuck run breaks a claim to survive the schedule, as an
+	// unsafe run does (the holder killed: the claim is that others get in).
+	liveness bool
+	// tx: the schedule applies only to a lock whose holder works in the
+	// lock's transaction (registry.TxLocker, Lock.Transactional).
+	// stuckAfter is the longest stall that still counts as live, for a
+	// lock whose lease is ttl (scaled for a longer one: faultRun.stuckAfter).
+	stuckAfter time.Duration
+	// window, if set, replaces the default window (see window).
+	window time.Duration
+	// child: A runs in a child process.
+	child bool
+	// proxied: every client reaches the servers through its own fault
+	// proxies.
+	proxied bool
+	tx      bool
+	// on lists the systems (sysRedis, sysEtcd, sysZooKeeper, sysPostgres)
+	// the schedule applies to; a lock on none of them gets "does not
+	// apply" in its cell. Nil means Redis only.
+	on []string
+	// runs, if set, replaces -fault-runs for this schedule when it is
+	// smaller (a schedule whose every event pays a server's crash).
+	runs int
+	// run performs one event.
+	run func(ev *event) error
+}
+
+// needsControl is needsRig for the schedules that kill, restart or
+// reconfigure server processes.
+const needsControl = "needs control of the server processes (rig servers, not -addrs)"
+
+// schedules are issue 16's nine, for the locks on Redis, in their order,
+// then issue 34's four for the locks on etcd, ZooKeeper and PostgreSQL.
+var schedules []*schedule
+
+func init() {
+	all := []string{sysRedis, sysEtcd, sysZooKeeper, sysPostgres}
+	others := []string{sysEtcd, sysZooKeeper, sysPostgres}
+	schedules = []*schedule{
+		{id: "pause", n: 1, title: "holder paused past its lease", ttl: time.Second, parallel: 2, child: true, on: all,
+			stuckAfter: 4 * time.Second, window: time.Second + window,
+			what: "A, a child process, is frozen with SIGSTOP inside its critical section until its lease has run out and B has written (or for the window); then SIGCONT, and A finishes its work.",
+			run:  runPause},
+		{id: "lost-reply", on: all, commandFault: true, n: 2, title: "lost reply, library retry", ttl: time.Second, parallel: 2, proxied: true,
+			stuckAfter: 4 * time.Second,
+			what:       "A, B and C take the lock one after the other; the proxy delivers one of the lock's commands to the server and loses its reply (closes the client's connection): each of the lock's commands in turn, run by run (found by watching a fault-free run), on every server of the lock. The libraries retry on their default options.",
+			run:        runLostReply},
+		{id: "late", on: all, commandFault: true, n: 3, title: "command delivered late", ttl: time.Second, parallel: 2, proxied: true,
+			stuckAfter: 4 * time.Second,
+			what:       "A, B and C take the lock one after the other; the proxy holds one of the lock's commands in the network, each in turn as in schedule 2, with go-redis's retries of it (4 copies), until the client has given up, and delivers them while another client holds the lock.",
+			run:        runLate},
+		{id: "failover", n: 4, title: "failover before replication", ttl: 15 * time.Second, parallel: 3, needsRig: needsControl,
+			stuckAfter: 10 * time.Second, window: 4 * time.Second,
+			what: "replication to the replica is held back in the network; A takes the lock on the primary; the primary is killed (SIGKILL); three sentinels promote the replica, which never saw the lock; B and C ask the new primary (through Sentinel). 5-node locks have one of their five nodes behind this Sentinel group.",
+			run:  runFailover},
+		{id: "restart", n: 5, title: "nodes restart empty", ttl: 5 * time.Second, parallel: 1, needsRig: needsControl,
+			stuckAfter: 4 * time.Second,
+			what:       "after A took the lock, server 0 (every single-server lock's) restarts at once without its data (no persistence), and in odd runs one more of the five, chosen by the seed.",
+			run:        runRestart},
+		{id: "latency", on: all, n: 6, title: "latency past the TTL", ttl: time.Second, parallel: 3, proxied: true,
+			stuckAfter: 4 * time.Second,
+			what:       "once A holds the lock and has read the resource, its connections (to the lock servers and the resource) gain twice its lease each way (2 s for the 1 s lease; 4 s for etcd, whose shortest lease is 2 s); A writes at once, so the write lands that much later.",
+			run:        runLatency},
+		{id: "eviction", n: 7, title: "eviction under memory pressure", ttl: 5 * time.Second, parallel: 1, needsRig: needsControl,
+			stuckAfter: 4 * time.Second,
+			what:       "the lock servers run with maxmemory-policy allkeys-lru; a second after A took the lock, a client fills memory until every lock key has been evicted (or 3x maxmemory was written).",
+			run:        runEviction},
+		{id: "clock", n: 8, title: "clock jump on one node", ttl: 5 * time.Second, parallel: 1, modeled: true,
+			stuckAfter: 4 * time.Second,
+			what:       "server 0's clock jumps 10 s forward. Modeled, as lab 08 does: redis-server will not run under libfaketime, and Redis keeps expiries as wall-clock times, so the jump is every key's remaining TTL on that server cut by 10 s (keys with less left expire at once). The model does not move the server's clock for later commands: a lock that sets absolute expiry times (rueidislock's SET PXAT) would see them in the past on a jumped server, which it does not show.",
+			run:        runClock},
+		{id: "kill", on: all, liveness: true, n: 9, title: "holder killed", ttl: time.Second, parallel: 2, child: true,
+			stuckAfter: 3 * time.Second,
+			what:       "A, a child process, is killed with SIGKILL inside its critical section; B and C want the lock. Liveness: how long until the next holder gets in (stuck: more than 3 s, three leases; 6 s for etcd, whose shortest lease is 2 s).",
+			run:        runKill},
+		{id: "crash", n: 10, title: "server or leader killed and restarted", ttl: 2 * time.Second, parallel: 1, needsRig: needsControl, on: others,
+			stuckAfter: 6 * time.Second, window: 4 * time.Second, runs: 10,
+			what: "after A took the lock, etcd's leader, ZooKeeper's leader and the PostgreSQL server are killed (SIGKILL) and restarted on their data (fsync on), at once; B and C want the lock meanwhile.",
+			run:  runCrash},
+		{id: "expiry", n: 11, title: "session expiry mid-Lock", ttl: time.Second, parallel: 2, proxied: true, on: others,
+			stuckAfter: 4 * time.Second,
+			what:       "C holds the lock; A's Lock waits behind C (its claim is in line); A's session ends on the server: etcd revokes the claim's lease, ZooKeeper expires A's session (A is cut off for three session timeouts, then healed), PostgreSQL terminates A's backend (pg_terminate_backend). Then C releases and B wants the lock; A, as a plain worker, calls Lock again after an error.",
+			run:        runExpiry},
+		{id: "pooler", n: 12, title: "PgBouncer in front", ttl: time.Second, parallel: 2, on: []string{sysPostgres}, needsRig: "needs PgBouncer started by the rig",
+			stuckAfter: 4 * time.Second,
+			what:       "A, B and C reach PostgreSQL through PgBouncer 1.18 (runs in turn in transaction, session and statement pooling; PgBouncer's default pool size) and take the lock one after the other, as in schedule 2 without faults. A lock that refuses the pooler (pglock refuses statement pooling) is counted as refused, safe.",
+			run:        runPooler},
+		{id: "isolation", n: 13, title: "isolation level", ttl: time.Second, parallel: 2, on: []string{sysPostgres}, tx: true,
+			stuckAfter: 4 * time.Second,
+			what:       "default_transaction_isolation is repeatable read (even runs) or serializable (odd runs); A, B and C take the row lock one after the other and append to a ledger in PostgreSQL through the lock's transaction (Tx): read how many entries there are, append the next. An entry committed with a number already taken is a lost update.",
+			run:        runIsolation},
 	}
-	finished := ev.beginA()
-	ev.each(func(r *faultRun) {
-		if err := r.child.freeze(); err != nil {
-			r.failed = "SIGSTOP: " + shortErr(err)
-			return
+}
+
+// faultWindow is the schedule's window (see window).
+func (s *schedule) faultWindow() time.Duration {
+	if s.window > 0 {
+		return s.window
+	}
+	return window
+}
+
+// scheduleIDs returns every schedule's id, in order.
+func scheduleIDs() []string {
+	var out []string
+	for _, s := range schedules {
+		out = append(out, s.id)
+	}
+	return out
+}
+
+// scheduleByID returns the schedule with id.
+func scheduleByID(id string) *schedule {
+	for _, s := range schedules {
+		if s.id == id {
+			return s
 		}
-		r.fault("SIGSTOP A (frozen in its critical section)")
-		r.contend(ev.sch.faultWindow()+ev.sch.ttl+2*time.Second, finished[r], func() {
-			r.fault("SIGCONT A (resumes)")
-			_ = r.child.thaw()
-			r.a.release()
-		})
-	})
+	}
 	return nil
 }
 
-// runKill: schedule 9.
-func runKill(ev *event) error {
-	if err := ev.start(); err != nil {
-		return err
-	}
-	ev.beginA()
-	ev.each(func(r *faultRun) {
-		if err := r.child.kill(); err != nil {
-			r.failed = "SIGKILL: " + shortErr(err)
-			return
-		}
-		r.fault("kill -9 A (inside its critical section)")
-		r.hist.Add(history.Event{Client: "A", Kind: history.Exit, Text: "(killed)"})
-		r.contend(4*ev.sch.ttl+3*time.Second, nil, nil)
-	})
-	return nil
-}
+// notApplicable is a cell's notRun when its schedule does not apply to the
+// lock (a Redis server's failover for a lock on etcd).
+const notApplicable = "does not apply to this lock's system"
 
-// runLatency: schedule 6.
-func runLatency(ev *event) error {
-	if err := ev.start(); err != nil {
-		return err
+// appliesTo reports whether s applies to im.
+func (s *schedule) appliesTo(im *registry.Lock) bool {
+	on := s.on
+	if on == nil {
+		on = []string{sysRedis}
 	}
-	finished := ev.beginA()
-	ev.each(func(r *faultRun) {
-		lease := r.lease()
-		lat := 2 * lease
-		for _, p := range r.aNet {
-			p.SetLatency(lat)
-		}
-		r.fault("A's connections: +%v each way (its lease is %v)", lat, lease)
-		r.a.release() // A writes now: the write lands lat later
-		r.contend(ev.sch.faultWindow()+ev.sch.ttl+2*time.Second, nil, nil)
-		select {
-		case <-finished[r]:
-		case <-ev.ctx.Done():
-		}
-		for _, p := range r.aNet {
-			p.SetLatency(0)
-		}
-	})
-	return nil
-}
-
-// runRestart: schedule 5.
-func runRestart(ev *event) error {
-	if err := ev.start(); err != nil {
-		return err
-	}
-	nodes := []int{0}
-	if ev.index%2 == 1 {
-		nodes = append(nodes, 1+ev.rng.IntN(faultLockServers-1))
-	}
-	return ev.standard(func() error {
-		var wg sync.WaitGroup
-		errs := make([]error, len(nodes))
-		for i, n := range nodes {
-			wg.Go(func() { errs[i] = ev.setup.srv.nodes[n].Restart(ev.ctx, false) })
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
-			return fmt.Errorf("restart: %w", err)
-		}
-		names := make([]string, len(nodes))
-		for i, n := range nodes {
-			names[i] = "server " + strconv.Itoa(n)
-		}
-		ev.faultAll("%s restarted empty (SIGKILL, no persistence)", strings.Join(names, " and "))
-		return nil
-	})
-}
-
-// clockJump is how far server 0's clock jumps in schedule 8.
-const clockJump = 10 * time.Second
-
-// runClock: schedule 8.
-func runClock(ev *event) error {
-	if err := ev.start(); err != nil {
-		return err
-	}
-	return ev.standard(func() error {
-		n, err := jumpClock(ev.ctx, ev.setup.srv.admin[0], "*"+ev.tag+"*", clockJump)
-		if err != nil {
-			return err
-		}
-		ev.faultAll("server 0's clock jumps %v forward (modeled: %d keys' TTLs cut by %v)", clockJump, n, clockJump)
-		return nil
-	})
+	return slices.Contains(on, systemOf(im)) && (!s.tx || im.Transactional)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/locklab/locklab/bench/registry"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,7 +41,7 @@ func runFailover(ev *event) error {
 		return err
 	}
 	ev.onClose(func() { _ = sentinels.Close() })
-	ev.users = &userClients{Timeout: userTimeout, Sentinel: &sentinelSpec{Master: sentinels.MasterName(), Addrs: sentinels.Addrs()}}
+	ev.users = &registry.UserClients{Timeout: userTimeout, Sentinel: &registry.Sentinel{Master: sentinels.MasterName(), Addrs: sentinels.Addrs()}}
 	ev.lockAddrs = append([]string{primary.Addr()}, ev.setup.srv.addrs[1:faultLockServers]...)
 	if err := ev.start(); err != nil {
 		return err

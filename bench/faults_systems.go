@@ -4,8 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"net/url"
+	"github.com/locklab/locklab/bench/registry"
 	"slices"
 	"strings"
 	"sync"
@@ -30,58 +29,19 @@ import (
 
 // Systems a lock runs on, as schedules name them in on.
 const (
-	sysRedis     = "redis"
-	sysEtcd      = "etcd"
-	sysZooKeeper = "zookeeper"
-	sysPostgres  = "postgres"
+	sysRedis     = registry.SysRedis
+	sysEtcd      = registry.SysEtcd
+	sysZooKeeper = registry.SysZooKeeper
+	sysPostgres  = registry.SysPostgres
 )
 
-// faultSystems maps the locks not on Redis to their system; their impl
-// files fill it from init.
-var faultSystems = map[string]string{}
-
-// systemOf returns the system im runs on.
-func systemOf(im *impl) string {
-	if s, ok := faultSystems[im.name]; ok {
-		return s
+// systemOf returns the system im runs on (Redis for a lock registered
+// without one, as a test's may be).
+func systemOf(im *registry.Lock) string {
+	if im.System == "" {
+		return sysRedis
 	}
-	return sysRedis
-}
-
-// notApplicable is a cell's notRun when its schedule does not apply to the
-// lock (a Redis server's failover for a lock on etcd).
-const notApplicable = "does not apply to this lock's system"
-
-// appliesTo reports whether s applies to im.
-func (s *schedule) appliesTo(im *impl) bool {
-	on := s.on
-	if on == nil {
-		on = []string{sysRedis}
-	}
-	return slices.Contains(on, systemOf(im)) || slices.Contains(on, im.name)
-}
-
-// The schedules issue 34 adds, after issue 16's nine.
-func systemSchedules() []*schedule {
-	others := []string{sysEtcd, sysZooKeeper, sysPostgres}
-	return []*schedule{
-		{id: "crash", n: 10, title: "server or leader killed and restarted", ttl: 2 * time.Second, parallel: 1, control: true, on: others,
-			stuckAfter: 6 * time.Second, window: 4 * time.Second, runs: 10,
-			what: "after A took the lock, etcd's leader, ZooKeeper's leader and the PostgreSQL server are killed (SIGKILL) and restarted on their data (fsync on), at once; B and C want the lock meanwhile.",
-			run:  runCrash},
-		{id: "expiry", n: 11, title: "session expiry mid-Lock", ttl: time.Second, parallel: 2, proxied: true, on: others,
-			stuckAfter: 4 * time.Second,
-			what:       "C holds the lock; A's Lock waits behind C (its claim is in line); A's session ends on the server: etcd revokes the claim's lease, ZooKeeper expires A's session (A is cut off for three session timeouts, then healed), PostgreSQL terminates A's backend (pg_terminate_backend). Then C releases and B wants the lock; A, as a plain worker, calls Lock again after an error.",
-			run:        runExpiry},
-		{id: "pooler", n: 12, title: "PgBouncer in front", ttl: time.Second, parallel: 2, on: []string{"pglock", "pglock-row"},
-			stuckAfter: 4 * time.Second,
-			what:       "A, B and C reach PostgreSQL through PgBouncer 1.18 (runs in turn in transaction, session and statement pooling; PgBouncer's default pool size) and take the lock one after the other, as in schedule 2 without faults. A lock that refuses the pooler (pglock refuses statement pooling) is counted as refused, safe.",
-			run:        runPooler},
-		{id: "isolation", n: 13, title: "isolation level", ttl: time.Second, parallel: 2, on: []string{"pglock-row"},
-			stuckAfter: 4 * time.Second,
-			what:       "default_transaction_isolation is repeatable read (even runs) or serializable (odd runs); A, B and C take the row lock one after the other and append to a ledger in PostgreSQL through the lock's transaction (Tx): read how many entries there are, append the next. An entry committed with a number already taken is a lost update.",
-			run:        runIsolation},
-	}
+	return im.System
 }
 
 // systemAddrs returns the addresses a run's clients dial for its lock's
@@ -97,9 +57,9 @@ func (ev *event) systemAddrs(sys string) ([]string, error) {
 	}
 	switch sys {
 	case sysEtcd:
-		return others.etcdEndpoints()
+		return others.EtcdEndpoints()
 	case sysZooKeeper:
-		return others.zkServers()
+		return others.ZooKeeperServers()
 	case sysPostgres:
 		a, err := others.pgAddr()
 		if err != nil {
@@ -108,19 +68,6 @@ func (ev *event) systemAddrs(sys string) ([]string, error) {
 		return []string{a}, nil
 	}
 	return nil, fmt.Errorf("faults: no system %q", sys)
-}
-
-// pgDSN returns the URL a PostgreSQL lock's client uses at addr, with the
-// event's session settings (users.PGSettings), sent in the startup message.
-func (u *userClients) pgDSN(addr string) string {
-	dsn := rig.PostgresDSN(addr)
-	if u != nil {
-		names := slices.Sorted(maps.Keys(u.PGSettings))
-		for _, k := range names {
-			dsn += "&" + url.PathEscape(k) + "=" + url.PathEscape(u.PGSettings[k])
-		}
-	}
-	return dsn
 }
 
 // etcdMinLease is the shortest lease etcd grants with its default election
@@ -250,7 +197,7 @@ func (r *faultRun) expireWaiter(ctx context.Context) error {
 		}
 		r.fault("A's claim is in line; etcd revokes its lease %x (as when it expires)", lease)
 	case sysZooKeeper:
-		if err := others.zkWaitLine(ctx, zkPath(r.key), 2); err != nil {
+		if err := others.zkWaitLine(ctx, registry.ZKPath(r.key), 2); err != nil {
 			return err
 		}
 		cut := 3 * r.ev.sch.ttl
@@ -280,7 +227,7 @@ func (r *faultRun) expireWaiter(ctx context.Context) error {
 		}
 		r.fault("A's Lock waits behind C; PostgreSQL terminates A's backend (pid %d, pg_terminate_backend)", pid)
 	default:
-		return fmt.Errorf("no session expiry for %s", r.im.name)
+		return fmt.Errorf("no session expiry for %s", r.im.Name)
 	}
 	return nil
 }
@@ -344,7 +291,7 @@ func runIsolation(ev *event) error {
 // transaction, hold, release (COMMIT). The write is recorded at the
 // append, accepted if the COMMIT returned nil.
 func (a *actor) ledgerCycle(ctx context.Context, bound, hold time.Duration) {
-	txer, ok := a.l.(txLocker)
+	txer, ok := a.l.(registry.TxLocker)
 	if !ok {
 		a.note("this lock has no transaction to work in")
 		return
@@ -353,7 +300,7 @@ func (a *actor) ledgerCycle(ctx context.Context, bound, hold time.Duration) {
 		return
 	}
 	a.event(history.Event{Kind: history.Enter})
-	tok, fence := lockTokens(a.l)
+	tok, fence := registry.Tokens(a.l)
 	var n int64
 	var at time.Duration
 	tx := txer.Tx()

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/locklab/locklab/bench/registry"
 	"os"
 	"path/filepath"
 	"strings"
@@ -57,7 +58,7 @@ func TestFaultsEndToEnd(t *testing.T) {
 	if r := got["fencing/pause"]; r.Violations != 1 {
 		t.Errorf("fencing/pause: %d runs with overlapping critical sections; want 1 (the store, not the lock, kept it safe)", r.Violations)
 	}
-	if r := got["correct/pause"]; r.Claim != claimNamed || r.Timeline == "" {
+	if r := got["correct/pause"]; r.Claim != registry.ClaimNamed || r.Timeline == "" {
 		t.Errorf("correct/pause: claim %q, timeline %q; want named, a timeline", r.Claim, r.Timeline)
 	}
 	tl := timelineOf(t, dir, got["correct/pause"])

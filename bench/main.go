@@ -19,6 +19,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/locklab/locklab/bench/registry"
 	"io"
 	"os"
 	"os/signal"
@@ -74,15 +75,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if len(cs) == 0 && !wantFaults {
 		return errors.New("nothing to run: no cell for these -scenarios and -clients")
 	}
-	var impls, faultImpls []*impl
+	var impls, faultImpls []*registry.Lock
 	nodes := 1
 	if len(cs) > 0 {
-		if impls, err = resolveImpls(cfg.impls); err != nil {
+		if impls, err = registry.Resolve(cfg.impls); err != nil {
 			return err
 		}
 		impls = dropLoneControl(impls, cfg)
 		for _, im := range impls {
-			nodes = max(nodes, im.nodes)
+			nodes = max(nodes, im.Nodes)
 		}
 	}
 	if wantFaults {
@@ -142,11 +143,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return err
 	}
 	// report.html beside report.md and faults.md, and its screenshot (bench/htmlreport).
-	var locks []htmlreport.Lock
-	for _, im := range registry {
-		locks = append(locks, htmlreport.Lock{Name: im.name, Kind: string(im.kind), Nodes: im.nodes, System: systemOf(im)})
+	var rows []htmlreport.Lock
+	for _, im := range registry.Locks {
+		rows = append(rows, htmlreport.Lock{Name: im.Name, Kind: string(im.Kind), Nodes: im.Nodes, System: systemOf(im)})
 	}
-	if page, err := htmlreport.Write(dir, locks); err != nil {
+	if page, err := htmlreport.Write(dir, rows); err != nil {
 		return err
 	} else if err := htmlreport.Check(ctx, page, filepath.Join(dir, "report.png")); err != nil {
 		fmt.Fprintf(stderr, "bench: report.html: %v\n", err)
@@ -171,7 +172,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 
 // runSpeed runs the speed scenarios and writes their files; it returns
 // the safe locks that showed violations.
-func runSpeed(ctx context.Context, cfg *config, mach *machine, srv *servers, cs []cell, impls []*impl, dir string, stdout, stderr io.Writer) ([]string, error) {
+func runSpeed(ctx context.Context, cfg *config, mach *machine, srv *servers, cs []cell, impls []*registry.Lock, dir string, stdout, stderr io.Writer) ([]string, error) {
 	plan := steps(cfg.rounds, cs, impls)
 	fmt.Fprintf(stderr, "bench: %d impls (%s) × %d cells × %d rounds = %d runs of %s; planned about %s plus server start\n",
 		len(impls), strings.Join(implNames(impls), ","), len(cs), cfg.rounds, len(plan), cfg.duration,
@@ -211,7 +212,7 @@ func runSpeed(ctx context.Context, cfg *config, mach *machine, srv *servers, cs 
 		}
 		r, err := execute(ctx, on, led, spec)
 		if err != nil {
-			return nil, fmt.Errorf("%s, %s, round %d: %w", s.impl.name, s.cell, s.round+1, err)
+			return nil, fmt.Errorf("%s, %s, round %d: %w", s.impl.Name, s.cell, s.round+1, err)
 		}
 		runs = append(runs, r)
 		prog.end()
@@ -227,7 +228,7 @@ func runSpeed(ctx context.Context, cfg *config, mach *machine, srv *servers, cs 
 
 	var bad []string
 	for _, r := range res.rows {
-		if r.Violations > 0 && !registry[r.Impl].naive {
+		if r.Violations > 0 && !registry.Locks[r.Impl].Naive {
 			bad = append(bad, fmt.Sprintf("%s (%s N=%d: %d)", r.Impl, r.Scenario, r.Clients, r.Violations))
 		}
 	}
@@ -239,7 +240,7 @@ func runSpeed(ctx context.Context, cfg *config, mach *machine, srv *servers, cs 
 
 // runScoreboard runs the fault scoreboard and writes its files; it
 // returns our locks' broken promises.
-func runScoreboard(ctx context.Context, cfg *config, mach machine, srv *servers, impls []*impl, dir string, stdout, stderr io.Writer) ([]string, error) {
+func runScoreboard(ctx context.Context, cfg *config, mach machine, srv *servers, impls []*registry.Lock, dir string, stdout, stderr io.Writer) ([]string, error) {
 	fs := &faultSetup{runs: cfg.faultRuns, seed: cfg.seed, impls: impls, srv: srv, external: srv.external, allTimelines: cfg.allTimelines}
 	for _, sch := range schedules {
 		if slices.Contains(cfg.faults, sch.id) {
@@ -280,10 +281,10 @@ func benchConcurrency(cs []cell) []int {
 	return out
 }
 
-func implNames(impls []*impl) []string {
+func implNames(impls []*registry.Lock) []string {
 	out := make([]string, len(impls))
 	for i, im := range impls {
-		out[i] = im.name
+		out[i] = im.Name
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/locklab/locklab/bench/registry"
 	"io"
 	"os"
 	"slices"
@@ -92,11 +93,11 @@ func TestControlNeedsTwoRounds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		impls, err := resolveImpls(cfg.impls)
+		impls, err := registry.Resolve(cfg.impls)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := slices.ContainsFunc(dropLoneControl(impls, cfg), func(im *impl) bool { return im.name == "raw-again" })
+		got := slices.ContainsFunc(dropLoneControl(impls, cfg), func(im *registry.Lock) bool { return im.Name == "raw-again" })
 		if got != tc.want {
 			t.Errorf("%q: raw-again runs: %v, want %v", tc.args, got, tc.want)
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/locklab/locklab/bench/registry"
 	"github.com/locklab/locklab/internal/measure"
 
 	"math"
@@ -241,26 +242,26 @@ type groupKey struct {
 
 // aggregate turns the runs into rows, in the order cells and impls were
 // given, with same-round ratios to each impl's baseline where it ran.
-func aggregate(results []*runResult, cs []cell, impls []*impl, dur time.Duration) []row {
+func aggregate(results []*runResult, cs []cell, impls []*registry.Lock, dur time.Duration) []row {
 	byKey := map[groupKey][]*runResult{}
 	for _, r := range results {
-		k := groupKey{r.spec.impl.name, r.spec.cell}
+		k := groupKey{r.spec.impl.Name, r.spec.cell}
 		byKey[k] = append(byKey[k], r)
 	}
 	var rows []row
 	for _, c := range cs {
 		for _, im := range impls {
-			rs := byKey[groupKey{im.name, c}]
+			rs := byKey[groupKey{im.Name, c}]
 			if len(rs) == 0 {
 				continue
 			}
 			rw := buildRow(im, c, rs, dur)
-			if b := im.baseline(); b != im.name {
+			if b := im.Baseline(); b != im.Name {
 				if brs := byKey[groupKey{b, c}]; len(brs) > 0 {
 					setRatios(&rw, rs, brs)
 				}
 			}
-			if f := im.floor(); f != im.name {
+			if f := im.Floor(); f != im.Name {
 				if frs := byKey[groupKey{f, c}]; len(frs) > 0 {
 					rw.FloorTo = f
 					rw.OpsFloorRatio = roundRatio(rs, frs, func(f roundFigures) float64 { return f.OpsPerSec })
@@ -273,11 +274,11 @@ func aggregate(results []*runResult, cs []cell, impls []*impl, dur time.Duration
 	return rows
 }
 
-func buildRow(im *impl, c cell, rs []*runResult, dur time.Duration) row {
+func buildRow(im *registry.Lock, c cell, rs []*runResult, dur time.Duration) row {
 	rw := row{
-		Impl: im.name, Scenario: c.scenario, Clients: c.clients,
+		Impl: im.Name, Scenario: c.scenario, Clients: c.clients,
 		HoldUs: float64(c.hold.Microseconds()), Keys: c.keys,
-		RTTUs: float64(c.rtt.Microseconds()), Nodes: im.nodes, Mode: "closed", Server: c.server,
+		RTTUs: float64(c.rtt.Microseconds()), Nodes: im.Nodes, Mode: "closed", Server: c.server,
 		Rounds: len(rs), DurationS: dur.Seconds(), RedisCmdMix: map[string]float64{},
 	}
 	var ops, p50, p99, p999, mx, jn, cmin, cmax, cpo, gps, ccpo, hp50, hp99, rp50, rp99, held, scpu, ccpu []float64
@@ -406,7 +407,7 @@ func setFIFOFloor(rw *row) {
 // in the same round, then the median of those ratios.
 func setRatios(rw *row, rs, base []*runResult) {
 	ratio := func(get func(roundFigures) float64) *float64 { return roundRatio(rs, base, get) }
-	rw.RatioTo = base[0].spec.impl.name
+	rw.RatioTo = base[0].spec.impl.Name
 	rw.OpsRatio = ratio(func(f roundFigures) float64 { return f.OpsPerSec })
 	rw.WaitP50Ratio = ratio(func(f roundFigures) float64 { return f.WaitP50Us })
 	rw.WaitP99Ratio = ratio(func(f roundFigures) float64 { return f.WaitP99Us })

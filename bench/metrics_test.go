@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/locklab/locklab/bench/registry"
 	"github.com/locklab/locklab/internal/measure"
 
 	"encoding/json"
@@ -89,7 +90,7 @@ func TestRatioMedian(t *testing.T) {
 }
 
 // fakeRun makes a runResult as execute would, without Redis.
-func fakeRun(im *impl, c cell, round int, ops int64, waitUs []int64, perClient []int64) *runResult {
+func fakeRun(im *registry.Lock, c cell, round int, ops int64, waitUs []int64, perClient []int64) *runResult {
 	r := &runResult{
 		spec: runSpec{impl: im, cell: c, round: round},
 		ops:  ops, elapsed: time.Second, wait: newHist(), release: newHist(), handoff: newHist(),
@@ -104,8 +105,8 @@ func fakeRun(im *impl, c cell, round int, ops int64, waitUs []int64, perClient [
 // TestAggregateRatiosSameRound checks rows end to end without Redis: the
 // medians, and the ratios taken round by round.
 func TestAggregateRatiosSameRound(t *testing.T) {
-	ours := &impl{name: "ours", nodes: 1}
-	base := registry["redsync-1"]
+	ours := &registry.Lock{Name: "ours", Nodes: 1}
+	base := registry.Locks["redsync-1"]
 	c := cell{scenario: scContended, clients: 2, hold: time.Millisecond, keys: 1}
 	var runs []*runResult
 	// The machine is twice as fast in round 1; ours is 2x the baseline in
@@ -115,7 +116,7 @@ func TestAggregateRatiosSameRound(t *testing.T) {
 			fakeRun(ours, c, round, 200*speed, []int64{100, 200, 300}, []int64{100 * speed, 100 * speed}),
 			fakeRun(base, c, round, 100*speed, []int64{1000, 2000, 3000}, []int64{50 * speed, 50 * speed}))
 	}
-	rows := aggregate(runs, []cell{c}, []*impl{ours, base}, time.Second)
+	rows := aggregate(runs, []cell{c}, []*registry.Lock{ours, base}, time.Second)
 	if len(rows) != 2 {
 		t.Fatalf("aggregate made %d rows; want 2", len(rows))
 	}
@@ -147,8 +148,8 @@ func TestAggregateRatiosSameRound(t *testing.T) {
 // summary.json schema, with JSON types a reader can rely on.
 func TestSummarySchema(t *testing.T) {
 	c := cell{scenario: scContended, clients: 2, keys: 1}
-	rows := aggregate([]*runResult{fakeRun(registry["redsync-1"], c, 0, 10, []int64{5}, []int64{5, 5})},
-		[]cell{c}, []*impl{registry["redsync-1"]}, time.Second)
+	rows := aggregate([]*runResult{fakeRun(registry.Locks["redsync-1"], c, 0, 10, []int64{5}, []int64{5, 5})},
+		[]cell{c}, []*registry.Lock{registry.Locks["redsync-1"]}, time.Second)
 	b, err := json.Marshal(rows)
 	if err != nil {
 		t.Fatal(err)
@@ -185,11 +186,11 @@ func checkSchema(t *testing.T, b []byte, n int) []map[string]any {
 }
 
 func TestStepsRotate(t *testing.T) {
-	a, b, c := &impl{name: "a"}, &impl{name: "b"}, &impl{name: "c"}
+	a, b, c := &registry.Lock{Name: "a"}, &registry.Lock{Name: "b"}, &registry.Lock{Name: "c"}
 	cs := []cell{{scenario: scContended, clients: 2}}
 	var got []string
-	for _, s := range steps(3, cs, []*impl{a, b, c}) {
-		got = append(got, s.impl.name)
+	for _, s := range steps(3, cs, []*registry.Lock{a, b, c}) {
+		got = append(got, s.impl.Name)
 	}
 	want := []string{"a", "b", "c", "b", "c", "a", "c", "a", "b"}
 	if !slices.Equal(got, want) {
@@ -202,7 +203,7 @@ func TestStepsRotate(t *testing.T) {
 // median rather than counted as zero, and a row with no round measured
 // has none.
 func TestClientCPUPerAcquisition(t *testing.T) {
-	ours := &impl{name: "ours", nodes: 1}
+	ours := &registry.Lock{Name: "ours", Nodes: 1}
 	c := cell{scenario: scKeys, clients: 2, keys: 4}
 	var runs []*runResult
 	for round, cpu := range []time.Duration{3 * time.Millisecond, -1, 5 * time.Millisecond} {
@@ -210,7 +211,7 @@ func TestClientCPUPerAcquisition(t *testing.T) {
 		r.clientCPU = cpu
 		runs = append(runs, r)
 	}
-	rows := aggregate(runs, []cell{c}, []*impl{ours}, time.Second)
+	rows := aggregate(runs, []cell{c}, []*registry.Lock{ours}, time.Second)
 	got := rows[0]
 	if got.ClientCPUUsPerOp == nil || *got.ClientCPUUsPerOp != 40 {
 		t.Errorf("client CPU/acq = %s; want 40 (the median of 30 and 50 µs; the unread round left out)", fmtOptional(got.ClientCPUUsPerOp))
@@ -221,7 +222,7 @@ func TestClientCPUPerAcquisition(t *testing.T) {
 	for _, r := range runs {
 		r.clientCPU, r.fig = -1, nil
 	}
-	if rows := aggregate(runs, []cell{c}, []*impl{ours}, time.Second); rows[0].ClientCPUUsPerOp != nil {
+	if rows := aggregate(runs, []cell{c}, []*registry.Lock{ours}, time.Second); rows[0].ClientCPUUsPerOp != nil {
 		t.Errorf("no round measured: client CPU/acq = %v; want null", *rows[0].ClientCPUUsPerOp)
 	}
 }

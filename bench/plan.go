@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/locklab/locklab/bench/registry"
 	"slices"
 	"strings"
 	"time"
@@ -122,7 +123,7 @@ func rttClients(clients []int) int {
 type step struct {
 	round int
 	cell  cell
-	impl  *impl
+	impl  *registry.Lock
 }
 
 // steps orders the runs: rounds outermost, then cells; within a cell the
@@ -132,13 +133,13 @@ type step struct {
 // cell's runs on each kind of server come one kind after the other, the
 // kinds' order rotated the same way, and the locks on other systems run on
 // the first kind only (runsOn).
-func steps(rounds int, cs []cell, impls []*impl) []step {
+func steps(rounds int, cs []cell, impls []*registry.Lock) []step {
 	var out []step
 	for r := range rounds {
 		for _, c := range rotateServers(cs, r) {
 			for i := range impls {
 				im := impls[(i+r)%len(impls)]
-				if im.scenarios != nil && !slices.Contains(im.scenarios, c.scenario) || !runsOn(im, c, cs) {
+				if im.Scenarios != nil && !slices.Contains(im.Scenarios, c.scenario) || !runsOn(im, c, cs) {
 					continue
 				}
 				out = append(out, step{round: r, cell: c, impl: im})
@@ -155,4 +156,13 @@ const perRunOverhead = 60 * time.Millisecond
 // estimate returns the planned wall time of the steps.
 func estimate(ss []step, d time.Duration) time.Duration {
 	return time.Duration(len(ss)) * (d + perRunOverhead)
+}
+
+// dropLoneControl leaves raw-again out of a run of one round (the -quick
+// preset) unless -impls names it: one round gives one ratio, not a spread.
+func dropLoneControl(impls []*registry.Lock, cfg *config) []*registry.Lock {
+	if cfg.rounds > 1 || len(cfg.impls) > 0 {
+		return impls
+	}
+	return slices.DeleteFunc(impls, func(im *registry.Lock) bool { return im.Name == "raw-again" })
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/locklab/locklab/bench/registry"
 	"io"
 	"slices"
 	"testing"
@@ -19,7 +20,7 @@ func TestDefaultPlanIsTheVerdictsCells(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		impls, err := resolveImpls(c.impls)
+		impls, err := registry.Resolve(c.impls)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -36,7 +37,7 @@ func TestDefaultPlanIsTheVerdictsCells(t *testing.T) {
 	if def.rounds != defaultRounds || def.rounds < 2 {
 		t.Errorf("default rounds %d; want %d (the A/A control needs two or more)", def.rounds, defaultRounds)
 	}
-	if !slices.ContainsFunc(ss, func(s step) bool { return s.impl.name == "raw-again" }) {
+	if !slices.ContainsFunc(ss, func(s step) bool { return s.impl.Name == "raw-again" }) {
 		t.Error("the default plan runs no raw-again: the A/A control is gone")
 	}
 	if est := estimate(ss, def.duration); est > 5*time.Minute {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/locklab/locklab/bench/registry"
 	"math"
 	"os"
 	"path/filepath"
@@ -69,12 +70,12 @@ func planPanels(locks []lockInfo, extra int, best func(names []string) string) [
 				continue
 			}
 			switch l.kind {
-			case kindOurs:
+			case registry.Ours:
 				ours = append(ours, l.name)
 				if _, ok := byName[l.floor]; ok && floor == "" {
 					floor = l.floor
 				}
-			case kindPeer:
+			case registry.Peer:
 				peers = append(peers, l.name)
 			}
 		}

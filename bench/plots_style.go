@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/locklab/locklab/bench/registry"
 	"image/color"
 
 	"gonum.org/v1/plot/plotutil"
@@ -26,13 +27,13 @@ var (
 // saturated, the peers warm, the floors black and greys, the naive locks
 // pinks. A kind's locks take its colours in display order, then the same
 // colours again with the next dash pattern, so no two locks share both.
-var kindPalettes = map[implKind][]color.Color{
-	kindOurs: {
+var kindPalettes = map[registry.Kind][]color.Color{
+	registry.Ours: {
 		rgb(0x1f77b4), rgb(0x2ca02c), rgb(0x9467bd), rgb(0x17becf), rgb(0x393b79), rgb(0x637939),
 	},
-	kindPeer:  {rgb(0xff7f0e), rgb(0xd62728), rgb(0x8c564b), rgb(0xbcbd22)},
-	kindFloor: {rgb(0x000000), rgb(0x6b6b6b), rgb(0xa8a8a8)},
-	kindNaive: {rgb(0xe377c2), rgb(0xf7a8d0)},
+	registry.Peer:  {rgb(0xff7f0e), rgb(0xd62728), rgb(0x8c564b), rgb(0xbcbd22)},
+	registry.Floor: {rgb(0x000000), rgb(0x6b6b6b), rgb(0xa8a8a8)},
+	registry.Naive: {rgb(0xe377c2), rgb(0xf7a8d0)},
 }
 
 // fifoStyle draws the FIFO floor: black dots, which no lock uses (the
@@ -53,24 +54,24 @@ type lockStyles map[string]lockStyle
 // is, how many servers it uses and the raw floor it is measured against.
 type lockInfo struct {
 	name  string
-	kind  implKind
+	kind  registry.Kind
 	nodes int
 	floor string
 }
 
-func infoOf(im *impl) lockInfo {
-	return lockInfo{name: im.name, kind: im.kind, nodes: im.nodes, floor: im.floor()}
+func infoOf(im *registry.Lock) lockInfo {
+	return lockInfo{name: im.Name, kind: im.Kind, nodes: im.Nodes, floor: im.Floor()}
 }
 
 // registeredLocks returns every registered lock in display order.
 func registeredLocks() []lockInfo {
 	var names []string
-	for n := range registry {
+	for n := range registry.Locks {
 		names = append(names, n)
 	}
 	var out []lockInfo
-	for _, n := range sortedImpls(names) {
-		out = append(out, infoOf(registry[n]))
+	for _, n := range registry.Sorted(names) {
+		out = append(out, infoOf(registry.Locks[n]))
 	}
 	return out
 }
@@ -80,14 +81,14 @@ func registeredLocks() []lockInfo {
 // pattern i div n. A lock of an unknown kind is styled as a naive one.
 func newLockStyles(locks []lockInfo) lockStyles {
 	st := lockStyles{}
-	seen := map[implKind]int{}
+	seen := map[registry.Kind]int{}
 	for _, l := range locks {
 		if _, dup := st[l.name]; dup {
 			continue
 		}
 		k := l.kind
 		if kindPalettes[k] == nil {
-			k = kindNaive
+			k = registry.Naive
 		}
 		pal, i := kindPalettes[k], seen[k]
 		seen[k]++

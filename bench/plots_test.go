@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/locklab/locklab/bench/registry"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -33,10 +34,10 @@ var plotCells = []cell{
 // display order: more lines than any panel may draw.
 func allRegistered() []string {
 	var names []string
-	for n := range registry {
+	for n := range registry.Locks {
 		names = append(names, n)
 	}
-	return sortedImpls(names)
+	return registry.Sorted(names)
 }
 
 // plotResults makes syntheticResults whose rows also carry Redis
@@ -128,7 +129,7 @@ func TestPlotPanelsAtMostEightLines(t *testing.T) {
 // servers, and ours spread evenly.
 func TestPlotPlanPanels(t *testing.T) {
 	var locks []lockInfo
-	add := func(kind implKind, nodes, n int) {
+	add := func(kind registry.Kind, nodes, n int) {
 		for i := range n {
 			floor := "raw"
 			if nodes > 1 {
@@ -137,14 +138,14 @@ func TestPlotPlanPanels(t *testing.T) {
 			locks = append(locks, lockInfo{name: fmt.Sprintf("%s-%d-%d", kind, nodes, i), kind: kind, nodes: nodes, floor: floor})
 		}
 	}
-	add(kindOurs, 1, 13)
-	add(kindOurs, 5, 2)
-	add(kindPeer, 1, 5)
-	add(kindPeer, 5, 1)
-	locks = append(locks, lockInfo{name: "raw", kind: kindFloor, nodes: 1, floor: "raw"},
-		lockInfo{name: "raw-5", kind: kindFloor, nodes: 5, floor: "raw-5"})
-	add(kindFloor, 1, 3)
-	add(kindNaive, 1, 4)
+	add(registry.Ours, 1, 13)
+	add(registry.Ours, 5, 2)
+	add(registry.Peer, 1, 5)
+	add(registry.Peer, 5, 1)
+	locks = append(locks, lockInfo{name: "raw", kind: registry.Floor, nodes: 1, floor: "raw"},
+		lockInfo{name: "raw-5", kind: registry.Floor, nodes: 5, floor: "raw-5"})
+	add(registry.Floor, 1, 3)
+	add(registry.Naive, 1, 4)
 	best := func(names []string) string { return names[len(names)-1] } // the last peer
 	for extra := range 2 {
 		plans := planPanels(locks, extra, best)
@@ -197,7 +198,7 @@ func TestPlotChartRefusesNinthLine(t *testing.T) {
 	locks := make([]lockInfo, maxPanelLines+1)
 	hs := map[string]*hdrhistogram.Histogram{}
 	for i := range locks {
-		locks[i] = lockInfo{name: fmt.Sprintf("peer-%d", i), kind: kindPeer, nodes: 1, floor: "raw"}
+		locks[i] = lockInfo{name: fmt.Sprintf("peer-%d", i), kind: registry.Peer, nodes: 1, floor: "raw"}
 		h := newHist()
 		record(h, time.Millisecond)
 		hs[locks[i].name] = h

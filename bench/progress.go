@@ -34,7 +34,7 @@ func newProgress(w io.Writer, total int, perRun time.Duration) *progress {
 // begin shows that s is starting.
 func (p *progress) begin(s step, rounds int) {
 	eta := p.eta()
-	label := fmt.Sprintf("%s  %s  round %d/%d", s.cell, s.impl.name, s.round+1, rounds)
+	label := fmt.Sprintf("%s  %s  round %d/%d", s.cell, s.impl.Name, s.round+1, rounds)
 	if !p.bar {
 		fmt.Fprintf(p.w, "[%d/%d] %s  ETA %s\n", p.done+1, p.total, label, fmtETA(eta))
 		return

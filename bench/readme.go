@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/locklab/locklab/bench/registry"
 	"os"
 	"path/filepath"
 	"slices"
@@ -22,12 +23,12 @@ import (
 // htmlLocks returns every registered lock as the report package needs to
 // know it (its kind, servers and system).
 func htmlLocks() []htmlreport.Lock {
-	var locks []htmlreport.Lock
-	for _, im := range registry {
-		locks = append(locks, htmlreport.Lock{Name: im.name, Kind: string(im.kind), Nodes: im.nodes, System: systemOf(im)})
+	var rows []htmlreport.Lock
+	for _, im := range registry.Locks {
+		rows = append(rows, htmlreport.Lock{Name: im.Name, Kind: string(im.Kind), Nodes: im.Nodes, System: systemOf(im)})
 	}
-	slices.SortFunc(locks, func(a, b htmlreport.Lock) int { return strings.Compare(a.Name, b.Name) })
-	return locks
+	slices.SortFunc(rows, func(a, b htmlreport.Lock) int { return strings.Compare(a.Name, b.Name) })
+	return rows
 }
 
 // verdictSection renders the verdicts of summary (the bytes of a
@@ -92,7 +93,7 @@ func screenTables(rows []row, locks []htmlreport.Lock) string {
 		// One server, then five, then beyond Redis; in each, ours, the
 		// best peer, the floor.
 		kindRank := func(r row) int {
-			return slices.Index([]string{string(kindOurs), string(kindPeer), string(kindFloor)}, lockOf(r.Impl).Kind)
+			return slices.Index([]string{string(registry.Ours), string(registry.Peer), string(registry.Floor)}, lockOf(r.Impl).Kind)
 		}
 		slices.SortStableFunc(in, func(a, b row) int {
 			ga, gb := groupOf(a), groupOf(b)
@@ -109,7 +110,7 @@ func screenTables(rows []row, locks []htmlreport.Lock) string {
 		})
 		best := map[group]row{}
 		for _, r := range in {
-			if lockOf(r.Impl).Kind != string(kindPeer) || r.Violations > 0 {
+			if lockOf(r.Impl).Kind != string(registry.Peer) || r.Violations > 0 {
 				continue
 			}
 			if p, ok := best[groupOf(r)]; !ok || r.OpsPerSec > p.OpsPerSec {
@@ -126,18 +127,18 @@ func screenTables(rows []row, locks []htmlreport.Lock) string {
 			l := lockOf(r.Impl)
 			p, hasPeer := best[groupOf(r)]
 			switch {
-			case l.Kind == string(kindOurs):
-			case l.Kind == string(kindPeer) && hasPeer && p.Impl == r.Impl:
-			case l.Kind == string(kindFloor) && (r.Impl == "raw" || r.Impl == "raw-5"):
+			case l.Kind == string(registry.Ours):
+			case l.Kind == string(registry.Peer) && hasPeer && p.Impl == r.Impl:
+			case l.Kind == string(registry.Floor) && (r.Impl == "raw" || r.Impl == "raw-5"):
 			default:
 				continue
 			}
 			name := r.Impl
-			if l.Kind != string(kindOurs) {
+			if l.Kind != string(registry.Ours) {
 				name = fmt.Sprintf("%s (%s)", r.Impl, l.Kind)
 			}
 			peer := "–"
-			if l.Kind == string(kindOurs) && hasPeer {
+			if l.Kind == string(registry.Ours) && hasPeer {
 				peer = fmt.Sprintf("%.2f× %s", medianRoundRatio(r, p), p.Impl)
 			}
 			servers := fmt.Sprintf("%d %s", l.Nodes, l.System)

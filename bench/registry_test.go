@@ -1,31 +1,65 @@
 package main
 
-import "testing"
+import (
+	"slices"
+	"testing"
+
+	"github.com/locklab/locklab/bench/registry"
+)
 
 // TestRegistryTraits fails when a registered lock lacks a trait the bench
-// and its reports need.
+// and its reports need: a way to connect, a kind, a place in the tables,
+// a system and scenarios the bench knows, the peer and floor its ratios
+// are taken against, and, under the fault scoreboard, its claims.
 func TestRegistryTraits(t *testing.T) {
-	for name, im := range registry {
-		if im.connect == nil || im.gaveUp == nil {
-			t.Errorf("%s: registered without connect or gaveUp", name)
+	orders := map[int]string{}
+	for name, im := range registry.Locks {
+		if im.Connect == nil || im.GaveUp == nil {
+			t.Errorf("%s: registered without Connect or GaveUp", name)
 		}
-		switch im.kind {
-		case kindOurs, kindPeer, kindFloor, kindNaive:
+		switch im.Kind {
+		case registry.Ours, registry.Peer, registry.Floor, registry.Naive:
 		default:
-			t.Errorf("%s: kind %q is none of ours, peer, floor, naive", name, im.kind)
+			t.Errorf("%s: kind %q is none of ours, peer, floor, naive", name, im.Kind)
 		}
-		if im.noFaults != "" || im.kind == kindFloor || im.kind == kindPeer {
+		if !slices.Contains([]string{sysRedis, sysEtcd, sysZooKeeper, sysPostgres}, im.System) {
+			t.Errorf("%s: system %q is none the fault schedules know", name, im.System)
+		}
+		for _, sc := range im.Scenarios {
+			if !slices.Contains(allScenarios, sc) {
+				t.Errorf("%s: scenario %q is not one of %v", name, sc, allScenarios)
+			}
+		}
+		if im.System == sysRedis && im.Kind != registry.Naive {
+			if im.Order == 0 {
+				t.Errorf("%s: no Order: the report's tables and plots have no place for it", name)
+			} else if other, dup := orders[im.Order]; dup {
+				t.Errorf("%s and %s share Order %d", name, other, im.Order)
+			}
+			orders[im.Order] = name
+		}
+		for _, peer := range []string{im.Baseline(), im.Floor()} {
+			if _, ok := registry.Locks[peer]; !ok {
+				t.Errorf("%s: its ratios are taken against %s, which is not registered", name, peer)
+			}
+		}
+		if im.NoFaults != "" || im.Kind == registry.Floor || im.Kind == registry.Peer {
 			continue
 		}
-		if len(im.claims) == 0 {
-			t.Errorf("%s runs under the fault scoreboard but claims nothing (its claims field)", name)
+		if len(im.Claims) == 0 {
+			t.Errorf("%s runs under the fault scoreboard but claims nothing (its Claims field)", name)
 		}
-		if im.kind != kindOurs {
+		for id, c := range im.Claims {
+			if s := scheduleByID(id); s == nil || !s.appliesTo(im) {
+				t.Errorf("%s's Claims[%s] (%s): no such schedule applies to it", name, id, c.Verdict)
+			}
+		}
+		if im.Kind != registry.Ours {
 			continue
 		}
 		for _, s := range schedules {
-			if _, ok := im.claims[s.id]; s.appliesTo(im) && !ok {
-				t.Errorf("%s: schedule %q applies to it but its claims say nothing about it", name, s.id)
+			if _, ok := im.Claims[s.id]; s.appliesTo(im) && !ok {
+				t.Errorf("%s: schedule %q applies to it but its Claims say nothing about it", name, s.id)
 			}
 		}
 	}

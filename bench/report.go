@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/locklab/locklab/bench/registry"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -85,19 +86,19 @@ type results struct {
 	cfg    *config
 	mach   machine
 	cells  []cell
-	impls  []*impl
+	impls  []*registry.Lock
 	runs   []*runResult
 	rows   []row
 	hists  map[groupKey]*hdrhistogram.Histogram // wait, merged over rounds
 	handof map[groupKey]*hdrhistogram.Histogram // handoff, merged over rounds
 }
 
-func newResults(cfg *config, mach machine, cs []cell, impls []*impl, runs []*runResult) *results {
+func newResults(cfg *config, mach machine, cs []cell, impls []*registry.Lock, runs []*runResult) *results {
 	res := &results{cfg: cfg, mach: mach, cells: cs, impls: impls, runs: runs,
 		hists: map[groupKey]*hdrhistogram.Histogram{}, handof: map[groupKey]*hdrhistogram.Histogram{}}
 	res.rows = aggregate(runs, cs, impls, cfg.duration)
 	for _, r := range runs {
-		k := groupKey{r.spec.impl.name, r.spec.cell}
+		k := groupKey{r.spec.impl.Name, r.spec.cell}
 		if res.hists[k] == nil {
 			res.hists[k], res.handof[k] = newHist(), newHist()
 		}
@@ -110,7 +111,7 @@ func newResults(cfg *config, mach machine, cs []cell, impls []*impl, runs []*run
 func (res *results) implNames() []string {
 	names := make([]string, len(res.impls))
 	for i, im := range res.impls {
-		names[i] = im.name
+		names[i] = im.Name
 	}
 	return names
 }
@@ -158,9 +159,6 @@ func (res *results) write(dir string) (string, error) {
 	md.WriteString(res.serverSection()) // Valkey/Redis, with -server redis,valkey (summary.go)
 	res.header(&md)
 	md.WriteString(tables)
-	for _, sec := range reportSections {
-		sec(res, &md)
-	}
 	md.WriteString(res.chapterSection()) // the chapter's claims, when locks on other systems ran (chapter.go)
 	res.plotSection(&md, plots)
 	if err := os.WriteFile(filepath.Join(dir, "report.md"), md.Bytes(), 0o644); err != nil {
@@ -223,11 +221,6 @@ func (res *results) rowsOf(scenario string, hold time.Duration) []row {
 	}
 	return out
 }
-
-// reportSections are extra sections of report.md, after the tables: an
-// impl_*.go file that has more to say about its locks (a claims table, say)
-// appends one from its init.
-var reportSections []func(res *results, b *bytes.Buffer)
 
 func (res *results) header(b *bytes.Buffer) {
 	m, c := res.mach, res.cfg

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/locklab/locklab/bench/registry"
 	"github.com/locklab/locklab/internal/measure"
 
 	"context"
@@ -43,7 +44,7 @@ const (
 
 // runSpec is one run: one implementation in one cell.
 type runSpec struct {
-	impl     *impl
+	impl     *registry.Lock
 	cell     cell
 	round    int
 	duration time.Duration
@@ -111,8 +112,8 @@ type slot struct {
 // worker is one contending client.
 type worker struct {
 	id      int
-	con     contender
-	lockers map[string]locker
+	con     registry.Contender
+	lockers map[string]registry.Locker
 	rng     *rand.Rand
 	seq     int
 
@@ -156,7 +157,7 @@ func (r *runState) stop() {
 // snapshot INFO commandstats, run the load, then snapshot again and clean
 // up. Errors that make the figures meaningless are returned.
 func execute(ctx context.Context, srv *servers, led *ledger, spec runSpec) (*runResult, error) {
-	e := env{addrs: spec.addrs, ttl: spec.ttl}
+	e := registry.Env{Addrs: spec.addrs, TTL: spec.ttl, Servers: &others}
 	r := &runState{spec: spec, led: led}
 	nslots := max(spec.cell.keys, 1)
 	for i := range nslots {
@@ -179,18 +180,18 @@ func execute(ctx context.Context, srv *servers, led *ledger, spec runSpec) (*run
 	workers := make([]*worker, spec.cell.clients)
 	defer func() {
 		for _, w := range workers {
-			if w != nil && w.con.close != nil {
-				_ = w.con.close()
+			if w != nil && w.con.Close != nil {
+				_ = w.con.Close()
 			}
 		}
 	}()
 	for i := range workers {
-		con, err := spec.impl.connect(e)
+		con, err := spec.impl.Connect(e)
 		if err != nil {
 			return nil, fmt.Errorf("connect client %d: %w", i, err)
 		}
 		workers[i] = &worker{
-			id: i, con: con, lockers: map[string]locker{},
+			id: i, con: con, lockers: map[string]registry.Locker{},
 			rng:  rand.New(rand.NewPCG(uint64(spec.round)+1, uint64(i)+1)),
 			wait: newHist(), release: newHist(), handoff: newHist(), held: newHist(),
 		}
@@ -243,10 +244,10 @@ func execute(ctx context.Context, srv *servers, led *ledger, spec runSpec) (*run
 	}
 	sentAfter := sentTotal(workers)
 	for i, w := range workers {
-		if err := w.con.close(); err != nil {
+		if err := w.con.Close(); err != nil {
 			return nil, fmt.Errorf("close client %d: %w", i, err)
 		}
-		w.con.close = nil
+		w.con.Close = nil
 	}
 	after, err := srv.commandstats(ctx)
 	if err != nil {
@@ -327,7 +328,7 @@ func execute(ctx context.Context, srv *servers, led *ledger, spec runSpec) (*run
 		return nil, err
 	}
 	cleaned = true
-	if !spec.impl.keepsKeys {
+	if !spec.impl.KeepsKeys {
 		res.leftover, res.expiring = left-expiring, expiring
 	}
 	return res, nil
@@ -338,10 +339,10 @@ func execute(ctx context.Context, srv *servers, led *ledger, spec runSpec) (*run
 func sentTotal(ws []*worker) int64 {
 	var n int64
 	for _, w := range ws {
-		if w.con.sent == nil {
+		if w.con.Sent == nil {
 			return -1
 		}
-		n += w.con.sent.Load()
+		n += w.con.Sent.Load()
 	}
 	return n
 }
@@ -356,7 +357,7 @@ func (r *runState) warmUp(ctx context.Context, ws []*worker) error {
 		key = r.spec.tag + ":warm"
 	}
 	for _, w := range ws {
-		l := w.con.locker(key)
+		l := w.con.Locker(key)
 		if err := l.Lock(ctx); err != nil {
 			return fmt.Errorf("warm-up: client %d: Lock: %w", w.id, err)
 		}
@@ -370,12 +371,12 @@ func (r *runState) warmUp(ctx context.Context, ws []*worker) error {
 // pick returns the slot and locker for the worker's next acquisition: a
 // fresh key each time (uncontended), the one key (contended), or a
 // uniformly random one of K (keys).
-func (r *runState) pick(w *worker) (*slot, locker) {
+func (r *runState) pick(w *worker) (*slot, registry.Locker) {
 	switch r.spec.cell.keys {
 	case 0:
 		w.seq++
 		key := r.spec.tag + ":u" + strconv.Itoa(w.id) + ":" + strconv.Itoa(w.seq)
-		return r.slots[0], w.con.locker(key)
+		return r.slots[0], w.con.Locker(key)
 	case 1:
 		return r.slots[0], w.locker(r.slots[0].key)
 	default:
@@ -384,10 +385,10 @@ func (r *runState) pick(w *worker) (*slot, locker) {
 	}
 }
 
-func (w *worker) locker(key string) locker {
+func (w *worker) locker(key string) registry.Locker {
 	l, ok := w.lockers[key]
 	if !ok {
-		l = w.con.locker(key)
+		l = w.con.Locker(key)
 		w.lockers[key] = l
 	}
 	return l
@@ -468,7 +469,7 @@ func (r *runState) once(w *worker, wanted time.Time) bool {
 			w.cutWanted = wanted
 			return false
 		}
-		if r.spec.impl.gaveUp(err) {
+		if r.spec.impl.GaveUp(err) {
 			w.gaveUp++
 			continue
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/locklab/locklab/bench/registry"
 	"io"
 	"os"
 	"path/filepath"
@@ -51,10 +52,8 @@ func TestServerFlag(t *testing.T) {
 // on both in every round, a lock on another system only on the first
 // kind, and the kinds' order in a cell rotates with the rounds.
 func TestStepsOnEveryServer(t *testing.T) {
-	a, b := &impl{name: "a"}, &impl{name: "b"}
-	e := &impl{name: "etcd-test"}
-	faultSystems[e.name] = sysEtcd
-	t.Cleanup(func() { delete(faultSystems, e.name) })
+	a, b := &registry.Lock{Name: "a"}, &registry.Lock{Name: "b"}
+	e := &registry.Lock{Name: "etcd-test", System: registry.SysEtcd}
 	cfg := &config{scenarios: []string{scUncontended, scContended}, clients: []int{2}, holds: []time.Duration{0},
 		servers: []string{serverRedis, serverValkey}}
 	cs := cells(cfg)
@@ -62,8 +61,8 @@ func TestStepsOnEveryServer(t *testing.T) {
 		t.Fatalf("cells = %v; want each cell on redis then valkey", cs)
 	}
 	var got []string
-	for _, s := range steps(2, cs, []*impl{a, b, e}) {
-		got = append(got, fmt.Sprintf("%d %s %s %s", s.round, s.cell.scenario, s.cell.server, s.impl.name))
+	for _, s := range steps(2, cs, []*registry.Lock{a, b, e}) {
+		got = append(got, fmt.Sprintf("%d %s %s %s", s.round, s.cell.scenario, s.cell.server, s.impl.Name))
 	}
 	want := []string{
 		"0 uncontended redis a", "0 uncontended redis b", "0 uncontended redis etcd-test",
@@ -96,7 +95,7 @@ func TestStepsOnEveryServer(t *testing.T) {
 // the same-round ratios (not the ratio of the medians); with one kind
 // there is no table.
 func TestServerSectionRatios(t *testing.T) {
-	correct, raw := registry["correct"], registry["raw"]
+	correct, raw := registry.Locks["correct"], registry.Locks["raw"]
 	base := cell{scenario: scContended, clients: 2, keys: 1}
 	onRedis, onValkey := base, base
 	onRedis.server, onValkey.server = serverRedis, serverValkey
@@ -107,7 +106,7 @@ func TestServerSectionRatios(t *testing.T) {
 	redisOps, valkeyOps := []int64{1000, 2000, 4000}, []int64{1100, 1800, 4400}
 	var runs []*runResult
 	for round := range 3 {
-		for _, im := range []*impl{correct, raw} {
+		for _, im := range []*registry.Lock{correct, raw} {
 			r := fakeRun(im, onRedis, round, redisOps[round], []int64{100, 200}, []int64{redisOps[round] / 2, redisOps[round] / 2})
 			r.serverCPU = time.Duration(redisOps[round]) * 10 * time.Microsecond
 			v := fakeRun(im, onValkey, round, valkeyOps[round], []int64{100, 400}, []int64{valkeyOps[round] / 2, valkeyOps[round] / 2})
@@ -118,7 +117,7 @@ func TestServerSectionRatios(t *testing.T) {
 	}
 	cfg := &config{duration: time.Second, rounds: 3, maxOps: defaultMaxOps, ttl: defaultTTL, keys: 1024, rtt: time.Millisecond,
 		check: "async", servers: []string{serverRedis, serverValkey}}
-	res := newResults(cfg, machine{}, cs, []*impl{correct, raw}, runs)
+	res := newResults(cfg, machine{}, cs, []*registry.Lock{correct, raw}, runs)
 
 	for _, r := range res.rows {
 		if r.Server == "" {

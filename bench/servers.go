@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/locklab/locklab/bench/registry"
 	"github.com/locklab/locklab/internal/measure"
 
 	"context"
@@ -17,7 +18,7 @@ import (
 
 // keyRoot prefixes every key the bench writes, so leftovers can be found
 // with SCAN and removed.
-const keyRoot = "locklab:bench:"
+const keyRoot = registry.KeyRoot
 
 // servers are the Redis servers of one bench invocation: rig-started ones
 // or the -addrs given, an admin client for each (INFO, SCAN, cleanup), and
@@ -299,7 +300,7 @@ func sameBut(a, b cell) bool {
 // runsOn reports whether im runs in c: every lock on the first kind of
 // server, and only the Redis locks (peers and floors too) on the others,
 // since a lock on etcd, ZooKeeper or PostgreSQL does not use them.
-func runsOn(im *impl, c cell, cs []cell) bool {
+func runsOn(im *registry.Lock, c cell, cs []cell) bool {
 	return len(cs) == 0 || c.server == cs[0].server || systemOf(im) == sysRedis
 }
 

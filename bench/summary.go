@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"github.com/locklab/locklab/bench/registry"
 	"slices"
 	"strings"
 )
@@ -90,8 +91,8 @@ type summaryOurs struct {
 // summaryLines builds the lines of one group.
 func (res *results) summaryLines(g summaryGroup) (ours []string, lines []summaryLine) {
 	for _, im := range res.impls {
-		if im.nodes == g.nodes && im.kind == kindOurs {
-			ours = append(ours, im.name)
+		if im.Nodes == g.nodes && im.Kind == registry.Ours {
+			ours = append(ours, im.Name)
 		}
 	}
 	if len(ours) == 0 {
@@ -100,11 +101,11 @@ func (res *results) summaryLines(g summaryGroup) (ours []string, lines []summary
 	for _, c := range res.cells {
 		rows := map[string]row{}
 		for _, im := range res.impls {
-			if im.nodes != g.nodes {
+			if im.Nodes != g.nodes {
 				continue
 			}
-			if r, ok := res.rowOf(im.name, c); ok {
-				rows[im.name] = r
+			if r, ok := res.rowOf(im.Name, c); ok {
+				rows[im.Name] = r
 			}
 		}
 		for _, fig := range c.figures() {
@@ -119,15 +120,15 @@ func (res *results) summaryLines(g summaryGroup) (ours []string, lines []summary
 				ln.aa = sameRoundRatios(perRound(res.runsOf(g.again, c), fig.round), perRound(res.runsOf(g.floor, c), fig.round))
 			}
 			for _, im := range res.impls {
-				r, ok := rows[im.name]
-				if !ok || (im.kind != kindOurs && im.kind != kindPeer) {
+				r, ok := rows[im.Name]
+				if !ok || (im.Kind != registry.Ours && im.Kind != registry.Peer) {
 					continue
 				}
 				if ln.leader == "" || fig.better(r, rows[ln.leader]) {
-					ln.leader = im.name
+					ln.leader = im.Name
 				}
-				if im.kind == kindPeer && (ln.bestPeer == "" || fig.better(r, rows[ln.bestPeer])) {
-					ln.bestPeer = im.name
+				if im.Kind == registry.Peer && (ln.bestPeer == "" || fig.better(r, rows[ln.bestPeer])) {
+					ln.bestPeer = im.Name
 				}
 			}
 			if ln.leader == "" {
@@ -348,7 +349,7 @@ func (res *results) rowOf(impl string, c cell) (row, bool) {
 func (res *results) runsOf(impl string, c cell) []*runResult {
 	var out []*runResult
 	for _, r := range res.runs {
-		if r.spec.impl.name == impl && r.spec.cell == c {
+		if r.spec.impl.Name == impl && r.spec.cell == c {
 			out = append(out, r)
 		}
 	}
@@ -406,14 +407,14 @@ func (res *results) serverSection() string {
 				}
 				oc := c
 				oc.server = other
-				rb, ok1 := res.rowOf(im.name, c)
-				ro, ok2 := res.rowOf(im.name, oc)
+				rb, ok1 := res.rowOf(im.Name, c)
+				ro, ok2 := res.rowOf(im.Name, oc)
 				if !ok1 || !ok2 {
 					continue
 				}
-				fmt.Fprintf(&b, "| %s | %s |", im.name, summaryLabel(cell{scenario: c.scenario, clients: c.clients, hold: c.hold, keys: c.keys}))
+				fmt.Fprintf(&b, "| %s | %s |", im.Name, summaryLabel(cell{scenario: c.scenario, clients: c.clients, hold: c.hold, keys: c.keys}))
 				for _, f := range serverFigures {
-					ratio := roundRatio(res.runsOf(im.name, oc), res.runsOf(im.name, c), f.round)
+					ratio := roundRatio(res.runsOf(im.Name, oc), res.runsOf(im.Name, c), f.round)
 					fmt.Fprintf(&b, " %s | %s | %s |", f.show(f.med(rb)), f.show(f.med(ro)), fmtRatio(ratio))
 				}
 				b.WriteString("\n")

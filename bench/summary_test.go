@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/locklab/locklab/bench/registry"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -17,9 +18,9 @@ import (
 // the tables are rendered from the same data as in a real run.
 func syntheticResults(t *testing.T, names []string, cs []cell, rounds int, rng *rand.Rand) *results {
 	t.Helper()
-	var impls []*impl
+	var impls []*registry.Lock
 	for _, n := range names {
-		im, ok := registry[n]
+		im, ok := registry.Locks[n]
 		if !ok {
 			t.Fatalf("no impl %q", n)
 		}
@@ -127,19 +128,19 @@ func checkSummary(t *testing.T, res *results, summary, tables string) {
 		}
 		// The leader and best peer: named with their table figure, and
 		// the best in that column among their kinds on this many servers.
-		nodes := registry[group[6]].nodes
-		for i, kinds := range [][]implKind{{kindOurs, kindPeer}, {kindPeer}} {
+		nodes := registry.Locks[group[6]].Nodes
+		for i, kinds := range [][]registry.Kind{{registry.Ours, registry.Peer}, {registry.Peer}} {
 			name, val, _ := strings.Cut(cells[2+i], " ")
 			if got := get(name)[col]; got != val {
 				t.Errorf("%q: %s is shown with %s; its table says %s", ln, name, val, got)
 			}
 			best := parseFigure(t, val)
 			for _, r := range rows {
-				im := registry[r["impl"]]
-				if r["N"] != strconv.Itoa(n) || !strings.HasPrefix(r["hold (held p50)"], hold+" ") || im.nodes != nodes {
+				im := registry.Locks[r["impl"]]
+				if r["N"] != strconv.Itoa(n) || !strings.HasPrefix(r["hold (held p50)"], hold+" ") || im.Nodes != nodes {
 					continue
 				}
-				if kinds[0] != im.kind && (len(kinds) < 2 || kinds[1] != im.kind) {
+				if kinds[0] != im.Kind && (len(kinds) < 2 || kinds[1] != im.Kind) {
 					continue
 				}
 				v := parseFigure(t, r[col])

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/locklab/locklab/bench/registry"
 	"os"
 	"strconv"
 	"strings"
@@ -52,23 +53,23 @@ var errNotHere = errors.New("a fault scoreboard client process starts no server:
 
 func inFaultChild() bool { return os.Getenv(faultChildEnv) != "" }
 
-// etcdEndpoints returns the cluster's client addresses, starting it if it
+// EtcdEndpoints returns the cluster's client addresses, starting it if it
 // is not running.
-func (s *systemServers) etcdEndpoints() ([]string, error) {
+func (s *systemServers) EtcdEndpoints() ([]string, error) {
 	return startShared(s, &s.etcd, func() (*rig.Etcd, error) { return rig.NewEtcd(context.Background(), 3) },
 		(*rig.Etcd).Endpoints, warmEtcd)
 }
 
-// zkServers returns the ensemble's client addresses, starting it if it is
+// ZooKeeperServers returns the ensemble's client addresses, starting it if it is
 // not running.
-func (s *systemServers) zkServers() ([]string, error) {
+func (s *systemServers) ZooKeeperServers() ([]string, error) {
 	return startShared(s, &s.zk, func() (*rig.ZooKeeper, error) { return rig.NewZooKeeper(context.Background(), 3) },
 		(*rig.ZooKeeper).Addrs, warmZooKeeper)
 }
 
-// pgDSN returns the PostgreSQL server's connection URL, starting it if it
+// PostgresDSN returns the PostgreSQL server's connection URL, starting it if it
 // is not running.
-func (s *systemServers) pgDSN() (string, error) {
+func (s *systemServers) PostgresDSN() (string, error) {
 	return startShared(s, &s.pg, func() (*rig.Postgres, error) { return rig.NewPostgres(context.Background()) },
 		func(p *rig.Postgres) string { return p.DSN(p.Addr()) }, warmPostgres)
 }
@@ -147,23 +148,6 @@ func stopShared[S sharedServer](running *S) error {
 	return err
 }
 
-// systemAddrs returns the servers a lock on another system dials: under
-// the fault scoreboard (e.users set) the addresses it was given, which may
-// be proxies, and in a child process the only ones it may use; otherwise
-// the bench's own servers, started by start if they are not running.
-func systemAddrs(e env, start func() ([]string, error)) ([]string, error) {
-	if e.users != nil {
-		if len(e.addrs) == 0 {
-			return nil, errors.New("no server address given")
-		}
-		return e.addrs, nil
-	}
-	return start()
-}
-
-// otherScenarios are the scenarios the locks on other systems run in.
-var otherScenarios = []string{scUncontended, scContended, scKeys}
-
 // warmUps is how many lock and unlock pairs a freshly started server
 // serves before any run: its first requests (first leases, first log
 // segments, JIT compilation) would otherwise stall the first run.
@@ -177,8 +161,8 @@ func warmEtcd(endpoints []string) error {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), warmupTimeout)
 	defer cancel()
-	return warmUp(ctx, "etcd", func(i int) []locker {
-		return []locker{etcdlock.New(c, "/locklab/bench/warm/"+strconv.Itoa(i))}
+	return warmUp(ctx, "etcd", func(i int) []registry.Locker {
+		return []registry.Locker{etcdlock.New(c, "/locklab/bench/warm/"+strconv.Itoa(i))}
 	})
 }
 
@@ -190,8 +174,8 @@ func warmZooKeeper(servers []string) error {
 	defer s.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), warmupTimeout)
 	defer cancel()
-	return warmUp(ctx, "ZooKeeper", func(i int) []locker {
-		return []locker{zklock.New(s, "/locklab/bench/warm-"+strconv.Itoa(i%4))}
+	return warmUp(ctx, "ZooKeeper", func(i int) []registry.Locker {
+		return []registry.Locker{zklock.New(s, "/locklab/bench/warm-"+strconv.Itoa(i%4))}
 	})
 }
 
@@ -203,14 +187,14 @@ func warmPostgres(dsn string) error {
 		return err
 	}
 	defer pool.Close()
-	return warmUp(ctx, "PostgreSQL", func(i int) []locker {
-		return []locker{pglock.New(pool, "warm"), pglock.NewRow(pool, "warm-"+strconv.Itoa(i%4))}
+	return warmUp(ctx, "PostgreSQL", func(i int) []registry.Locker {
+		return []registry.Locker{pglock.New(pool, "warm"), pglock.NewRow(pool, "warm-"+strconv.Itoa(i%4))}
 	})
 }
 
 // warmUp locks and unlocks, on ctx, each lock that locks(i) returns, for i
 // from 0 to warmUps-1; what names the server in its error ("etcd").
-func warmUp(ctx context.Context, what string, locks func(i int) []locker) error {
+func warmUp(ctx context.Context, what string, locks func(i int) []registry.Locker) error {
 	for i := range warmUps {
 		for _, m := range locks(i) {
 			if err := m.Lock(ctx); err != nil {
@@ -238,7 +222,7 @@ func (s *systemServers) pgAddr() (string, error) {
 // etcdAdmin returns a client of the cluster for the scoreboard's own
 // requests.
 func (s *systemServers) etcdAdmin() (*clientv3.Client, error) {
-	eps, err := s.etcdEndpoints()
+	eps, err := s.EtcdEndpoints()
 	if err != nil {
 		return nil, err
 	}
@@ -271,7 +255,7 @@ func (s *systemServers) pgAdmin(ctx context.Context) (*pgxpool.Pool, error) {
 
 // zkAdmin returns a ZooKeeper connection for the scoreboard's own reads.
 func (s *systemServers) zkAdmin() (*zk.Conn, error) {
-	servers, err := s.zkServers()
+	servers, err := s.ZooKeeperServers()
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,8 @@
-package main
+package registry
 
 import (
 	"context"
+	"errors"
 
 	"github.com/jackc/pgx/v5"
 
@@ -21,44 +22,44 @@ import (
 // the event's session settings.
 func init() {
 	gaveUp := gaveUpOn(pglock.ErrNotObtained)
-	register(&impl{name: "pglock", nodes: 1, scenarios: otherScenarios, connect: connectPG(false), gaveUp: gaveUp, claims: pglockClaims})
-	register(&impl{name: "pglock-row", nodes: 1, scenarios: otherScenarios, connect: connectPG(true), gaveUp: gaveUp, claims: pglockRowClaims})
-	faultSystems["pglock"] = sysPostgres
-	faultSystems["pglock-row"] = sysPostgres
+	register(&Lock{Name: "pglock", Nodes: 1, System: SysPostgres, Scenarios: OtherScenarios, Connect: connectPG(false), GaveUp: gaveUp, Claims: pglockClaims})
+	register(&Lock{Name: "pglock-row", Nodes: 1, Transactional: true, System: SysPostgres, Scenarios: OtherScenarios, Connect: connectPG(true), GaveUp: gaveUp, Claims: pglockRowClaims})
 }
 
-// txLocker is a lock whose holder works in the lock's transaction
+// TxLocker is a lock whose holder works in the lock's transaction
 // (pglock.RowMutex).
-type txLocker interface{ Tx() pgx.Tx }
+type TxLocker interface{ Tx() pgx.Tx }
 
-func connectPG(row bool) func(e env) (contender, error) {
-	return func(e env) (contender, error) {
+func connectPG(row bool) func(e Env) (Contender, error) {
+	return func(e Env) (Contender, error) {
 		var dsn string
 		var err error
-		if e.users != nil {
-			dsn = e.users.pgDSN(e.addrs[0])
-		} else if dsn, err = others.pgDSN(); err != nil {
-			return contender{}, err
+		if e.Users != nil {
+			dsn = e.Users.PGDSN(e.Addrs[0])
+		} else if e.Servers == nil {
+			return Contender{}, errors.New("pglock: no PostgreSQL server in this run")
+		} else if dsn, err = e.Servers.PostgresDSN(); err != nil {
+			return Contender{}, err
 		}
 		pool, err := sysclient.Postgres(context.Background(), dsn, 2)
 		if err != nil {
-			return contender{}, err
+			return Contender{}, err
 		}
-		return contender{
-			locker: func(key string) locker {
+		return Contender{
+			Locker: func(key string) Locker {
 				if row {
 					return pglock.NewRow(pool, key)
 				}
 				return pglock.New(pool, key)
 			},
-			close: func() error { pool.Close(); return nil },
+			Close: func() error { pool.Close(); return nil },
 		}, nil
 	}
 }
 
 // pglockClaims: a session advisory lock; nothing expires while the holder
 // lives, and tokens come from a sequence that outlives a crash.
-var pglockClaims = claims{
+var pglockClaims = Claims{
 	"pause":      survives(`a paused holder: nothing expires while the holder lives, so nothing is granted twice`),
 	"lost-reply": survives(`a lost reply: the connection is closed, which ends the session and any lock the statement took`),
 	"late":       survives(`a command delivered late: the connection is closed, which ends the session and any lock the statement took`),
@@ -71,7 +72,7 @@ var pglockClaims = claims{
 
 // pglockRowClaims: a row lock held by an open transaction; it also claims
 // the isolation level does not matter.
-var pglockRowClaims = pglockClaims.with(claims{
+var pglockRowClaims = pglockClaims.with(Claims{
 	"lost-reply": survives(`a lost reply: either way the row lock is gone once the transaction ends`),
 	"late":       survives(`a command delivered late: either way the row lock is gone once the transaction ends`),
 	"kill":       survives(`a killed holder: the transaction ends and the row lock with it`),

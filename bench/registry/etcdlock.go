@@ -1,4 +1,4 @@
-package main
+package registry
 
 import (
 	"errors"
@@ -24,10 +24,8 @@ import (
 // the scoreboard's loss signal. etcd-mutex is not in the scoreboard's
 // default set (name it in -impls).
 func init() {
-	register(&impl{name: "etcdlock", nodes: 1, scenarios: otherScenarios, connect: connectEtcd(false), gaveUp: gaveUpOn(etcdlock.ErrNotObtained), claims: etcdlockClaims})
-	register(&impl{name: "etcd-mutex", nodes: 1, kind: kindPeer, scenarios: otherScenarios, noFaults: etcdMutexNoFaults, connect: connectEtcd(true), gaveUp: func(error) bool { return false }})
-	faultSystems["etcdlock"] = sysEtcd
-	faultSystems["etcd-mutex"] = sysEtcd
+	register(&Lock{Name: "etcdlock", Nodes: 1, System: SysEtcd, LossSignal: true, Scenarios: OtherScenarios, Connect: connectEtcd(false), GaveUp: gaveUpOn(etcdlock.ErrNotObtained), Claims: etcdlockClaims})
+	register(&Lock{Name: "etcd-mutex", Nodes: 1, Kind: Peer, System: SysEtcd, Scenarios: OtherScenarios, NoFaults: etcdMutexNoFaults, Connect: connectEtcd(true), GaveUp: func(error) bool { return false }})
 }
 
 // etcdMutexNoFaults is why etcd-mutex is left out of the default fault
@@ -40,35 +38,35 @@ type etcdLocker struct{ *etcdlock.Mutex }
 
 func (l etcdLocker) lost() <-chan struct{} { return l.Done() }
 
-func connectEtcd(peer bool) func(e env) (contender, error) {
-	return func(e env) (contender, error) {
-		eps, err := systemAddrs(e, others.etcdEndpoints)
+func connectEtcd(peer bool) func(e Env) (Contender, error) {
+	return func(e Env) (Contender, error) {
+		eps, err := e.systemAddrs(Servers.EtcdEndpoints)
 		if err != nil {
-			return contender{}, err
+			return Contender{}, err
 		}
 		c, err := sysclient.Etcd(eps...)
 		if err != nil {
-			return contender{}, err
+			return Contender{}, err
 		}
-		if e.users != nil && !peer {
-			return contender{
-				locker: func(key string) locker { return etcdLocker{etcdlock.New(c, key, etcdlock.WithTTL(e.ttl))} },
-				close:  c.Close,
+		if e.Users != nil && !peer {
+			return Contender{
+				Locker: func(key string) Locker { return etcdLocker{etcdlock.New(c, key, etcdlock.WithTTL(e.TTL))} },
+				Close:  c.Close,
 			}, nil
 		}
-		s, err := concurrency.NewSession(c, concurrency.WithTTL(int(max(e.ttl/time.Second, 1))))
+		s, err := concurrency.NewSession(c, concurrency.WithTTL(int(max(e.TTL/time.Second, 1))))
 		if err != nil {
 			_ = c.Close()
-			return contender{}, err
+			return Contender{}, err
 		}
-		return contender{
-			locker: func(key string) locker {
+		return Contender{
+			Locker: func(key string) Locker {
 				if peer {
 					return concurrency.NewMutex(s, key)
 				}
 				return etcdlock.New(c, key, etcdlock.WithSession(s))
 			},
-			close: func() error { return errors.Join(s.Close(), c.Close()) },
+			Close: func() error { return errors.Join(s.Close(), c.Close()) },
 		}, nil
 	}
 }
@@ -76,7 +74,7 @@ func connectEtcd(peer bool) func(e env) (contender, error) {
 // etcdlockClaims: the resource is written through the fenced store with
 // etcdlock's token, so a lease lost while the holder is away (pause,
 // latency) is a promise the token keeps.
-var etcdlockClaims = claims{
+var etcdlockClaims = Claims{
 	"pause":      survives(`a paused holder: Done is a hint to stop work, the fencing token is the guarantee`),
 	"lost-reply": survives(`a lost reply: the retry finds the claim already there and reads it`),
 	"late":       survives(`a command delivered late: a caller that gives up leaves no claim others queue behind`),

@@ -1,4 +1,4 @@
-package main
+package registry
 
 import (
 	"context"
@@ -12,13 +12,13 @@ import (
 // common TTL. Each contending client is one Owner, carried in the context
 // of every call; the bench never re-enters, so each hold has count 1.
 func init() {
-	register(&impl{name: "reentrant", nodes: 1, connect: connectReentrant, gaveUp: gaveUpOn(reentrant.ErrNotObtained), claims: reentrantClaims})
+	register(&Lock{Name: "reentrant", Order: 50, Nodes: 1, Connect: connectReentrant, GaveUp: gaveUpOn(reentrant.ErrNotObtained), Claims: reentrantClaims})
 }
 
-func connectReentrant(e env) (contender, error) {
+func connectReentrant(e Env) (Contender, error) {
 	owner := reentrant.NewOwner()
-	return e.oneServer(func(c *redis.Client, key string) locker {
-		return &reentrantLocker{m: reentrant.New(c, key, reentrant.WithTTL(e.ttl)), owner: owner}
+	return e.OneServer(func(c *redis.Client, key string) Locker {
+		return &reentrantLocker{m: reentrant.New(c, key, reentrant.WithTTL(e.TTL)), owner: owner}
 	}), nil
 }
 
@@ -37,7 +37,7 @@ func (l *reentrantLocker) Unlock(ctx context.Context) error {
 
 // reentrantClaims: counted reentrancy in a hash with a lease, as any lease
 // lock.
-var reentrantClaims = claims{
+var reentrantClaims = Claims{
 	"pause":      names(`a holder paused past its TTL, as no lease lock does`),
 	"lost-reply": survives(`a lost reply sent again: each call carries an id`),
 	"late":       survives(`a command delivered late: a Lock that gave up cancels its call by id`),

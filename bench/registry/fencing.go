@@ -1,4 +1,4 @@
-package main
+package registry
 
 import (
 	"github.com/redis/go-redis/v9"
@@ -10,16 +10,16 @@ import (
 // kept for good (so its runs leave one counter per lock name behind, by
 // design), with its defaults and the common TTL.
 func init() {
-	register(&impl{name: "fencing", nodes: 1, connect: connectFencing, keepsKeys: true, gaveUp: gaveUpOn(fencing.ErrNotObtained), claims: fencingClaims})
+	register(&Lock{Name: "fencing", Order: 60, Nodes: 1, Connect: connectFencing, KeepsKeys: true, GaveUp: gaveUpOn(fencing.ErrNotObtained), Claims: fencingClaims})
 }
 
-func connectFencing(e env) (contender, error) {
-	return e.oneServer(func(c *redis.Client, key string) locker { return fencing.New(c, key, fencing.WithTTL(e.ttl)) }), nil
+func connectFencing(e Env) (Contender, error) {
+	return e.OneServer(func(c *redis.Client, key string) Locker { return fencing.New(c, key, fencing.WithTTL(e.TTL)) }), nil
 }
 
 // fencingClaims: the store refuses a stale token, whatever the timing; only
 // losing tokens on the server breaks it.
-var fencingClaims = claims{
+var fencingClaims = Claims{
 	"pause":      survives(`a holder paused past its TTL: the store refuses its stale token`),
 	"lost-reply": survives(`a lost reply sent again: the acquire run twice returns the same token`),
 	"late":       survives(`a command delivered late`),

@@ -1,6 +1,9 @@
-package main
+package registry
 
 import (
+	"maps"
+	"net/url"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -9,7 +12,7 @@ import (
 	"github.com/locklab/locklab/internal/rig"
 )
 
-// userClients makes the fault scoreboard's clients as users run them:
+// UserClients makes the fault scoreboard's clients as users run them:
 // go-redis and rueidis on their libraries' default options (go-redis
 // retries a command up to 3 times on a network error, rueidis retries
 // what it deems idempotent), with one change, the timeouts, scaled down
@@ -17,23 +20,23 @@ import (
 // leases of 10-30 s; here the leases are 1-15 s). Server 0 may be a
 // Sentinel group's primary, reached the way users reach it: through the
 // sentinels.
-type userClients struct {
+type UserClients struct {
 	Timeout  time.Duration `json:"timeout"`
-	Sentinel *sentinelSpec `json:"sentinel,omitempty"` // server 0 is this group's primary
+	Sentinel *Sentinel     `json:"sentinel,omitempty"` // server 0 is this group's primary
 	// PGSettings are PostgreSQL settings every session of the locks on
 	// PostgreSQL starts with (default_transaction_isolation), sent in the
 	// startup message.
 	PGSettings map[string]string `json:"pg_settings,omitempty"`
 }
 
-// sentinelSpec names a Sentinel group.
-type sentinelSpec struct {
+// Sentinel names a Sentinel group.
+type Sentinel struct {
 	Master string   `json:"master"`
 	Addrs  []string `json:"addrs"`
 }
 
-// client returns a go-redis client for server i at addr.
-func (u *userClients) client(i int, addr string) *redis.Client {
+// Client returns a go-redis Client for server i at addr.
+func (u *UserClients) Client(i int, addr string) *redis.Client {
 	if i == 0 && u.Sentinel != nil {
 		return redis.NewFailoverClient(&redis.FailoverOptions{
 			MasterName: u.Sentinel.Master, SentinelAddrs: u.Sentinel.Addrs,
@@ -45,14 +48,27 @@ func (u *userClients) client(i int, addr string) *redis.Client {
 	return redis.NewClient(o)
 }
 
-// rueidis returns rueidis's client options for server 0 at addr: its
+// Rueidis returns Rueidis's client options for server 0 at addr: its
 // defaults, timeouts included (with its 300 ms connection timeout, as
 // go-redis gets, rueidislock's Lock was seen to wait 10 s on a free key).
-func (u *userClients) rueidis(addr string) rueidis.ClientOption {
+func (u *UserClients) Rueidis(addr string) rueidis.ClientOption {
 	opt := rueidis.ClientOption{InitAddress: []string{addr}}
 	if u.Sentinel != nil {
 		opt.InitAddress = u.Sentinel.Addrs
 		opt.Sentinel = rueidis.SentinelOption{MasterSet: u.Sentinel.Master}
 	}
 	return opt
+}
+
+// PGDSN returns the URL a PostgreSQL lock's client uses at addr, with the
+// event's session settings (users.PGSettings), sent in the startup message.
+func (u *UserClients) PGDSN(addr string) string {
+	dsn := rig.PostgresDSN(addr)
+	if u != nil {
+		names := slices.Sorted(maps.Keys(u.PGSettings))
+		for _, k := range names {
+			dsn += "&" + url.PathEscape(k) + "=" + url.PathEscape(u.PGSettings[k])
+		}
+	}
+	return dsn
 }

@@ -1,4 +1,4 @@
-package main
+package registry
 
 import (
 	"context"
@@ -13,12 +13,12 @@ import (
 // also the holder's context, so the adapter detaches the hold from the
 // run's end (see holdPast).
 func init() {
-	register(&impl{name: "watchdog", nodes: 1, connect: connectWatchdog, gaveUp: gaveUpOn(watchdog.ErrNotObtained), claims: watchdogClaims})
+	register(&Lock{Name: "watchdog", Order: 40, LossSignal: true, Nodes: 1, Connect: connectWatchdog, GaveUp: gaveUpOn(watchdog.ErrNotObtained), Claims: watchdogClaims})
 }
 
-func connectWatchdog(e env) (contender, error) {
-	return e.oneServer(func(c *redis.Client, key string) locker {
-		return &watchdogLocker{m: watchdog.New(c, key, watchdog.WithTTL(e.ttl))}
+func connectWatchdog(e Env) (Contender, error) {
+	return e.OneServer(func(c *redis.Client, key string) Locker {
+		return &watchdogLocker{m: watchdog.New(c, key, watchdog.WithTTL(e.TTL))}
 	}), nil
 }
 
@@ -50,7 +50,7 @@ func (l *watchdogLocker) lost() <-chan struct{} { return l.m.Done() }
 
 // watchdogClaims: a short lease renewed while held; Done tells the holder
 // when its deadline passes.
-var watchdogClaims = claims{
+var watchdogClaims = Claims{
 	"pause":      names(`a holder paused past its TTL: the renewal sleeps with it`),
 	"lost-reply": survives(`a lost reply sent again`),
 	"late":       survives(`a command delivered late`),

@@ -1,10 +1,9 @@
-package main
+package registry
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,11 +46,11 @@ import (
 // what the machine allows for its round trips.
 func init() {
 	gaveUp := func(error) bool { return false }
-	register(&impl{name: "raw", nodes: 1, kind: kindFloor, connect: connectRaw(1, rawRelease), gaveUp: gaveUp})
-	register(&impl{name: "raw-5", nodes: 5, kind: kindFloor, connect: connectRaw(5, rawRelease), gaveUp: gaveUp})
-	register(&impl{name: "raw-again", nodes: 1, kind: kindFloor, connect: connectRaw(1, rawRelease), gaveUp: gaveUp})
-	register(&impl{name: "raw+receipt", nodes: 1, kind: kindFloor, connect: connectRaw(1, rawReleaseReceipt), gaveUp: gaveUp})
-	register(&impl{name: "raw-5+receipt", nodes: 5, kind: kindFloor, connect: connectRaw(5, rawReleaseReceipt), gaveUp: gaveUp})
+	register(&Lock{Name: "raw", Order: 130, Nodes: 1, Kind: Floor, Connect: connectRaw(1, rawRelease), GaveUp: gaveUp})
+	register(&Lock{Name: "raw-5", Order: 160, Nodes: 5, Kind: Floor, Connect: connectRaw(5, rawRelease), GaveUp: gaveUp})
+	register(&Lock{Name: "raw-again", Order: 140, Nodes: 1, Kind: Floor, Connect: connectRaw(1, rawRelease), GaveUp: gaveUp})
+	register(&Lock{Name: "raw+receipt", Order: 150, Nodes: 1, Kind: Floor, Connect: connectRaw(1, rawReleaseReceipt), GaveUp: gaveUp})
+	register(&Lock{Name: "raw-5+receipt", Order: 170, Nodes: 5, Kind: Floor, Connect: connectRaw(5, rawReleaseReceipt), GaveUp: gaveUp})
 }
 
 // rawRetry is how long raw waits before sending a refused SET again: the
@@ -71,28 +70,19 @@ var rawReleaseReceipt = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1
 end
 return tonumber(redis.call("get", KEYS[2]) or 0)`)
 
-// dropLoneControl leaves raw-again out of a run of one round (the -quick
-// preset) unless -impls names it: one round gives one ratio, not a spread.
-func dropLoneControl(impls []*impl, cfg *config) []*impl {
-	if cfg.rounds > 1 || len(cfg.impls) > 0 {
-		return impls
-	}
-	return slices.DeleteFunc(impls, func(im *impl) bool { return im.name == "raw-again" })
-}
-
-func connectRaw(n int, script *redis.Script) func(e env) (contender, error) {
-	return func(e env) (contender, error) {
+func connectRaw(n int, script *redis.Script) func(e Env) (Contender, error) {
+	return func(e Env) (Contender, error) {
 		sent := new(atomic.Int64)
-		cs, err := e.clients(fmt.Sprintf("raw-%d", n), n, sent)
+		cs, err := e.Clients(fmt.Sprintf("raw-%d", n), n, sent)
 		if err != nil {
-			return contender{}, err
+			return Contender{}, err
 		}
-		return contender{
-			locker: func(key string) locker {
-				return &rawLocker{cs: cs, key: key, base: keyslot.Base(key), ttl: e.ttl, script: script}
+		return Contender{
+			Locker: func(key string) Locker {
+				return &rawLocker{cs: cs, key: key, base: keyslot.Base(key), ttl: e.TTL, script: script}
 			},
-			close: func() error { return closeAll(cs) },
-			sent:  sent,
+			Close: func() error { return closeAll(cs) },
+			Sent:  sent,
 		}, nil
 	}
 }

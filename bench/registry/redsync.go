@@ -1,4 +1,4 @@
-package main
+package registry
 
 import (
 	"context"
@@ -16,28 +16,28 @@ import (
 // quorum 3), through its go-redis v9 pool adapter. Only the expiry is set,
 // to the bench's common TTL (8s, its own default, unless -ttl).
 func init() {
-	register(&impl{name: "redsync-1", nodes: 1, kind: kindPeer, connect: connectRedsync(1), gaveUp: redsyncGaveUp})
-	register(&impl{name: "redsync-5", nodes: 5, kind: kindPeer, connect: connectRedsync(5), gaveUp: redsyncGaveUp})
+	register(&Lock{Name: "redsync-1", Order: 90, Nodes: 1, Kind: Peer, Connect: connectRedsync(1), GaveUp: redsyncGaveUp})
+	register(&Lock{Name: "redsync-5", Order: 100, Nodes: 5, Kind: Peer, Connect: connectRedsync(5), GaveUp: redsyncGaveUp})
 }
 
-func connectRedsync(n int) func(env) (contender, error) {
-	return func(e env) (contender, error) {
+func connectRedsync(n int) func(Env) (Contender, error) {
+	return func(e Env) (Contender, error) {
 		sent := new(atomic.Int64)
-		cs, err := e.clients(fmt.Sprintf("redsync-%d", n), n, sent)
+		cs, err := e.Clients(fmt.Sprintf("redsync-%d", n), n, sent)
 		if err != nil {
-			return contender{}, err
+			return Contender{}, err
 		}
 		pools := make([]rsredis.Pool, n)
 		for i, c := range cs {
 			pools[i] = goredis.NewPool(c)
 		}
 		rs := redsync.New(pools...)
-		return contender{
-			locker: func(key string) locker {
-				return &redsyncLocker{m: rs.NewMutex(key, redsync.WithExpiry(e.ttl))}
+		return Contender{
+			Locker: func(key string) Locker {
+				return &redsyncLocker{m: rs.NewMutex(key, redsync.WithExpiry(e.TTL))}
 			},
-			close: func() error { return closeAll(cs) },
-			sent:  sent,
+			Close: func() error { return closeAll(cs) },
+			Sent:  sent,
 		}, nil
 	}
 }

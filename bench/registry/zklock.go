@@ -1,4 +1,4 @@
-package main
+package registry
 
 import (
 	"strings"
@@ -14,12 +14,11 @@ import (
 // they are given (the ensemble's servers, or proxies in front of them);
 // the Mutex's Done is the scoreboard's loss signal.
 func init() {
-	register(&impl{name: "zklock", nodes: 1, scenarios: otherScenarios, connect: connectZK, gaveUp: gaveUpOn(zklock.ErrNotObtained), claims: zklockClaims})
-	faultSystems["zklock"] = sysZooKeeper
+	register(&Lock{Name: "zklock", Nodes: 1, System: SysZooKeeper, LossSignal: true, Scenarios: OtherScenarios, Connect: connectZK, GaveUp: gaveUpOn(zklock.ErrNotObtained), Claims: zklockClaims})
 }
 
-// zkPath is the lock's path for key k.
-func zkPath(key string) string { return "/locklab/bench/" + strings.ReplaceAll(key, "/", "_") }
+// ZKPath is the lock's path for key k.
+func ZKPath(key string) string { return "/locklab/bench/" + strings.ReplaceAll(key, "/", "_") }
 
 // zkLocker is zklock's Mutex with its Done as the scoreboard's loss
 // signal.
@@ -27,30 +26,30 @@ type zkLocker struct{ *zklock.Mutex }
 
 func (l zkLocker) lost() <-chan struct{} { return l.Done() }
 
-func connectZK(e env) (contender, error) {
-	servers, err := systemAddrs(e, others.zkServers)
+func connectZK(e Env) (Contender, error) {
+	servers, err := e.systemAddrs(Servers.ZooKeeperServers)
 	if err != nil {
-		return contender{}, err
+		return Contender{}, err
 	}
-	s, err := zklock.Connect(servers, e.ttl)
+	s, err := zklock.Connect(servers, e.TTL)
 	if err != nil {
-		return contender{}, err
+		return Contender{}, err
 	}
-	return contender{
-		locker: func(key string) locker {
-			m := zklock.New(s, zkPath(key))
-			if e.users != nil {
+	return Contender{
+		Locker: func(key string) Locker {
+			m := zklock.New(s, ZKPath(key))
+			if e.Users != nil {
 				return zkLocker{m}
 			}
 			return m
 		},
-		close: func() error { s.Close(); return nil },
+		Close: func() error { s.Close(); return nil },
 	}, nil
 }
 
 // zklockClaims: ephemeral sequential children; the resource checks the
 // token, so a holder that learns of its loss late is refused.
-var zklockClaims = claims{
+var zklockClaims = Claims{
 	"pause":      survives(`a paused holder learns of its loss only when it runs again: the resource checks the token`),
 	"lost-reply": survives(`a lost reply: the Mutex finds its child by the token in its name`),
 	"late":       survives(`a command delivered late: a Lock that gave up leaves no claim others queue behind`),

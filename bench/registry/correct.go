@@ -1,4 +1,4 @@
-package main
+package registry
 
 import (
 	"context"
@@ -24,36 +24,36 @@ import (
 // does not (it polls).
 func init() {
 	gaveUp := gaveUpOn(correct.ErrNotObtained)
-	register(&impl{name: "correct", nodes: 1, connect: connectCorrect(true, false), gaveUp: gaveUp, claims: correctClaims})
-	register(&impl{name: "correct-poll", nodes: 1, connect: connectCorrect(false, false), gaveUp: gaveUp, claims: correctClaims})
-	register(&impl{name: "correct+keep", nodes: 1, connect: connectCorrect(true, true), gaveUp: gaveUp, claims: keepClaims})
+	register(&Lock{Name: "correct", Order: 10, Nodes: 1, Connect: connectCorrect(true, false), GaveUp: gaveUp, Claims: correctClaims})
+	register(&Lock{Name: "correct-poll", Order: 20, Nodes: 1, Connect: connectCorrect(false, false), GaveUp: gaveUp, Claims: correctClaims})
+	register(&Lock{Name: "correct+keep", Order: 30, LossSignal: true, Nodes: 1, Connect: connectCorrect(true, true), GaveUp: gaveUp, Claims: keepClaims})
 }
 
-func connectCorrect(notify, keep bool) func(e env) (contender, error) {
-	return func(e env) (contender, error) {
+func connectCorrect(notify, keep bool) func(e Env) (Contender, error) {
+	return func(e Env) (Contender, error) {
 		sent := new(atomic.Int64)
-		c := e.client(0, sent)
-		opts := []correct.Option{correct.WithTTL(e.ttl)}
+		c := e.Client(0, sent)
+		opts := []correct.Option{correct.WithTTL(e.TTL)}
 		closeAll := c.Close
 		if notify {
 			n, err := correct.NewNotifier(context.Background(), c)
 			if err != nil {
 				_ = c.Close()
-				return contender{}, err
+				return Contender{}, err
 			}
 			opts = append(opts, correct.WithNotifier(n))
 			closeAll = func() error { return errors.Join(n.Close(), c.Close()) }
 		}
-		return contender{
-			locker: func(key string) locker {
+		return Contender{
+			Locker: func(key string) Locker {
 				m := correct.New(c, key, opts...)
 				if keep {
-					return &keptLocker{m: m, ttl: e.ttl}
+					return &keptLocker{m: m, ttl: e.TTL}
 				}
 				return m
 			},
-			close: closeAll,
-			sent:  sent,
+			Close: closeAll,
+			Sent:  sent,
 		}, nil
 	}
 }
@@ -101,7 +101,7 @@ func (l *keptLocker) token() string { return l.m.Token() }
 
 // correctClaims: a lease lock on one server. It survives what a token and
 // an owner check catch; it names what ends a lease early or forgets it.
-var correctClaims = claims{
+var correctClaims = Claims{
 	"pause":      names(`a holder paused past its TTL: the key expires while it sleeps (by design)`),
 	"lost-reply": survives(`a lost reply sent again: the same token, so the second SET is its own`),
 	"late":       survives(`a command delivered late: the release is owner-checked`),
@@ -115,6 +115,6 @@ var correctClaims = claims{
 
 // keepClaims: correct renewed by watchdog.Keep; a paused holder stops
 // renewing as well.
-var keepClaims = correctClaims.with(claims{
+var keepClaims = correctClaims.with(Claims{
 	"pause": names(`a holder paused past its TTL: the renewal sleeps with it`),
 })

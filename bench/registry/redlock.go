@@ -1,4 +1,4 @@
-package main
+package registry
 
 import (
 	"context"
@@ -21,27 +21,27 @@ func init() {
 	gaveUp := func(err error) bool {
 		return errors.Is(err, redlock.ErrNotObtained) && !errors.Is(err, redlock.ErrQuorumUnreachable)
 	}
-	register(&impl{name: "redlock-5", nodes: 5, connect: connectRedlock(true), gaveUp: gaveUp, claims: redlockClaims})
-	register(&impl{name: "redlock-5-poll", nodes: 5, connect: connectRedlock(false), gaveUp: gaveUp, claims: redlockClaims})
+	register(&Lock{Name: "redlock-5", Order: 70, Nodes: 5, Connect: connectRedlock(true), GaveUp: gaveUp, Claims: redlockClaims})
+	register(&Lock{Name: "redlock-5-poll", Order: 80, Nodes: 5, Connect: connectRedlock(false), GaveUp: gaveUp, Claims: redlockClaims})
 }
 
 // settleTimeout bounds how long closing a redlock contender waits for the
 // commands still in flight.
 const settleTimeout = 5 * time.Second
 
-func connectRedlock(notify bool) func(e env) (contender, error) {
-	return func(e env) (contender, error) {
+func connectRedlock(notify bool) func(e Env) (Contender, error) {
+	return func(e Env) (Contender, error) {
 		sent := new(atomic.Int64)
-		cs, err := e.clients("redlock-5", 5, sent)
+		cs, err := e.Clients("redlock-5", 5, sent)
 		if err != nil {
-			return contender{}, err
+			return Contender{}, err
 		}
 		clients := make([]redlock.Client, len(cs))
 		subs := make([]redlock.NotifyClient, len(cs))
 		for i, c := range cs {
 			clients[i], subs[i] = c, c
 		}
-		opts := []redlock.Option{redlock.WithTTL(e.ttl)}
+		opts := []redlock.Option{redlock.WithTTL(e.TTL)}
 		// Lock and Unlock return at a majority; before the clients close,
 		// the commands still in flight to slower nodes must end, or a
 		// release cut off would leave its key behind.
@@ -63,27 +63,27 @@ func connectRedlock(notify bool) func(e env) (contender, error) {
 			n, err := redlock.NewNotifier(context.Background(), subs)
 			if err != nil {
 				_ = closeAll(cs)
-				return contender{}, err
+				return Contender{}, err
 			}
 			opts = append(opts, redlock.WithNotifier(n))
 			closeFn = func() error { return errors.Join(settle(), n.Close(), closeAll(cs)) }
 		}
-		return contender{
-			locker: func(key string) locker {
+		return Contender{
+			Locker: func(key string) Locker {
 				m := redlock.New(clients, key, opts...)
 				mu.Lock()
 				made = append(made, m)
 				mu.Unlock()
 				return m
 			},
-			close: closeFn,
-			sent:  sent,
+			Close: closeFn,
+			Sent:  sent,
 		}, nil
 	}
 }
 
 // redlockClaims: a quorum of five independent nodes, validity with drift.
-var redlockClaims = claims{
+var redlockClaims = Claims{
 	"pause":      names(`a holder paused past its validity`),
 	"lost-reply": survives(`a lost reply sent again`),
 	"late":       survives(`a command delivered late`),

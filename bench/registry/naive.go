@@ -1,4 +1,4 @@
-package main
+package registry
 
 import (
 	"github.com/redis/go-redis/v9"
@@ -17,37 +17,37 @@ import (
 func init() {
 	for _, n := range []struct {
 		name   string
-		mk     func(c naive.Client, key string, opts ...naive.Option) locker
-		claims claims
+		mk     func(c naive.Client, key string, opts ...naive.Option) Locker
+		Claims Claims
 	}{
-		{"naive-setnx-expire", func(c naive.Client, k string, o ...naive.Option) locker { return naive.NewSetNXThenExpire(c, k, o...) }, claims{
+		{"naive-setnx-expire", func(c naive.Client, k string, o ...naive.Option) Locker { return naive.NewSetNXThenExpire(c, k, o...) }, Claims{
 			"lost-reply": mistake("SETNX's reply lost, go-redis re-sends it: refused, so no EXPIRE ever follows and the key never expires"),
 		}},
-		{"naive-getset", func(c naive.Client, k string, o ...naive.Option) locker { return naive.NewGetThenSet(c, k, o...) }, claims{
+		{"naive-getset", func(c naive.Client, k string, o ...naive.Option) Locker { return naive.NewGetThenSet(c, k, o...) }, Claims{
 			"kill": mistake("B and C both see the dead holder's key gone (GET) and both SET it"),
 		}},
-		{"naive-blinddel", func(c naive.Client, k string, o ...naive.Option) locker { return naive.NewBlindDelete(c, k, o...) }, claims{
+		{"naive-blinddel", func(c naive.Client, k string, o ...naive.Option) Locker { return naive.NewBlindDelete(c, k, o...) }, Claims{
 			"pause":   mistake("A resumes and DELs B's lock: C gets in while B is inside"),
 			"latency": mistake("A's DEL lands late and deletes B's lock"),
 			"late":    mistake("a DEL delivered late deletes the next holder's lock"),
 		}},
-		{"naive-getdel", func(c naive.Client, k string, o ...naive.Option) locker { return naive.NewGetThenDelete(c, k, o...) }, claims{
+		{"naive-getdel", func(c naive.Client, k string, o ...naive.Option) Locker { return naive.NewGetThenDelete(c, k, o...) }, Claims{
 			"late": mistake("the DEL after the owner check is delivered late, when the key is the next holder's"),
 		}},
-		{"naive-renewal", func(c naive.Client, k string, o ...naive.Option) locker { return naive.NewBlindRenewal(c, k, o...) }, claims{
+		{"naive-renewal", func(c naive.Client, k string, o ...naive.Option) Locker { return naive.NewBlindRenewal(c, k, o...) }, Claims{
 			"pause": mistake("A resumes; its blind EXPIRE renews B's lock and A is never told"),
 		}},
 	} {
-		register(&impl{name: n.name, nodes: 1, naive: true, connect: connectNaive(n.mk), gaveUp: gaveUpOn(naive.ErrNotObtained), claims: n.claims})
+		register(&Lock{Name: n.name, Nodes: 1, Naive: true, Connect: connectNaive(n.mk), GaveUp: gaveUpOn(naive.ErrNotObtained), Claims: n.Claims})
 	}
 }
 
-func connectNaive(mk func(naive.Client, string, ...naive.Option) locker) func(env) (contender, error) {
-	return func(e env) (contender, error) {
-		return e.oneServer(func(c *redis.Client, key string) locker {
-			opts := []naive.Option{naive.WithTTL(e.ttl)}
-			if e.hook != nil {
-				opts = append(opts, naive.WithHook(e.hook))
+func connectNaive(mk func(naive.Client, string, ...naive.Option) Locker) func(Env) (Contender, error) {
+	return func(e Env) (Contender, error) {
+		return e.OneServer(func(c *redis.Client, key string) Locker {
+			opts := []naive.Option{naive.WithTTL(e.TTL)}
+			if e.Hook != nil {
+				opts = append(opts, naive.WithHook(e.Hook))
 			}
 			return mk(c, key, opts...)
 		}), nil

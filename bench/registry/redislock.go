@@ -1,4 +1,4 @@
-package main
+package registry
 
 import (
 	"context"
@@ -20,20 +20,20 @@ const redislockRetry = time.Millisecond
 // PEXPIRE, one command more per acquisition than
 // v0.9.4's SET NX PX (and its release checks the token with MGET, not GET).
 func init() {
-	register(&impl{name: "redislock", nodes: 1, kind: kindPeer, connect: connectRedislock, gaveUp: redislockGaveUp})
+	register(&Lock{Name: "redislock", Order: 110, Nodes: 1, Kind: Peer, Connect: connectRedislock, GaveUp: redislockGaveUp})
 }
 
-func connectRedislock(e env) (contender, error) {
+func connectRedislock(e Env) (Contender, error) {
 	sent := new(atomic.Int64)
-	c := e.client(0, sent)
+	c := e.Client(0, sent)
 	rl := redislock.New(c)
 	opt := &redislock.Options{RetryStrategy: redislock.LinearBackoff(redislockRetry)}
-	return contender{
-		locker: func(key string) locker {
-			return &redislockLocker{c: rl, key: key, ttl: e.ttl, opt: opt}
+	return Contender{
+		Locker: func(key string) Locker {
+			return &redislockLocker{c: rl, key: key, ttl: e.TTL, opt: opt}
 		},
-		close: c.Close,
-		sent:  sent,
+		Close: c.Close,
+		Sent:  sent,
 	}, nil
 }
 

@@ -1,4 +1,4 @@
-package main
+package registry
 
 import (
 	"context"
@@ -16,37 +16,37 @@ import (
 // defaults. Waiters sleep until a client-side-caching invalidation arrives;
 // WithContext never gives up while its context lives.
 func init() {
-	register(&impl{name: "rueidislock", nodes: 1, kind: kindPeer, connect: connectRueidislock, gaveUp: func(error) bool { return false }})
+	register(&Lock{Name: "rueidislock", Order: 120, LossSignal: true, Nodes: 1, Kind: Peer, Connect: connectRueidislock, GaveUp: func(error) bool { return false }})
 }
 
-func connectRueidislock(e env) (contender, error) {
+func connectRueidislock(e Env) (Contender, error) {
 	opt := rueidis.ClientOption{
-		InitAddress:  []string{e.addrs[0]},
+		InitAddress:  []string{e.Addrs[0]},
 		DisableRetry: true,
 		Dialer:       net.Dialer{Timeout: 2 * time.Second},
 	}
-	if e.users != nil {
-		opt = e.users.rueidis(e.addrs[0])
+	if e.Users != nil {
+		opt = e.Users.Rueidis(e.Addrs[0])
 	}
 	lk, err := rueidislock.NewLocker(rueidislock.LockerOption{
 		ClientOption:   opt,
 		KeyPrefix:      rueidisPrefix,
-		KeyValidity:    e.ttl,
+		KeyValidity:    e.TTL,
 		KeyMajority:    1,
 		NoLoopTracking: true,
 	})
 	if err != nil {
-		return contender{}, err
+		return Contender{}, err
 	}
-	return contender{
-		locker: func(key string) locker { return &rueidisLocker{lk: lk, key: key} },
-		close:  func() error { lk.Close(); return nil },
+	return Contender{
+		Locker: func(key string) Locker { return &rueidisLocker{lk: lk, key: key} },
+		Close:  func() error { lk.Close(); return nil },
 	}, nil
 }
 
 // rueidisPrefix prefixes rueidislock's keys ("<prefix>:0:<name>"), so the
 // bench's leftover-key scan finds them.
-const rueidisPrefix = keyRoot + "rueidislock"
+const rueidisPrefix = KeyRoot + "rueidislock"
 
 type rueidisLocker struct {
 	lk     rueidislock.Locker

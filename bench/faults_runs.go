@@ -1,0 +1,123 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/locklab/locklab/internal/history"
+)
+
+// runPause: schedule 1.
+func runPause(ev *event) error {
+	if err := ev.start(); err != nil {
+		return err
+	}
+	finished := ev.beginA()
+	ev.each(func(r *faultRun) {
+		if err := r.child.freeze(); err != nil {
+			r.failed = "SIGSTOP: " + shortErr(err)
+			return
+		}
+		r.fault("SIGSTOP A (frozen in its critical section)")
+		r.contend(ev.sch.faultWindow()+ev.sch.ttl+2*time.Second, finished[r], func() {
+			r.fault("SIGCONT A (resumes)")
+			_ = r.child.thaw()
+			r.a.release()
+		})
+	})
+	return nil
+}
+
+// runKill: schedule 9.
+func runKill(ev *event) error {
+	if err := ev.start(); err != nil {
+		return err
+	}
+	ev.beginA()
+	ev.each(func(r *faultRun) {
+		if err := r.child.kill(); err != nil {
+			r.failed = "SIGKILL: " + shortErr(err)
+			return
+		}
+		r.fault("kill -9 A (inside its critical section)")
+		r.hist.Add(history.Event{Client: "A", Kind: history.Exit, Text: "(killed)"})
+		r.contend(4*ev.sch.ttl+3*time.Second, nil, nil)
+	})
+	return nil
+}
+
+// runLatency: schedule 6.
+func runLatency(ev *event) error {
+	if err := ev.start(); err != nil {
+		return err
+	}
+	finished := ev.beginA()
+	ev.each(func(r *faultRun) {
+		lease := r.lease()
+		lat := 2 * lease
+		for _, p := range r.aNet {
+			p.SetLatency(lat)
+		}
+		r.fault("A's connections: +%v each way (its lease is %v)", lat, lease)
+		r.a.release() // A writes now: the write lands lat later
+		r.contend(ev.sch.faultWindow()+ev.sch.ttl+2*time.Second, nil, nil)
+		select {
+		case <-finished[r]:
+		case <-ev.ctx.Done():
+		}
+		for _, p := range r.aNet {
+			p.SetLatency(0)
+		}
+	})
+	return nil
+}
+
+// runRestart: schedule 5.
+func runRestart(ev *event) error {
+	if err := ev.start(); err != nil {
+		return err
+	}
+	nodes := []int{0}
+	if ev.index%2 == 1 {
+		nodes = append(nodes, 1+ev.rng.IntN(faultLockServers-1))
+	}
+	return ev.standard(func() error {
+		var wg sync.WaitGroup
+		errs := make([]error, len(nodes))
+		for i, n := range nodes {
+			wg.Go(func() { errs[i] = ev.setup.srv.nodes[n].Restart(ev.ctx, false) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return fmt.Errorf("restart: %w", err)
+		}
+		names := make([]string, len(nodes))
+		for i, n := range nodes {
+			names[i] = "server " + strconv.Itoa(n)
+		}
+		ev.faultAll("%s restarted empty (SIGKILL, no persistence)", strings.Join(names, " and "))
+		return nil
+	})
+}
+
+// clockJump is how far server 0's clock jumps in schedule 8.
+const clockJump = 10 * time.Second
+
+// runClock: schedule 8.
+func runClock(ev *event) error {
+	if err := ev.start(); err != nil {
+		return err
+	}
+	return ev.standard(func() error {
+		n, err := jumpClock(ev.ctx, ev.setup.srv.admin[0], "*"+ev.tag+"*", clockJump)
+		if err != nil {
+			return err
+		}
+		ev.faultAll("server 0's clock jumps %v forward (modeled: %d keys' TTLs cut by %v)", clockJump, n, clockJump)
+		return nil
+	})
+}
