@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -47,6 +48,9 @@ type hold struct {
 	tomb   string  // key/~<lease hex>-<token>: the claim's tombstone, see withdraw
 	unsure bool    // the claim's transaction was sent and its answer never came
 	rev    int64   // the claim's create revision; 0 until known
+
+	mu      sync.Mutex // serializes the Unlocks of this hold; protects deleted
+	deleted bool       // an Unlock's delete of the claim has been sent
 }
 
 // New returns a Mutex for the lock named key, using client to reach etcd.
@@ -270,10 +274,14 @@ const (
 // values) and bounds the release by its own timeout of 2s, so a deferred
 // Unlock with a request context that has ended still releases the lock.
 // On a transport error the outcome is unknown: the Mutex keeps the hold
-// and Unlock may be called again (it then reports ErrNotHeld if the first
-// release had landed). A hold stops renewing its lease at the first
+// and Unlock may be called again: it then reports nil if the first
+// release had landed, found by its claim gone while its lease lives (with
+// a lease of the hold's own, which is renewed no more, ask within the
+// TTL; after it, ErrNotHeld). A hold stops renewing its lease at the first
 // Unlock (and Done closes), so a claim on its own lease ends within the
-// TTL whatever happens.
+// TTL whatever happens; with [WithSession], whose lease lives on, the
+// Mutex goes on deleting the claim in the background, every second, until
+// it is gone or the session ends.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	if err := m.check(); err != nil {
 		return err
@@ -282,8 +290,19 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if m.f.Cur.Get() != h {
+		return ErrNotHeld // a concurrent Unlock released it
+	}
 	was, err := m.release(ctx, h, unlocking)
 	switch {
+	case err != nil && !h.own:
+		// The delete may never have reached etcd, and the claim, on a
+		// session's lease that lives on, would head the line until the
+		// session ends: go on deleting it in the background.
+		m.sweep(h)
+		return err
 	case err != nil:
 		return err
 	case !was:

@@ -13,6 +13,7 @@ import (
 
 	"github.com/locklab/locklab/etcdlock"
 	"github.com/locklab/locklab/internal/leakcheck"
+	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/rig"
 	"github.com/locklab/locklab/observe"
 )
@@ -263,5 +264,193 @@ func TestLockDuringElection(t *testing.T) {
 		if err := a.Unlock(ctx); err != nil && !errors.Is(err, etcdlock.ErrNotHeld) {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestUnlockAgainAfterDeleteReplyLost: a holds the lock; Unlock's delete
+// reaches etcd and lands, and its reply is lost (the connection closes as
+// it comes back). clientv3 does not send a Txn again, so Unlock fails with
+// the outcome unknown, and the Mutex keeps the hold, as its doc says; the
+// caller calls Unlock again. a held the lock until its first Unlock, and
+// that Unlock released it: the second must say nil, not ErrNotHeld (a
+// release sent again answers what the first one did), and the observer
+// must hear of a release, not a loss.
+func TestUnlockAgainAfterDeleteReplyLost(t *testing.T) {
+	leakcheck.Guard(t)
+	ctx := context.Background()
+	for _, session := range []bool{false, true} {
+		name := "own lease"
+		if session {
+			name = "shared session"
+		}
+		t.Run(name, func(t *testing.T) {
+			key := lockKey(t)
+			w := newWire(t, endpoints[0])
+			c := w.client(t)
+			var lost, released atomic.Int64
+			opts := []etcdlock.Option{etcdlock.WithObserver(func(e observe.Event) {
+				switch e.Kind {
+				case observe.Lost:
+					lost.Add(1)
+				case observe.Released:
+					released.Add(1)
+				}
+			})}
+			if session {
+				s, err := concurrency.NewSession(c, concurrency.WithTTL(10))
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Close()
+				opts = append(opts, etcdlock.WithSession(s))
+			}
+			a := etcdlock.New(c, key, opts...)
+			if err := a.Lock(ctx); err != nil {
+				t.Fatal(err)
+			}
+			conn := w.current()
+			w.beforeCall(methodTxn, func(any) { conn.dropReply() })
+			err := a.Unlock(ctx)
+			if err == nil {
+				t.Fatal("a.Unlock with the delete's reply lost = nil; want a transport error (the fault did not take)")
+			}
+			t.Logf("a.Unlock, the delete's reply lost = %v", err)
+			if line := claims(t, client(t), key); len(line) != 0 {
+				t.Fatalf("claims after the lost delete = %q; want none (the delete landed)", line)
+			}
+			if err := a.Unlock(ctx); err != nil {
+				t.Errorf("a.Unlock again, after its first Unlock's delete landed with its reply lost = %v; want nil (a held the lock until then)", err)
+			}
+			if n := lost.Load(); n != 0 {
+				t.Errorf("observer heard %d losses; want 0", n)
+			}
+			if n := released.Load(); n != 1 {
+				t.Errorf("observer heard %d releases; want 1", n)
+			}
+			if err := a.Unlock(ctx); !errors.Is(err, etcdlock.ErrNotHeld) {
+				t.Errorf("a third Unlock = %v; want ErrNotHeld", err)
+			}
+		})
+	}
+}
+
+// TestTryLockWithdrawLostOnSession: with WithSession, b holds the lock and
+// a's TryLock finds it taken; its claim landed, and the delete that
+// withdraws it is held in the network until the client gives the
+// connection up (gRPC's keep-alive, about 11s in the user's world; here at
+// once), so TryLock reports the error. The claim lives on the session's
+// lease, which the session keeps alive: nobody may be left queueing
+// behind it. Once b unlocks, another client must get the lock within a
+// few seconds, not when a's session ends.
+func TestTryLockWithdrawLostOnSession(t *testing.T) {
+	leakcheck.Guard(t)
+	ctx := context.Background()
+	key := lockKey(t)
+	w := newWire(t, endpoints[0])
+	c := w.client(t)
+	s, err := concurrency.NewSession(c, concurrency.WithTTL(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a := etcdlock.New(c, key, etcdlock.WithSession(s))
+	b := etcdlock.New(client(t), key)
+	if err := b.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	held := make(chan *wireConn, 1)
+	w.beforeCall(methodTxn, func(any) { // the claim: it lands; then the withdraw is held
+		w.beforeCall(methodTxn, func(any) {
+			conn := w.current()
+			conn.hold()
+			held <- conn
+			go conn.giveUpWhenHeld()
+		})
+	})
+	ok, err := a.TryLock(ctx)
+	if ok {
+		t.Fatal("a.TryLock = true while b holds the lock")
+	}
+	select {
+	case <-held:
+	default:
+		t.Fatalf("a.TryLock = %v, %v, and its withdraw was never sent (the fault did not take)", ok, err)
+	}
+	t.Logf("a.TryLock, its withdraw held and given up = %v, %v", ok, err)
+	if err := b.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 8*time.Second)
+	defer cancel()
+	d := etcdlock.New(client(t), key)
+	if err := d.Lock(cctx); err != nil {
+		t.Fatalf("another client's Lock after b unlocked = %v; want nil within 8s (claims in line: %q; a's session lives on)", err, claims(t, client(t), key))
+	}
+	if err := d.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if line := claims(t, client(t), key); len(line) != 0 {
+		t.Errorf("claims after every client is done = %q; want none", line)
+	}
+}
+
+// TestUnlockGivenUpOnSessionStillReleases: with WithSession, a holds the
+// lock and b waits; a's Unlock sends its delete, which is held in the
+// network until the client gives the connection up (gRPC's keep-alive,
+// about 11s in the user's world; here at once): Unlock fails, the outcome
+// unknown. A plain worker's deferred Unlock does not call again. The
+// claim lives on the session's lease, which the session keeps alive: b
+// must still get the lock within a few seconds, not when a's session
+// ends; and a's Unlock, if called again, says nil (its hold was released
+// by its own delete).
+func TestUnlockGivenUpOnSessionStillReleases(t *testing.T) {
+	leakcheck.Guard(t)
+	ctx := context.Background()
+	key := lockKey(t)
+	w := newWire(t, endpoints[0])
+	c := w.client(t)
+	s, err := concurrency.NewSession(c, concurrency.WithTTL(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	a := etcdlock.New(c, key, etcdlock.WithSession(s))
+	if err := a.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	b := etcdlock.New(client(t), key)
+	got := make(chan error, 1)
+	bctx, cancel := context.WithTimeout(ctx, 8*time.Second)
+	defer cancel()
+	go func() { got <- b.Lock(bctx) }()
+	locktest.Eventually(t, 5*time.Second, "b is in line", func() bool { return len(claims(t, client(t), key)) == 2 })
+	held := make(chan *wireConn, 1)
+	w.beforeCall(methodTxn, func(any) {
+		conn := w.current()
+		conn.hold()
+		held <- conn
+		go conn.giveUpWhenHeld()
+	})
+	err = a.Unlock(ctx)
+	select {
+	case <-held:
+	default:
+		t.Fatalf("a.Unlock = %v, and its delete was never sent (the fault did not take)", err)
+	}
+	if err == nil {
+		t.Fatal("a.Unlock with its delete held and given up = nil; want a transport error (the fault did not take)")
+	}
+	t.Logf("a.Unlock, its delete held and given up = %v", err)
+	if err := <-got; err != nil {
+		t.Fatalf("b.Lock after a's Unlock gave up = %v; want nil within 8s (claims in line: %q; a's session lives on)", err, claims(t, client(t), key))
+	}
+	if err := a.Unlock(ctx); err != nil {
+		t.Errorf("a.Unlock again, once its claim was deleted = %v; want nil", err)
+	}
+	if err := b.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if line := claims(t, client(t), key); len(line) != 0 {
+		t.Errorf("claims after every client is done = %q; want none", line)
 	}
 }

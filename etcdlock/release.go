@@ -17,9 +17,6 @@ import (
 // otherwise, and the withdrawal's own error if it failed too.
 func (m *Mutex) abandon(ctx context.Context, h *hold, err error) error {
 	werr := m.withdraw(ctx, h)
-	if werr != nil && !h.own {
-		m.sweep(h)
-	}
 	if cerr := retry.CtxErr(ctx); cerr != nil {
 		return errors.Join(ErrNotObtained, cerr, werr)
 	}
@@ -48,12 +45,21 @@ func (m *Mutex) abandon(ctx context.Context, h *hold, err error) error {
 //
 // When the claim's answer came, a delete of exactly that claim (by its
 // create revision) is enough.
+//
+// A withdraw that fails on a shared session's lease goes on in the
+// background (see sweep), whoever called it: a Lock that failed, or a
+// TryLock that found the lock taken and whose withdraw got no answer,
+// which otherwise left its claim at the head of the line once the holder
+// released, for as long as the session lived.
 func (m *Mutex) withdraw(ctx context.Context, h *hold) error {
 	_, err := m.release(ctx, h, withdrawing)
+	if err != nil && !h.own {
+		m.sweep(h)
+	}
 	return err
 }
 
-// sweep withdraws h's claim in the background after Lock failed to: a
+// sweep withdraws h's claim in the background after a withdraw failed: a
 // claim on a shared session's lease, which is kept alive, would otherwise
 // stay at the head of the line for as long as the session lives. It
 // withdraws again, then every second, until a withdraw succeeds or the
@@ -103,6 +109,10 @@ func (m *Mutex) release(ctx context.Context, h *hold, why ending) (bool, error) 
 		}
 		was = resp.Responses[0].GetResponseDeleteRange().Deleted == 1
 	case h.rev != 0 && (answer || !h.own):
+		earlier := false // an earlier Unlock's delete of this claim was sent
+		if answer {
+			earlier, h.deleted = h.deleted, true
+		}
 		resp, err := m.client.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(h.claim), "=", h.rev)).
 			Then(clientv3.OpDelete(h.claim)).
@@ -111,6 +121,18 @@ func (m *Mutex) release(ctx context.Context, h *hold, why ending) (bool, error) 
 			return false, fmt.Errorf("etcdlock: delete claim %q: %w", h.claim, err)
 		}
 		was = resp.Succeeded
+		if !was && earlier {
+			// The claim is gone. An earlier Unlock's delete, whose reply
+			// was lost, may have removed it while the lock was held: then
+			// the lease it lives on lives on (a lease that ended took the
+			// claim with it). Only a delete removes a claim whose lease
+			// lives, and only this hold deletes its claim.
+			ttl, err := m.client.TimeToLive(ctx, h.lease)
+			if err != nil {
+				return false, fmt.Errorf("etcdlock: lease %x of claim %q, deleted by an earlier Unlock?: %w", h.lease, h.claim, err)
+			}
+			was = ttl.TTL > 0
+		}
 	}
 	if h.own {
 		_, err := m.client.Revoke(ctx, h.lease)
