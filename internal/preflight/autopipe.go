@@ -31,6 +31,15 @@ var ErrUnordered = errors.New("the AutoPipeliner runs batches unordered (Unorder
 // commands were sent in). Where the deferred face cannot be had, each wait
 // runs on a goroutine of its own instead, which costs more.
 //
+// The AutoPipeliner of a *redis.ClusterClient (ClusterClient.AutoPipeline())
+// is the same type and is wrapped the same way: its deferred face is the
+// ClusterClient's, which routes each command by its key's slot to one
+// shard's queue, so per key the order holds there too, and a wait ends
+// with its context (internal/contract's TestCluster: without the wrapper,
+// a Lock given 100ms with the link to the key's primary cut returned after
+// 75s). INFO, which has no key, goes to one node of the cluster, the one
+// go-redis picks: the eviction check sees that node only.
+//
 // Bound returns an error wrapping [ErrUnordered] for an AutoPipeliner (or
 // a deferred face) configured with Unordered: true. There a release sent
 // after a SET may run before it, so a Lock that gave up could leave its key
