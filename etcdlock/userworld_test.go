@@ -201,7 +201,9 @@ func userFaults(session bool) []locktest.Fault[*clientv3.Client] {
 		{
 			// The delete that releases the claim lands; its reply is lost.
 			// clientv3 does not send it again: Unlock fails (outcome
-			// unknown), and Unlock again says ErrNotHeld.
+			// unknown), and Unlock again says nil (the claim is gone and
+			// its lease lives: its own delete removed it; see
+			// TestUnlockAgainAfterDeleteReplyLost).
 			Name: "Unlock's delete reply lost", During: locktest.DuringUnlock,
 			Inject: func(t *testing.T, c *clientv3.Client) func() {
 				w := faultyOf(t, c).wire
