@@ -10,7 +10,10 @@ import (
 // TestRegistryTraits fails when a registered lock lacks a trait the bench
 // and its reports need: a way to connect, a kind, a place in the tables,
 // a system and scenarios the bench knows, the peer and floor its ratios
-// are taken against, and, under the fault scoreboard, its claims.
+// are taken against, and, under the fault scoreboard, its claims, each
+// about a schedule that applies to it. A schedule a lock makes no claim
+// about is allowed: faults.md says so where the lock is unsafe under it,
+// so adding a schedule does not touch every lock's file.
 func TestRegistryTraits(t *testing.T) {
 	orders := map[int]string{}
 	for name, im := range registry.Locks {
@@ -52,14 +55,6 @@ func TestRegistryTraits(t *testing.T) {
 		for id, c := range im.Claims {
 			if s := scheduleByID(id); s == nil || !s.appliesTo(im) {
 				t.Errorf("%s's Claims[%s] (%s): no such schedule applies to it", name, id, c.Verdict)
-			}
-		}
-		if im.Kind != registry.Ours {
-			continue
-		}
-		for _, s := range schedules {
-			if _, ok := im.Claims[s.id]; s.appliesTo(im) && !ok {
-				t.Errorf("%s: schedule %q applies to it but its Claims say nothing about it", name, s.id)
 			}
 		}
 	}
