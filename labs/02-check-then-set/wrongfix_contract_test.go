@@ -79,4 +79,43 @@ func unused() {`), labs.Replace("\t\"errors\"\n", "\t\"errors\"\n\t\"sync\"\n"))
 	},
 }
 
-func init() { wrongFixes = append(wrongFixes, contractWrongFixes...) }
+// claimThen is the right fix's claim, with its lease, its give-back
+// context and its answer after a failed charge as a wrong fix has them.
+func claimThen(ttl, giveBackCtx, failed string) []labs.Edit {
+	return body(`	claimed, err := client.SetNX(ctx, marker, eventID, ` + ttl + `).Result()
+	if err != nil || !claimed {
+		return false, err
+	}
+	if err := charge(ctx); err != nil {
+		err = errors.Join(err, client.Del(` + giveBackCtx + `, marker).Err())
+		return ` + failed + `
+	}
+	return true, nil`)
+}
+
+// effectWrongFixes are wrong fixes of the claim that no table tried
+// (issue 35), each caught by a check of its effect: a marker that
+// expires, a claim given back on a context that has ended, a failed
+// charge reported as handled.
+var effectWrongFixes = []labs.WrongFix{
+	{
+		Name:   "claim with SET NX and a lease of an hour, as a lock's key has",
+		Edits:  claimThen("60*60*1e9", "context.WithoutCancel(ctx)", "false, err"),
+		Caught: "A marker records a charge, it is not a lease: no TTL",
+	},
+	{
+		Name:   "claim with SET NX, given back with the request's context",
+		Edits:  claimThen("0", "ctx", "false, err"),
+		Caught: "given back with the request's context, which had ended",
+	},
+	{
+		Name:   "claim with SET NX, given back on failure, the charge's error dropped",
+		Edits:  claimThen("0", "context.WithoutCancel(ctx)", "false, nil"),
+		Caught: "the charge's error was dropped",
+	},
+}
+
+func init() {
+	wrongFixes = append(wrongFixes, contractWrongFixes...)
+	wrongFixes = append(wrongFixes, effectWrongFixes...)
+}
