@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/locklab/locklab/bench/judge"
 	"github.com/locklab/locklab/bench/registry"
 	"math/rand/v2"
 	"slices"
@@ -65,7 +66,7 @@ type faultRun struct {
 	declined string
 
 	final int64
-	v     verdict
+	v     judge.Verdict
 	// ledger: the run's resource is the ledger in PostgreSQL (schedule
 	// 13), not the counter on the resource server.
 	ledger bool
@@ -346,7 +347,7 @@ func (ev *event) judgeAll() {
 			continue
 		}
 		r.final = v
-		r.v = judge(r.hist.Events(), v, r.fenced(), r.stuckAfter())
+		r.v = judge.Run(r.hist.Events(), v, r.fenced(), r.stuckAfter())
 	}
 }
 

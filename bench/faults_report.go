@@ -68,25 +68,25 @@ func (c *cellResult) add(r *faultRun) {
 	c.runs++
 	c.fenced = c.fenced || r.fenced()
 	v := r.v
-	if v.unsafe {
+	if v.Unsafe {
 		c.unsafe++
 	}
-	if v.stuck {
+	if v.Stuck {
 		c.stuck++
 	}
-	if v.overlap {
+	if v.Overlap {
 		c.overlaps++
 	}
-	c.lost += v.lostUpdates
-	c.stale += v.staleAccepted
-	c.refused += v.refused
-	if v.told {
+	c.lost += v.LostUpdates
+	c.stale += v.StaleAccepted
+	c.refused += v.Refused
+	if v.Told {
 		c.told++
 	}
-	if v.toldBeforeOverlap {
+	if v.ToldBeforeOverlap {
 		c.toldBefore++
 	}
-	c.maxStall = max(c.maxStall, v.maxStall)
+	c.maxStall = max(c.maxStall, v.MaxStall)
 	keep := func(kind string) {
 		if c.first == nil {
 			c.first = map[string]firstRun{}
@@ -100,10 +100,10 @@ func (c *cellResult) add(r *faultRun) {
 	if c.all {
 		c.first[fmt.Sprintf("run%d", r.ev.index+1)] = firstRun{index: r.ev.index, seed: r.ev.seed, timeline: r.timeline()}
 	}
-	if v.unsafe {
+	if v.Unsafe {
 		keep(tlUnsafe)
 	}
-	if v.stuck {
+	if v.Stuck {
 		keep(tlStuck)
 	}
 }
@@ -113,14 +113,14 @@ func (r *faultRun) timeline() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s under %d. %s (run %d, seed %d, lease %v)\n%s\n\n", r.im.Name, r.ev.sch.n, r.ev.sch.title,
 		r.ev.index+1, r.ev.seed, r.ev.sch.ttl, r.ev.sch.what)
-	b.WriteString(history.Render(r.hist.Events(), r.v.findings))
+	b.WriteString(history.Render(r.hist.Events(), r.v.Findings))
 	fmt.Fprintf(&b, "\nresource counter at the end: %d\n", r.final)
 	switch {
-	case r.v.unsafe:
+	case r.v.Unsafe:
 		b.WriteString("verdict: UNSAFE\n")
-	case r.v.stuck:
+	case r.v.Stuck:
 		b.WriteString("verdict: STUCK (safe, not live)\n")
-	case r.v.overlap:
+	case r.v.Overlap:
 		b.WriteString("verdict: safe: the critical sections overlapped, but the fenced store refused every out-of-order write\n")
 	default:
 		b.WriteString("verdict: safe\n")

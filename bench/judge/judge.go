@@ -1,4 +1,7 @@
-package main
+// Package judge judges one fault run on its effect on the protected
+// resource (the history of what the clients did and the resource's final
+// value), not on what the lock believed.
+package judge
 
 import (
 	"fmt"
@@ -9,57 +12,57 @@ import (
 	"github.com/locklab/locklab/internal/history"
 )
 
-// verdict is what one fault run did to the protected resource, judged on
+// Verdict is what one fault run did to the protected resource, judged on
 // the effect (the history of what the clients did and the resource's final
 // value), not on what the lock believed.
-type verdict struct {
+type Verdict struct {
 	// Overlap: two clients inside the critical section at once.
-	overlap        bool
-	overlapAt      time.Duration
-	overlapClients []string
+	Overlap        bool
+	OverlapAt      time.Duration
+	OverlapClients []string
 	// LostUpdates: writes the resource accepted whose increment is gone
 	// (accepted writes minus the counter's final value).
-	lostUpdates int
+	LostUpdates int
 	// StaleAccepted: writes the resource accepted although a write with a
 	// newer fencing token had been accepted before (fenced locks only).
-	staleAccepted int
-	// Refused: writes the fenced store refused (a token not newer than
+	StaleAccepted int
+	// Refused: writes the fenced store Refused (a token not newer than
 	// one it had applied).
-	refused int
+	Refused int
 	// Told: a holder's lock said it was lost (watchdog Done, a cancelled
-	// lock context); toldBeforeOverlap: before the overlap began.
-	told, toldBeforeOverlap bool
+	// lock context); ToldBeforeOverlap: before the overlap began.
+	Told, ToldBeforeOverlap bool
 	// MaxStall: the longest time someone waited while nobody was in the
 	// critical section; stuck: longer than the schedule's bound.
-	maxStall time.Duration
-	stuck    bool
+	MaxStall time.Duration
+	Stuck    bool
 	// Unsafe: an overlap (for locks without fencing tokens), a lost
 	// update or an accepted stale write.
-	unsafe   bool
-	findings []history.Finding
+	Unsafe   bool
+	Findings []history.Finding
 }
 
-// toldPrefix starts the note an actor records when its lock says it is
+// ToldPrefix starts the note an actor records when its lock says it is
 // lost.
-const toldPrefix = "told:"
+const ToldPrefix = "told:"
 
-// judge reads one run's history. final is the resource's value at the
+// Run reads one run's history. final is the resource's value at the
 // end; fenced says the lock gives fencing tokens (an overlap is then
 // harmless to the resource unless a write got through out of order);
 // stuckAfter is the longest stall that still counts as live.
-func judge(events []history.Event, final int64, fenced bool, stuckAfter time.Duration) verdict {
+func Run(events []history.Event, final int64, fenced bool, stuckAfter time.Duration) Verdict {
 	ev := slices.Clone(events)
 	history.Sort(ev)
-	var v verdict
+	var v Verdict
 	for _, f := range history.CheckOverlap(ev) {
-		if !v.overlap {
-			v.overlap, v.overlapAt, v.overlapClients = true, f.From, f.Clients
+		if !v.Overlap {
+			v.Overlap, v.OverlapAt, v.OverlapClients = true, f.From, f.Clients
 		}
-		v.findings = append(v.findings, f)
+		v.Findings = append(v.Findings, f)
 	}
 	stale := history.CheckStaleWrites(ev)
-	v.staleAccepted = len(stale)
-	v.findings = append(v.findings, stale...)
+	v.StaleAccepted = len(stale)
+	v.Findings = append(v.Findings, stale...)
 
 	accepted := 0
 	for _, e := range ev {
@@ -67,32 +70,32 @@ func judge(events []history.Event, final int64, fenced bool, stuckAfter time.Dur
 			accepted++
 		}
 		if e.Kind == history.Write && !e.OK && e.Fence > 0 {
-			v.refused++
+			v.Refused++
 		}
-		if e.Kind == history.Note && strings.HasPrefix(e.Text, toldPrefix) {
-			if !v.told || !v.toldBeforeOverlap {
-				v.told = true
-				if v.overlap && e.At <= v.overlapAt && slices.Contains(v.overlapClients, e.Client) {
-					v.toldBeforeOverlap = true
+		if e.Kind == history.Note && strings.HasPrefix(e.Text, ToldPrefix) {
+			if !v.Told || !v.ToldBeforeOverlap {
+				v.Told = true
+				if v.Overlap && e.At <= v.OverlapAt && slices.Contains(v.OverlapClients, e.Client) {
+					v.ToldBeforeOverlap = true
 				}
 			}
 		}
 	}
 	if lost := accepted - int(final); lost > 0 {
-		v.lostUpdates = lost
-		v.findings = append(v.findings, history.Finding{Kind: "lost-update", Sentence: fmt.Sprintf(
+		v.LostUpdates = lost
+		v.Findings = append(v.Findings, history.Finding{Kind: "lost-update", Sentence: fmt.Sprintf(
 			"lost update: the resource accepted %d writes but the counter ended at %d, %d increment(s) lost", accepted, final, lost)})
 	}
 	var stallFrom time.Duration
-	v.maxStall, stallFrom = longestStall(ev)
-	if v.maxStall > stuckAfter {
-		v.stuck = true
-		v.findings = append(v.findings, history.Finding{Kind: "stall", From: stallFrom, To: stallFrom + v.maxStall, Sentence: fmt.Sprintf(
+	v.MaxStall, stallFrom = longestStall(ev)
+	if v.MaxStall > stuckAfter {
+		v.Stuck = true
+		v.Findings = append(v.Findings, history.Finding{Kind: "stall", From: stallFrom, To: stallFrom + v.MaxStall, Sentence: fmt.Sprintf(
 			"stuck: from %d ms someone waited %d ms for the lock while nobody held it (more than %v)",
-			stallFrom.Milliseconds(), v.maxStall.Milliseconds(), stuckAfter)})
+			stallFrom.Milliseconds(), v.MaxStall.Milliseconds(), stuckAfter)})
 	}
-	v.unsafe = v.lostUpdates > 0 || v.staleAccepted > 0 || (v.overlap && !fenced)
-	slices.SortStableFunc(v.findings, func(a, b history.Finding) int { return int(a.From - b.From) })
+	v.Unsafe = v.LostUpdates > 0 || v.StaleAccepted > 0 || (v.Overlap && !fenced)
+	slices.SortStableFunc(v.Findings, func(a, b history.Finding) int { return int(a.From - b.From) })
 	return v
 }
 

@@ -1,4 +1,4 @@
-package main
+package judge
 
 import (
 	"testing"
@@ -72,54 +72,14 @@ func TestJudge(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := judge(tt.events, tt.final, tt.fenced, time.Second)
-			if v.unsafe != tt.unsafe || v.overlap != tt.overlap || v.lostUpdates != tt.lost || v.told != tt.told ||
-				v.toldBeforeOverlap != tt.before || v.maxStall != tt.stall || v.stuck != tt.stuck || len(v.findings) != tt.findings {
+			v := Run(tt.events, tt.final, tt.fenced, time.Second)
+			if v.Unsafe != tt.unsafe || v.Overlap != tt.overlap || v.LostUpdates != tt.lost || v.Told != tt.told ||
+				v.ToldBeforeOverlap != tt.before || v.MaxStall != tt.stall || v.Stuck != tt.stuck || len(v.Findings) != tt.findings {
 				t.Errorf("judge = unsafe %v overlap %v lost %d told %v/%v stall %v stuck %v findings %d %v;\n"+
 					"want unsafe %v overlap %v lost %d told %v/%v stall %v stuck %v findings %d",
-					v.unsafe, v.overlap, v.lostUpdates, v.told, v.toldBeforeOverlap, v.maxStall, v.stuck, len(v.findings), v.findings,
+					v.Unsafe, v.Overlap, v.LostUpdates, v.Told, v.ToldBeforeOverlap, v.MaxStall, v.Stuck, len(v.Findings), v.Findings,
 					tt.unsafe, tt.overlap, tt.lost, tt.told, tt.before, tt.stall, tt.stuck, tt.findings)
 			}
 		})
-	}
-}
-
-// TestCellText checks the matrix's wording.
-func TestCellText(t *testing.T) {
-	for _, tt := range []struct {
-		c    cellResult
-		want string
-	}{
-		{cellResult{runs: 20}, "0/20"},
-		{cellResult{runs: 20, unsafe: 7}, "7/20 runs unsafe"},
-		{cellResult{runs: 20, stuck: 3}, "3/20 runs stuck"},
-		{cellResult{runs: 18, unsafe: 2, stuck: 1, inconclusive: 2}, "2/18 runs unsafe, 1 stuck (+2 inconclusive)"},
-		{cellResult{notRun: "why"}, "not run"},
-	} {
-		if got := tt.c.text(); got != tt.want {
-			t.Errorf("text(%+v) = %q; want %q", tt.c, got, tt.want)
-		}
-	}
-}
-
-func TestParseMonitorLine(t *testing.T) {
-	for _, tt := range []struct {
-		line string
-		want lockOp
-		ok   bool
-	}{
-		{`+1700000000.123456 [0 127.0.0.1:51234] "set" "k" "tok" "NX" "PX" "1000"` + "\r\n", lockOp{name: "SET"}, true},
-		{`+1700000000.123456 [0 127.0.0.1:51234] "evalsha" "3F2A0000000000000000000000000000000000AB" "2" "k" "q"`, lockOp{name: "EVALSHA", sha: "3f2a0000000000000000000000000000000000ab"}, true},
-		{`+1700000000.123456 [0 127.0.0.1:51234] "eval" "return \"x\"" "0"`, lockOp{name: "EVALSHA", sha: "3240a8ed5091523eff28d83e75106d8927b621f4"}, true},
-		{`+1700000000.123456 [0 lua] "get" "k"`, lockOp{}, false},
-		{`+1700000000.123456 [0 127.0.0.1:51234] "ping"`, lockOp{}, false},
-		{`+1700000000.123456 [0 127.0.0.1:51234] "subscribe" "ch"`, lockOp{}, false},
-		{`+1700000000.123456 [0 127.0.0.1:51234] "info" "commandstats"`, lockOp{}, false},
-		{`garbage`, lockOp{}, false},
-	} {
-		got, ok := parseMonitorLine(tt.line)
-		if got != tt.want || ok != tt.ok {
-			t.Errorf("parseMonitorLine(%q) = %+v, %v; want %+v, %v", tt.line, got, ok, tt.want, tt.ok)
-		}
 	}
 }
