@@ -116,3 +116,191 @@ func checkStoreContract(t *testing.T, title, label string, c StoreContract) {
 	}
 	fmt.Printf("%sno violation ... ok  %s\n", head, stats)
 }
+
+// The contract of a writer (labs 13 and 14): an exercise that writes to a
+// store as the holder of a lock, and must make the write conditional on
+// still holding it, where the store can check it. Like the store's, it is
+// said once, for any store: the lab supplies a way to take a hold and to
+// end it as the lock's server would.
+
+// A Hold is one worker's hold of a lab's lock, with the exercise's write
+// bound to it. [WriterContract.Hold] makes one; the contract releases it.
+type Hold interface {
+	// Write runs the exercise's write of data as this hold.
+	Write(ctx context.Context, data string) error
+	// Read returns what the store holds now, as this hold's write would
+	// put it (for a write in the lock's own transaction: as that
+	// transaction sees it, while it lives).
+	Read(ctx context.Context) (string, error)
+	// Want returns what Read must return after this hold wrote data:
+	// data itself, or data with the hold's token.
+	Want(data string) string
+	// Lose ends the hold as the lock's server would when the holder
+	// pauses past its lease: the lease revoked, the session ended.
+	Lose(ctx context.Context) error
+	// Release gives the hold back (Unlock), and keeps what it wrote.
+	Release(ctx context.Context) error
+}
+
+// WriterContract describes a lab's writer for its contract.
+type WriterContract struct {
+	// Store names the store in messages ("etcd", "the database").
+	Store string
+	// Hold takes a fresh hold for a new worker (each call a new one,
+	// after the last was released or lost).
+	Hold func(t testing.TB) Hold
+	// Refused is the error a refused write must wrap, if the lab has one
+	// (lab13.ErrRefused); nil: any error.
+	Refused error
+	// Name is the exercise's function, in messages ("WriteOrder").
+	Name string
+}
+
+// ExerciseWriterContract runs the writer contract on the lab's exercise:
+// built with -tags exercise, it demands that a write while holding lands,
+// with the data and token it is given; that a write after the hold was
+// lost and the next holder wrote returns an error (wrapping Refused) and
+// changes nothing, however the worker's own process sees its lock; that a write whose context has
+// ended returns an error and changes nothing; and that what a hold wrote
+// stays once the hold is released and its lease is gone. Without the tag
+// it skips, as [ExerciseStoreContract] does.
+func ExerciseWriterContract(t *testing.T, title string, c WriterContract) {
+	t.Helper()
+	if !exerciseMode {
+		t.Skipf("the contract of a writer runs on your exercise with -tags exercise (make exercise LAB=%s)", labNumber())
+	}
+	checkWriterContract(t, title+" contract", "exercise", c)
+}
+
+// FixedWriterContract runs the writer contract on a lab's reference
+// writer: proof that it can be passed.
+func FixedWriterContract(t *testing.T, title string, c WriterContract) {
+	t.Helper()
+	checkWriterContract(t, title+" contract", "fixed", c)
+}
+
+// checkWriterContract runs the contract's steps, each on a fresh hold,
+// and stops at the first broken promise.
+func checkWriterContract(t *testing.T, title, label string, c WriterContract) {
+	t.Helper()
+	start := time.Now()
+	ctx := t.Context()
+	name, store := c.Name, c.Store
+	var failed string
+	fail := func(format string, args ...any) {
+		if failed == "" {
+			failed = fmt.Sprintf(format, args...)
+		}
+	}
+	must := func(what string, err error) bool {
+		if err != nil {
+			fail("%s: %v", what, err)
+			return false
+		}
+		return true
+	}
+	read := func(h Hold) (string, bool) {
+		got, err := h.Read(ctx)
+		return got, must("reading the store", err)
+	}
+	// lands checks a write the store must take.
+	lands := func(h Hold, data, why string) bool {
+		err := h.Write(ctx, data)
+		if err != nil {
+			fail("%s refused a write while its worker held the lock (%s): %v", name, why, err)
+			return false
+		}
+		got, ok := read(h)
+		if !ok {
+			return false
+		}
+		if want := h.Want(data); got != want {
+			fail("%s returned nil for %q, but %s holds %q, not %q: only the worker said the write succeeded, or it wrote something else than it was given (%s)", name, data, store, got, want, why)
+			return false
+		}
+		return true
+	}
+	// refused checks a write the store must not take: an error, and
+	// nothing changed.
+	refused := func(h Hold, wctx context.Context, data, why, cause string) bool {
+		before, ok := read(h)
+		if !ok {
+			return false
+		}
+		err := h.Write(wctx, data)
+		after, ok := read(h)
+		if !ok {
+			return false
+		}
+		switch {
+		case after != before && after == h.Want(data):
+			fail("%s wrote %q %s: %s", name, data, why, cause)
+		case after != before:
+			fail("%s changed %s from %q to %q %s: %s", name, store, before, after, why, cause)
+		case err == nil:
+			fail("%s returned nil %s, and %s did not take the write: a write that did not happen must return an error", name, why, store)
+		case c.Refused != nil && wctx.Err() == nil && !errors.Is(err, c.Refused):
+			fail("%s refused the write %s with %v: a refused write returns an error wrapping %v", name, why, err, c.Refused)
+		}
+		return failed == ""
+	}
+	steps := 0
+	func() {
+		// 1: a holder's writes land, each with what it was given.
+		h := c.Hold(t)
+		defer func() { _ = h.Release(ctx) }()
+		steps++
+		if !lands(h, "packed", "the first write of a hold") || !lands(h, "shipped", "a second write, other data") {
+			return
+		}
+		// 2: a write after the hold is lost, and the next holder has
+		// written, is refused by the store.
+		steps++
+		if !must("ending the hold", h.Lose(ctx)) {
+			return
+		}
+		next := c.Hold(t)
+		steps++
+		if !lands(next, "newer", "the next holder's, after the first hold was lost") || !must("releasing the next hold", next.Release(ctx)) {
+			return
+		}
+		refused(h, ctx, "late", "after its lock was lost (its lease or session ended, as for a worker paused past it) and the next holder wrote",
+			"the lock's server had ended the hold, and the store took the write anyway, over the next holder's. The lease or token must be checked by the store, in the write itself, not by the worker before it")
+	}()
+	if failed == "" {
+		// 3: a write whose context has ended is not made.
+		func() {
+			h := c.Hold(t)
+			defer func() { _ = h.Release(ctx) }()
+			steps++
+			done, cancel := context.WithCancel(ctx)
+			cancel()
+			refused(h, done, "cancelled", "with its context cancelled", "the write must use the ctx it is given, and return its error")
+		}()
+	}
+	if failed == "" {
+		// 4: what a hold wrote stays when the hold ends.
+		func() {
+			h := c.Hold(t)
+			steps++
+			if !lands(h, "kept", "before its release") {
+				_ = h.Release(ctx)
+				return
+			}
+			want := h.Want("kept") // as the hold wrote it, while it holds
+			if !must("releasing the hold", h.Release(ctx)) || !must("ending the released hold's lease", h.Lose(ctx)) {
+				return
+			}
+			if got, ok := read(h); ok && got != want {
+				fail("%s holds %q once the hold that wrote %q was released and its lease ended: a write must outlive the lock (not be tied to the lock's lease, nor rolled back with it)", store, got, "kept")
+			}
+		}()
+	}
+	stats := fmt.Sprintf("%4.1fs  %d holds", time.Since(start).Seconds(), steps)
+	head := title + " " + label + ": "
+	if failed != "" {
+		fmt.Printf("%s1 violation ... FAIL  %s\n", head, stats)
+		t.Fatalf("%s1 violation\n  writes while holding, after the hold was lost, with a cancelled context, and after the release\n  VIOLATION: %s", head, failed)
+	}
+	fmt.Printf("%sno violation ... ok  %s\n", head, stats)
+}

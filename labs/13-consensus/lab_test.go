@@ -169,6 +169,15 @@ var (
 		switch w := l.Locker.(type) {
 		case *etcdWorker:
 			err = w.write(ctx, w.kv, w.Mutex, data)
+			if err != nil && !errors.Is(err, lab13.ErrRefused) && ctx.Err() == nil {
+				// A refusal the caller cannot tell from a failure: read
+				// etcd, and name it if the write was refused.
+				if resp, gerr := w.kv.Get(ctx, lab13.OrderKey); gerr == nil && (len(resp.Kvs) == 0 || string(resp.Kvs[0].Value) != data) {
+					l.Write(data, false)
+					l.Record(history.Event{Kind: history.Violation, Text: fmt.Sprintf("%s's WriteOrder returned %q for a write etcd did not take: a refused write must return an error wrapping lab13.ErrRefused, so that its caller can tell a refusal from a failure", l.Name, err)})
+					return "refused", nil
+				}
+			}
 			if err == nil {
 				// The effect, not the worker's word: a write is accepted
 				// when etcd holds what it wrote.

@@ -64,6 +64,69 @@ var wrongFixes = []labs.WrongFix{
 	}`)},
 		Caught: "A is waiting to take the lock again to retry it",
 	},
+	{
+		// A hurried learner's: the right transaction, its refusal an
+		// error of its own.
+		Name: "a guarded transaction whose refusal does not wrap ErrRefused",
+		Edits: []labs.Edit{labs.Replace(shippedPut, `	resp, err := kv.Txn(ctx).If(m.IsOwner()).Then(clientv3.OpPut(OrderKey, status)).Commit()
+	if err != nil {
+		return err
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("lab13: not the owner any more")
+	}
+	return nil`)},
+		Caught: "a refused write must return an error wrapping lab13.ErrRefused, so that its caller",
+	},
+	{
+		// The context class: the write ignores the ctx it is given.
+		Name: "a guarded transaction on context.Background()",
+		Edits: []labs.Edit{labs.Replace(shippedPut, `	resp, err := kv.Txn(context.Background()).If(m.IsOwner()).Then(clientv3.OpPut(OrderKey, status)).Commit()
+	if err != nil {
+		return err
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("%w: its claim is gone", ErrRefused)
+	}
+	return nil`)},
+		Caught: `wrote "cancelled" with its context cancelled`,
+	},
+	{
+		// The error class: etcd's error dropped.
+		Name: "a guarded transaction whose error is dropped",
+		Edits: []labs.Edit{labs.Replace(shippedPut, `	resp, err := kv.Txn(ctx).If(m.IsOwner()).Then(clientv3.OpPut(OrderKey, status)).Commit()
+	if err != nil {
+		return nil // etcd unreachable: the status will be written next time
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("%w: its claim is gone", ErrRefused)
+	}
+	return nil`)},
+		Caught: "returned nil with its context cancelled, and etcd did not take the write",
+	},
+	{
+		// One nobody listed: the status put with the lock's own lease,
+		// "so that it goes away with the lock". It does: the order's
+		// status is deleted when the worker's lease ends.
+		Name: "the status put under the lock's lease",
+		Edits: []labs.Edit{labs.Replace(shippedPut, `	claim, err := kv.Get(ctx, m.Claim())
+	if err != nil {
+		return err
+	}
+	if len(claim.Kvs) == 0 {
+		return fmt.Errorf("%w: its claim is gone", ErrRefused)
+	}
+	lease := clientv3.LeaseID(claim.Kvs[0].Lease)
+	resp, err := kv.Txn(ctx).If(m.IsOwner()).Then(clientv3.OpPut(OrderKey, status, clientv3.WithLease(lease))).Commit()
+	if err != nil {
+		return err
+	}
+	if !resp.Succeeded {
+		return fmt.Errorf("%w: its claim is gone", ErrRefused)
+	}
+	return nil`)},
+		Caught: "a write must outlive the lock",
+	},
 }
 
 func TestLab13_WrongFixes(t *testing.T) { labs.WrongFixes(t, wrongFixes) }

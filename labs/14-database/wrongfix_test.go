@@ -48,6 +48,38 @@ var wrongFixes = []labs.WrongFix{
 	return nil`)},
 		Caught: "A's ShipOrder returned nil, but order 1001 does not hold",
 	},
+	{
+		// A hurried learner's: the write in the lock's transaction, the
+		// token left out.
+		Name:   "write through the lock with token 0",
+		Edits:  []labs.Edit{labs.Replace(shippedWrite, `	return lock.Write(ctx, "1001", status, 0)`)},
+		Caught: "or it wrote something else than it was given",
+	},
+	{
+		// The context class: the write ignores the ctx it is given.
+		Name:   "write through the lock on context.Background()",
+		Edits:  []labs.Edit{labs.Replace(shippedWrite, `	return lock.Write(context.Background(), "1001", status, token)`)},
+		Caught: `wrote "cancelled" with its context cancelled`,
+	},
+	{
+		// One nobody listed: the lock's write, and when it fails, the
+		// row's token read and compared in Go before a write through
+		// the pool. Between the read and the write, the next holder
+		// writes: only an ordering the scenario does not force shows it.
+		Name: "write through the lock, or through the pool after comparing the row's token in Go",
+		Edits: []labs.Edit{labs.Replace(shippedWrite, `	if err := lock.Write(ctx, "1001", status, token); err == nil {
+		return nil
+	}
+	_, last, err := app.Read(ctx, "1001")
+	if err != nil {
+		return err
+	}
+	if last >= token {
+		return ErrStale
+	}
+	return app.Write(ctx, "1001", status, token)`)},
+		Caught: "older than B's token",
+	},
 }
 
 func TestLab14_WrongFixes(t *testing.T) { labs.WrongFixes(t, wrongFixes) }
