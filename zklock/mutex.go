@@ -465,7 +465,8 @@ func (m *Mutex) failed(ctx context.Context, err error) error {
 // once ZooKeeper answers again, not when the session ends; the Mutex keeps
 // the hold and Unlock may be called again: it then reports nil if a delete
 // of this hold landed while the session lived on.
-// Closing the Session releases every lock held on it.
+// Closing the Session releases every lock held on it: an Unlock after
+// Close (or during it) returns an error wrapping ErrNotHeld.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	if err := m.check(); err != nil {
 		return err
@@ -478,6 +479,9 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	defer h.mu.Unlock()
 	if m.f.Cur.Get() != h {
 		return ErrNotHeld // a concurrent Unlock released it
+	}
+	if m.s.isClosed() {
+		return m.f.Ended(h, observe.Lost, errReleasedByClose)
 	}
 	dctx, cancel := retry.Detach(ctx)
 	defer cancel()
@@ -500,6 +504,10 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	case errors.Is(err, zk.ErrNoNode):
 		// Gone with its session (or another client deleted it).
 		return m.f.Ended(h, observe.Lost, ErrNotHeld)
+	case m.s.isClosed():
+		// The Session was closed under the delete: closing it ended the
+		// session, and the child with it.
+		return m.f.Ended(h, observe.Lost, errReleasedByClose)
 	}
 	// ZooKeeper did not answer within the bound (a partition, or an
 	// ensemble electing a leader for longer): the delete may never have
@@ -512,6 +520,11 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	}
 	return fmt.Errorf("zklock: delete %q: %w", h.node, err)
 }
+
+// errReleasedByClose is Unlock's answer once the Session has been closed:
+// closing it ended the session, which deleted the child (at once, or when
+// the server expires the session if it could not be told).
+var errReleasedByClose = fmt.Errorf("%w: the Session was closed, which released it", ErrNotHeld)
 
 // Fence returns the fencing token of the current hold: the zxid that
 // created its child (its czxid). Every later holder, after any leader

@@ -58,3 +58,37 @@ func sessionOf(t *testing.T, d time.Duration, addrs ...string) *zklock.Session {
 	t.Helper()
 	return session(t, d, addrs...)
 }
+
+// TestUnlockAfterSessionClosed: a holds the lock, and its Session is
+// closed (a shutdown that closes it before the holder's Unlock runs, or
+// another goroutine's): ZooKeeper deleted a's child with the session, so
+// the lock is free, and another client gets it at once. a's Unlock then
+// must say so, ErrNotHeld, as it does for a session that ended otherwise,
+// not a transport error that reads as "outcome unknown, try again".
+func TestUnlockAfterSessionClosed(t *testing.T) {
+	ctx := context.Background()
+	p := lockPath(t)
+	s := session(t, timeout)
+	a := zklock.New(s, p)
+	if err := a.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	select {
+	case <-a.Done():
+	default:
+		t.Error("a's Done is open after its Session was closed")
+	}
+	b := zklock.New(session(t, timeout), p)
+	bctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := b.Lock(bctx); err != nil {
+		t.Fatalf("b.Lock after a's Session was closed = %v; want the lock at once", err)
+	}
+	if err := a.Unlock(ctx); !errors.Is(err, zklock.ErrNotHeld) {
+		t.Errorf("a.Unlock after its Session was closed = %v; want ErrNotHeld", err)
+	}
+	if err := b.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
