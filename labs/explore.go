@@ -348,7 +348,11 @@ func (sc *schedule) pick(s *Scene, enabled []*Actor) int {
 	case n < len(sc.prefix):
 		i = sc.prefix[n]
 		if i >= len(enabled) {
-			s.Fatalf("labs: exploration: the run did not repeat itself: turn %d had %d choices, now %d", n+1, i+1, len(enabled))
+			// The run did not repeat itself: a race on real time (a
+			// lease, a node's timeout) came out otherwise on a loaded
+			// machine. The search goes on from what did happen.
+			s.t.Logf("labs: exploration: turn %d had %d choices, now %d (a timing came out otherwise): the search goes on from here", n+1, i+1, len(enabled))
+			i = len(enabled) - 1
 		}
 	case sc.rnd != nil:
 		i = sc.rnd.IntN(len(enabled))
