@@ -78,7 +78,7 @@ var frozenRace = labs.Race{
 // exploredLease is A's lease in the explored race: short, so that its
 // watchdog's tick (a third of it, in the exercise) comes soon when a
 // round is granted. Between rounds the lease is kept alive (keepAlive).
-const exploredLease = 150 * time.Millisecond
+const exploredLease = 300 * time.Millisecond
 
 // keeper keeps A's lease alive while the schedule holds A's watchdog at
 // its gate: the renewals held back stand for renewals made on time, so
@@ -107,6 +107,10 @@ func keeperOf(s *labs.Scene) *keeper {
 // keepScript extends KEYS[1] to ARGV[2] ms if it holds ARGV[1].
 var keepScript = redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("PEXPIRE", KEYS[1], ARGV[2]) end return 0`)
 
+// keepEvery is how often the keeper extends A's lease: a stall of the
+// machine would have to last the lease less this to let it run out.
+const keepEvery = 25 * time.Millisecond
+
 func keepAlive(s *labs.Scene) *keeper {
 	k := &keeper{done: make(chan struct{})}
 	keepersMu.Lock()
@@ -116,7 +120,7 @@ func keepAlive(s *labs.Scene) *keeper {
 	k.wg.Go(func() {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		t := time.NewTicker(exploredLease / 6)
+		t := time.NewTicker(keepEvery)
 		defer t.Stop()
 		tok := ""
 		for {
@@ -159,7 +163,7 @@ func TestLab05_BrokenBlindRenewalExplored(t *testing.T) {
 // never calls the lease lost while the schedule holds its renewals, and a
 // renewal every 50ms. Its lease runs out only when the schedule says.
 var watchdogExplored = labs.Register("lab05-watchdog-explored", func(e *labs.Env) labs.Locker {
-	w := watchdog.New(e.Redis(0), e.Key, watchdog.WithTTL(bLease), watchdog.WithInterval(exploredLease/3), watchdog.WithHook(e.Hook))
+	w := watchdog.New(e.Redis(0), e.Key, watchdog.WithTTL(bLease), watchdog.WithInterval(50*time.Millisecond), watchdog.WithHook(e.Hook))
 	m := &subject{inner: w, detach: true}
 	m.gated(e)
 	return m

@@ -95,8 +95,10 @@ func where(point string) string {
 }
 
 // exploredLease is the TTL in the explored race: a pause lasts until it
-// has run out, in real time, so that a Lock that measures itself sees it.
-const exploredLease = 250 * time.Millisecond
+// has run out, in real time, so that a Lock that measures itself sees it;
+// long enough that A, stopped at a point while B takes its turns on a
+// loaded machine, still has validity left when nothing froze it.
+const exploredLease = 400 * time.Millisecond
 
 var (
 	// pauseExplored stops clients before their fifth Redis command (the
