@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/locklab/locklab/bench/ledger"
 	"github.com/locklab/locklab/bench/registry"
 	"github.com/locklab/locklab/internal/measure"
 
@@ -130,8 +131,8 @@ type worker struct {
 type runState struct {
 	spec  runSpec
 	slots []*slot
-	led   *ledger
-	tally tally
+	led   *ledger.Ledger
+	tally ledger.Tally
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -156,7 +157,7 @@ func (r *runState) stop() {
 // releases the lock once, which opens its connections and loads scripts),
 // snapshot INFO commandstats, run the load, then snapshot again and clean
 // up. Errors that make the figures meaningless are returned.
-func execute(ctx context.Context, srv *servers, led *ledger, spec runSpec) (*runResult, error) {
+func execute(ctx context.Context, srv *servers, led *ledger.Ledger, spec runSpec) (*runResult, error) {
 	e := registry.Env{Addrs: spec.addrs, TTL: spec.ttl, Servers: &others}
 	r := &runState{spec: spec, led: led}
 	nslots := max(spec.cell.keys, 1)
@@ -170,7 +171,7 @@ func execute(ctx context.Context, srv *servers, led *ledger, spec runSpec) (*run
 	cleaned := false
 	defer func() {
 		if !cleaned {
-			_ = led.barrier(2 * time.Second) // queued INCRs would recreate a counter
+			_ = led.Barrier(2 * time.Second) // queued INCRs would recreate a counter
 			bg, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			_, _ = srv.sweep(bg, "*"+spec.tag+"*")
@@ -239,7 +240,7 @@ func execute(ctx context.Context, srv *servers, led *ledger, spec runSpec) (*run
 		return nil, ctx.Err()
 	}
 
-	if err := led.barrier(barrierTimeout); err != nil {
+	if err := led.Barrier(barrierTimeout); err != nil {
 		return nil, err
 	}
 	sentAfter := sentTotal(workers)
@@ -261,7 +262,7 @@ func execute(ctx context.Context, srv *servers, led *ledger, spec runSpec) (*run
 	res := &runResult{
 		spec: spec, ops: r.ops.Load(), elapsed: r.end.Sub(start),
 		wait: newHist(), release: newHist(), handoff: newHist(), held: newHist(),
-		violations: r.tally.violations.Load(),
+		violations: r.tally.Violations.Load(),
 		cmds:       measure.Commands{}, clientCmds: -1,
 		serverCPU: cpuAfter - cpuBefore, clientCPU: clientCPU,
 	}
@@ -286,14 +287,14 @@ func execute(ctx context.Context, srv *servers, led *ledger, spec runSpec) (*run
 	for i := range after {
 		res.cmds.Add(measure.Delta(before[i], after[i]))
 	}
-	own := measure.Commands{"incr": r.tally.enters.Load(), "decr": r.tally.exits.Load()}
+	own := measure.Commands{"incr": r.tally.Enters.Load(), "decr": r.tally.Exits.Load()}
 	if err := res.cmds.Subtract(own); err != nil {
 		return nil, err
 	}
-	if n := r.tally.negative.Load(); n > 0 {
+	if n := r.tally.Negative.Load(); n > 0 {
 		return nil, fmt.Errorf("ledger: %d exits without an entry: the check itself is broken", n)
 	}
-	if n := r.tally.failed.Load(); n > 0 {
+	if n := r.tally.Failed.Load(); n > 0 {
 		return nil, fmt.Errorf("ledger: %d updates got no reply", n)
 	}
 	if spec.rate > 0 {
@@ -481,7 +482,7 @@ func (r *runState) once(w *worker, wanted time.Time) bool {
 		}
 	}
 	got := time.Now()
-	r.led.enter(&r.tally, s.occKey)
+	r.led.Enter(&r.tally, s.occKey)
 	counted := r.ctx.Err() == nil
 	if !counted {
 		w.cutWanted = wanted // it ended only after the run did
@@ -500,7 +501,7 @@ func (r *runState) once(w *worker, wanted time.Time) bool {
 	if h := r.spec.cell.hold; h > 0 {
 		holdFor(h, r.spec.cell.holdsOverlap())
 	}
-	r.led.exit(&r.tally, s.occKey)
+	r.led.Exit(&r.tally, s.occKey)
 	rel := time.Now()
 	if counted {
 		record(w.held, rel.Sub(got))
@@ -540,7 +541,7 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 // alike.
 type ledgers struct {
 	srv  []*servers
-	leds []*ledger
+	leds []*ledger.Ledger
 }
 
 // dialLedgers dials a ledger on the first server of srv and of each of
@@ -548,7 +549,7 @@ type ledgers struct {
 func dialLedgers(srv *servers, syncMode bool) (*ledgers, error) {
 	l := &ledgers{}
 	for _, s := range append([]*servers{srv}, srv.also...) {
-		led, err := dialLedger(s.addrs[0], syncMode)
+		led, err := ledger.Dial(s.addrs[0], syncMode)
 		if err != nil {
 			l.close()
 			return nil, err
@@ -560,7 +561,7 @@ func dialLedgers(srv *servers, syncMode bool) (*ledgers, error) {
 
 // of returns the servers of kind and their ledger; the first kind's for
 // a kind it does not have.
-func (l *ledgers) of(kind string) (*servers, *ledger) {
+func (l *ledgers) of(kind string) (*servers, *ledger.Ledger) {
 	for i, s := range l.srv {
 		if s.kind == kind {
 			return s, l.leds[i]
@@ -571,6 +572,6 @@ func (l *ledgers) of(kind string) (*servers, *ledger) {
 
 func (l *ledgers) close() {
 	for _, led := range l.leds {
-		_ = led.close()
+		_ = led.Close()
 	}
 }

@@ -1,4 +1,7 @@
-package main
+// Package ledger is the speed runner's mutual-exclusion check: a shared
+// occupancy counter in Redis that every holder increments on entering the
+// critical section and decrements before it releases (see Ledger).
+package ledger
 
 import (
 	"bufio"
@@ -11,7 +14,7 @@ import (
 	"time"
 )
 
-// ledger is the mutual-exclusion check every implementation runs under: a
+// Ledger is the mutual-exclusion check every implementation runs under: a
 // shared occupancy counter in Redis, on the first server, that each holder
 // increments when it enters the critical section and decrements before it
 // releases the lock. Nothing but the lock under test protects the counter:
@@ -35,11 +38,11 @@ import (
 // section, as a separate process guarding a real resource would; it costs
 // two round trips per acquisition.
 //
-// The ledger's INCRs and DECRs reach INFO commandstats on that server; the
+// The Ledger's INCRs and DECRs reach INFO commandstats on that server; the
 // bench counts them exactly (each one is answered before the run's barrier
 // returns) and subtracts them from the implementation's counts. Its
 // barrier is a PING, an excluded admin command.
-type ledger struct {
+type Ledger struct {
 	conn net.Conn
 	sync bool
 
@@ -65,16 +68,16 @@ const (
 
 type ledgerOp struct {
 	kind  opKind
-	tally *tally
+	tally *Tally
 	reply chan error // barrier and sync-mode ops: the reply arrived (or failed)
 }
 
-// tally is one run's view of the ledger.
-type tally struct {
-	enters, exits atomic.Int64 // ops appended, hence INCRs and DECRs sent
-	violations    atomic.Int64 // INCR replies > 1
-	negative      atomic.Int64 // DECR replies < 0: a DECR without its INCR
-	failed        atomic.Int64 // sync mode: ops whose reply did not come
+// Tally is one run's view of the ledger.
+type Tally struct {
+	Enters, Exits atomic.Int64 // ops appended, hence INCRs and DECRs sent
+	Violations    atomic.Int64 // INCR replies > 1
+	Negative      atomic.Int64 // DECR replies < 0: a DECR without its INCR
+	Failed        atomic.Int64 // sync mode: ops whose reply did not come
 }
 
 const (
@@ -83,13 +86,13 @@ const (
 	syncTimeout = 5 * time.Second  // sync mode: the longest wait for one reply
 )
 
-// dialLedger connects to addr and starts the writer and reader.
-func dialLedger(addr string, syncMode bool) (*ledger, error) {
+// Dial connects to addr and starts the writer and reader.
+func Dial(addr string, syncMode bool) (*Ledger, error) {
 	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
 	if err != nil {
 		return nil, fmt.Errorf("ledger: %w", err)
 	}
-	l := &ledger{
+	l := &Ledger{
 		conn:    conn,
 		sync:    syncMode,
 		kick:    make(chan struct{}, 1),
@@ -101,20 +104,20 @@ func dialLedger(addr string, syncMode bool) (*ledger, error) {
 	return l, nil
 }
 
-// enter records that the caller entered the critical section of key.
-func (l *ledger) enter(t *tally, key string) {
-	t.enters.Add(1)
+// Enter records that the caller entered the critical section of key.
+func (l *Ledger) Enter(t *Tally, key string) {
+	t.Enters.Add(1)
 	l.add(ledgerOp{kind: opEnter, tally: t}, "INCR", key)
 }
 
-// exit records that the caller is about to release the lock on key.
-func (l *ledger) exit(t *tally, key string) {
-	t.exits.Add(1)
+// Exit records that the caller is about to release the lock on key.
+func (l *Ledger) Exit(t *Tally, key string) {
+	t.Exits.Add(1)
 	l.add(ledgerOp{kind: opExit, tally: t}, "DECR", key)
 }
 
 // add appends op's command; in sync mode it waits for the reply.
-func (l *ledger) add(op ledgerOp, args ...string) {
+func (l *Ledger) add(op ledgerOp, args ...string) {
 	if l.sync {
 		op.reply = make(chan error, 1)
 	}
@@ -130,24 +133,24 @@ func (l *ledger) add(op ledgerOp, args ...string) {
 		select {
 		case err := <-op.reply:
 			if err != nil {
-				op.tally.failed.Add(1)
+				op.tally.Failed.Add(1)
 			}
 		case <-time.After(syncTimeout):
-			op.tally.failed.Add(1)
+			op.tally.Failed.Add(1)
 		}
 	}
 }
 
-func (l *ledger) wake() {
+func (l *Ledger) wake() {
 	select {
 	case l.kick <- struct{}{}:
 	default:
 	}
 }
 
-// barrier returns once every op appended before it has been answered, or
+// Barrier returns once every op appended before it has been answered, or
 // the connection's error.
-func (l *ledger) barrier(timeout time.Duration) error {
+func (l *Ledger) Barrier(timeout time.Duration) error {
 	reply := make(chan error, 1)
 	l.mu.Lock()
 	l.buf = appendCommand(l.buf, "PING")
@@ -162,9 +165,9 @@ func (l *ledger) barrier(timeout time.Duration) error {
 	}
 }
 
-// close stops the goroutines and closes the connection. Nothing may be
+// Close stops the goroutines and closes the connection. Nothing may be
 // appended afterwards.
-func (l *ledger) close() error {
+func (l *Ledger) Close() error {
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()
@@ -173,7 +176,7 @@ func (l *ledger) close() error {
 	return l.conn.Close()
 }
 
-func (l *ledger) fail(err error) {
+func (l *Ledger) fail(err error) {
 	l.errMu.Lock()
 	defer l.errMu.Unlock()
 	if l.err == nil {
@@ -182,14 +185,14 @@ func (l *ledger) fail(err error) {
 	}
 }
 
-func (l *ledger) failed() error {
+func (l *Ledger) failed() error {
 	l.errMu.Lock()
 	defer l.errMu.Unlock()
 	return l.err
 }
 
 // write sends the queued commands every flushEvery, or when woken.
-func (l *ledger) write() {
+func (l *Ledger) write() {
 	defer close(l.pending)
 	t := time.NewTicker(flushEvery)
 	defer t.Stop()
@@ -219,7 +222,7 @@ func (l *ledger) write() {
 }
 
 // read matches replies to ops, in order.
-func (l *ledger) read() {
+func (l *Ledger) read() {
 	defer close(l.done)
 	r := bufio.NewReaderSize(l.conn, 32<<10)
 	for ops := range l.pending {
@@ -235,11 +238,11 @@ func (l *ledger) read() {
 			switch op.kind {
 			case opEnter:
 				if err == nil && n > 1 {
-					op.tally.violations.Add(1)
+					op.tally.Violations.Add(1)
 				}
 			case opExit:
 				if err == nil && n < 0 {
-					op.tally.negative.Add(1)
+					op.tally.Negative.Add(1)
 				}
 			}
 			if op.reply != nil {
