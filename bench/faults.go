@@ -16,7 +16,7 @@ import (
 
 // The fault scoreboard (-scenarios faults, make faults) runs every lock
 // under the same fault schedules, a fixed number of seeded runs each, and
-// judges each run on its effect on a protected resource (faults_judge.go).
+// judges each run on its effect on a protected resource (package judge).
 //
 // One run is one lock under one schedule: A takes the lock and starts its
 // work on the resource, the fault hits, B and C want the lock meanwhile,

@@ -1,229 +1,350 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"github.com/locklab/locklab/bench/registry"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
-
-	"github.com/locklab/locklab/internal/history"
 )
 
-// cellResult is one lock under one schedule over all its runs.
-type cellResult struct {
-	impl   *registry.Lock
-	sch    *schedule
-	notRun string // why the schedule did not run; "" if it did
-
-	runs         int // judged runs
-	inconclusive int // runs that could not be judged
-	whyNot       string
-	unsafe       int
-	stuck        int
-	overlaps     int
-	lost         int
-	stale        int
-	refused      int
-	fenced       bool // the lock gives fencing tokens
-	declined     int  // runs in which the lock refused the servers (they evict): safe
-	whyDeclined  string
-	told         int
-	toldBefore   int
-	maxStall     time.Duration
-
-	// The lowest-numbered run of each kind, with its timeline.
-	first map[string]firstRun
-	all   bool // keep every run's timeline (-fault-timelines all)
+// faultReport is everything faults.md and faults.json are made from.
+type faultReport struct {
+	mach  machine
+	setup *faultSetup
+	cells []*cellResult
+	took  time.Duration
 }
 
-type firstRun struct {
-	index    int // 0-based
-	seed     uint64
-	timeline string
+func (fr *faultReport) cell(impl, sch string) *cellResult {
+	for _, c := range fr.cells {
+		if c.impl.Name == impl && c.sch.id == sch {
+			return c
+		}
+	}
+	return nil
 }
 
-// Timeline kinds kept per cell.
-const (
-	tlUnsafe  = "unsafe"
-	tlStuck   = "stuck"
-	tlExample = "example"
-)
-
-func (c *cellResult) add(r *faultRun) {
-	if r.declined != "" {
-		c.runs++
-		c.declined++
-		if c.whyDeclined == "" {
-			c.whyDeclined = r.declined
+// write writes faults.json, faults.md, the timelines and the heatmap into
+// dir, and returns the matrix for stdout.
+func (fr *faultReport) write(dir string, plots bool) (string, error) {
+	var rows []faultRow
+	for _, c := range fr.cells {
+		rows = append(rows, c.row())
+		for kind, f := range c.first {
+			p := filepath.Join(dir, c.timelinePath(kind))
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				return "", err
+			}
+			if err := os.WriteFile(p, []byte(f.timeline), 0o644); err != nil {
+				return "", err
+			}
 		}
-		return
 	}
-	if r.failed != "" {
-		c.inconclusive++
-		if c.whyNot == "" {
-			c.whyNot = r.failed
+	if err := writeJSON(filepath.Join(dir, "faults.json"), rows); err != nil {
+		return "", err
+	}
+	matrix := fr.matrix()
+	var md bytes.Buffer
+	fmt.Fprintf(&md, "# locklab fault scoreboard, %s\n\n", fr.mach.Start.Format(time.RFC3339))
+	fmt.Fprintf(&md, "Command: `%s`\n\n", fr.mach.Command)
+	fmt.Fprintf(&md, "Every lock under the same faults, %d seeded runs each (seed %d), judged on the effect on a protected resource; %s in all. "+
+		"Machine: %d × %s, %s, redis-server %s.\n\n", fr.setup.runs, fr.setup.seed, fr.took.Round(time.Second),
+		fr.mach.CPUs, fr.mach.CPUModel, fr.mach.GoVersion, fr.mach.RedisVersion)
+	if plots {
+		md.WriteString("![heatmap](faults_heatmap.svg)\n\n")
+	}
+	md.WriteString("## Matrix\n\n")
+	md.WriteString(matrix)
+	md.WriteString(faultLegend)
+	fr.claimsSection(&md)
+	fr.controlSection(&md)
+	fr.detailSection(&md)
+	fr.scheduleSection(&md)
+	fr.opsSection(&md)
+	md.WriteString(faultMethod)
+	if err := os.WriteFile(filepath.Join(dir, "faults.md"), md.Bytes(), 0o644); err != nil {
+		return "", err
+	}
+	if plots {
+		if err := fr.heatmap(dir); err != nil {
+			return "", err
 		}
-		return
 	}
-	c.runs++
-	c.fenced = c.fenced || r.fenced()
-	v := r.v
-	if v.Unsafe {
-		c.unsafe++
-	}
-	if v.Stuck {
-		c.stuck++
-	}
-	if v.Overlap {
-		c.overlaps++
-	}
-	c.lost += v.LostUpdates
-	c.stale += v.StaleAccepted
-	c.refused += v.Refused
-	if v.Told {
-		c.told++
-	}
-	if v.ToldBeforeOverlap {
-		c.toldBefore++
-	}
-	c.maxStall = max(c.maxStall, v.MaxStall)
-	keep := func(kind string) {
-		if c.first == nil {
-			c.first = map[string]firstRun{}
-		}
-		if f, ok := c.first[kind]; ok && f.index < r.ev.index {
-			return
-		}
-		c.first[kind] = firstRun{index: r.ev.index, seed: r.ev.seed, timeline: r.timeline()}
-	}
-	keep(tlExample)
-	if c.all {
-		c.first[fmt.Sprintf("run%d", r.ev.index+1)] = firstRun{index: r.ev.index, seed: r.ev.seed, timeline: r.timeline()}
-	}
-	if v.Unsafe {
-		keep(tlUnsafe)
-	}
-	if v.Stuck {
-		keep(tlStuck)
-	}
+	return matrix, nil
 }
 
-// timeline renders the run's history with what was found.
-func (r *faultRun) timeline() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s under %d. %s (run %d, seed %d, lease %v)\n%s\n\n", r.im.Name, r.ev.sch.n, r.ev.sch.title,
-		r.ev.index+1, r.ev.seed, r.ev.sch.ttl, r.ev.sch.what)
-	b.WriteString(history.Render(r.hist.Events(), r.v.Findings))
-	fmt.Fprintf(&b, "\nresource counter at the end: %d\n", r.final)
-	switch {
-	case r.v.Unsafe:
-		b.WriteString("verdict: UNSAFE\n")
-	case r.v.Stuck:
-		b.WriteString("verdict: STUCK (safe, not live)\n")
-	case r.v.Overlap:
-		b.WriteString("verdict: safe: the critical sections overlapped, but the fenced store refused every out-of-order write\n")
-	default:
-		b.WriteString("verdict: safe\n")
+// matrix renders locks down, faults across.
+func (fr *faultReport) matrix() string {
+	var b bytes.Buffer
+	b.WriteString("| lock |")
+	for _, s := range fr.setup.schedules {
+		t := fmt.Sprintf("%d. %s", s.n, s.title)
+		if s.modeled {
+			t += " (modeled)"
+		}
+		b.WriteString(" " + t + " |")
 	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(fr.setup.schedules)) + "\n")
+	for _, im := range fr.setup.impls {
+		fmt.Fprintf(&b, "| %s |", im.Name)
+		for _, s := range fr.setup.schedules {
+			c := fr.cell(im.Name, s.id)
+			t := c.text()
+			if kind := c.linked(); kind != "" {
+				t = fmt.Sprintf("[%s](%s)", t, c.timelinePath(kind))
+			}
+			if cl := registry.ClaimOf(im.Name, s.id); im.Kind == registry.Ours && c.unsafe > 0 {
+				switch cl.Verdict {
+				case registry.ClaimSurvives:
+					t += " **promised safe**"
+				case registry.ClaimNamed:
+					t += " (named)"
+				default:
+					t += " *(no claim)*"
+				}
+			}
+			b.WriteString(" " + t + " |")
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
 	return b.String()
 }
 
-// faultRow is one line of faults.json.
-type faultRow struct {
-	Impl                string  `json:"impl"`
-	Kind                string  `json:"kind"` // ours, peer, naive
-	Fault               string  `json:"fault"`
-	FaultNumber         int     `json:"fault_number"`
-	Title               string  `json:"title"`
-	Runs                int     `json:"runs"`         // judged runs
-	Inconclusive        int     `json:"inconclusive"` // runs that could not be judged
-	InconclusiveWhy     string  `json:"inconclusive_why,omitempty"`
-	UnsafeRuns          int     `json:"unsafe_runs"`
-	StuckRuns           int     `json:"stuck_runs"`
-	Violations          int     `json:"violations"` // runs with overlapping critical sections
-	LostUpdates         int     `json:"lost_updates"`
-	StaleWritesAccepted int     `json:"stale_writes_accepted"`
-	WritesRefused       int     `json:"writes_refused"` // writes the fenced store refused
-	RefusedToRun        int     `json:"refused_to_run"` // runs in which the lock refused the servers (they evict keys): counted safe
-	RefusedToRunWhy     string  `json:"refused_to_run_why,omitempty"`
-	ToldRuns            int     `json:"told_runs"`           // runs in which a holder's lock said it was lost
-	ToldBeforeOverlap   *int    `json:"told_before_overlap"` // overlapping runs in which the holder was told before the overlap began; null: the lock has no loss signal
-	MaxStallMs          float64 `json:"max_stall_ms"`
-	Modeled             bool    `json:"modeled"`
-	NotRun              string  `json:"not_run,omitempty"`
-	Claim               string  `json:"claim"` // survives, named, unstated
-	ClaimSource         string  `json:"claim_source,omitempty"`
-	Timeline            string  `json:"timeline,omitempty"` // the first unsafe (else stuck) run's timeline
-	TTLms               int64   `json:"ttl_ms"`
-}
+const faultLegend = `A cell is the number of runs, of those judged, in which the lock was
+**unsafe** (two clients inside the critical section at once, for a lock
+without fencing tokens; a lost update; or a stale write the fenced store
+accepted) or **stuck** (someone waited longer than the schedule's bound while
+nobody held the lock). Each unsafe or stuck cell links to the timeline of
+its first such run; every cell's first run is in ` + "`timelines/`" + ` too. For our
+locks, an unsafe cell says whether the lock **claims** to survive that fault
+(its claims in the bench's lock registry), **names** it as a fault it does not
+survive, or does not say *(no claim)*: see "Against the claims" below. A cell reading – is a fault
+that does not apply to the lock's system (a Redis server's failover for a
+lock on etcd; a pooler for a lock on Redis).
 
-func (c *cellResult) row() faultRow {
-	cl := registry.ClaimOf(c.impl.Name, c.sch.id)
-	r := faultRow{Impl: c.impl.Name, Kind: string(c.impl.Kind), Fault: c.sch.id, FaultNumber: c.sch.n, Title: c.sch.title,
-		Runs: c.runs, Inconclusive: c.inconclusive, InconclusiveWhy: c.whyNot,
-		UnsafeRuns: c.unsafe, StuckRuns: c.stuck, Violations: c.overlaps, LostUpdates: c.lost,
-		StaleWritesAccepted: c.stale, WritesRefused: c.refused, RefusedToRun: c.declined, RefusedToRunWhy: c.whyDeclined, ToldRuns: c.told, MaxStallMs: float64(c.maxStall.Microseconds()) / 1000,
-		Modeled: c.sch.modeled, NotRun: c.notRun, Claim: cl.Verdict, ClaimSource: cl.Why, TTLms: c.sch.ttl.Milliseconds()}
-	if c.impl.LossSignal {
-		n := c.toldBefore
-		r.ToldBeforeOverlap = &n
-	}
-	if kind := c.linked(); kind != "" {
-		r.Timeline = c.timelinePath(kind)
-	}
-	return r
-}
+`
 
-// linked returns the kind of run whose timeline a cell links to: its first
-// unsafe run, else its first stuck run; "" for neither.
-func (c *cellResult) linked() string {
-	for _, k := range []string{tlUnsafe, tlStuck} {
-		if _, ok := c.first[k]; ok {
-			return k
+// claimsSection lists where our locks' measured cells and their claims
+// disagree.
+func (fr *faultReport) claimsSection(b *bytes.Buffer) {
+	b.WriteString("## Against the claims\n\n")
+	var broken, unnamed []string
+	for _, c := range fr.cells {
+		if c.impl.Kind != registry.Ours || c.notRun != "" {
+			continue
+		}
+		cl := registry.ClaimOf(c.impl.Name, c.sch.id)
+		bad := c.unsafe > 0 || (c.stuck > 0 && c.sch.liveness)
+		switch {
+		case bad && cl.Verdict == registry.ClaimSurvives:
+			broken = append(broken, fmt.Sprintf("- **%s** under %d. %s: %s; it claims to survive it (%s).", c.impl.Name, c.sch.n, c.sch.title, c.text(), cl.Why))
+		case c.unsafe > 0 && cl.Verdict == registry.ClaimUnstated:
+			unnamed = append(unnamed, fmt.Sprintf("- %s under %d. %s: %s; it makes no claim about this fault.", c.impl.Name, c.sch.n, c.sch.title, c.text()))
 		}
 	}
-	return ""
+	if len(broken) == 0 && len(unnamed) == 0 {
+		b.WriteString("Every unsafe cell of our locks is a fault its claims name, and every fault a lock claims to survive measured 0 unsafe runs.\n\n")
+		return
+	}
+	if len(broken) > 0 {
+		b.WriteString("Claims broken (a bug in the lock, or in its claim):\n\n" + strings.Join(broken, "\n") + "\n\n")
+	}
+	if len(unnamed) > 0 {
+		b.WriteString("Unsafe where the claims are silent (the lock's registry entry should name the fault):\n\n" + strings.Join(unnamed, "\n") + "\n\n")
+	}
 }
 
-func (c *cellResult) timelinePath(kind string) string {
-	f := c.first[kind]
-	if strings.HasPrefix(kind, "run") {
-		return fmt.Sprintf("timelines/%d-%s/all/%s_%s.txt", c.sch.n, c.sch.id, fileSafe(c.impl.Name), kind)
+// controlSection says whether each naive lock was caught where its one
+// mistake should show: a scoreboard that passes them there is blind.
+func (fr *faultReport) controlSection(b *bytes.Buffer) {
+	var lines []string
+	for _, c := range fr.cells {
+		cl := registry.ClaimOf(c.impl.Name, c.sch.id)
+		if cl.Verdict != registry.ClaimMistake || c.notRun != "" {
+			continue
+		}
+		verdict := "caught"
+		if c.unsafe == 0 && c.stuck == 0 {
+			verdict = "**NOT CAUGHT: the scoreboard is blind here**"
+		}
+		lines = append(lines, fmt.Sprintf("- %s under %d. %s: %s, %s (%s).", c.impl.Name, c.sch.n, c.sch.title, c.text(), verdict, cl.Why))
 	}
-	return fmt.Sprintf("timelines/%d-%s/%s_%s_run%d.txt", c.sch.n, c.sch.id, fileSafe(c.impl.Name), kind, f.index+1)
+	if len(lines) == 0 {
+		return
+	}
+	b.WriteString("## The control rows\n\n")
+	b.WriteString("Each naive lock makes one mistake; where it should show, the scoreboard must see it:\n\n" + strings.Join(lines, "\n") + "\n\n")
 }
 
-func fileSafe(s string) string {
-	return strings.NewReplacer("+", "-plus-", "/", "-", "*", "x").Replace(s)
+// blind lists the naive locks' cells where their mistake did not show.
+func (fr *faultReport) blind() []string {
+	var out []string
+	for _, c := range fr.cells {
+		if registry.ClaimOf(c.impl.Name, c.sch.id).Verdict == registry.ClaimMistake && c.notRun == "" && c.runs > 0 && c.unsafe == 0 && c.stuck == 0 {
+			out = append(out, c.impl.Name+" under "+c.sch.id)
+		}
+	}
+	return out
 }
 
-// text is the matrix cell: "0/20", "7/20 runs unsafe", "3/20 runs stuck".
-func (c *cellResult) text() string {
-	if c.notRun == notApplicable {
-		return "–"
+// brokenPromises lists our locks' cells that are unsafe (or stuck, for the
+// holder killed) where they claim to survive.
+func (fr *faultReport) brokenPromises() []string {
+	var out []string
+	for _, c := range fr.cells {
+		if c.impl.Kind != registry.Ours || c.notRun != "" {
+			continue
+		}
+		if (c.unsafe > 0 || (c.stuck > 0 && c.sch.liveness)) && registry.ClaimOf(c.impl.Name, c.sch.id).Verdict == registry.ClaimSurvives {
+			out = append(out, fmt.Sprintf("%s under %s: %s", c.impl.Name, c.sch.id, c.text()))
+		}
 	}
-	if c.notRun != "" {
-		return "not run"
-	}
-	if c.runs == 0 {
-		return fmt.Sprintf("inconclusive (%d)", c.inconclusive)
-	}
-	var s string
-	switch {
-	case c.unsafe > 0 && c.stuck > 0:
-		s = fmt.Sprintf("%d/%d runs unsafe, %d stuck", c.unsafe, c.runs, c.stuck)
-	case c.unsafe > 0:
-		s = fmt.Sprintf("%d/%d runs unsafe", c.unsafe, c.runs)
-	case c.stuck > 0:
-		s = fmt.Sprintf("%d/%d runs stuck", c.stuck, c.runs)
-	default:
-		s = fmt.Sprintf("0/%d", c.runs)
-	}
-	if c.declined > 0 {
-		s += fmt.Sprintf(" (%d refused to run)", c.declined)
-	}
-	if c.inconclusive > 0 {
-		s += fmt.Sprintf(" (+%d inconclusive)", c.inconclusive)
-	}
-	return s
+	return out
 }
+
+// detailSection gives the figures behind every cell.
+func (fr *faultReport) detailSection(b *bytes.Buffer) {
+	b.WriteString("## Figures\n\n")
+	b.WriteString("Per lock and fault: runs judged (inconclusive), unsafe, stuck, runs with overlapping critical sections, lost updates, stale writes accepted by the fenced store, writes it refused, " +
+		"runs in which the holder's lock said it was lost (and of the overlapping runs, how many before the overlap began; – for a lock with no loss signal), the longest stall.\n\n")
+	b.WriteString("| lock | fault | runs | unsafe | stuck | overlaps | lost updates | stale writes accepted | writes refused | told (before overlap) | longest stall |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, im := range fr.setup.impls {
+		for _, s := range fr.setup.schedules {
+			c := fr.cell(im.Name, s.id)
+			if c.notRun != "" {
+				continue
+			}
+			runs := fmt.Sprint(c.runs)
+			if c.inconclusive > 0 {
+				runs += fmt.Sprintf(" (%d)", c.inconclusive)
+			}
+			told := fmt.Sprint(c.told)
+			if im.LossSignal {
+				told += fmt.Sprintf(" (%d)", c.toldBefore)
+			} else {
+				told = "–"
+			}
+			refused := "–"
+			if c.refused > 0 || c.fenced {
+				refused = fmt.Sprint(c.refused)
+			}
+			fmt.Fprintf(b, "| %s | %d. %s | %s | %d | %d | %d | %d | %d | %s | %s | %s |\n", im.Name, s.n, s.id, runs,
+				c.unsafe, c.stuck, c.overlaps, c.lost, c.stale, refused, told, fmtUs(float64(c.maxStall.Microseconds())))
+		}
+	}
+	b.WriteString("\n")
+	var notes, refusals []string
+	for _, c := range fr.cells {
+		if c.inconclusive > 0 {
+			notes = append(notes, fmt.Sprintf("- %s under %s: %d inconclusive, first: %s", c.impl.Name, c.sch.id, c.inconclusive, c.whyNot))
+		}
+		if c.declined > 0 {
+			refusals = append(refusals, fmt.Sprintf("- %s under %s: refused to run in %d runs (counted safe): %s", c.impl.Name, c.sch.id, c.declined, c.whyDeclined))
+		}
+	}
+	for _, l := range []struct {
+		title string
+		items []string
+	}{
+		{"Inconclusive runs (not counted either way):", notes},
+		{"Locks that refused the servers they were given:", refusals},
+	} {
+		if len(l.items) > 0 {
+			b.WriteString(l.title + "\n\n" + strings.Join(l.items, "\n") + "\n\n")
+		}
+	}
+}
+
+// opsSection lists the commands schedules 2 and 3 faulted in turn.
+func (fr *faultReport) opsSection(b *bytes.Buffer) {
+	if len(fr.setup.ops) == 0 {
+		return
+	}
+	b.WriteString("## The commands of schedules 2 and 3\n\n")
+	b.WriteString("Found in fault-free runs (MONITOR on server 0, then per-client counts; for the locks on other systems, the chunks of bytes each client sends in its turn, counted through a proxy); run i faults pair i mod K, at its (i div K)+1-th occurrence from that client.\n\n")
+	for _, im := range fr.setup.impls {
+		var parts []string
+		for _, o := range fr.setup.ops[im.Name] {
+			parts = append(parts, o.op.short()+" ("+o.client+")")
+		}
+		fmt.Fprintf(b, "- %s: %s\n", im.Name, strings.Join(parts, ", "))
+	}
+	b.WriteString("\n")
+}
+
+func (fr *faultReport) scheduleSection(b *bytes.Buffer) {
+	b.WriteString("## The schedules\n\n")
+	for _, s := range fr.setup.schedules {
+		label := "real"
+		if s.modeled {
+			label = "modeled"
+		}
+		fmt.Fprintf(b, "%d. **%s** (%s; lease %v): %s", s.n, s.title, label, s.ttl, s.what)
+		if why := fr.setup.skip(s); why != "" {
+			fmt.Fprintf(b, " *Not run here: %s.*", why)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+}
+
+const faultMethod = `## Method
+
+- **One run** is one lock under one schedule. A takes the lock, enters the
+  critical section and reads the protected resource, a counter; the fault
+  hits; B wants the lock, and C just after; each of them, once it holds the
+  lock, reads the counter, writes it back plus one, holds the lock 150 ms
+  more and releases it. A's work lasts until the fault is over: B has
+  written, or a window passed with nobody getting in (1.5 s after B began to
+  wait; 2.5 s for the paused holder, 4 s after a failover). Then A writes
+  its counter back plus one, exits and unlocks. Every client is a careful
+  user: before it writes it checks its lock's loss signal (watchdog's Done,
+  Keep's lease, rueidislock's context, etcdlock's and zklock's Done) and
+  its lease by its own clock
+  (Until, where the lock has one), and abandons the work without writing
+  when either says the lock is gone; a client told its lock is lost while
+  it works stops at once.
+- **One event** is one seeded instance of a schedule for every lock at
+  once, each lock with its own key, resource and clients: the same fault at
+  the same moment for all.
+- **Clients as users run them**: go-redis and rueidis on their libraries'
+  default options (go-redis retries a failed command up to 3 times), their
+  timeouts scaled down with the short leases (300 ms; users run 3 s with
+  leases of 10-30 s). The peers on their defaults except as the speed bench
+  sets them (redislock retries every 1 ms; rueidislock with KeyMajority 1).
+  Each client is its own connection pool; the holder that is paused or
+  killed is a child process. The locks on other systems run on the
+  bench's own servers (a 3-member etcd cluster, a 3-server ZooKeeper
+  ensemble, one PostgreSQL server, fsync on), each client on its system's
+  Go client with its defaults (clientv3, go-zookeeper, pgx in a pool of
+  2): etcdlock with a lease of its own per hold (its default; etcd grants
+  at least 2 s), zklock's session timeout the schedule's lease. Their
+  lost replies and late requests are faulted by the chunk of bytes the
+  client sends (one request, in practice), counted through a proxy, since
+  their protocols are not RESP.
+- **Schedules apply by system**: a Redis server's failover, restart
+  without data, eviction or clock jump does not apply to a lock on etcd,
+  ZooKeeper or PostgreSQL (–), and schedules 10-13 apply to those only.
+- **The resource** is a counter on a server of its own, which no fault
+  touches. Locks that give fencing tokens write through a fenced store, the
+  rule of fencing.Store (a write is applied only with a token larger than
+  any applied before) as a script on that server, so its writes cross the
+  same network as everything else; the others write plainly. Under
+  schedule 13 the resource is a ledger in PostgreSQL written through the
+  row lock's own transaction, which commits with the release or not at
+  all (the transaction is its fence): unsafe there is a lost entry.
+- **Judged on the effect**: overlapping critical sections (from the
+  clients' own records, on one clock shared by all processes), lost updates
+  (writes accepted minus the counter's rise), stale writes the fenced store
+  accepted, the longest stall (someone waiting while nobody held the lock),
+  and whether the holder was told before another got in. For a lock with
+  fencing tokens an overlap is harmless unless a write got through out of
+  order, so it is unsafe only on a lost update or a stale write accepted.
+- A run that cannot be judged (A did not get the lock at the start, a
+  server did not come back) is inconclusive and counted neither way.
+`

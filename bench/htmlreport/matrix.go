@@ -116,7 +116,7 @@ func (res *results) cellTimeline(f faultRow) string {
 	return best
 }
 
-// fileSafe is the bench's name of a lock in a file name (faults_report.go).
+// fileSafe is the bench's name of a lock in a file name (faults_cells.go).
 func fileSafe(s string) string {
 	return strings.NewReplacer("+", "-plus-", "/", "-", "*", "x").Replace(s)
 }
