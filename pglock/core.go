@@ -51,6 +51,7 @@ type hold struct {
 	tx    pgx.Tx // RowMutex only: the transaction handed out by Tx
 	fence uint64
 	pid   uint32 // the server process (pg_backend_pid) holding the lock
+	ended func() // counts the hold out of its pool's (see waitTurn), once its connection is back
 }
 
 // newCore returns the core of a lock of kind ("pglock" or "pglock-row")
@@ -125,6 +126,7 @@ func (c *core) took(ctx context.Context, conn *pgxpool.Conn, h *hold, err error)
 		return false, nil
 	}
 	h.conn = conn
+	h.ended = held(c.pool)
 	c.f.Cur.Set(h)
 	c.f.At(ctx, HookAcquired)
 	return true, nil
@@ -143,6 +145,7 @@ func (c *core) releasing(ctx context.Context) (*hold, error) {
 	if h.conn.Conn().IsClosed() {
 		err := c.f.Ended(h, observe.Lost, ErrNotHeld)
 		destroy(h.conn)
+		h.ended()
 		return nil, fmt.Errorf("%w: its connection was closed before the release (the server ends the session, and its locks and transaction, once it notices)", err)
 	}
 	return h, nil
@@ -154,6 +157,7 @@ func (c *core) releasing(ctx context.Context) (*hold, error) {
 // unknown: a connection whose release failed is closed, which ends the
 // session and its locks on the server.
 func (c *core) released(h *hold, was bool, err error) error {
+	defer h.ended()
 	switch {
 	case err != nil && sessionEnded(err):
 		lost := c.f.Ended(h, observe.Lost, ErrNotHeld)

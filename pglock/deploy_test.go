@@ -298,3 +298,82 @@ func TestServerTimeouts(t *testing.T) {
 }
 
 var _ = pgx.ErrNoRows
+
+// TestSmallPoolHolders: as TestSmallPool, with half the pool's connections
+// held by holds of the process (a worker per key, each holding its own
+// lock, each with Locks of the same process waiting behind it). The
+// package doc sizes the pool for the locks held at once plus the
+// application's own queries, and that is what the pool has; but the
+// waiting Locks took the other half, and no holder could run its own
+// pool.Exec: each waited for a connection only an Unlock would free. The
+// waiters must leave the holders a connection, however many holds there
+// are.
+func TestSmallPoolHolders(t *testing.T) {
+	for _, k := range kinds {
+		t.Run(k.Name, func(t *testing.T) {
+			leakcheck.Guard(t)
+			ctx := context.Background()
+			key := lockKey(t)
+			p := defaultPool(t, dsn)
+			maxConns := int(p.Config().MaxConns)
+			holds := maxConns / 2
+			keys := make([]string, holds)
+			holders := make([]locktest.Fenced, holds)
+			for i := range holds {
+				keys[i] = fmt.Sprintf("%s-%c", key, 'a'+i)
+				holders[i] = lock(k, p, keys[i])
+				if err := holders[i].Lock(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			wctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			var g errgroup.Group
+			var mu sync.Mutex // guards started
+			started, waiters := 0, 0
+			for _, kk := range keys {
+				for range maxConns {
+					waiters++
+					m := lock(k, p, kk)
+					g.Go(func() error {
+						mu.Lock()
+						started++
+						mu.Unlock()
+						if err := m.Lock(wctx); err != nil {
+							return err
+						}
+						return m.Unlock(ctx)
+					})
+				}
+			}
+			locktest.Eventually(t, 10*time.Second, "the waiters wait", func() bool {
+				mu.Lock()
+				defer mu.Unlock()
+				if started != waiters {
+					return false
+				}
+				inServer := 0
+				for _, kk := range keys {
+					inServer += waitingFor(t, pool(t), kk)
+				}
+				return p.Stat().AcquiredConns() == int32(maxConns) || inServer >= max(1, maxConns-holds-1)
+			})
+			for i := range holders {
+				xctx, xcancel := context.WithTimeout(ctx, 3*time.Second)
+				_, err := p.Exec(xctx, "SELECT 1")
+				xcancel()
+				if err != nil {
+					t.Errorf("holder %d's own pool.Exec while %d holds and %d waiting Locks share a pool of %d = %v; want it served", i, holds, waiters, maxConns, err)
+				}
+			}
+			for _, h := range holders {
+				if err := h.Unlock(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := g.Wait(); err != nil {
+				t.Errorf("a waiter: %v", err)
+			}
+		})
+	}
+}

@@ -59,9 +59,9 @@
 // the row lock is gone once the transaction ends.
 //
 // Every hold takes a connection from the pool until Unlock: size the pool
-// for the locks held at once plus the application's own queries. The
-// waiting Locks of one process take at most half the pool's connections;
-// further Locks wait in the process, in line.
+// for the locks held at once, the application's own queries, and one
+// more. One process's waiting Locks then take at most half the pool and
+// leave its holds a connection; further Locks wait in the process.
 //
 // # Poolers
 //

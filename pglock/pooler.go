@@ -60,32 +60,82 @@ func sessionShared(ctx context.Context, conn *pgxpool.Conn) (bool, error) {
 // every connection and leave none for the holders' own statements, which
 // then wait on the waiters: a deadlock until contexts end. So the Locks of
 // this process that wait on one *pgxpool.Pool take at most half its
-// connections (MaxConns/2, at least 1); further Locks wait in the process,
-// in line, for one of those to be granted or give up. TryLock does not
-// wait and is not counted. Pools of another type are not bounded.
-var waiting sync.Map // *pgxpool.Pool -> chan struct{} (a semaphore)
+// connections (MaxConns/2), and not the last one the holds of this
+// process on it leave: with h holds, at most MaxConns-h-1 wait, so that
+// the holders keep a connection for their own statements (half alone was
+// not enough: with half the pool held, the waiters took the other half).
+// One Lock may always wait, whatever the counts, so that Locks go on (a
+// holder's nested Lock among them) however small the pool. Further Locks
+// wait in the process, in line, for a waiter to be granted or give up, or
+// a hold to end. TryLock does not wait and is not counted. Pools of
+// another type are not bounded.
+type turns struct {
+	mu      sync.Mutex
+	waiting int           // Locks of the process waiting in the server
+	holding int           // holds of the process, a connection each
+	changed chan struct{} // closed and replaced when waiting or holding falls
+}
+
+var pools sync.Map // *pgxpool.Pool -> *turns
+
+// turnsOf returns pool's turns, nil for a pool that is not a
+// *pgxpool.Pool.
+func turnsOf(pool Pool) (*turns, int) {
+	p, ok := pool.(*pgxpool.Pool)
+	if !ok {
+		return nil, 0
+	}
+	v, ok := pools.Load(p)
+	if !ok {
+		v, _ = pools.LoadOrStore(p, &turns{changed: make(chan struct{})})
+	}
+	return v.(*turns), int(p.Config().MaxConns)
+}
 
 // waitTurn waits for a turn to wait on pool, or for ctx to end (its
 // error); leave ends the turn.
 func waitTurn(ctx context.Context, pool Pool) (leave func(), err error) {
-	p, ok := pool.(*pgxpool.Pool)
-	if !ok {
+	t, maxConns := turnsOf(pool)
+	if t == nil {
 		return func() {}, nil
 	}
-	v, ok := waiting.Load(p)
-	if !ok {
-		v, _ = waiting.LoadOrStore(p, make(chan struct{}, max(1, int(p.Config().MaxConns)/2)))
+	for {
+		t.mu.Lock()
+		room := max(1, min(maxConns/2, maxConns-t.holding-1))
+		if t.waiting < room {
+			t.waiting++
+			t.mu.Unlock()
+			return func() { t.fall(&t.waiting) }, nil
+		}
+		changed := t.changed
+		t.mu.Unlock()
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
-	sem := v.(chan struct{})
-	select {
-	case sem <- struct{}{}:
-		return func() { <-sem }, nil
-	default:
+}
+
+// held counts a hold of the process on pool, and returns what ends it.
+func held(pool Pool) (ended func()) {
+	t, _ := turnsOf(pool)
+	if t == nil {
+		return func() {}
 	}
-	select {
-	case sem <- struct{}{}:
-		return func() { <-sem }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	t.mu.Lock()
+	t.holding++
+	t.mu.Unlock()
+	var once sync.Once
+	return func() { once.Do(func() { t.fall(&t.holding) }) }
+}
+
+// fall decrements n, one of t's counts, and wakes the Locks waiting for a
+// turn.
+func (t *turns) fall(n *int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	*n--
+	close(t.changed)
+	t.changed = make(chan struct{})
 }
