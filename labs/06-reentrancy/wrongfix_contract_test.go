@@ -67,4 +67,38 @@ var contractWrongFixes = []labs.WrongFix{
 	},
 }
 
-func init() { wrongFixes = append(wrongFixes, contractWrongFixes...) }
+// leaseWrongFixes are counted hashes whose lease is set only when the
+// lock is first taken (issue 35: green before TestLab06_ExerciseNestedLease),
+// caught by the lease read back after a nested Lock and a partial Unlock.
+var leaseWrongFixes = []labs.WrongFix{
+	{
+		Name: "a counted hash whose nested Lock does not renew the lease",
+		Edits: scripts(`if redis.call("EXISTS", KEYS[1]) == 0 then
+	redis.call("HINCRBY", KEYS[1], ARGV[1], 1)
+	redis.call("PEXPIRE", KEYS[1], ARGV[2])
+	return 1
+end
+if redis.call("HEXISTS", KEYS[1], ARGV[1]) == 1 then
+	redis.call("HINCRBY", KEYS[1], ARGV[1], 1)
+	return 1
+end
+return 0`, rightRelease),
+		Caught: "after A's nested Lock, with a lease of 10s: the lease was not renewed",
+	},
+	{
+		Name: "a counted hash whose partial Unlock does not renew the lease",
+		Edits: scripts(rightAcquire, `if redis.call("HEXISTS", KEYS[1], ARGV[1]) == 0 then
+	return 0
+end
+if redis.call("HINCRBY", KEYS[1], ARGV[1], -1) <= 0 then
+	redis.call("DEL", KEYS[1])
+end
+return 1`),
+		Caught: "after A's first Unlock, with a lease of 10s: the lease was not renewed",
+	},
+}
+
+func init() {
+	wrongFixes = append(wrongFixes, contractWrongFixes...)
+	wrongFixes = append(wrongFixes, leaseWrongFixes...)
+}
