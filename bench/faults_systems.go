@@ -88,7 +88,9 @@ func (r *faultRun) lease() time.Duration {
 // leases, so a lock whose lease is longer than the schedule's TTL (etcd's
 // shortest is 2 s) gets as many of its own leases.
 func (r *faultRun) stuckAfter() time.Duration {
-	return r.ev.sch.stuckAfter * r.lease() / r.ev.sch.ttl
+	// In float64: the product of two Durations overflows int64 nanoseconds
+	// past about 9.2 s² (6 s × 2 s came out negative).
+	return time.Duration(float64(r.ev.sch.stuckAfter) / float64(r.ev.sch.ttl) * float64(r.lease()))
 }
 
 // runCrash: schedule 10.

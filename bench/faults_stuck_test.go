@@ -1,0 +1,30 @@
+package main
+
+import (
+	"testing"
+	"time"
+
+	"github.com/locklab/locklab/bench/registry"
+)
+
+// TestStuckAfterScales: a run's stall bound is the schedule's, counted in
+// the lock's own leases, for every schedule and every system it applies
+// to. A bound of 6 s times a lease of 2 s once overflowed time.Duration's
+// nanoseconds and came out negative (every crash run read stuck), and
+// 4 s times 5 s wrapped to 311 ms (restart, eviction, clock).
+func TestStuckAfterScales(t *testing.T) {
+	for _, s := range schedules {
+		for _, sys := range []string{sysRedis, sysEtcd, sysZooKeeper, sysPostgres} {
+			im := &registry.Lock{Name: "test-" + sys, System: sys, Transactional: true}
+			if !s.appliesTo(im) {
+				continue
+			}
+			r := &faultRun{ev: &event{sch: s}, im: im}
+			got, lease := r.stuckAfter(), r.lease()
+			want := time.Duration(float64(s.stuckAfter) / float64(s.ttl) * float64(lease))
+			if got < s.stuckAfter || got != want {
+				t.Errorf("%s on %s: stuckAfter = %v (bound %v, lease %v of the schedule's %v); want %v", s.id, sys, got, s.stuckAfter, lease, s.ttl, want)
+			}
+		}
+	}
+}
