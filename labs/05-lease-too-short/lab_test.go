@@ -178,7 +178,16 @@ func awayPastLease(s *labs.Scene, a, b *labs.Client, leave func(), back func() (
 	a.Note(fmt.Sprintf("starts a job of two steps of %v", step))
 	a.MustDo(work, step.String()) // the first step
 	leave()
-	s.WaitExpired(s.Key)
+	gone := s.EventuallyWithin(4*lease, s.Key+" is gone", func() (bool, error) {
+		n, err := s.Redis().Exists(s.Ctx, s.Key).Result()
+		return n == 0, err
+	})
+	if !gone {
+		s.Violation("%s did not expire while A was away: its PTTL is %d ms %v later, with A's lease %v. A renewal before A went away set a lease of its own: a renewal renews to the TTL it is given", s.Key, s.PTTL(), 4*lease, lease)
+		back()
+		return
+	}
+	s.Fault("%s expired", s.Key)
 
 	s.Must(b.Lock())
 	b.Enter()
