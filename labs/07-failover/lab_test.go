@@ -101,6 +101,8 @@ func incident(s *labs.Scene, impl *labs.Impl, withSentinel, strict bool) {
 		a.MustDo(labs.ValidFor, "")
 	} else if c.has(c.Primary) {
 		s.Violation("A was refused the lock, but its key stays on the primary: nobody else can take it for %v", s.TTL)
+	} else if strict {
+		refusedAsError(s, c, a)
 	}
 
 	// The primary's host dies, and a replica takes over.
@@ -132,6 +134,26 @@ func incident(s *labs.Scene, impl *labs.Impl, withSentinel, strict bool) {
 		a.Write("refund order 1001")
 		a.Exit()
 		a.ReleaseAfterFault() // its primary is gone
+	}
+}
+
+// refusedAsError: A, refused the lock while no replica acknowledges,
+// tries once more. The key is free, so TryLock must not answer (false,
+// nil), which says another client holds the lock: a SET no replica
+// acknowledged is an error, which Lock returns at once instead of trying
+// on until its context ends, and the caller learns why.
+func refusedAsError(s *labs.Scene, c *cluster, a *labs.Client) {
+	ok, err := a.TryLock()
+	switch {
+	case labs.IsGone(err):
+		s.Must(err)
+	case ok:
+		a.ReleaseAfterFault()
+	case err == nil:
+		s.Violation("A's TryLock answered (false, nil) while the key was free and no replica acknowledged A's SET: (false, nil) says another client holds the lock. A SET no replica acknowledged is an error: return it, so that Lock stops and its caller learns why, instead of waiting on for a lock nobody holds")
+	}
+	if c.has(c.Primary) {
+		s.Violation("A's second try was refused, but its key stays on the primary: nobody else can take it for %v", s.TTL)
 	}
 }
 

@@ -68,6 +68,16 @@ var wrongFixes = []labs.WrongFix{
 		Edits:  after(waitFor("conn", "2", "time.Second", "not every replica", "context.WithoutCancel(ctx)")),
 		Caught: "B could not get the lock from the new primary",
 	},
+	{
+		// Green before refusedAsError (issue 35): the key is taken back,
+		// but the refusal is reported as "taken", and Lock waits on.
+		Name: "a short count taken back, but reported as (false, nil): taken by someone else",
+		Edits: after(`	if acked, err := conn.Wait(ctx, 1, time.Second).Result(); err != nil || acked < 1 {
+		_, relErr := m.release(context.WithoutCancel(ctx), tok)
+		return false, errors.Join(err, relErr)
+	}`),
+		Caught: "A's TryLock answered (false, nil) while the key was free and no replica acknowledged",
+	},
 }
 
 func TestLab07_WrongFixes(t *testing.T) { labs.WrongFixes(t, wrongFixes) }
