@@ -76,13 +76,14 @@ func modeFor(refusalLikely bool) setMode {
 // says, GET. A SET NX can succeed only when the key is absent, so it never
 // overwrites a lock that is held. With GET it returns what the key held:
 // nothing when it set the key, our own token when this is the SET sent a
-// second time, someone else's token when the lock is taken.
-func (h *holder) acquire(ctx context.Context, tok string, mode setMode) (bool, error) {
+// second time, someone else's token when the lock is taken. start is a
+// moment just before the SET is sent, read by the caller (see Until): the
+// lease counts from it.
+func (h *holder) acquire(ctx context.Context, tok string, mode setMode, start time.Time) (bool, error) {
 	get, check := mode == setGet, mode == setThenAsk
 	if err := retry.CtxErr(ctx); err != nil {
 		return false, errors.Join(ErrNotObtained, err)
 	}
-	start := time.Now() // before the SET is sent; see Until
 	old, err := h.client.SetArgs(ctx, h.key, tok, redis.SetArgs{Mode: "NX", TTL: h.ttl, Get: get}).Result()
 	ours := false
 	switch {
@@ -110,10 +111,12 @@ func (h *holder) acquire(ctx context.Context, tok string, mode setMode) (bool, e
 	if !ours {
 		return false, nil
 	}
-	if frame.Late(start, h.ttl) { // see Mutex.Lock
+	// The answer came now: too late to hand the lock over? (see Mutex.Lock)
+	now := time.Now()
+	if frame.LateAt(start, now, h.ttl) {
 		return false, h.tooLate(ctx, tok, start, "SET")
 	}
-	h.hold(tok, start)
+	h.hold(tok, start, now)
 	h.f.At(ctx, HookAcquired)
 	return true, nil
 }
@@ -184,10 +187,11 @@ func (h *holder) extend(ctx context.Context, tok string, ttl time.Duration) (boo
 	return true, nil
 }
 
-// hold records tok as held, with a lease counted from leaseStart.
-func (h *holder) hold(tok string, leaseStart time.Time) {
+// hold records tok as held, with a lease counted from leaseStart, since
+// now (when the acquisition's answer came).
+func (h *holder) hold(tok string, leaseStart, now time.Time) {
 	h.mu.Lock()
-	h.token, h.until, h.since = tok, leaseStart.Add(h.ttl), time.Now()
+	h.token, h.until, h.since = tok, leaseStart.Add(h.ttl), now
 	h.mu.Unlock()
 }
 
@@ -228,7 +232,8 @@ func (h *holder) releaseDone(tok string) {
 
 // forget clears the held state if it still belongs to tok (a concurrent
 // Lock may already have replaced it with a newer acquisition) and returns
-// how long it was held.
+// how long it was held, for the observer: 0 when there is none (the clock
+// is read for nobody).
 func (h *holder) forget(tok string) time.Duration {
 	if n := h.notifier; n != nil {
 		n.unregister(tok) // a hand-off hold: its token is no longer ours
@@ -238,7 +243,10 @@ func (h *holder) forget(tok string) time.Duration {
 	if h.token != tok {
 		return 0
 	}
-	held := time.Since(h.since)
+	var held time.Duration
+	if h.f.Obs != nil {
+		held = time.Since(h.since)
+	}
 	h.token, h.until, h.since = "", time.Time{}, time.Time{}
 	return held
 }

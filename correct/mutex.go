@@ -26,6 +26,10 @@ var (
 	channelArg any = channelPrefix
 	keepArg    any = "0" // release.lua's abandon flag: a release
 	abandonArg any = "1" // a waiter giving up
+
+	// probeArgs are the preflight probe's arguments (release.lua for
+	// preflight.ProbeToken), the same for every Mutex.
+	probeArgs = []any{preflight.ProbeToken, channelArg, keepArg, receiptArg}
 )
 
 // Client is the part of a go-redis client that a [Mutex] uses: scripts
@@ -51,6 +55,7 @@ type Mutex struct {
 	gate    preflight.Gate // the server's check before Lock and TryLock
 	wait    waiter         // how Lock waits for its turn: &polling or queue
 	polling poll           // the poll waiter, kept here so that New allocates it with the Mutex
+	probe   [3]string      // the gate's probe keys, kept here for the same reason
 
 	// The fields above are set by New and never change (the holder's hold
 	// does: see holder).
@@ -85,14 +90,11 @@ func New(client Client, key string, opts ...Option) *Mutex {
 		f: frame.Frame{Kind: "correct", Key: key, Err: err, Hook: o.hook, Obs: o.observer},
 		gate: preflight.Gate{
 			Pkg: "correct", Key: key, Client: client, Eviction: o.evictionCheck, NotObtained: ErrNotObtained,
-			Probe: preflight.Probe{
-				Script: releaseScript,
-				Keys:   []string{key, queueKey, keyslot.Receipt(base, preflight.ProbeToken)},
-				Args:   []any{preflight.ProbeToken, channelArg, keepArg, receiptArg},
-			},
 		},
 		polling: poll{policy: o.retry},
+		probe:   [3]string{key, queueKey, keyslot.Receipt(base, preflight.ProbeToken)},
 	}
+	m.gate.Probe = preflight.Probe{Script: releaseScript, Keys: m.probe[:], Args: probeArgs}
 	m.h = holder{client: client, key: key, base: base, queue: queueKey, ttl: o.ttl, notifier: o.notifier, f: &m.f}
 	m.wait = &m.polling
 	if o.notifier != nil {
@@ -146,9 +148,9 @@ func (m *Mutex) Lock(ctx context.Context) error {
 		return err
 	}
 	start := time.Now()
-	err := m.gate.Pass(ctx)
+	sent, err := m.pass(ctx, start)
 	if err == nil {
-		err = m.wait.wait(ctx, &m.h)
+		err = m.wait.wait(ctx, &m.h, sent)
 	}
 	m.f.Attempted(start, err == nil, err)
 	return err
@@ -165,12 +167,25 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	start := time.Now()
-	ok, err := false, m.gate.Pass(ctx)
-	if err == nil {
-		ok, err = m.h.acquire(ctx, token.New(), modeFor(m.h.contended.Load()))
+	ok, sent, err := false, time.Time{}, error(nil)
+	if sent, err = m.pass(ctx, start); err == nil {
+		ok, err = m.h.acquire(ctx, token.New(), modeFor(m.h.contended.Load()), sent)
 	}
 	m.f.Attempted(start, ok, err)
 	return ok, err
+}
+
+// pass asks the gate, at start (when Lock or TryLock began), and returns a
+// moment before which nothing of the first attempt was sent, for its
+// lease to count from (see Until): start itself when the gate answered
+// from memory, sending nothing (so a Lock reads the clock once before its
+// SET, not twice), or the moment after the gate's round trips.
+func (m *Mutex) pass(ctx context.Context, start time.Time) (time.Time, error) {
+	asked, err := m.gate.PassAt(ctx, start)
+	if asked && err == nil {
+		return time.Now(), nil
+	}
+	return start, err
 }
 
 // Unlock releases the lock if this Mutex still holds it: the release script

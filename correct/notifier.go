@@ -228,7 +228,10 @@ func (n *Notifier) isClosed() bool {
 // newToken returns a waiter's token: it names this notifier's channel and
 // the TTL the waiter counts its lease with, which a hand-off gives it.
 func (n *Notifier) newToken(ttl time.Duration) string {
-	return n.id + "." + strconv.FormatInt(ttl.Milliseconds(), 10) + "." + token.New()
+	var buf [96]byte // id, TTL and token fit: one allocation, the string
+	b := append(append(buf[:0], n.id...), '.')
+	b = append(strconv.AppendInt(b, ttl.Milliseconds(), 10), '.')
+	return string(token.Append(b))
 }
 
 // register records that a Lock waits for tok to be handed over.

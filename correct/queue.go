@@ -82,15 +82,15 @@ const queueTTLFactor = 2
 // queue is the waiter that waits in the lock's FIFO queue for a hand-off.
 type queue struct{ n *Notifier }
 
-func (q queue) wait(ctx context.Context, h *holder) error {
+func (q queue) wait(ctx context.Context, h *holder, sent time.Time) error {
 	// The first try's SET and the join share a token, so a SET that landed
 	// but was refused when sent again (its reply lost) is found by the
 	// join, which answers that the key holds it: no round trip to check.
-	before, tok := time.Now(), q.n.newToken(h.ttl) // before precedes the SET
+	before, tok := sent, q.n.newToken(h.ttl) // before precedes the SET
 
 	var late frame.Shorts // the SETs and hand-offs that came too late, given back
 	if !h.contended.Load() {
-		ok, err := h.acquire(ctx, tok, setOnly)
+		ok, err := h.acquire(ctx, tok, setOnly, before)
 		given := frame.IsShort(err)
 		if ok, err = late.Keep(ok, err); ok || err != nil {
 			return err
@@ -195,8 +195,9 @@ func (q queue) waitAs(ctx context.Context, h *holder, tok string, before time.Ti
 // the key no longer tok's, it returns a frame.Short too: the hand-off took
 // tok out of the queue, so the waiter queues again.
 func (h *holder) claim(ctx context.Context, tok string, leaseStart time.Time) (bool, error) {
-	if frame.Late(leaseStart, h.ttl) {
-		leaseStart = time.Now()
+	now := time.Now()
+	if frame.LateAt(leaseStart, now, h.ttl) {
+		leaseStart = now
 		n, err := extendScript.Run(ctx, h.client, []string{h.key}, tok, h.ttl.Milliseconds()).Int64()
 		if err != nil {
 			return false, h.abandon(ctx, tok, h.queueErr(ctx, "renew a late hand-off", err))
@@ -207,12 +208,12 @@ func (h *holder) claim(ctx context.Context, tok string, leaseStart time.Time) (b
 			return false, frame.Short{Err: fmt.Errorf("%w: %q: handed over with less than half the %v ttl left by the time it was known, and gone when the renewal reached Redis",
 				ErrNotObtained, h.key, h.ttl)}
 		}
-		if frame.Late(leaseStart, h.ttl) {
+		if now = time.Now(); frame.LateAt(leaseStart, now, h.ttl) {
 			return false, h.tooLate(ctx, tok, leaseStart, "renewal")
 		}
 	}
 	h.notifier.held(tok)
-	h.hold(tok, leaseStart)
+	h.hold(tok, leaseStart, now)
 	h.f.At(ctx, HookAcquired)
 	return true, nil
 }

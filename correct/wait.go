@@ -2,6 +2,7 @@ package correct
 
 import (
 	"context"
+	"time"
 
 	"github.com/locklab/locklab/internal/frame"
 	"github.com/locklab/locklab/internal/retry"
@@ -19,9 +20,10 @@ import (
 // queue.go (wait in a FIFO queue and be handed the lock), chosen by
 // [WithNotifier]. Waiting decides latency, fairness and the load on Redis;
 // it never decides safety, which rests on SET NX and the owner-checked
-// scripts alone.
+// scripts alone. sent is a moment before anything of the wait is sent: the
+// first attempt's lease may count from it.
 type waiter interface {
-	wait(ctx context.Context, h *holder) error
+	wait(ctx context.Context, h *holder, sent time.Time) error
 }
 
 // poll is the waiter that tries SET NX, sleeps a delay chosen by the
@@ -34,10 +36,13 @@ type waiter interface {
 // contention some waiters wait many times longer than others.
 type poll struct{ policy retry.Policy }
 
-func (p poll) wait(ctx context.Context, h *holder) error {
+func (p poll) wait(ctx context.Context, h *holder, sent time.Time) error {
 	var late frame.Shorts // tries that took the lock too late, and gave it back
 	err := retry.Do(ctx, p.policy, ErrNotObtained, func(ctx context.Context, n int) (bool, error) {
-		return late.Keep(h.acquire(ctx, token.New(), modeFor(n > 1))) // after a refusal, another is likely
+		if n > 1 {
+			sent = time.Now() // after the delay
+		}
+		return late.Keep(h.acquire(ctx, token.New(), modeFor(n > 1), sent)) // after a refusal, another is likely
 	})
 	return late.Join(err, ErrNotObtained)
 }

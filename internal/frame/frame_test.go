@@ -125,6 +125,24 @@ func TestLate(t *testing.T) {
 	}
 }
 
+func TestLateAt(t *testing.T) {
+	const ttl = time.Second
+	sent := time.Now()
+	for _, tt := range []struct {
+		after time.Duration // from sent to the answer
+		want  bool
+	}{
+		{0, false},
+		{ttl / 2, false}, // exactly half left: still enough
+		{ttl/2 + time.Millisecond, true},
+		{2 * ttl, true},
+	} {
+		if got := frame.LateAt(sent, sent.Add(tt.after), ttl); got != tt.want {
+			t.Errorf("LateAt(sent, sent+%v, %v) = %v; want %v", tt.after, ttl, got, tt.want)
+		}
+	}
+}
+
 func TestShorts(t *testing.T) {
 	errNotObtained := errors.New("kind: lock not obtained")
 	f := frame.Frame{Kind: "kind", Key: "key"}

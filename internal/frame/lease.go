@@ -18,7 +18,13 @@ import (
 // holder that keeps the TTL several times its work still has its work's
 // time and more.
 func Late(sent time.Time, ttl time.Duration) bool {
-	return time.Until(sent.Add(ttl)) < ttl/2
+	return LateAt(sent, time.Now(), ttl)
+}
+
+// LateAt is [Late] with the clock already read, at now (the moment the
+// answer came): for a lock that keeps now as well (when the hold began).
+func LateAt(sent, now time.Time, ttl time.Duration) bool {
+	return sent.Add(ttl).Sub(now) < ttl/2
 }
 
 // TooLate returns the error of an attempt whose answer came too late

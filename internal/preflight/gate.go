@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -40,21 +41,53 @@ func (g *Gate) Pass(ctx context.Context) error {
 	if err := retry.CtxErr(ctx); err != nil {
 		return errors.Join(g.NotObtained, err)
 	}
-	if err := g.Inspect(ctx); err != nil {
-		return retry.Failed(ctx, g.NotObtained, fmt.Errorf("%s: lock %q: %w", g.Pkg, g.Key, err))
+	return g.refused(ctx, g.Inspect(ctx))
+}
+
+// PassAt is [Gate.Pass] for a caller that has just read the clock, at
+// now: it asks the server only when no result is remembered at now, and
+// reports whether it did (asked). A lock whose gate asked nothing may count
+// its first attempt's lease from now: nothing was sent or waited for since.
+// After the first pass on a server it costs a lookup: no clock read, no
+// allocation.
+func (g *Gate) PassAt(ctx context.Context, now time.Time) (asked bool, err error) {
+	if err := retry.CtxErr(ctx); err != nil {
+		return false, errors.Join(g.NotObtained, err)
 	}
-	return nil
+	if err, ok := g.rememberedAt(now); ok {
+		return false, g.refused(ctx, err)
+	}
+	return true, g.Pass(ctx)
+}
+
+// refused wraps err, the check's error, as Pass returns it; nil stays nil.
+func (g *Gate) refused(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	return retry.Failed(ctx, g.NotObtained, fmt.Errorf("%s: lock %q: %w", g.Pkg, g.Key, err))
 }
 
 // Inspect is [Check] for the gate's server: nil, an error wrapping
 // [ErrEviction] or [ErrNoScripting], or a transport error as it is.
 func (g *Gate) Inspect(ctx context.Context) error {
+	if err, ok := g.Remembered(); ok {
+		return err // the probe's run is made only when it may run
+	}
 	return Check(ctx, g.Pkg, g.Client, g.Eviction, g.Probe.run(g.Client))
 }
 
 // Remembered is [Remembered] for the gate's server.
 func (g *Gate) Remembered() (error, bool) {
-	return Remembered(g.Client, g.Eviction)
+	return g.rememberedAt(time.Now())
+}
+
+func (g *Gate) rememberedAt(now time.Time) (error, bool) {
+	id, comparable := identity(g.Client)
+	if !comparable {
+		return nil, false
+	}
+	return remembered(id, g.Eviction, now)
 }
 
 // run returns the probe's run on client.

@@ -71,7 +71,7 @@ type infoer interface {
 func Check(ctx context.Context, pkg string, client any, evictionCheck bool, probe func(context.Context) error) error {
 	id, comparable := identity(client)
 	if comparable {
-		if cached, ok := remembered(id, evictionCheck); ok {
+		if cached, ok := remembered(id, evictionCheck, time.Now()); ok {
 			return cached
 		}
 	}
@@ -91,7 +91,7 @@ func Remembered(client any, evictionCheck bool) (error, bool) {
 	if !comparable {
 		return nil, false
 	}
-	return remembered(id, evictionCheck)
+	return remembered(id, evictionCheck, time.Now())
 }
 
 func check(ctx context.Context, pkg string, client any, evictionCheck bool, probe func(context.Context) error) error {
@@ -202,11 +202,13 @@ var (
 	results = map[cacheKey]result{}
 )
 
-func remembered(id ident, eviction bool) (error, bool) {
+// remembered returns the result remembered for id, and false when there
+// is none or it is older than Interval at now.
+func remembered(id ident, eviction bool, now time.Time) (error, bool) {
 	mu.Lock()
-	defer mu.Unlock()
 	r, ok := results[cacheKey{id, eviction}]
-	if !ok || time.Since(r.at) > Interval {
+	mu.Unlock()
+	if !ok || now.Sub(r.at) > Interval {
 		return nil, false
 	}
 	return r.err, true
