@@ -11,9 +11,12 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/correct"
+	"github.com/locklab/locklab/fencing"
 	"github.com/locklab/locklab/internal/faultproxy"
+	"github.com/locklab/locklab/internal/keyslot"
 	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/preflight"
+	"github.com/locklab/locklab/internal/rig"
 )
 
 // sequence is TestEachReplyLost*'s party life on the cluster: A (flavour
@@ -287,5 +290,105 @@ func (oc *onCluster) unordered(t *testing.T, k clusterKind) {
 	err = k.make(t, ap, nil, key, longTTL).Lock(op(t.Context()))
 	if err == nil || !containsFold(err.Error(), "unordered") {
 		t.Errorf("%s: Lock on an unordered cluster AutoPipeliner = %v; want an error naming Unordered", k.name, err)
+	}
+}
+
+// failover: while A holds the lock, the replica of the key's primary takes
+// over (CLUSTER FAILOVER: it catches up first, so no write is lost). The
+// lock stays A's: B, whose client follows the slot to the new primary, is
+// refused; A's Unlock (and fencing's next token, larger) reach it there;
+// then B gets the lock. It moves a shard's primary, so it runs last, and
+// each kind on a shard of its own.
+func (oc *onCluster) failover(t *testing.T, k clusterKind) {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	// A shard not failed over yet: a second failover of a shard just
+	// failed over can time out while the cluster settles (seen on Valkey).
+	key := oc.key(t, k)
+	for oc.moved[oc.primaryOf(t, key)] {
+		key = oc.key(t, k)
+	}
+	oc.moved[oc.primaryOf(t, key)] = true
+	a := oc.party(t, k, "A", key, user, nil)
+	b := oc.party(t, k, "B", key, user, nil)
+	if err := a.lock.Lock(ctx); err != nil {
+		t.Fatalf("%s: A's Lock = %v", k.name, err)
+	}
+	var before uint64
+	if f, ok := a.lock.(*fencing.Mutex); ok {
+		before = uint64(f.Token())
+	}
+
+	// The key's shard as the cluster sees it now (an earlier failover may
+	// have moved it, and the old primary turns replica a moment after the
+	// new one took over), and its replica, which must say so itself.
+	rc, replica := oc.replicaOf(ctx, t, int64(keyslot.Slot(key)))
+	if err := rc.Do(ctx, "cluster", "failover").Err(); err != nil {
+		t.Fatalf("CLUSTER FAILOVER on %s = %v", replica, err)
+	}
+	for {
+		role, err := rc.Do(ctx, "role").Slice()
+		if err == nil && len(role) > 0 && role[0] == "master" {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s did not take over: ROLE = %v, %v", replica, role, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	if ok, err := b.lock.TryLock(op(ctx)); ok || err != nil {
+		t.Errorf("%s: B's TryLock after the failover, A holding = %v, %v; want false, nil (the lock moved with its shard)", k.name, ok, err)
+	}
+	if err := a.lock.Unlock(op(ctx)); err != nil {
+		t.Errorf("%s: A's Unlock on the new primary = %v; want nil", k.name, err)
+	}
+	if ok, err := b.lock.TryLock(op(ctx)); !ok || err != nil {
+		t.Errorf("%s: B's TryLock after A's Unlock = %v, %v; want true, nil", k.name, ok, err)
+		return
+	}
+	if f, ok := b.lock.(*fencing.Mutex); ok && uint64(f.Token()) <= before {
+		t.Errorf("%s: B's token %d after the failover; want more than A's %d (the counter must never go back)", k.name, f.Token(), before)
+	}
+	if err := b.lock.Unlock(op(ctx)); err != nil {
+		t.Errorf("%s: B's Unlock = %v", k.name, err)
+	}
+}
+
+// replicaOf returns a client of the replica of slot's shard, and its
+// address, once the shard is one primary and one replica as CLUSTER SHARDS
+// says and the replica's own ROLE agrees.
+func (oc *onCluster) replicaOf(ctx context.Context, t *testing.T, slot int64) (*redis.Client, string) {
+	t.Helper()
+	nodes := map[string]*rig.Node{}
+	for _, nd := range oc.c.Nodes() {
+		nodes[nd.Addr()] = nd
+	}
+	var last string
+	for {
+		shards, err := oc.admin.ClusterShards(ctx).Result()
+		last = fmt.Sprintf("CLUSTER SHARDS = %+v, %v", shards, err)
+		for _, s := range shards {
+			roles, replica := map[string]int{}, ""
+			for _, n := range s.Nodes {
+				roles[n.Role]++
+				if n.Role == "replica" {
+					replica = fmt.Sprintf("127.0.0.1:%d", n.Port)
+				}
+			}
+			for _, r := range s.Slots {
+				if r.Start <= slot && slot <= r.End && roles["master"] == 1 && roles["replica"] == 1 && nodes[replica] != nil {
+					rc := nodes[replica].Client()
+					if role, err := rc.Do(ctx, "role").Slice(); err == nil && len(role) > 0 && role[0] == "slave" {
+						return rc, replica
+					}
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("slot %d's shard is not one primary and one replica: %s", slot, last)
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }

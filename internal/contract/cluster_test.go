@@ -118,6 +118,7 @@ type onCluster struct {
 	c     *rig.Cluster
 	admin *redis.ClusterClient
 	slots []redis.ClusterSlot // the primaries' slot ranges, real addresses
+	moved map[string]bool     // primaries (as in slots) whose shard failed over
 }
 
 // clusterOptions are a party's ClusterClient options of flavour f: go-redis's
@@ -280,7 +281,7 @@ func TestCluster(t *testing.T) {
 	for _, s := range all {
 		slots = append(slots, redis.ClusterSlot{Start: s.Start, End: s.End, Nodes: s.Nodes[:1]})
 	}
-	oc := &onCluster{c: c, admin: admin, slots: slots}
+	oc := &onCluster{c: c, admin: admin, slots: slots, moved: map[string]bool{}}
 
 	t.Run("EachReplyLostDefaultOptions", func(t *testing.T) {
 		oc.forKinds(t, func(t *testing.T, k clusterKind) {
@@ -303,6 +304,11 @@ func TestCluster(t *testing.T) {
 			t.Parallel() // each waits out a 2s bound; proxies and keys their own
 			oc.deadline(t, k)
 		})
+	})
+	// Last: it moves primaries, and the proxied clients' slot map is the
+	// one read at the start. Two kinds, one failover each (about 1s).
+	t.Run("LockSurvivesAFailover", func(t *testing.T) {
+		oc.forKindsIf(t, func(k clusterKind) bool { return k.name == "correct" || k.name == "fencing" }, oc.failover)
 	})
 }
 
