@@ -14,14 +14,19 @@
 #   4. sentinel  make up STACK=sentinel; lab 04 against the primary; the
 #                stack test (a Sentinel client, the primary paused, a real
 #                failover); make down
-#   5. dev       the dev container built offline (docker/build.sh dev
+#   5. cluster   the Redis Cluster stack (compose/cluster.yaml: three
+#                primaries, a replica each), brought up, served locks
+#                through a ClusterClient and its AutoPipeliner on every
+#                primary, and taken down, by its test
+#                (internal/composetest, TestClusterStackServesLocks)
+#   6. dev       the dev container built offline (docker/build.sh dev
 #                --offline), then labs 00, 07, 08, 13 and 14 run in it with
 #                -race (docker/dev.sh): Redis, Sentinel and replication,
 #                Redlock's kills and restarts, etcd and ZooKeeper,
 #                PostgreSQL; with LOCKLAB_LONG=1, so lab 07's Sentinel
 #                variants run too. No lab test may skip there but the
 #                WrongFixes, which make test proves on the host.
-#   6. leftovers no container of the rig's or the stacks' is left
+#   7. leftovers no container of the rig's or the stacks' is left
 #
 # The budget: all of .ci/run on a fresh clone must stay under 20 minutes on
 # 2 cores, and make test alone takes 10 to 12 of them, so this stage runs
@@ -37,7 +42,7 @@
 #
 # Each step prints its cost in seconds; the stage fails on the first error
 # and leaves no container behind. docker/ci.sh STEP... runs only those
-# steps (images, provider, redlock, sentinel, dev, leftovers).
+# steps (images, provider, redlock, sentinel, cluster, dev, leftovers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -132,6 +137,11 @@ sentinel_stack() {
 	make --no-print-directory down STACK=sentinel
 }
 
+cluster_stack() {
+	up_stacks+=(cluster)
+	$GO test -tags compose -count=1 -v -run 'Cluster' ./internal/composetest/ | grep -E '^(---|ok|FAIL|PASS)|stack_test|cluster'
+}
+
 dev_container() {
 	docker/build.sh dev --offline
 	local pkgs=() d
@@ -182,7 +192,8 @@ dev_no_skips() {
 no_leftovers() {
 	local left
 	left=$(docker ps -aq --filter label=org.locklab.rig; docker ps -aq --filter label=com.docker.compose.project=locklab-redlock;
-		docker ps -aq --filter label=com.docker.compose.project=locklab-sentinel)
+		docker ps -aq --filter label=com.docker.compose.project=locklab-sentinel;
+		docker ps -aq --filter label=com.docker.compose.project=locklab-cluster)
 	if [ -n "$left" ]; then
 		docker ps -a --filter label=org.locklab.rig
 		echo "containers left behind: $left"
@@ -194,7 +205,7 @@ no_leftovers() {
 # docker/ci.sh STEP... runs only those steps, in the order given: e.g.
 # LOCKLAB_CI_DEV_LABS=all docker/ci.sh dev. provider, redlock and sentinel
 # need locklab/redis:local (the images step, or make images).
-all_steps=(images provider redlock sentinel dev leftovers)
+all_steps=(images provider redlock sentinel cluster dev leftovers)
 [ $# -gt 0 ] || set -- "${all_steps[@]}"
 for s in "$@"; do
 	[[ " ${all_steps[*]} " == *" $s "* ]] || { echo "docker/ci.sh: no step $s; the steps: ${all_steps[*]}" >&2; exit 2; }
@@ -206,6 +217,7 @@ for s in "$@"; do
 	provider) step provider make --no-print-directory test-docker ;;
 	redlock) step redlock redlock_stack ;;
 	sentinel) step sentinel sentinel_stack ;;
+	cluster) step cluster cluster_stack ;;
 	dev) step dev dev_container ;;
 	leftovers) step leftovers no_leftovers ;;
 	esac
