@@ -114,4 +114,41 @@ var released = make(chan struct{}, 64)`)),
 	},
 }
 
-func init() { wrongFixes = append(wrongFixes, contractWrongFixes...) }
+// sleepThenTry is a Lock that sleeps for sleep (a Go expression) after
+// each refused try, honouring its context.
+func sleepThenTry(sleep string) []labs.Edit {
+	return loop(`	for {
+		ok, err := m.TryLock(ctx)
+		if err != nil || ok {
+			return err
+		}
+		m.hook(ctx, correct.HookRefused)
+		select {
+		case <-ctx.Done():
+			return errors.Join(ErrNotObtained, ctx.Err())
+		case <-time.After(` + sleep + `):
+		}
+	}`)
+}
+
+// sleepWrongFixes are waiters that sleep between tries, slowly enough to
+// send few commands a second: green (or caught in one schedule of three)
+// before TestLab10_ExerciseWakeDelay measured how soon a waiter wakes
+// (issue 35). The first is the README's own Black Friday.
+var sleepWrongFixes = []labs.WrongFix{
+	{
+		Name:   "sleep a random 50-250 ms between tries (redsync's default)",
+		Edits:  sleepThenTry("50*time.Millisecond + time.Duration(time.Now().UnixNano()%int64(200*time.Millisecond))"),
+		Caught: "B sleeps between tries instead of waking on the release",
+	},
+	{
+		Name:   "poll every 150 ms: few commands a second",
+		Edits:  sleepThenTry("150*time.Millisecond"),
+		Caught: "B sleeps between tries instead of waking on the release",
+	},
+}
+
+func init() {
+	wrongFixes = append(wrongFixes, contractWrongFixes...)
+	wrongFixes = append(wrongFixes, sleepWrongFixes...)
+}
