@@ -5,6 +5,7 @@ import (
 	"errors"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -29,7 +30,9 @@ import (
 // the AutoPipeliner as it is ("floor") and through preflight.Bound, the
 // wrapper correct sends through ("floor-bound"). It is for profiling
 // (-cpuprofile, -memprofile, allocs/op) and for the ratio to the floor in
-// one run; the project's speed figures come from go run ./bench.
+// one run, with the CPU time per Lock+Unlock of this process (cpu-ns/op)
+// and of the redis-server (srv-cpu-ns/op); the project's speed figures
+// come from go run ./bench.
 func BenchmarkAutoPipelineKeys(b *testing.B) {
 	for _, bc := range []struct {
 		name string
@@ -56,7 +59,7 @@ func BenchmarkAutoPipelineKeys(b *testing.B) {
 			var worker atomic.Int64
 			b.SetParallelism(max(1, 64/maxProcs()))
 			b.ReportAllocs()
-			cpu0 := processCPU()
+			cpu0, srv0 := processCPU(), serverCPU(b, c)
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				seed := uint64(worker.Add(1))
@@ -81,8 +84,30 @@ func BenchmarkAutoPipelineKeys(b *testing.B) {
 			})
 			b.StopTimer()
 			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(serverCPU(b, c)-srv0)/float64(b.N), "srv-cpu-ns/op")
 		})
 	}
+}
+
+// serverCPU returns the CPU time the redis-server has used, user and
+// system, as INFO cpu says (to the microsecond).
+func serverCPU(b *testing.B, c *redis.Client) time.Duration {
+	info, err := c.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total time.Duration
+	for _, line := range strings.Split(info, "\n") {
+		name, value, _ := strings.Cut(strings.TrimSpace(line), ":")
+		if name == "used_cpu_sys" || name == "used_cpu_user" {
+			sec, err := strconv.ParseFloat(value, 64)
+			if err != nil {
+				b.Fatalf("INFO cpu: %s: %v", line, err)
+			}
+			total += time.Duration(sec * float64(time.Second))
+		}
+	}
+	return total
 }
 
 // processCPU returns the CPU time this process has used, user and system:

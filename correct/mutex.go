@@ -50,12 +50,13 @@ type Client interface {
 // is one holder, so any goroutine may Unlock what another locked. Give each
 // party that must exclude the others its own Mutex on the same key.
 type Mutex struct {
-	h       holder         // the key, its commands and the current hold
-	f       frame.Frame    // the argument error, the hook and the observer
-	gate    preflight.Gate // the server's check before Lock and TryLock
-	wait    waiter         // how Lock waits for its turn: &polling or queue
-	polling poll           // the poll waiter, kept here so that New allocates it with the Mutex
-	probe   [3]string      // the gate's probe keys, kept here for the same reason
+	f       frame.Frame // the argument error, the hook and the observer (read first)
+	h       holder      // the key, its commands and the current hold
+	wait    waiter      // how Lock waits for its turn: &polling or queue
+	polling poll        // the poll waiter, kept here so that New allocates it with the Mutex
+
+	// evictionCheck is WithEvictionCheck's, for the gate (see pass).
+	evictionCheck bool
 
 	// The fields above are set by New and never change (the holder's hold
 	// does: see holder).
@@ -87,14 +88,10 @@ func New(client Client, key string, opts ...Option) *Mutex {
 		queueKey = base + ":q"
 	}
 	m := &Mutex{
-		f: frame.Frame{Kind: "correct", Key: key, Err: err, Hook: o.hook, Obs: o.observer},
-		gate: preflight.Gate{
-			Pkg: "correct", Key: key, Client: client, Eviction: o.evictionCheck, NotObtained: ErrNotObtained,
-		},
-		polling: poll{policy: o.retry},
-		probe:   [3]string{key, queueKey, keyslot.Receipt(base, preflight.ProbeToken)},
+		f:             frame.Frame{Kind: "correct", Key: key, Err: err, Hook: o.hook, Obs: o.observer},
+		polling:       poll{policy: o.retry},
+		evictionCheck: o.evictionCheck,
 	}
-	m.gate.Probe = preflight.Probe{Script: releaseScript, Keys: m.probe[:], Args: probeArgs}
 	m.h = holder{client: client, key: key, base: base, queue: queueKey, ttl: o.ttl, notifier: o.notifier, f: &m.f}
 	m.wait = &m.polling
 	if o.notifier != nil {
@@ -175,17 +172,31 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	return ok, err
 }
 
-// pass asks the gate, at start (when Lock or TryLock began), and returns a
+// pass asks the server's check before Lock and TryLock (the
+// preflight.Gate), at start (when Lock or TryLock began), and returns a
 // moment before which nothing of the first attempt was sent, for its
-// lease to count from (see Until): start itself when the gate answered
-// from memory, sending nothing (so a Lock reads the clock once before its
-// SET, not twice), or the moment after the gate's round trips.
+// lease to count from (see Until): start itself when the check was
+// remembered, sending nothing (so a Lock reads the clock once before its
+// SET, not twice), or the moment after the check's round trips.
+//
+// The Gate is made here, on the stack, not kept in the Mutex, and its
+// probe (release.lua for preflight.ProbeToken, on this lock's keys) only
+// when the check must run: after the first pass on a server, a Mutex made
+// and locked once costs no probe keys and no cache lines for them.
 func (m *Mutex) pass(ctx context.Context, start time.Time) (time.Time, error) {
-	asked, err := m.gate.PassAt(ctx, start)
-	if asked && err == nil {
-		return time.Now(), nil
+	g := preflight.Gate{Pkg: "correct", Key: m.h.key, Client: m.h.client, Eviction: m.evictionCheck, NotObtained: ErrNotObtained}
+	if done, err := g.PassRemembered(ctx, start); done {
+		return start, err
 	}
-	return start, err
+	g.Probe = preflight.Probe{
+		Script: releaseScript,
+		Keys:   []string{m.h.key, m.h.queue, keyslot.Receipt(m.h.base, preflight.ProbeToken)},
+		Args:   probeArgs,
+	}
+	if err := g.Pass(ctx); err != nil {
+		return start, err
+	}
+	return time.Now(), nil
 }
 
 // Unlock releases the lock if this Mutex still holds it: the release script

@@ -22,8 +22,9 @@ type Probe struct {
 }
 
 // Gate is the check a lock on one server asks before each Lock and
-// TryLock: a value the lock makes in New and asks ([Gate.Pass]); it calls
-// nothing of the lock's. Its methods are safe for concurrent use.
+// TryLock: a value the lock makes in New and asks ([Gate.Pass]), or makes
+// for each call ([Gate.PassRemembered], package correct); it calls nothing
+// of the lock's. Its methods are safe for concurrent use.
 type Gate struct {
 	Pkg         string         // prefixes the messages: "watchdog"
 	Key         string         // the lock's key, named in the error
@@ -51,13 +52,25 @@ func (g *Gate) Pass(ctx context.Context) error {
 // After the first pass on a server it costs a lookup: no clock read, no
 // allocation.
 func (g *Gate) PassAt(ctx context.Context, now time.Time) (asked bool, err error) {
-	if err := retry.CtxErr(ctx); err != nil {
-		return false, errors.Join(g.NotObtained, err)
-	}
-	if err, ok := g.rememberedAt(now); ok {
-		return false, g.refused(ctx, err)
+	if done, err := g.PassRemembered(ctx, now); done {
+		return false, err
 	}
 	return true, g.Pass(ctx)
+}
+
+// PassRemembered is the part of [Gate.PassAt] that sends nothing: it
+// reports done with Pass's error (nil included) when ctx has ended or a
+// result is remembered at now, and done=false when only Pass can tell.
+// It uses neither Probe nor the clock: a lock may make its Gate on the
+// stack for it and fill in the Probe only when Pass must run.
+func (g *Gate) PassRemembered(ctx context.Context, now time.Time) (done bool, err error) {
+	if err := retry.CtxErr(ctx); err != nil {
+		return true, errors.Join(g.NotObtained, err)
+	}
+	if err, ok := g.rememberedAt(now); ok {
+		return true, g.refused(ctx, err)
+	}
+	return false, nil
 }
 
 // refused wraps err, the check's error, as Pass returns it; nil stays nil.
