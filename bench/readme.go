@@ -219,7 +219,7 @@ const (
 )
 
 // errNoReadmeBlock is returned when a README has no bench block.
-var errNoReadmeBlock = errors.New("README.md has no " + readmeBegin + " ... " + readmeEnd + " block")
+var errNoReadmeBlock = errors.New("README.md lacks a generated block's marker")
 
 // readmeBenchBlock renders the README's bench block from the run in dir:
 // the command and machine it ran with, then its verdicts and tables, one
@@ -261,26 +261,38 @@ func readmeBenchBlock(dir string) (string, error) {
 
 // readmeBlock returns the text between the bench markers of readme.
 func readmeBlock(readme string) (string, error) {
-	_, rest, ok := strings.Cut(readme, readmeBegin)
-	if !ok {
-		return "", errNoReadmeBlock
-	}
-	block, _, ok := strings.Cut(rest, readmeEnd)
-	if !ok {
-		return "", errNoReadmeBlock
-	}
-	return block, nil
+	return blockBetween(readme, readmeBegin, readmeEnd)
 }
 
 // replaceReadmeBlock returns readme with its bench block replaced by block.
 func replaceReadmeBlock(readme, block string) (string, error) {
-	before, rest, ok := strings.Cut(readme, readmeBegin)
+	return replaceBetween(readme, readmeBegin, readmeEnd, block)
+}
+
+// blockBetween returns the text between the markers begin and end of
+// readme, or errNoReadmeBlock.
+func blockBetween(readme, begin, end string) (string, error) {
+	_, rest, ok := strings.Cut(readme, begin)
 	if !ok {
-		return "", errNoReadmeBlock
+		return "", fmt.Errorf("%w (%s)", errNoReadmeBlock, begin)
 	}
-	_, after, ok := strings.Cut(rest, readmeEnd)
+	block, _, ok := strings.Cut(rest, end)
 	if !ok {
-		return "", errNoReadmeBlock
+		return "", fmt.Errorf("%w (%s)", errNoReadmeBlock, end)
 	}
-	return before + readmeBegin + block + readmeEnd + after, nil
+	return block, nil
+}
+
+// replaceBetween returns readme with the text between begin and end
+// replaced by block.
+func replaceBetween(readme, begin, end, block string) (string, error) {
+	before, rest, ok := strings.Cut(readme, begin)
+	if !ok {
+		return "", fmt.Errorf("%w (%s)", errNoReadmeBlock, begin)
+	}
+	_, after, ok := strings.Cut(rest, end)
+	if !ok {
+		return "", fmt.Errorf("%w (%s)", errNoReadmeBlock, end)
+	}
+	return before + begin + block + end + after, nil
 }

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-var updateReadme = flag.Bool("update", false, "rewrite README.md's bench block from bench/testdata/readme")
+var updateReadme = flag.Bool("update", false, "rewrite README.md's generated blocks (bench, faults) from bench/testdata/readme")
 
 // TestReadmeBenchBlock: README.md's bench block (between <!-- bench:begin
 // --> and <!-- bench:end -->) is what the run checked in under
@@ -18,13 +18,20 @@ func TestReadmeBenchBlock(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkReadme(t, readmeBegin, readmeEnd, want, "TestReadmeBenchBlock", readmeSnapshot)
+}
+
+// checkReadme fails t when README.md's text between begin and end is not
+// want (made from the snapshot by test); with -update it rewrites it.
+func checkReadme(t *testing.T, begin, end, want, test, snapshot string) {
+	t.Helper()
 	const path = "../README.md"
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if *updateReadme {
-		out, err := replaceReadmeBlock(string(b), want)
+		out, err := replaceBetween(string(b), begin, end, want)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -33,12 +40,12 @@ func TestReadmeBenchBlock(t *testing.T) {
 		}
 		return
 	}
-	got, err := readmeBlock(string(b))
+	got, err := blockBetween(string(b), begin, end)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got != want {
-		t.Errorf("README.md's bench block differs from what bench/%s gives: run go test ./bench -run '^TestReadmeBenchBlock$' -update\n--- got:\n%s--- want:\n%s", readmeSnapshot, got, want)
+		t.Errorf("README.md between %s and %s differs from what bench/%s gives: run go test ./bench -run '^%s$' -update\n--- got:\n%s--- want:\n%s", begin, end, snapshot, test, got, want)
 	}
 }
 
@@ -88,4 +95,15 @@ func TestVerdictSectionOpensWithVerdicts(t *testing.T) {
 	if sentences != 5 {
 		t.Errorf("%d verdict sentences; want 5 (one per job)", sentences)
 	}
+}
+
+// TestReadmeFaultBlock: README.md's fault tables (between <!-- faults:begin
+// --> and <!-- faults:end -->) are what the faults.json checked in under
+// testdata/readme gives; with -update it rewrites them.
+func TestReadmeFaultBlock(t *testing.T) {
+	want, err := readmeFaultBlock(readmeFaultSnapshot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkReadme(t, readmeFaultBegin, readmeFaultEnd, want, "TestReadmeFaultBlock", readmeFaultSnapshot)
 }
