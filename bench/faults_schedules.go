@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/locklab/locklab/bench/htmlreport"
 	"slices"
 	"time"
 
@@ -156,7 +157,7 @@ func scheduleByID(id string) *schedule {
 
 // notApplicable is a cell's notRun when its schedule does not apply to the
 // lock (a Redis server's failover for a lock on etcd).
-const notApplicable = "does not apply to this lock's system"
+const notApplicable = htmlreport.NotApplicable
 
 // appliesTo reports whether s applies to im.
 func (s *schedule) appliesTo(im *registry.Lock) bool {

@@ -57,11 +57,16 @@ func (res *results) matrix(timelines map[string]string) *matrixView {
 	return m
 }
 
+// NotApplicable is a faults.json row's not_run when its schedule does not
+// apply to the lock's system (a Redis failover for a lock on etcd); the
+// bench writes it, the matrix draws such a cell as –.
+const NotApplicable = "does not apply to this lock's system"
+
 // cellText is the matrix cell as faults.md prints it: "0/20",
 // "7/20 unsafe", "3/20 stuck".
 func cellText(f faultRow) string {
 	switch {
-	case f.NotRun == "not applicable":
+	case f.NotRun == NotApplicable:
 		return "–"
 	case f.NotRun != "":
 		return "not run"

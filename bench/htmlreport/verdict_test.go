@@ -330,3 +330,15 @@ func TestBetterUnderContention(t *testing.T) {
 		t.Errorf("uncontended: throughput must decide")
 	}
 }
+
+// TestCellTextNotApplicable: a cell whose schedule does not apply to the
+// lock, as the bench writes it in faults.json, reads –, not "not run" (it
+// read "not run" while the two sides spelled it differently).
+func TestCellTextNotApplicable(t *testing.T) {
+	if got := cellText(faultRow{NotRun: NotApplicable}); got != "–" {
+		t.Errorf("cellText(not applicable) = %q; want –", got)
+	}
+	if got := cellText(faultRow{NotRun: "needs PgBouncer started by the rig"}); got != "not run" {
+		t.Errorf("cellText(not run) = %q; want not run", got)
+	}
+}
