@@ -62,7 +62,10 @@
 // deferred Unlock at the end of a cancelled request still frees the lock;
 // it is bounded by its own 2s timeout. Lock polls by default ([WithRetry]);
 // with a [Notifier] ([WithNotifier]) waiters queue and the holder hands
-// the lock to the oldest live one, first come first served.
+// the lock to the oldest live one, first come first served. On a Redis
+// Cluster (a *redis.ClusterClient or its AutoPipeliner) the Mutex works
+// and polls; [NewNotifier] refuses a cluster, whose Pub/Sub cannot tell
+// the holder which waiters are listening.
 //
 // # Auto-pipelined clients
 //

@@ -93,6 +93,11 @@ func NewNotifier(ctx context.Context, client NotifyClient) (*Notifier, error) {
 	if err != nil {
 		return nil, invalid("NewNotifier: client: %v", err)
 	}
+	if clustered, err := preflight.Clustered(ctx, client); err != nil {
+		return nil, fmt.Errorf("correct: NewNotifier: %w", err)
+	} else if clustered {
+		return nil, invalid("NewNotifier: %v: a hand-off on a Redis Cluster can reach a waiter it counted as gone; wait by polling there (no WithNotifier)", preflight.ErrCluster)
+	}
 	id := token.New()
 	n := &Notifier{
 		id: id, channel: channelPrefix + id, client: client,

@@ -59,7 +59,8 @@
 // Lock polls by default: a random 50-250ms between attempts, up to 32, as
 // redsync does. With a [Notifier] ([WithNotifier]) it instead waits in a
 // fair queue on every node and is handed the lock by the holder's Unlock,
-// first come first served. Nodes too busy to answer in time are asked
+// first come first served ([NewNotifier] refuses a *redis.ClusterClient
+// as a node: there Lock polls). Nodes too busy to answer in time are asked
 // again while Lock's context lives; when so many nodes fail (answer with
 // an error, or cannot be reached) that no majority is possible, Lock ends
 // at once with [ErrQuorumUnreachable] and one [NodeError] per failed node.

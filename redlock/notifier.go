@@ -14,6 +14,7 @@ import (
 
 	"github.com/locklab/locklab/internal/args"
 	"github.com/locklab/locklab/internal/keyslot"
+	"github.com/locklab/locklab/internal/preflight"
 	"github.com/locklab/locklab/internal/pubsub"
 	"github.com/locklab/locklab/internal/retry"
 	"github.com/locklab/locklab/internal/token"
@@ -86,6 +87,11 @@ func NewNotifier(ctx context.Context, clients []NotifyClient) (*Notifier, error)
 	for i, c := range clients {
 		if args.IsNil(c) {
 			return nil, invalid("NewNotifier: nil client: clients[%d]", i)
+		}
+		// By its type only: a node that is down or frozen now must not
+		// hold NewNotifier up (a minority may be).
+		if _, clustered := any(c).(*redis.ClusterClient); clustered {
+			return nil, invalid("NewNotifier: clients[%d]: %v: a hand-off on a Redis Cluster can reach a waiter it counted as gone; wait by polling there (no WithNotifier)", i, preflight.ErrCluster)
 		}
 		addrs[i] = addrOf(c)
 		if j := slices.Index(addrs[:i], addrs[i]); addrs[i] != "" && j >= 0 {

@@ -17,6 +17,7 @@ import (
 	"github.com/locklab/locklab/internal/locktest"
 	"github.com/locklab/locklab/internal/preflight"
 	"github.com/locklab/locklab/internal/rig"
+	"github.com/locklab/locklab/redlock"
 )
 
 // sequence is TestEachReplyLost*'s party life on the cluster: A (flavour
@@ -239,19 +240,36 @@ func (oc *onCluster) evicting(t *testing.T, k clusterKind) {
 
 // notifierOnCluster: correct's Notifier (hand-off through Pub/Sub) on a
 // ClusterClient must either be refused by NewNotifier or keep the lock
-// exclusive. Today it is neither: PUBLISH in the hand-off script counts
-// only the subscribers of the key's node, so a waiter subscribed on
-// another node is passed by as dead, yet its Notifier receives the
-// message (Cluster broadcasts PUBLISH) and its Lock returns as if handed
-// the lock: 2 to 4 holders at once in every run of this test with the
-// skip removed (four parties, three keys). The package doc says "use
-// polling there"; it does not stop anyone. Reported (issue 39): NewNotifier
-// should refuse a server with cluster_enabled:1 (INFO cluster), which also
-// catches a ClusterClient's AutoPipeliner, whose type does not say.
+// exclusive. PUBLISH in the hand-off script counts only the subscribers of
+// the key's node, so a waiter subscribed on another node is passed by as
+// dead, yet its Notifier receives the message (Cluster broadcasts PUBLISH)
+// and its Lock returned as if handed the lock: 2 to 4 holders at once in
+// every run (four parties, three keys) before NewNotifier refused a
+// cluster (preflight.Clustered: a ClusterClient, or cluster_enabled:1 in
+// INFO cluster, which also catches a ClusterClient's AutoPipeliner).
 func notifierOnCluster(t *testing.T, oc *onCluster) {
-	t.Skip("correct.NewNotifier accepts a ClusterClient and its locks have several holders at once; skipped until correct refuses it (see the comment)")
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
+	// The cluster's AutoPipeliner, whose Go type does not say it is a
+	// cluster's, and redlock's Notifier with a cluster as a node are refused
+	// the same way.
+	ap, err := oc.c.Client().AutoPipeline()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ap.Close() })
+	if n, err := correct.NewNotifier(ctx, ap); err == nil || !containsFold(err.Error(), "cluster") {
+		if n != nil {
+			_ = n.Close()
+		}
+		t.Errorf("correct.NewNotifier(ClusterClient.AutoPipeline()) = %v; want an error naming Cluster", err)
+	}
+	if n, err := redlock.NewNotifier(ctx, []redlock.NotifyClient{oc.c.Client()}); err == nil || !containsFold(err.Error(), "cluster") {
+		if n != nil {
+			_ = n.Close()
+		}
+		t.Errorf("redlock.NewNotifier([ClusterClient]) = %v; want an error naming Cluster", err)
+	}
 	k := clusterKind{name: "correct+notifier"}
 	for range oc.slots {
 		key := oc.key(t, k)

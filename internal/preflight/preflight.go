@@ -230,3 +230,42 @@ func Forget() {
 	defer mu.Unlock()
 	clear(results)
 }
+
+// ErrCluster is wrapped by the error for a Notifier asked to work through
+// a Redis Cluster.
+var ErrCluster = errors.New("the server is a Redis Cluster node")
+
+// Clustered reports whether client reaches a Redis Cluster: a
+// *redis.ClusterClient, or any client whose server says cluster_enabled:1
+// in INFO cluster (the AutoPipeliner of a ClusterClient, whose type does
+// not say). A client that cannot run INFO, or a server that refuses it,
+// is taken as not clustered: the check cannot see. Transport errors are
+// returned.
+//
+// A lock's Notifier refuses a cluster: the hand-off script's PUBLISH
+// counts only the subscribers of the key's node, so a waiter subscribed
+// through another node is passed by as gone, while the cluster still
+// delivers it the message, and it would take the lock beside the one it
+// was passed to.
+func Clustered(ctx context.Context, client any) (bool, error) {
+	if _, ok := client.(*redis.ClusterClient); ok {
+		return true, nil
+	}
+	in, ok := client.(infoer)
+	if !ok {
+		return false, nil
+	}
+	info, err := in.Info(ctx, "cluster").Result()
+	if err != nil {
+		if isNoPerm(err) || isUnknownCommand(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if strings.TrimSpace(line) == "cluster_enabled:1" {
+			return true, nil
+		}
+	}
+	return false, nil
+}
