@@ -189,13 +189,13 @@ func (oc *onCluster) evicting(t *testing.T, k clusterKind) {
 		t.Skip("redlock refuses an evicting node as a node, and takes its majority on the other two: TestEveryLockRefusesAnEvictingServer")
 	}
 	for _, only := range []bool{false, true} {
-		if only {
-			// The preflight asks INFO memory of one node of a
-			// ClusterClient, the one go-redis picks, not the key's: with
-			// only the key's primary evicting, Lock took the lock on 6 of
-			// 8 kinds in one run. Until internal/preflight asks every
-			// primary (reported, issue 39), this case documents the gap.
-			t.Log("the key's primary only evicting: skipped, the preflight asks one node of a ClusterClient (see the comment)")
+		if only && strings.HasSuffix(k.name, autopipeSuffix) {
+			// A ClusterClient's preflight asks every primary (with only
+			// the key's primary evicting, Lock took the lock on 6 of 8
+			// kinds before it did). The cluster's AutoPipeliner cannot
+			// reach its primaries one by one: its INFO goes to the node
+			// go-redis picks, so this case is a gap there, documented.
+			t.Log("the key's primary only evicting, on the cluster's AutoPipeliner: skipped, its INFO reaches one node (see the comment)")
 			continue
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)

@@ -96,7 +96,23 @@ func Remembered(client any, evictionCheck bool) (error, bool) {
 
 func check(ctx context.Context, pkg string, client any, evictionCheck bool, probe func(context.Context) error) error {
 	if evictionCheck {
-		if in, ok := client.(infoer); ok {
+		if cc, ok := client.(*redis.ClusterClient); ok {
+			// Every primary, not the one node go-redis picks for INFO:
+			// a key lives on its slot's primary, which may be the one
+			// that evicts.
+			if err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+				err := eviction(ctx, pkg, c)
+				if err != nil && !errors.Is(err, ErrEviction) && ctx.Err() == nil {
+					// A ClusterClient's node clients do not send a command
+					// again (the ClusterClient does, for its own): a lost
+					// reply is asked once more, as go-redis would.
+					err = eviction(ctx, pkg, c)
+				}
+				return err
+			}); err != nil {
+				return err
+			}
+		} else if in, ok := client.(infoer); ok {
 			if err := eviction(ctx, pkg, in); err != nil {
 				return err
 			}
