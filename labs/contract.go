@@ -433,8 +433,14 @@ func contractExpired(s *Scene, impl *Impl, cn *contractNodes, c LockContract, no
 	}
 	s.Eventually(s.Key+" is gone from every node", func() (bool, error) { return cn.held(s.Key) == 0, nil })
 	s.Fault("%s expired (A's lease of %v)", s.Key, contractShortTTL)
-	if err := b.Lock(); err != nil {
-		return violated(s, "B's Lock of an expired lock returned %v", describeErr(err))
+	// Bounded: a Lock that waits on something outside Redis (a hold kept
+	// in A's process as well) is named here, not at the scene's deadline.
+	call := b.Go("lock", handOver.String())
+	if !call.Within(handOver + ctxSlack) {
+		return violated(s, "B's Lock of an expired lock (%s is gone from Redis: A's lease ran out) had not returned after %v: Lock waits on something that is not in Redis (a hold kept in A's process as well?)", s.Key, handOver+ctxSlack)
+	}
+	if err := call.Err(); err != nil {
+		return violated(s, "B's Lock of an expired lock (%s is gone from Redis) returned %v within %v: the lock is free in Redis; does Lock wait on something kept in A's process?", s.Key, describeErr(err), handOver)
 	}
 	before := cn.pttls(s.Key)
 	watch := s.watchKey(s.Key)
