@@ -25,8 +25,13 @@ func slowSubscribe(s *labs.Scene, impl *labs.Impl) {
 // release message ever comes. B wants the lock, as long as five leases:
 // it must try again once A's lease has run out, whether or not anyone
 // tells it.
+//
+// B must ask while A's key still stands (a B that asks after the lease ran
+// out never waits, and the broken waiter passes): killing A and starting
+// B took up to 341 ms on a loaded 2-core machine, so the lease is 1.5 s,
+// over 4x that.
 func deadHolder(s *labs.Scene, impl *labs.Impl) {
-	s.TTL = 300 * time.Millisecond
+	s.TTL = 1500 * time.Millisecond
 	a := s.Process("A", impl) // a real process, so it can really die
 	b := s.Client("B", impl)
 	s.Must(a.Lock())
