@@ -440,7 +440,7 @@ func contractExpired(s *Scene, impl *Impl, cn *contractNodes, c LockContract, no
 		return violated(s, "B's Lock of an expired lock (%s is gone from Redis: A's lease ran out) had not returned after %v: Lock waits on something that is not in Redis (a hold kept in A's process as well?)", s.Key, handOver+ctxSlack)
 	}
 	if err := call.Err(); err != nil {
-		return violated(s, "B's Lock of an expired lock (%s is gone from Redis) returned %v within %v: the lock is free in Redis; does Lock wait on something kept in A's process?", s.Key, describeErr(err), handOver)
+		return violated(s, "B's Lock of an expired lock (%s is gone from Redis) returned %v within %v, though the lock is free in Redis: Lock waits on something that is not in Redis (a hold kept in A's process as well?)", s.Key, describeErr(err), handOver)
 	}
 	before := cn.pttls(s.Key)
 	watch := s.watchKey(s.Key)

@@ -112,4 +112,59 @@ var contractWrongFixes = []labs.WrongFix{
 	},
 }
 
-func init() { wrongFixes = append(wrongFixes, contractWrongFixes...) }
+// procAndRedis is the fix nobody lists: the shipped process mutex kept,
+// and a right Redis lock taken under it. Two processes are kept apart; but
+// a Lock in the process of a holder whose lease ran out waits on the
+// process's slot, which Redis knows nothing of.
+const procAndRedis = `type Exercise struct{ m *correct.Mutex }
+
+var inProcess = make(chan struct{}, 1)
+
+func NewExercise(client *redis.Client, key string, ttl time.Duration) *Exercise {
+	return &Exercise{m: correct.New(client, key, correct.WithTTL(ttl))}
+}
+
+func (e *Exercise) Lock(ctx context.Context) error {
+	select {
+	case inProcess <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if err := e.m.Lock(ctx); err != nil {
+		<-inProcess
+		return err
+	}
+	return nil
+}
+
+func (e *Exercise) TryLock(ctx context.Context) (bool, error) {
+	select {
+	case inProcess <- struct{}{}:
+	default:
+		return false, nil
+	}
+	ok, err := e.m.TryLock(ctx)
+	if !ok || err != nil {
+		<-inProcess
+	}
+	return ok, err
+}
+
+func (e *Exercise) Unlock(ctx context.Context) error {
+	err := e.m.Unlock(ctx)
+	select {
+	case <-inProcess:
+	default:
+	}
+	return err
+}
+`
+
+func init() {
+	wrongFixes = append(wrongFixes, contractWrongFixes...)
+	wrongFixes = append(wrongFixes, labs.WrongFix{
+		Name:   "the process mutex kept, and a Redis lock taken under it",
+		Edits:  withCorrect(correctImports, procAndRedis),
+		Caught: "Lock waits on something that is not in Redis",
+	})
+}
