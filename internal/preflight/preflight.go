@@ -272,6 +272,11 @@ func Clustered(ctx context.Context, client any) (bool, error) {
 		return false, nil
 	}
 	info, err := in.Info(ctx, "cluster").Result()
+	if err != nil && !isNoPerm(err) && !isUnknownCommand(err) && ctx.Err() == nil {
+		// A lost reply on a client whose retries are off: ask once more,
+		// as go-redis would on its defaults.
+		info, err = in.Info(ctx, "cluster").Result()
+	}
 	if err != nil {
 		if isNoPerm(err) || isUnknownCommand(err) {
 			return false, nil
