@@ -101,14 +101,7 @@ func check(ctx context.Context, pkg string, client any, evictionCheck bool, prob
 			// a key lives on its slot's primary, which may be the one
 			// that evicts.
 			if err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
-				err := eviction(ctx, pkg, c)
-				if err != nil && !errors.Is(err, ErrEviction) && ctx.Err() == nil {
-					// A ClusterClient's node clients do not send a command
-					// again (the ClusterClient does, for its own): a lost
-					// reply is asked once more, as go-redis would.
-					err = eviction(ctx, pkg, c)
-				}
-				return err
+				return eviction(ctx, pkg, c)
 			}); err != nil {
 				return err
 			}
@@ -128,7 +121,7 @@ func check(ctx context.Context, pkg string, client any, evictionCheck bool, prob
 }
 
 func eviction(ctx context.Context, pkg string, in infoer) error {
-	info, err := in.Info(ctx, "memory").Result()
+	info, err := askInfo(ctx, in, "memory")
 	if err != nil {
 		if isNoPerm(err) || isUnknownCommand(err) {
 			return nil // the server will not say; the check cannot see
@@ -271,12 +264,7 @@ func Clustered(ctx context.Context, client any) (bool, error) {
 	if !ok {
 		return false, nil
 	}
-	info, err := in.Info(ctx, "cluster").Result()
-	if err != nil && !isNoPerm(err) && !isUnknownCommand(err) && ctx.Err() == nil {
-		// A lost reply on a client whose retries are off: ask once more,
-		// as go-redis would on its defaults.
-		info, err = in.Info(ctx, "cluster").Result()
-	}
+	info, err := askInfo(ctx, in, "cluster")
 	if err != nil {
 		if isNoPerm(err) || isUnknownCommand(err) {
 			return false, nil
@@ -289,4 +277,16 @@ func Clustered(ctx context.Context, client any) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// askInfo runs INFO section, and once more after a transport error: a
+// reply lost on a client whose retries are off (a ClusterClient's node
+// clients never resend; the ClusterClient does, for its own commands) is
+// asked again, as go-redis would on its defaults. Refusals are answers.
+func askInfo(ctx context.Context, in infoer, section string) (string, error) {
+	info, err := in.Info(ctx, section).Result()
+	if err != nil && !isNoPerm(err) && !isUnknownCommand(err) && ctx.Err() == nil {
+		info, err = in.Info(ctx, section).Result()
+	}
+	return info, err
 }
