@@ -102,6 +102,13 @@ type Kind[C any] struct {
 	// refused; PostgreSQL: a session waiting on a lock), or ctx ends.
 	// [UserWorld] requires one of HookClaimed and Waiting.
 	Waiting func(t *testing.T, faulty C, key string) (seen func(ctx context.Context) error)
+	// Detach bounds how long the lock may stay taken after an Unlock
+	// that failed or gave up (its reply lost, its ctx ended) when its
+	// caller does nothing more, as many workers do: the time the kind
+	// takes to withdraw the claim on its own (a claim on a session that
+	// outlives the hold). 0: the World's Recover (the lease or the
+	// session timeout, with a margin). [UserWorld] checks it.
+	Detach time.Duration
 	// Fenceless says the lock hands out no fencing token (its Fence
 	// always returns 0): the checks of tokens are skipped.
 	Fenceless bool

@@ -23,12 +23,21 @@ import (
 // another client can get it within a bound (no permanent stall), whether a
 // Lock returned a hold whose Done had already closed, whether Unlock's
 // answer is true, and whether a claim is left in line.
+//
+// Each fault of a's Lock is met by a's TryLock too, on a free lock and on
+// a lock b holds; each fault of a's Unlock also by a worker that ignores
+// Unlock's error and carries on (see [Phase]).
 
 // Phase is the moment of a lock's life that a [Fault] hits.
 type Phase int
 
 const (
 	// DuringLock: the fault is injected just before a's Lock is called.
+	// [UserWorld] also runs it on a's TryLock, once on a free lock (a's
+	// TryLock must say true, or fail, never say false of a lock nobody
+	// holds; after a failure a's Lock again must get it) and once while b
+	// holds the lock (a's TryLock must not get it, and, b gone, the next
+	// party must: nothing a's TryLock claimed is left in its way).
 	DuringLock Phase = iota
 	// DuringWait: the fault is injected while a waits in line behind b
 	// (once a's claim is in line, at the Kind's HookClaimed; for a kind
@@ -36,10 +45,20 @@ const (
 	// waiting).
 	DuringWait
 	// DuringUnlock: the fault is injected just before a's Unlock.
+	// [UserWorld] runs it twice: with a worker that calls Unlock again
+	// after an error, and with one that ignores the error and carries on
+	// (as a deferred Unlock does): then b must still get the lock within
+	// the kind's [Kind.Detach] (the lease, or the time the kind takes to
+	// withdraw a claim on its own), never when a's session ends.
 	DuringUnlock
 	// DuringHold: the fault is injected while a holds and does nothing;
 	// then b asks for the lock.
 	DuringHold
+	// DuringTryLock: the fault is injected just before a's TryLock, made
+	// while b holds the lock: a fault of a TryLock refused (the withdraw
+	// of the claim it made). Checked as DuringLock's faults are on a
+	// TryLock of a lock b holds.
+	DuringTryLock
 )
 
 func (p Phase) String() string {
@@ -52,6 +71,8 @@ func (p Phase) String() string {
 		return "during Unlock"
 	case DuringHold:
 		return "while holding"
+	case DuringTryLock:
+		return "during a refused TryLock"
 	}
 	return fmt.Sprintf("Phase(%d)", int(p))
 }
@@ -79,6 +100,11 @@ type Fault[C any] struct {
 	// system serves conn again (on a new session, if the fault ended the
 	// old one). Inject and heal run in the test's goroutine and may fail t.
 	Inject func(t *testing.T, conn C) (heal func())
+	// NotOnTryLock keeps a DuringLock fault to Lock: [UserWorld] runs
+	// every other on TryLock too. For a fault whose TryLock runs tell
+	// nothing that its Lock run does not, and cost the suite: say why
+	// where it is set.
+	NotOnTryLock bool
 	// Ends says the fault may end a's session or lease: then a's Lock may
 	// fail, a's Unlock may return ErrNotHeld, and b may get the lock while
 	// a had it (DuringHold), provided a's Done closed first. A fault that
@@ -113,13 +139,65 @@ func UserWorld[C any](t *testing.T, k Kind[C], w World[C], key func(t testing.TB
 	for _, f := range w.Faults {
 		t.Run(f.Name, func(t *testing.T) {
 			leakcheck.Guard(t)
-			runFault(t, k, w, f, key(t))
+			runFault(t, k, w, f, key(t), asIs)
 		})
+		var also []variant
+		switch f.During {
+		case DuringLock:
+			if !f.NotOnTryLock {
+				also = []variant{tryFree, tryTaken}
+			}
+		case DuringUnlock:
+			also = []variant{unlockIgnored}
+		}
+		for _, v := range also {
+			t.Run(f.Name+", "+v.String(), func(t *testing.T) {
+				leakcheck.Guard(t)
+				runFault(t, k, w, f, key(t), v)
+			})
+		}
 	}
+	t.Run("Unlock with its ctx ended, error ignored", func(t *testing.T) {
+		leakcheck.Guard(t)
+		unlockCtxEnded(t, k, w, key(t))
+	})
 	t.Run("Races", func(t *testing.T) {
 		leakcheck.Guard(t)
 		Races(t, k, key(t))
 	})
+}
+
+// A variant is how a worker meets a fault: with the call the fault's
+// Phase names, or, for DuringLock's faults, with TryLock instead of Lock,
+// and, for DuringUnlock's, ignoring Unlock's error.
+type variant int
+
+const (
+	asIs          variant = iota
+	tryFree               // a's TryLock, on a free lock, meets a Lock's fault
+	tryTaken              // a's TryLock, while b holds the lock, meets a Lock's fault
+	unlockIgnored         // a's Unlock meets the fault, and a ignores its error
+)
+
+func (v variant) String() string {
+	switch v {
+	case tryFree:
+		return "TryLock"
+	case tryTaken:
+		return "TryLock taken"
+	case unlockIgnored:
+		return "error ignored"
+	}
+	return "as is"
+}
+
+// detach is how long the lock may stay taken after a's Unlock failed and a
+// did nothing more: the kind's Detach, or Recover.
+func (j *judge[C]) detach() time.Duration {
+	if j.k.Detach > 0 {
+		return j.k.Detach
+	}
+	return j.w.Recover
 }
 
 // doner is a lock with a lost-lease signal.
@@ -313,7 +391,84 @@ func (j *judge[C]) lineNow() string {
 	return fmt.Sprintf("; claims in line: %q", j.k.Line(j.t, j.clean, j.key))
 }
 
-func runFault[C any](t *testing.T, k Kind[C], w World[C], f Fault[C], key string) {
+// tried is the outcome of one TryLock: as locked, and whether it said it
+// got the lock.
+type tried struct {
+	locked
+	ok bool
+}
+
+// tryNow runs l.TryLock, giving up after d, as lockNow runs Lock.
+func tryNow(ctx context.Context, l Fenced, d time.Duration) tried {
+	cctx, cancel := context.WithCancel(ctx)
+	giveUp := time.AfterFunc(d, cancel)
+	ok, err := l.TryLock(cctx)
+	r := tried{locked: locked{err: err, doneClosed: ok && err == nil && over(l)}, ok: ok}
+	if !giveUp.Stop() || !ok || err != nil {
+		cancel()
+	} else {
+		context.AfterFunc(ctx, cancel)
+	}
+	return r
+}
+
+// gotTry checks the outcome of a's TryLock on a free lock under the
+// fault: true with a hold it can vouch for, or an error (logged) that the
+// fault explains; never false with no error, which says another holds
+// the lock, when nobody does (its own claim, sent again, found in its
+// way?), unless the fault may end a's session.
+func (j *judge[C]) gotTry(r tried, what string) bool {
+	t := j.t
+	t.Helper()
+	switch {
+	case r.ok && r.err != nil:
+		t.Errorf("%s: a's TryLock = true, %v: an error with the lock held", what, r.err)
+		return false
+	case r.ok:
+		return j.gotLock(r.locked, what, false)
+	case r.err != nil:
+		t.Logf("%s: a's TryLock = false, %v", what, r.err)
+	case j.f.Ends:
+		t.Logf("%s: a's TryLock = false, nil on a free lock, under a fault that may end its session", what)
+	default:
+		t.Errorf("%s: a's TryLock = false, nil on a free lock: it says another holds the lock, and nobody does (its own claim, sent again, in its way?)%s", what, j.lineNow())
+	}
+	return false
+}
+
+// refusedTry checks a's TryLock while b holds the lock, under the fault:
+// never true; an error is surfaced (logged). Then a's TryLock again, the
+// fault healed, must say false, nil: b still holds. It reports whether
+// b's hold outlived the checks (a slow give-up can outlast b's lease:
+// then nothing is checked of a's TryLocks but that they do not fail).
+func (j *judge[C]) refusedTry(ctx context.Context, r tried, what string) bool {
+	t := j.t
+	t.Helper()
+	if over(j.b) {
+		t.Logf("%s: a's TryLock = %v, %v, returned after b's lease ran out: nothing to check", what, r.ok, r.err)
+		if r.ok {
+			_ = j.a.Unlock(ctx)
+		}
+		return false
+	}
+	switch {
+	case r.ok:
+		t.Errorf("%s: a's TryLock = true, %v while b held the lock: two holders", what, r.err)
+		_ = j.a.Unlock(ctx)
+	case r.err != nil:
+		t.Logf("%s: a's TryLock = false, %v", what, r.err)
+	}
+	again := tryNow(ctx, j.a, j.w.Call)
+	if again.ok || again.err != nil {
+		t.Errorf("%s: a's TryLock again, the fault healed, while b holds = %v, %v; want false, nil", what, again.ok, again.err)
+		if again.ok {
+			_ = j.a.Unlock(ctx)
+		}
+	}
+	return true
+}
+
+func runFault[C any](t *testing.T, k Kind[C], w World[C], f Fault[C], key string, v variant) {
 	ctx := t.Context()
 	j := &judge[C]{t: t, k: k, w: w, f: f, key: key, clean: k.Conn(t)}
 	hook, claimed := Signal(k.HookClaimed)
@@ -330,9 +485,52 @@ func runFault[C any](t *testing.T, k Kind[C], w World[C], f Fault[C], key string
 		_ = j.a.Unlock(ctx)
 	})
 	what := f.Name + " " + f.During.String()
+	if v != asIs {
+		what += " (" + v.String() + ")"
+	}
+	if f.During == DuringTryLock {
+		v = tryTaken
+	}
 
-	switch f.During {
-	case DuringLock:
+	switch {
+	case v == tryFree:
+		heal := f.Inject(t, faulty)
+		r := tryNow(ctx, j.a, w.Call)
+		heal()
+		holds := j.gotTry(r, what)
+		if !holds && (r.err != nil || f.Ends) {
+			// A plain worker locks once its TryLock failed.
+			holds = j.gotLock(lockNow(ctx, j.a, w.Recover), what+", then Lock", true)
+		}
+		if holds {
+			j.refused(ctx, what)
+			j.release(ctx, what)
+		}
+
+	case v == tryTaken:
+		if r := lockNow(ctx, j.b, w.Call); r.err != nil {
+			t.Fatalf("b's Lock = %v", r.err)
+		}
+		heal := f.Inject(t, faulty)
+		r := tryNow(ctx, j.a, w.Call)
+		heal()
+		held := j.refusedTry(ctx, r, what)
+		if err := j.b.Unlock(ctx); err != nil && (held || !errors.Is(err, k.ErrNotHeld)) {
+			t.Fatalf("%s: b's Unlock = %v", what, err)
+		}
+
+	case v == unlockIgnored:
+		if !j.gotLock(lockNow(ctx, j.a, w.Call), "before the fault", true) {
+			t.FailNow()
+		}
+		heal := f.Inject(t, faulty)
+		cctx, cancel := context.WithTimeout(ctx, w.Call)
+		err := j.a.Unlock(cctx)
+		cancel()
+		heal()
+		j.afterIgnored(ctx, err, what)
+
+	case f.During == DuringLock:
 		heal := f.Inject(t, faulty)
 		r := lockNow(ctx, j.a, w.Call)
 		heal()
@@ -346,7 +544,7 @@ func runFault[C any](t *testing.T, k Kind[C], w World[C], f Fault[C], key string
 			j.release(ctx, what)
 		}
 
-	case DuringWait:
+	case f.During == DuringWait:
 		if r := lockNow(ctx, j.b, w.Call); r.err != nil {
 			t.Fatalf("b's Lock = %v", r.err)
 		}
@@ -370,7 +568,7 @@ func runFault[C any](t *testing.T, k Kind[C], w World[C], f Fault[C], key string
 			j.release(ctx, what)
 		}
 
-	case DuringUnlock:
+	case f.During == DuringUnlock:
 		if !j.gotLock(lockNow(ctx, j.a, w.Call), "before the fault", true) {
 			t.FailNow()
 		}
@@ -392,7 +590,7 @@ func runFault[C any](t *testing.T, k Kind[C], w World[C], f Fault[C], key string
 			}
 		}
 
-	case DuringHold:
+	case f.During == DuringHold:
 		if !j.gotLock(lockNow(ctx, j.a, w.Call), "before the fault", true) {
 			t.FailNow()
 		}
@@ -421,6 +619,51 @@ func runFault[C any](t *testing.T, k Kind[C], w World[C], f Fault[C], key string
 			j.release(ctx, what)
 		}
 	}
+	j.free(ctx, what)
+}
+
+// afterIgnored checks what follows a's Unlock, which answered err, when a
+// ignores the answer and does nothing more, as a worker whose deferred
+// Unlock drops its error does: b gets the lock within the kind's Detach
+// (else the lock stays taken until a's session ends), and releases it.
+func (j *judge[C]) afterIgnored(ctx context.Context, err error, what string) {
+	t := j.t
+	t.Helper()
+	if err != nil {
+		t.Logf("%s: a's Unlock = %v; a ignores it and carries on", what, err)
+	}
+	d := j.detach()
+	r := lockNow(ctx, j.b, d)
+	if r.err != nil {
+		t.Errorf("%s: a's Unlock = %v and a did nothing more (a worker that ignores Unlock's error): b's Lock = %v within %v: the lock stays taken (a claim left behind until a's session ends?)%s", what, err, r.err, d, j.lineNow())
+		return
+	}
+	if err := j.b.Unlock(ctx); err != nil {
+		t.Errorf("%s: b's Unlock = %v", what, err)
+	}
+}
+
+// unlockCtxEnded: a holds the lock and calls Unlock with a ctx that has
+// already ended (a deferred Unlock on a request's context that is over),
+// ignoring its answer: b gets the lock within the kind's Detach.
+func unlockCtxEnded[C any](t *testing.T, k Kind[C], w World[C], key string) {
+	ctx := t.Context()
+	what := "Unlock with its ctx ended"
+	j := &judge[C]{t: t, k: k, w: w, f: Fault[C]{Name: what}, key: key, clean: k.Conn(t)}
+	j.a = k.New(k.Conn(t), key, Options{})
+	j.b = k.New(j.clean, key, Options{})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = j.b.Unlock(ctx)
+		_ = j.a.Unlock(ctx)
+	})
+	if !j.gotLock(lockNow(ctx, j.a, w.Call), "before Unlock", true) {
+		t.FailNow()
+	}
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	j.afterIgnored(ctx, j.a.Unlock(ended), what)
 	j.free(ctx, what)
 }
 
@@ -454,7 +697,8 @@ func waitQueued(t *testing.T, claimed <-chan struct{}, seen func(context.Context
 // Unlocks of one hold (exactly one says nil, the other ErrNotHeld), with
 // Fence, Done and (for a kind that has it) PID beside them; then a Lock
 // of the held Mutex beside its Unlock (the Lock waits for the Unlock and
-// then holds). Nothing panics, and the lock ends free.
+// then holds); then TryLock's races (see raceTryLock). Nothing panics,
+// and the lock ends free.
 func Races[C any](t *testing.T, k Kind[C], key string) {
 	ctx := Context(t)
 	c := k.Conn(t)
@@ -508,6 +752,7 @@ func Races[C any](t *testing.T, k Kind[C], key string) {
 	if err := m.Unlock(ctx); err != nil {
 		t.Fatalf("Unlock of the second hold = %v", err)
 	}
+	raceTryLock(t, k, c, m, key)
 	last := k.New(c, key, Options{})
 	if ok, err := last.TryLock(ctx); !ok || err != nil {
 		t.Errorf("TryLock after the races = %v, %v; want true, nil", ok, err)
@@ -519,6 +764,99 @@ func Races[C any](t *testing.T, k Kind[C], key string) {
 	if k.Line != nil {
 		if got := k.Line(t, c, key); len(got) != 0 {
 			t.Errorf("claims left after the races: %q", got)
+		}
+	}
+}
+
+// raceTryLock runs TryLock at the same moment as the other methods, in
+// rounds: a TryLock of the held Mutex m beside its Unlock (the Unlock
+// says nil; the TryLock says true, then holds, or false; no error); two
+// parties' TryLocks on a free lock (at most one true); a party's TryLock
+// beside m's Lock (while the TryLock's hold lasts, the Lock waits; then
+// it holds). Each round ends with the lock free.
+func raceTryLock[C any](t *testing.T, k Kind[C], c C, m Fenced, key string) {
+	ctx := Context(t)
+	other := k.New(k.Conn(t), key, Options{})
+	unlockIf := func(l Fenced, ok bool, what string) {
+		t.Helper()
+		if !ok {
+			return
+		}
+		if err := l.Unlock(ctx); err != nil {
+			t.Fatalf("%s: Unlock after TryLock said true = %v", what, err)
+		}
+	}
+	for round := range 5 {
+		what := fmt.Sprintf("round %d, TryLock beside Unlock", round)
+		if err := m.Lock(ctx); err != nil {
+			t.Fatalf("%s: Lock = %v", what, err)
+		}
+		var (
+			wg   sync.WaitGroup
+			ok   bool
+			terr error
+			uerr error
+		)
+		start := make(chan struct{})
+		wg.Go(func() { <-start; ok, terr = m.TryLock(ctx) })
+		wg.Go(func() { <-start; uerr = m.Unlock(ctx) })
+		close(start)
+		wg.Wait()
+		if uerr != nil {
+			t.Errorf("%s: Unlock = %v; want nil", what, uerr)
+		}
+		if terr != nil {
+			t.Errorf("%s: TryLock = %v, %v; want no error", what, ok, terr)
+		}
+		unlockIf(m, ok, what)
+
+		what = fmt.Sprintf("round %d, two parties' TryLocks", round)
+		var oks [2]bool
+		var errs [2]error
+		start = make(chan struct{})
+		for i, l := range []Fenced{m, other} {
+			wg.Go(func() { <-start; oks[i], errs[i] = l.TryLock(ctx) })
+		}
+		close(start)
+		wg.Wait()
+		if oks[0] && oks[1] {
+			t.Errorf("%s: both said true: two holders", what)
+		}
+		for i, err := range errs {
+			if err != nil {
+				t.Errorf("%s: TryLock %d = %v, %v; want no error", what, i, oks[i], err)
+			}
+		}
+		unlockIf(m, oks[0], what)
+		unlockIf(other, oks[1], what)
+
+		what = fmt.Sprintf("round %d, TryLock beside another's Lock", round)
+		locked := make(chan error, 1)
+		start = make(chan struct{})
+		wg.Go(func() { <-start; ok, terr = other.TryLock(ctx) })
+		go func() { <-start; locked <- m.Lock(ctx) }()
+		close(start)
+		wg.Wait()
+		if terr != nil {
+			t.Errorf("%s: TryLock = %v, %v; want no error", what, ok, terr)
+		}
+		if ok {
+			select {
+			case err := <-locked:
+				if err == nil {
+					t.Errorf("%s: TryLock said true and the other's Lock returned nil before it was unlocked: two holders", what)
+					_ = m.Unlock(ctx)
+				}
+				locked <- err
+			default:
+			}
+			unlockIf(other, ok, what)
+		}
+		if err := <-locked; err != nil {
+			t.Fatalf("%s: Lock = %v", what, err)
+		}
+		if err := m.Unlock(ctx); err != nil && !(ok && errors.Is(err, k.ErrNotHeld)) {
+			t.Fatalf("%s: Unlock after Lock = %v", what, err)
 		}
 	}
 }
