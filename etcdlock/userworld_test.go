@@ -66,6 +66,11 @@ func TestUserWorld(t *testing.T) {
 				}
 				return etcdlock.New(c, key, opts...)
 			}
+			if session {
+				// A claim an Unlock or a withdraw left on the session's
+				// lease is withdrawn again in the background every second.
+				k.Detach = 5 * time.Second
+			}
 			w := locktest.World[*clientv3.Client]{
 				Faulty:  func(t *testing.T) *clientv3.Client { return newFaulty(t, clusterFor(t, e), session) },
 				Faults:  userFaults(session),
@@ -255,6 +260,34 @@ func userFaults(session bool) []locktest.Fault[*clientv3.Client] {
 			},
 		},
 	}
+	// A refused TryLock withdraws its claim: on a shared session with a
+	// transaction, the one after its claim's; with a lease of its own by
+	// revoking the lease.
+	withdraw, skip := methodRevoke, 0
+	if session {
+		withdraw, skip = methodTxn, 1
+	}
+	faults = append(faults,
+		locktest.Fault[*clientv3.Client]{
+			// TryLock's claim lands behind b's; the withdraw is held in
+			// the network until the client gives the connection up, and
+			// is lost with it: TryLock fails. Nothing of a's may stay in
+			// line (TestTryLockWithdrawLostOnSession).
+			Name: "withdraw held past the give-up", During: locktest.DuringTryLock,
+			Inject: func(t *testing.T, c *clientv3.Client) func() {
+				return heldAndLost(t, c, withdraw, skip)
+			},
+		},
+		locktest.Fault[*clientv3.Client]{
+			// Unlock's delete is held in the network until the client
+			// gives the connection up, and is lost with it: Unlock fails,
+			// the outcome unknown (TestUnlockGivenUpOnSessionStillReleases).
+			Name: "Unlock's delete held past the give-up", During: locktest.DuringUnlock,
+			Inject: func(t *testing.T, c *clientv3.Client) func() {
+				return heldAndLost(t, c, methodTxn, 0)
+			},
+		},
+	)
 	if session {
 		return faults
 	}
@@ -319,4 +352,37 @@ func userFaults(session bool) []locktest.Fault[*clientv3.Client] {
 			},
 		},
 	)
+}
+
+// heldAndLost arms a's wire to hold the call of method after skip others,
+// until the client gives the connection up (gRPC's keep-alive, about 11s
+// in the user's world; here at once); heal closes that connection, and
+// the held request is lost with it.
+func heldAndLost(t *testing.T, c *clientv3.Client, method string, skip int) func() {
+	w := faultyOf(t, c).wire
+	held := make(chan *wireConn, 1)
+	var arm func(left int)
+	arm = func(left int) {
+		w.beforeCall(method, func(any) {
+			if left > 0 {
+				arm(left - 1)
+				return
+			}
+			conn := w.current()
+			conn.hold()
+			held <- conn
+			go conn.giveUpWhenHeld()
+		})
+	}
+	arm(skip)
+	return func() {
+		w.clearCalls()
+		select {
+		case conn := <-held:
+			_ = conn.raw.Close()
+		default:
+			t.Fatalf("the %s to hold was never sent", method)
+		}
+		serves(t, c)
+	}
 }
