@@ -34,6 +34,11 @@ var naiveKinds = []struct {
 	{"BlindDelete", func(c naive.Client, key string) locker {
 		return naive.NewBlindDelete(c, key, naive.WithTTL(uwTTL), naive.WithPoll(5*time.Millisecond))
 	}, "acquire_reply_lost", "the lock is stuck"},
+	// The same, met by TryLock on a free lock: it says taken, and nobody
+	// holds the lock but its own key.
+	{"BlindDeleteTry", func(c naive.Client, key string) locker {
+		return naive.NewBlindDelete(c, key, naive.WithTTL(uwTTL), naive.WithPoll(5*time.Millisecond))
+	}, "acquire_reply_lost,_TryLock", "on a free lock: it says another holds the lock"},
 	// SETNX sent again after its reply was lost finds its own key and
 	// says taken; the EXPIRE never follows: the key stays for good.
 	{"SetNXThenExpire", func(c naive.Client, key string) locker {
