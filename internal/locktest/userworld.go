@@ -130,8 +130,11 @@ type World[C any] struct {
 }
 
 // UserWorld runs, as subtests, every fault of w against k, each on a fresh
-// key from key, judged on the effect (see the comment above [Phase]), then
-// the races among a lock's methods ([Races]).
+// key from key, judged on the effect (see the comment above [Phase]): a
+// fault of Lock on TryLock too ("<fault>, TryLock", "<fault>, TryLock
+// taken"), a fault of Unlock with a worker that ignores its error too
+// ("<fault>, error ignored"); then an Unlock whose ctx had ended, its
+// error ignored; then the races among a lock's methods ([Races]).
 func UserWorld[C any](t *testing.T, k Kind[C], w World[C], key func(t testing.TB) string) {
 	if k.HookClaimed == "" && k.Waiting == nil {
 		t.Fatalf("locktest: kind %s has neither HookClaimed nor Waiting: the suite cannot tell when its Lock waits", k.Name)
