@@ -80,9 +80,14 @@ func (a *attempt) landed(i int, code int64, err error) {
 	if a.kind != queueRound && err == nil && code == 0 {
 		return
 	}
+	call := func(ctx context.Context, i int, c Client) (int64, error) {
+		return releaseScript.Run(ctx, c, a.m.releaseKeys(a.tok), a.tok, retry.ReceiptMS, "1").Int64()
+	}
 	ctx, cancel := retry.Detach(context.Background())
 	defer cancel()
-	_ = releaseScript.Run(ctx, a.m.clients[i], a.m.releaseKeys(a.tok), a.tok, retry.ReceiptMS, "1").Err()
+	if _, err := call(ctx, i, a.m.clients[i]); isTimeout(err) {
+		a.m.sweep(context.Background(), i, call) // a busy node: until it answers
+	}
 }
 
 // giveUp ends the attempt. It returns, per node, whether the caller must

@@ -210,7 +210,12 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 // had expired). Like Lock, it tolerates a failed minority silently: the
 // nodes that answered then form a majority without our token. Nodes that
 // only did not answer within the per-node timeout (busy, not down) are sent
-// the release again, after a growing pause, for up to 2s. When too many
+// the release again, after a growing pause, for up to 2s; a node still
+// without an answer when Unlock returns (its release may never have been
+// sent: its client's connections were all in use) goes on being sent it in
+// the background, after a growing pause, until it answers or a TTL has
+// passed, so that it does not keep the key for a TTL with nobody holding
+// the lock; [Mutex.Settle] waits for that too. When too many
 // nodes failed for a majority, the error wraps [ErrQuorumUnreachable] with
 // one [NodeError] per failed node, and the keys left expire after the TTL.
 func (m *Mutex) Unlock(ctx context.Context) error {
@@ -248,7 +253,8 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if cleanup != nil {
 		enough = 0
 	}
-	res := m.release(ctx, tok, cleanup, now, enough)
+	swept := make([]atomic.Bool, len(m.clients)) // one background release per node, however many rounds
+	res := m.release(ctx, tok, cleanup, now, enough, swept)
 	// Nodes too busy to answer in time: send the release again (its
 	// receipt makes a second run answer as the first), for up to the
 	// release timeout after the first, rather than leave the lock to its
@@ -257,7 +263,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	// can only end done or exhausted: res says which.
 	_ = retry.Repeat(context.WithoutCancel(ctx), m.resend(retry.ReleaseTimeout, retry.ReleaseTimeout), func(_ context.Context, n int) (bool, error) {
 		if n > 1 {
-			res = m.release(ctx, tok, cleanup, now, enough)
+			res = m.release(ctx, tok, cleanup, now, enough, swept)
 		}
 		return !m.busy(res), nil
 	})

@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/locklab/locklab/internal/keyslot"
 	"github.com/locklab/locklab/internal/retry"
@@ -24,7 +25,7 @@ func (m *Mutex) cleanUp(ctx context.Context, a *attempt, res result) {
 		need = need || now[i]
 	}
 	if need {
-		m.release(ctx, a.tok, nil, now, 0)
+		m.release(ctx, a.tok, nil, now, 0, nil)
 	}
 }
 
@@ -43,11 +44,16 @@ type nodeCleanup struct {
 // cleanup[i].retired. It returns once enough nodes (if enough > 0) have
 // released, as fanOut does. It records in the contended hint whether a
 // node was handed to a waiter.
-func (m *Mutex) release(ctx context.Context, tok string, cleanup []nodeCleanup, now []bool, enough int) result {
+//
+// A node that does not answer in time, whether the round waited for it or
+// had already returned, is sent the release again in the background (see
+// sweep), once per node for all the rounds that share swept (nil: this
+// round only).
+func (m *Mutex) release(ctx context.Context, tok string, cleanup []nodeCleanup, now []bool, enough int, swept []atomic.Bool) result {
 	m.f.At(ctx, HookBeforeRelease)
 	plain := []any{tok, retry.ReceiptMS} // read concurrently, never written
 	keys := m.releaseKeys(tok)
-	res := m.fanOut(context.WithoutCancel(ctx), enough, func(ctx context.Context, i int, c Client) (int64, error) {
+	call := func(ctx context.Context, i int, c Client) (int64, error) {
 		if now != nil && !now[i] {
 			return 0, errLater
 		}
@@ -62,11 +68,49 @@ func (m *Mutex) release(ctx context.Context, tok string, cleanup []nodeCleanup, 
 			}
 		}
 		return releaseScript.Run(ctx, c, keys, args...).Int64()
-	}, nil, nil)
+	}
+	if swept == nil {
+		swept = make([]atomic.Bool, len(m.clients))
+	}
+	values := context.WithoutCancel(ctx)
+	res := m.fanOut(values, enough, call, func(i int, _ int64, err error) {
+		if isTimeout(err) && swept[i].CompareAndSwap(false, true) {
+			m.sweep(values, i, call)
+		}
+	}, nil)
 	if res.ok > 0 {
 		m.contended.Store(res.count(2) > 0)
 	}
 	return res
+}
+
+// sweep sends node i's release, call, again in the background after it
+// did not answer in time: the node was busy, or its client's connections
+// were all in use on a loaded machine, so the release may never have been
+// sent. Unlock has returned by then (a majority released), and nothing
+// else would release that node: it kept the key for a whole TTL with
+// nobody holding the lock, so that one more node down or busy stalled
+// every client until the key expired. sweep sends again after a growing,
+// jittered pause (see resend), each try bounded by retry.ReleaseTimeout,
+// until the node answers, fails otherwise (down, or its client closed:
+// the key then expires after the TTL, as Unlock documents), or a TTL has
+// passed, after which no key written before the release is left. The
+// script is owner-checked and answers a second run from its receipt, so a
+// release that had landed after all changes nothing. Settle waits for it.
+func (m *Mutex) sweep(ctx context.Context, i int, call nodeCall) {
+	m.inflight.add(1)
+	go func() {
+		defer m.inflight.done()
+		_ = retry.Repeat(ctx, m.resend(retry.ReleaseTimeout, m.o.ttl), func(ctx context.Context, n int) (bool, error) {
+			if n == 1 {
+				return false, nil // the release that timed out: pause first
+			}
+			ctx, cancel := retry.Detach(ctx)
+			defer cancel()
+			_, err := call(ctx, i, m.clients[i])
+			return !isTimeout(err), nil
+		})
+	}()
 }
 
 // releaseKeys are release.lua's keys for tok.

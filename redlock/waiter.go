@@ -195,7 +195,7 @@ func (w *waiter) abandon(ctx context.Context, cause error) error {
 	for i := range cleanup {
 		cleanup[i] = nodeCleanup{dequeue: true, retired: w.retired[i]}
 	}
-	if res := w.m.release(ctx, w.token(), cleanup, now, 0); w.m.unreachable(res) {
+	if res := w.m.release(ctx, w.token(), cleanup, now, 0, nil); w.m.unreachable(res) {
 		return errors.Join(cause, w.m.quorumErr("leave queues", res))
 	}
 	return cause

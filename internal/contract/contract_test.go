@@ -68,7 +68,11 @@ func newKey(t *testing.T, k kind) string {
 				for iter.Next(ctx) {
 					left := iter.Val()
 					if left == key {
-						t.Errorf("%s: the lock key %s is left on %s after every party unlocked", k.name, key, n.Addr())
+						// What it holds and how long it has left say who wrote it
+						// and when: a queue token ("<notifier>.<ttl>.<random>.<gen>")
+						// or a SET round's, and PTTL against the TTL.
+						t.Errorf("%s: the lock key %s is left on %s after every party unlocked: it holds %q, PTTL %v",
+							k.name, key, n.Addr(), c.Get(ctx, key).Val(), c.PTTL(ctx, key).Val())
 						continue
 					}
 					// PTTL -1: no TTL; -2: gone since SCAN saw it (a receipt
