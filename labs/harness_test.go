@@ -236,6 +236,8 @@ func TestHelperExpectations(t *testing.T) {
 		labs.Broken(t, "Harness", overlapScenario, noLockImpl)
 	case "unsafe": // a fixed run with a violation fails
 		labs.Fixed(t, "Harness", overlapScenario, noLockImpl)
+	case "stuck-lock": // a learner's Lock that waits on a hold kept in its process
+		labs.RunExercise(t, stuckLockScenario, semImpl)
 	default:
 		t.Skip("helper for TestHarnessFailsLoudly")
 	}
@@ -249,6 +251,9 @@ func TestHarnessFailsLoudly(t *testing.T) {
 		{"blind", "LOCKLAB_HARNESS_CASE=blind", []string{"harness went blind", "no violation ... FAIL"}},
 		{"red", "LOCKLAB_HARNESS_CASE=red LOCKLAB_RED=1", []string{"1 violation", "VIOLATION: A and B both in the critical section"}},
 		{"unsafe", "LOCKLAB_HARNESS_CASE=unsafe", []string{"1 violation ... FAIL", "client A", "client B"}},
+		// Named at the bound (5x the scene's 100ms lease), not at the
+		// scene's 30s deadline.
+		{"stuck-lock", "LOCKLAB_HARNESS_CASE=stuck-lock", []string{"client B: Lock did not return within 500ms (does it ignore its context / wait on something not in Redis?)", "--- the timeline so far"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -265,6 +270,15 @@ func TestHarnessFailsLoudly(t *testing.T) {
 			}
 		})
 	}
+}
+
+// stuckLockScenario has B, in A's process, Lock what A holds: semLock's
+// Lock waits on the process's slot, which no lease ends.
+func stuckLockScenario(s *labs.Scene, impl *labs.Impl) {
+	s.TTL = 100 * time.Millisecond
+	a, b := s.Client("A", impl), s.Client("B", impl)
+	s.Must(a.Lock())
+	s.Must(b.Lock())
 }
 
 // ctxLock remembers the context its Lock got, as a lock that ties its hold
