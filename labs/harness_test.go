@@ -281,6 +281,42 @@ func stuckLockScenario(s *labs.Scene, impl *labs.Impl) {
 	s.Must(b.Lock())
 }
 
+// lockedWrite is a whole turn at the resource: Lock (200ms at most), the
+// built-in write, Unlock.
+var lockedWrite = labs.RegisterLockedOp("harness-locked-write", labs.LockedOp{
+	Op: "write", Wait: 200 * time.Millisecond, Lock: "the test lock", Holder: "A holds it?",
+})
+
+// TestLockedOp: a LockedOp that cannot take the lock within its wait fails
+// naming the lock and its suspect; once free, it locks, runs its op with
+// the argument and unlocks, each on the timeline.
+func TestLockedOp(t *testing.T) {
+	labs.Run(t, func(s *labs.Scene, impl *labs.Impl) {
+		a, b := s.Client("A", impl), s.Client("B", impl)
+		s.Must(a.Lock())
+		_, err := b.Do(lockedWrite, "x")
+		if want := "B could not take the test lock within 200ms (A holds it?): context deadline exceeded"; err == nil || err.Error() != want {
+			t.Errorf("Do(lockedWrite) while A holds the lock = %v; want %q", err, want)
+		}
+		s.Must(a.Unlock())
+		if _, err := b.Do(lockedWrite, "y"); err != nil {
+			t.Errorf("Do(lockedWrite) of a free lock = %v; want nil", err)
+		}
+		var got []string
+		for _, e := range s.Events() {
+			if e.Client == "B" {
+				got = append(got, fmt.Sprintf("%s:%v:%s", e.Kind, e.OK, e.Text))
+			}
+		}
+		if want := "want:false:,acquire:false:deadline exceeded,want:false:,acquire:true:,write:true:y,release:true:"; strings.Join(got, ",") != want {
+			t.Errorf("B's events = %s; want %s", strings.Join(got, ","), want)
+		}
+		if sem := len(sem); sem != 0 {
+			t.Errorf("the slot is taken after B's turn (%d); want it released", sem)
+		}
+	}, semImpl)
+}
+
 // ctxLock remembers the context its Lock got, as a lock that ties its hold
 // to it (package watchdog) does.
 type ctxLock struct {

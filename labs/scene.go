@@ -296,6 +296,13 @@ type quietTB struct{ testing.TB }
 
 func (quietTB) Failed() bool { return false }
 
+// QuietT returns t as the rig should see it when a lab starts servers for
+// a learner's exercise outside one scene (an exploration's or a
+// contract's, which serve many scenes): a test that never reports
+// failing, so that a caught exercise leaves the servers' logs out, as
+// [Scene.ServerT] does. Everything else is t's own.
+func QuietT(t testing.TB) testing.TB { return quietTB{t} }
+
 // maxGaps bounds [Scene.Gaps]: no lock operation in the labs sends more
 // Redis commands than this.
 const maxGaps = 12
