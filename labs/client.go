@@ -48,6 +48,7 @@ type Call struct {
 	c    *Client
 	id   int
 	op   string
+	arg  string
 	done chan struct{}
 	out  string
 	err  error
@@ -60,7 +61,7 @@ func (c *Client) Name() string { return c.name }
 func (c *Client) Go(op, arg string) *Call {
 	c.mu.Lock()
 	c.nextID++
-	call := &Call{c: c, id: c.nextID, op: op, done: make(chan struct{})}
+	call := &Call{c: c, id: c.nextID, op: op, arg: arg, done: make(chan struct{})}
 	c.calls[call.id] = call
 	c.mu.Unlock()
 	if err := c.out.send(msg{T: "op", ID: call.id, Op: op, Arg: arg}); err != nil {
@@ -73,15 +74,51 @@ func (c *Client) Go(op, arg string) *Call {
 func (call *Call) Done() <-chan struct{} { return call.done }
 
 // Result waits for the call and returns its result and error. The scene's
-// deadline fails the test.
+// deadline fails the test, and so does a Lock of the learner's lock that
+// has not returned within its bound ([Scene.lockBound]).
 func (call *Call) Result() (string, error) {
+	var late <-chan time.Time
+	bound, bounded := call.lockBound()
+	if bounded {
+		t := time.NewTimer(bound)
+		defer t.Stop()
+		late = t.C
+	}
 	select {
 	case <-call.done:
 		return call.out, call.err
+	case <-late:
+		call.lockLate(bound)
+		return "", nil
 	case <-call.c.s.Ctx.Done():
 		call.c.s.Fatalf("labs: client %s: %s did not return before the scene's deadline (%v): does it ignore its context?", call.c.name, call.op, call.c.s.timeout)
 		return "", nil
 	}
+}
+
+// lockBound is how long the scenario waits for the call when it is a Lock
+// of the learner's lock (see [Scene.lockBound]); bounded is false for any
+// other call.
+func (call *Call) lockBound() (bound time.Duration, bounded bool) {
+	if call.op != "lock" || !call.c.s.exercise {
+		return 0, false
+	}
+	var wait time.Duration
+	if call.arg != "" {
+		d, err := time.ParseDuration(call.arg)
+		if err != nil {
+			return 0, false // the client refuses the argument and answers at once
+		}
+		wait = d
+	}
+	return call.c.s.lockBound(wait), true
+}
+
+// lockLate fails the test for a Lock of the learner's lock that has not
+// returned within bound.
+func (call *Call) lockLate(bound time.Duration) {
+	call.c.s.t.Helper()
+	call.c.s.Fatalf("labs: client %s: Lock did not return within %v (does it ignore its context / wait on something not in Redis?): a Lock returns when it takes the lock, at the latest once every lease in the scene (the longest is %v) has run out, or when its context ends", call.c.name, bound, call.c.s.lease())
 }
 
 // Within waits at most d for the call and reports whether it returned:
@@ -268,8 +305,16 @@ func (c *Client) WaitParked(points ...string) string {
 func (c *Client) WaitParkedOr(call *Call, points ...string) (string, bool) {
 	c.s.t.Helper()
 	var done <-chan struct{}
+	var late <-chan time.Time
+	var bound time.Duration
 	if call != nil {
 		done = call.done
+		var bounded bool
+		if bound, bounded = call.lockBound(); bounded {
+			t := time.NewTimer(bound)
+			defer t.Stop()
+			late = t.C
+		}
 	}
 	for {
 		c.mu.Lock()
@@ -281,6 +326,9 @@ func (c *Client) WaitParkedOr(call *Call, points ...string) (string, bool) {
 		select {
 		case <-ch:
 		case <-done:
+			return "", false
+		case <-late:
+			call.lockLate(bound)
 			return "", false
 		case <-c.gone:
 			c.s.Fatalf("labs: client %s exited while waiting for it to park at %v%s", c.name, points, c.stderrTail())

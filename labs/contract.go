@@ -112,7 +112,7 @@ func ExerciseLockContract(t *testing.T, title string, impl *Impl, c LockContract
 	if !exerciseMode {
 		t.Skipf("the contract of a lock runs on your exercise with -tags exercise (make exercise LAB=%s)", labNumber())
 	}
-	run(t, title+" contract", "exercise", lockContract(c), impl, wantSafe, runOpts{spread: true, quiet: true, timeout: exerciseTimeout})
+	run(t, title+" contract", "exercise", lockContract(c), impl, wantSafe, runOpts{spread: true, exercise: true, timeout: exerciseTimeout})
 }
 
 // FixedLockContract runs the lock contract on a lab's reference lock, and

@@ -50,7 +50,10 @@
 //     exercise.go (same SHA-256 as testdata/exercise.sha256) is still caught,
 //     and skips once the learner has edited it, so a plain go test stays
 //     green. LOCKLAB_RED=1 (make red) makes [Broken] demand safety, so the
-//     broken lock's real failure is shown as a failing test.
+//     broken lock's real failure is shown as a failing test. In a run on
+//     the learner's exercise, a Lock that has not returned within 5x the
+//     scene's lease (past its context's end) fails the test at once,
+//     naming what it may wait on, instead of at the scene's deadline.
 //   - What exercises build on: [PollLock] (a Lock made of TryLock) and
 //     [TakeKey] (SET NX PX), so that an exercise.go holds little more than
 //     the code its learner must fix. A lab's table of wrong fixes edits

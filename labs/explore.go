@@ -279,7 +279,7 @@ func ExploreFixed(t *testing.T, title string, race Race, impl *Impl, o ExploreOp
 // least one, and an edited one skips.
 func ExploreExercise(t *testing.T, title string, race Race, impl *Impl, o ExploreOpts) {
 	t.Helper()
-	ro := runOpts{spread: true, quiet: true}
+	ro := runOpts{spread: true, exercise: true}
 	if exerciseMode {
 		explore(t, title, "exercise, explored", race, impl, wantSafe, o, ro)
 		return
@@ -390,7 +390,7 @@ func explore(t *testing.T, title, label string, race Race, impl *Impl, want outc
 	}
 	start := time.Now()
 	base := newScene(t, 10*checkTimeout) // its context serves FLUSHALL between schedules
-	base.quiet = ro.quiet
+	base.exercise = ro.exercise
 	nodes := base.Nodes(max(race.Nodes, 1))
 	observer := base.Redis()
 	flushers := []*redis.Client{observer}
@@ -423,7 +423,7 @@ func explore(t *testing.T, title, label string, race Race, impl *Impl, want outc
 			}
 		}
 		s := newScene(st, exerciseTimeout)
-		s.spread, s.quiet = ro.spread, ro.quiet
+		s.spread, s.exercise = ro.spread, ro.exercise
 		s.nodes, s.observer = base.nodes, observer
 		actors := race.Actors(s, impl)
 		for {

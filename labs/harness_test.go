@@ -236,6 +236,8 @@ func TestHelperExpectations(t *testing.T) {
 		labs.Broken(t, "Harness", overlapScenario, noLockImpl)
 	case "unsafe": // a fixed run with a violation fails
 		labs.Fixed(t, "Harness", overlapScenario, noLockImpl)
+	case "stuck-lock": // a learner's Lock that waits on a hold kept in its process
+		labs.RunExercise(t, stuckLockScenario, semImpl)
 	default:
 		t.Skip("helper for TestHarnessFailsLoudly")
 	}
@@ -249,6 +251,9 @@ func TestHarnessFailsLoudly(t *testing.T) {
 		{"blind", "LOCKLAB_HARNESS_CASE=blind", []string{"harness went blind", "no violation ... FAIL"}},
 		{"red", "LOCKLAB_HARNESS_CASE=red LOCKLAB_RED=1", []string{"1 violation", "VIOLATION: A and B both in the critical section"}},
 		{"unsafe", "LOCKLAB_HARNESS_CASE=unsafe", []string{"1 violation ... FAIL", "client A", "client B"}},
+		// Named at the bound (5x the scene's 100ms lease), not at the
+		// scene's 30s deadline.
+		{"stuck-lock", "LOCKLAB_HARNESS_CASE=stuck-lock", []string{"client B: Lock did not return within 500ms (does it ignore its context / wait on something not in Redis?)", "--- the timeline so far"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -265,6 +270,51 @@ func TestHarnessFailsLoudly(t *testing.T) {
 			}
 		})
 	}
+}
+
+// stuckLockScenario has B, in A's process, Lock what A holds: semLock's
+// Lock waits on the process's slot, which no lease ends.
+func stuckLockScenario(s *labs.Scene, impl *labs.Impl) {
+	s.TTL = 100 * time.Millisecond
+	a, b := s.Client("A", impl), s.Client("B", impl)
+	s.Must(a.Lock())
+	s.Must(b.Lock())
+}
+
+// lockedWrite is a whole turn at the resource: Lock (200ms at most), the
+// built-in write, Unlock.
+var lockedWrite = labs.RegisterLockedOp("harness-locked-write", labs.LockedOp{
+	Op: "write", Wait: 200 * time.Millisecond, Lock: "the test lock", Holder: "A holds it?",
+})
+
+// TestLockedOp: a LockedOp that cannot take the lock within its wait fails
+// naming the lock and its suspect; once free, it locks, runs its op with
+// the argument and unlocks, each on the timeline.
+func TestLockedOp(t *testing.T) {
+	labs.Run(t, func(s *labs.Scene, impl *labs.Impl) {
+		a, b := s.Client("A", impl), s.Client("B", impl)
+		s.Must(a.Lock())
+		_, err := b.Do(lockedWrite, "x")
+		if want := "B could not take the test lock within 200ms (A holds it?): context deadline exceeded"; err == nil || err.Error() != want {
+			t.Errorf("Do(lockedWrite) while A holds the lock = %v; want %q", err, want)
+		}
+		s.Must(a.Unlock())
+		if _, err := b.Do(lockedWrite, "y"); err != nil {
+			t.Errorf("Do(lockedWrite) of a free lock = %v; want nil", err)
+		}
+		var got []string
+		for _, e := range s.Events() {
+			if e.Client == "B" {
+				got = append(got, fmt.Sprintf("%s:%v:%s", e.Kind, e.OK, e.Text))
+			}
+		}
+		if want := "want:false:,acquire:false:deadline exceeded,want:false:,acquire:true:,write:true:y,release:true:"; strings.Join(got, ",") != want {
+			t.Errorf("B's events = %s; want %s", strings.Join(got, ","), want)
+		}
+		if sem := len(sem); sem != 0 {
+			t.Errorf("the slot is taken after B's turn (%d); want it released", sem)
+		}
+	}, semImpl)
 }
 
 // ctxLock remembers the context its Lock got, as a lock that ties its hold

@@ -2,6 +2,7 @@ package labs
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -103,6 +104,39 @@ var (
 		return "", nil
 	})
 )
+
+// LockedOp is one client's whole turn at the protected resource, run as
+// one operation: Lock, waiting at most Wait; Op with the operation's
+// argument; Unlock. In a [Race] it is the part of a client that needs no
+// hook point of its own (B's turn after A's), so that exploring it costs
+// no schedules. Register it with [RegisterLockedOp].
+type LockedOp struct {
+	Op   string        // the operation run under the lock, given the argument
+	Wait time.Duration // the longest Lock waits; the op then fails
+	// Lock and Holder name, in the error of a Lock that gave up, what the
+	// lock is ("the row lock") and who may keep it ("A took it again?"):
+	// "B could not take the row lock within 2s (A took it again?): ...".
+	Lock, Holder string
+}
+
+// RegisterLockedOp registers o under name (see [RegisterOp]) and returns
+// name. The operation fails if Lock does not take the lock within o.Wait,
+// with an error naming o.Lock and o.Holder and wrapping Lock's, or if o.Op
+// fails (the lock is then still held); otherwise it returns Unlock's
+// error. Lock, Op and Unlock are each recorded on the timeline.
+func RegisterLockedOp(name string, o LockedOp) string {
+	return RegisterOp(name, func(ctx context.Context, l *Local, arg string) (string, error) {
+		lctx, cancel := context.WithTimeout(ctx, o.Wait)
+		defer cancel()
+		if err := l.Lock(lctx); err != nil {
+			return "", fmt.Errorf("%s could not take %s within %v (%s): %w", l.Name, o.Lock, o.Wait, o.Holder, err)
+		}
+		if _, err := l.Do(ctx, o.Op, arg); err != nil {
+			return "", err
+		}
+		return "", l.Unlock(ctx)
+	})
+}
 
 // Failing returns a Locker whose every method returns err: for a recipe
 // that cannot build its lock (a Notifier that would not subscribe), so

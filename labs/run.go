@@ -74,7 +74,7 @@ func Caught(t *testing.T, title string, sc Scenario, impl *Impl) {
 // logs: it is the exercise's, not the rig's.
 func Exercise(t *testing.T, title string, sc Scenario, impl *Impl) {
 	t.Helper()
-	opts := runOpts{spread: true, quiet: true, timeout: exerciseTimeout}
+	opts := runOpts{spread: true, exercise: true, timeout: exerciseTimeout}
 	if exerciseMode {
 		run(t, title, "exercise", sc, impl, wantSafe, opts)
 		return
@@ -89,7 +89,8 @@ func Exercise(t *testing.T, title string, sc Scenario, impl *Impl) {
 type runOpts struct {
 	golden bool // compare the timeline with testdata/<TestName>.golden and the README
 	spread bool // clients spread commands over their connections (Env.Spread)
-	quiet  bool // a failure leaves the servers' logs out
+	// exercise: the lock under test is the learner's (see Scene.exercise).
+	exercise bool
 	// timeout is the scene's deadline; 0 means checkTimeout.
 	timeout time.Duration
 }
@@ -101,7 +102,7 @@ func run(t *testing.T, title, label string, sc Scenario, impl *Impl, want outcom
 		o.timeout = checkTimeout
 	}
 	s := newScene(t, o.timeout)
-	s.spread, s.quiet = o.spread, o.quiet
+	s.spread, s.exercise = o.spread, o.exercise
 	sc(s, impl)
 	events := s.hist.Events()
 	findings := history.Check(events)

@@ -3,6 +3,7 @@ package labs
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,7 +46,11 @@ type Scene struct {
 	clients  int
 	timeout  time.Duration // the scene's deadline: checkTimeout, or exerciseTimeout
 	spread   bool          // exercise runs: clients spread commands over their connections
-	quiet    bool          // exercise runs: a failure leaves the servers' logs out
+	// exercise marks a run on the learner's exercise: a failure leaves the
+	// servers' logs out (it is the exercise's, not the rig's), and every
+	// Lock of a client is bounded (lockBound).
+	exercise bool
+	longest  atomic.Int64 // the longest TTL of the scene's clients so far, in ns (see lease)
 }
 
 func newScene(t testing.TB, timeout time.Duration) *Scene {
@@ -89,7 +94,7 @@ func (s *Scene) Nodes(n int, opts ...rig.Option) []*rig.Node {
 	s.t.Helper()
 	if s.nodes == nil {
 		var tb testing.TB = s.t
-		if s.quiet {
+		if s.exercise {
 			tb = quietTB{s.t}
 		}
 		s.nodes = rig.StartN(tb, n, opts...)
@@ -132,6 +137,12 @@ func (s *Scene) env(name string, opts []ClientOption) *Env {
 	}
 	for _, o := range opts {
 		o(e)
+	}
+	for {
+		old := s.longest.Load()
+		if int64(e.TTL) <= old || s.longest.CompareAndSwap(old, int64(e.TTL)) {
+			break
+		}
 	}
 	if e.Addrs == nil {
 		for _, n := range s.Nodes(1) {
@@ -257,12 +268,40 @@ func (s *Scene) WaitExpired(key string) {
 	}, "%s expired", key)
 }
 
+// lockMargin is how many times the scene's lease a Lock of the learner's
+// lock may take (lockBound): 5x, the margin every timing in the labs keeps.
+const lockMargin = 5
+
+// lease is the scene's lease: the longest TTL of the clients made so far,
+// or the scene's TTL if it is longer.
+func (s *Scene) lease() time.Duration {
+	return max(s.TTL, time.Duration(s.longest.Load()))
+}
+
+// lockBound is how long the scenario waits for a Lock of the learner's
+// lock whose context ends after wait (0: none) before failing the test:
+// lockMargin times the scene's lease, after wait. A Lock returns when it
+// takes the lock: at the latest once the holder's lease runs out, if the
+// holder never releases it. One that has not returned by then waits on
+// something else (a hold kept in its process, a context it ignores), and
+// the test says so at once instead of at the scene's deadline.
+func (s *Scene) lockBound(wait time.Duration) time.Duration {
+	return wait + lockMargin*s.lease()
+}
+
 // quietTB is a test as the rig sees it in an exercise run: one that never
 // failed, so that the rig does not log the servers' logs when the
 // learner's exercise is caught. Everything else is the test's own.
 type quietTB struct{ testing.TB }
 
 func (quietTB) Failed() bool { return false }
+
+// QuietT returns t as the rig should see it when a lab starts servers for
+// a learner's exercise outside one scene (an exploration's or a
+// contract's, which serve many scenes): a test that never reports
+// failing, so that a caught exercise leaves the servers' logs out, as
+// [Scene.ServerT] does. Everything else is t's own.
+func QuietT(t testing.TB) testing.TB { return quietTB{t} }
 
 // maxGaps bounds [Scene.Gaps]: no lock operation in the labs sends more
 // Redis commands than this.
@@ -296,7 +335,7 @@ func (s *Scene) Gaps(from int, round func(k int) (reached bool)) {
 // leaves the servers' logs out of a failure, as [Scene.Nodes] does for
 // Redis; otherwise the scene's test.
 func (s *Scene) ServerT() testing.TB {
-	if s.quiet {
+	if s.exercise {
 		return quietTB{s.t}
 	}
 	return s.t

@@ -15,7 +15,7 @@ func TestServerTIsQuietInExerciseRuns(t *testing.T) {
 	if s.ServerT() != testing.TB(t) {
 		t.Error("ServerT outside an exercise run is not the scene's test")
 	}
-	s.quiet = true
+	s.exercise = true
 	if _, ok := s.ServerT().(quietTB); !ok || s.ServerT().Failed() {
 		t.Errorf("ServerT in an exercise run = %T; want a quietTB, which never reports failing", s.ServerT())
 	}

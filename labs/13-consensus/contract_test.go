@@ -36,7 +36,7 @@ func etcdWriter(write func(context.Context, clientv3.KV, *etcdlock.Mutex, string
 		Refused: lab13.ErrRefused,
 		Hold: func(t testing.TB) labs.Hold {
 			once.Do(func() {
-				e := rig.StartEtcd(quietT{t}, 1)
+				e := rig.StartEtcd(labs.QuietT(t), 1)
 				var err error
 				if c, err = sysclient.Etcd(e.Endpoints()...); err != nil {
 					t.Fatalf("etcd client: %v", err)

@@ -1,8 +1,6 @@
 package lab13_test
 
 import (
-	"context"
-	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -34,7 +32,7 @@ func pausedRace(t *testing.T, quiet bool) labs.Race {
 	t.Helper()
 	var st testing.TB = t
 	if quiet {
-		st = quietT{t}
+		st = labs.QuietT(t)
 	}
 	var (
 		once sync.Once
@@ -90,23 +88,12 @@ func pausedRace(t *testing.T, quiet bool) labs.Race {
 	}
 }
 
-// bWait bounds B's Lock in the race: a write that takes the lock again
-// (after A's claim is gone) keeps B out until A unlocks, which in the
-// race is a later turn; B then gives up instead of waiting for it.
-const bWait = 2 * time.Second
-
-// lockWriteUnlock is B's part in the race: Lock (for at most bWait),
-// write arg, Unlock, with no hook point armed.
-var lockWriteUnlock = labs.RegisterOp("lock-write-unlock", func(ctx context.Context, l *labs.Local, data string) (string, error) {
-	lctx, cancel := context.WithTimeout(ctx, bWait)
-	defer cancel()
-	if err := l.Lock(lctx); err != nil {
-		return "", fmt.Errorf("%s could not take the lock within %v (A took it again?): %w", l.Name, bWait, err)
-	}
-	if _, err := l.Do(ctx, writeOrder, data); err != nil {
-		return "", err
-	}
-	return "", l.Unlock(ctx)
+// lockWriteUnlock is B's part in the race: Lock, write arg, Unlock, with
+// no hook point armed. Its Lock waits at most 2s: a write that takes the
+// lock again (after A's claim is gone) keeps B out until A unlocks, which
+// in the race is a later turn; B then gives up instead of waiting for it.
+var lockWriteUnlock = labs.RegisterLockedOp("lock-write-unlock", labs.LockedOp{
+	Op: writeOrder, Wait: 2 * time.Second, Lock: "the lock", Holder: "A took it again?",
 })
 
 var pausedExplored = labs.ExploreOpts{Exhaustive: true, Budget: 400}
@@ -125,9 +112,3 @@ func TestLab13_ExerciseExplored(t *testing.T) {
 	t.Parallel()
 	labs.ExploreExercise(t, titlePause, pausedRace(t, true), exercise, pausedExplored)
 }
-
-// quietT is t for servers started for an exercise: it never reports
-// failing, so the rig leaves their logs out of a learner's failure.
-type quietT struct{ testing.TB }
-
-func (quietT) Failed() bool { return false }

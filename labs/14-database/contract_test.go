@@ -35,7 +35,7 @@ func rowWriter(ship func(context.Context, lab14.Orders, lab14.Orders, string, ui
 		Name:  "ShipOrder",
 		Hold: func(t testing.TB) labs.Hold {
 			once.Do(func() {
-				p := rig.StartPostgres(quietT{t})
+				p := rig.StartPostgres(labs.QuietT(t))
 				var err error
 				if app, err = sysclient.Postgres(context.Background(), p.DSN(p.Addr()), 4); err != nil {
 					t.Fatalf("postgres pool: %v", err)

@@ -2,7 +2,6 @@ package lab14_test
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -36,7 +35,7 @@ func rowRace(t *testing.T, quiet bool) labs.Race {
 	t.Helper()
 	var st testing.TB = t
 	if quiet {
-		st = quietT{t}
+		st = labs.QuietT(t)
 	}
 	var (
 		once sync.Once
@@ -115,23 +114,12 @@ func raceSessions(s *labs.Scene, pool *pgxpool.Pool) []int {
 	return pids
 }
 
-// bWait bounds B's Lock in the race: a worker that keeps the row (a write
-// that takes the lock again) keeps B out until A unlocks, which in the
-// race is a later turn; B then gives up instead of waiting for it.
-const bWait = 2 * time.Second
-
-// lockShipUnlock is B's part in the race: Lock (for at most bWait), ship
-// arg, Unlock, with no hook point armed.
-var lockShipUnlock = labs.RegisterOp("lock-ship-unlock", func(ctx context.Context, l *labs.Local, data string) (string, error) {
-	lctx, cancel := context.WithTimeout(ctx, bWait)
-	defer cancel()
-	if err := l.Lock(lctx); err != nil {
-		return "", fmt.Errorf("%s could not take the row lock within %v (A's session still holds it?): %w", l.Name, bWait, err)
-	}
-	if _, err := l.Do(ctx, ship, data); err != nil {
-		return "", err
-	}
-	return "", l.Unlock(ctx)
+// lockShipUnlock is B's part in the race: Lock, ship arg, Unlock, with no
+// hook point armed. Its Lock waits at most 2s: a worker that keeps the row
+// (a write that takes the lock again) keeps B out until A unlocks, which
+// in the race is a later turn; B then gives up instead of waiting for it.
+var lockShipUnlock = labs.RegisterLockedOp("lock-ship-unlock", labs.LockedOp{
+	Op: ship, Wait: 2 * time.Second, Lock: "the row lock", Holder: "A's session still holds it?",
 })
 
 var rowExplored = labs.ExploreOpts{Exhaustive: true, Budget: 400}
@@ -150,9 +138,3 @@ func TestLab14_ExerciseExplored(t *testing.T) {
 	t.Parallel()
 	labs.ExploreExercise(t, titleRow, rowRace(t, true), exercise, rowExplored)
 }
-
-// quietT is t for servers started for an exercise: it never reports
-// failing, so the rig leaves their logs out of a learner's failure.
-type quietT struct{ testing.TB }
-
-func (quietT) Failed() bool { return false }
