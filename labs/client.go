@@ -118,7 +118,12 @@ func (call *Call) lockBound() (bound time.Duration, bounded bool) {
 // returned within bound.
 func (call *Call) lockLate(bound time.Duration) {
 	call.c.s.t.Helper()
-	call.c.s.Fatalf("labs: client %s: Lock did not return within %v (does it ignore its context / wait on something not in Redis?): a Lock returns when it takes the lock, at the latest once every lease in the scene (the longest is %v) has run out, or when its context ends", call.c.name, bound, call.c.s.lease())
+	s := call.c.s
+	store := s.Store
+	if store == "" {
+		store = defaultStore
+	}
+	s.Fatalf("labs: client %s: Lock did not return within %v (does it ignore its context / wait on something not in %s?): a Lock returns when it takes the lock, at the latest once every lease in the scene (the longest is %v) has run out, or when its context ends", call.c.name, bound, store, s.lease())
 }
 
 // Within waits at most d for the call and reports whether it returned:
@@ -522,7 +527,7 @@ func (s *Scene) startGoroutine(spec childSpec) *Client {
 	toDriver, fromClient := io.Pipe()
 	c := s.newClient(spec.Env.Client, fromDriver)
 	go func() {
-		_ = serve(spec, toClient, fromClient)
+		_ = serve(spec, toClient, fromClient, true)
 		_ = fromClient.Close()
 		_ = toClient.Close()
 	}()

@@ -238,6 +238,11 @@ func TestHelperExpectations(t *testing.T) {
 		labs.Fixed(t, "Harness", overlapScenario, noLockImpl)
 	case "stuck-lock": // a learner's Lock that waits on a hold kept in its process
 		labs.RunExercise(t, stuckLockScenario, semImpl)
+	case "stuck-lock-etcd": // the same, in a scene whose locks live in etcd
+		labs.RunExercise(t, func(s *labs.Scene, impl *labs.Impl) {
+			s.Store = "etcd"
+			stuckLockScenario(s, impl)
+		}, semImpl)
 	default:
 		t.Skip("helper for TestHarnessFailsLoudly")
 	}
@@ -254,6 +259,8 @@ func TestHarnessFailsLoudly(t *testing.T) {
 		// Named at the bound (5x the scene's 100ms lease), not at the
 		// scene's 30s deadline.
 		{"stuck-lock", "LOCKLAB_HARNESS_CASE=stuck-lock", []string{"client B: Lock did not return within 500ms (does it ignore its context / wait on something not in Redis?)", "--- the timeline so far"}},
+		// The bound names the scene's store (Scene.Store).
+		{"stuck-lock-etcd", "LOCKLAB_HARNESS_CASE=stuck-lock-etcd", []string{"client B: Lock did not return within 500ms (does it ignore its context / wait on something not in etcd?)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -459,6 +466,38 @@ func TestSpreadHandsOutConnectionsInTurn(t *testing.T) {
 					t.Errorf("two commands in a row on different connections: %v; want %v", differ, spread)
 				}
 			}, clientIDsImpl)
+		})
+	}
+}
+
+// TestInProcessHoldEndsWithItsTest: a hold that a goroutine client or a
+// Local keeps in this process (semLock's slot) is released when its test
+// ends, as a process's exit would, whether or not the scenario unlocked:
+// the next test's clients find the lock free.
+func TestInProcessHoldEndsWithItsTest(t *testing.T) {
+	for _, mode := range []string{"client", "local"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Run("holds", func(t *testing.T) {
+				labs.Run(t, func(s *labs.Scene, impl *labs.Impl) {
+					switch mode {
+					case "client":
+						s.Must(s.Client("A", impl).Lock())
+					case "local":
+						if ok, err := s.Local("A", impl).TryLock(s.Ctx); err != nil || !ok {
+							t.Fatalf("TryLock = %v, %v; want true", ok, err)
+						}
+					}
+				}, semImpl)
+			})
+			t.Run("next", func(t *testing.T) {
+				labs.Run(t, func(s *labs.Scene, impl *labs.Impl) {
+					b := s.Client("B", impl)
+					if ok, err := b.TryLock(); err != nil || !ok {
+						t.Fatalf("TryLock after the holder's test ended = %v, %v; want true: its hold outlived its test", ok, err)
+					}
+					s.Must(b.Unlock())
+				}, semImpl)
+			})
 		})
 	}
 }

@@ -26,6 +26,9 @@ const (
 	defaultKey = "lock:order:1001"
 	// defaultTTL is the lock TTL a scene hands to its clients.
 	defaultTTL = 2 * time.Second
+	// defaultStore is where a scene's locks keep their holds, unless the
+	// scenario says otherwise (Scene.Store).
+	defaultStore = "Redis"
 )
 
 // Scenario is a lab's script, run against one lock recipe.
@@ -38,6 +41,9 @@ type Scene struct {
 	Key    string          // the lock's key, "lock:order:1001" unless set
 	TTL    time.Duration   // the lock TTL clients get, 2s unless set
 	Params map[string]string
+	// Store names where the lock under test keeps its holds, as the
+	// harness's messages say it ("Redis" unless set; lab 13: "etcd").
+	Store string
 
 	t        testing.TB
 	hist     *history.History
@@ -62,6 +68,7 @@ func newScene(t testing.TB, timeout time.Duration) *Scene {
 		Key:     defaultKey,
 		TTL:     defaultTTL,
 		Params:  map[string]string{},
+		Store:   defaultStore,
 		t:       t,
 		hist:    history.New(history.NewClock()),
 	}
@@ -153,7 +160,9 @@ func (s *Scene) env(name string, opts []ClientOption) *Env {
 }
 
 // Client starts a client named name (one letter reads best on the
-// timeline) in a goroutine of this process.
+// timeline) in a goroutine of this process. When the test ends, the
+// client releases what its lock still holds, as the exit of a process
+// does: a hold kept in this process's memory does not outlive the test.
 func (s *Scene) Client(name string, impl *Impl, opts ...ClientOption) *Client {
 	s.t.Helper()
 	return s.started(s.startGoroutine(s.spec(name, impl, opts)))
@@ -182,12 +191,16 @@ func (s *Scene) started(c *Client) *Client {
 
 // Local returns a client to use directly from the test's goroutines (a
 // stress loop), recording into the scene's history. It has no step
-// control.
+// control. When the test ends it releases what its lock still holds, as a
+// client of [Scene.Client] does.
 func (s *Scene) Local(name string, impl *Impl, opts ...ClientOption) *Local {
 	s.t.Helper()
 	l := newLocal(s.env(name, opts), impl, s.hist.Clock(), s.hist.Add, func(string) {})
 	s.clients++
-	s.t.Cleanup(l.Close)
+	s.t.Cleanup(func() {
+		l.releaseHeld()
+		l.Close()
+	})
 	return l
 }
 

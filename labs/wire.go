@@ -69,8 +69,10 @@ func (e *encoder) send(m msg) error {
 
 // serve runs a client: it builds the Local, executes the driver's messages
 // from r and reports on w until r ends. Operations still running then are
-// cancelled and waited for.
-func serve(spec childSpec, r io.Reader, w io.Writer) error {
+// cancelled and waited for. A client served in the test's own process
+// (inProcess) then releases what its lock still holds ([Local.releaseHeld]),
+// as a child's exit does, so that the next test starts from a free lock.
+func serve(spec childSpec, r io.Reader, w io.Writer, inProcess bool) error {
 	impl, ok := lookupImpl(spec.Impl)
 	if !ok {
 		return fmt.Errorf("labs: no Impl named %q is registered in this binary", spec.Impl)
@@ -87,6 +89,9 @@ func serve(spec childSpec, r io.Reader, w io.Writer) error {
 		cancelAll()
 		local.resume()
 		wg.Wait()
+		if inProcess {
+			local.releaseHeld()
+		}
 		local.Close()
 	}()
 	var mu sync.Mutex                       // protects cancels
@@ -148,7 +153,7 @@ func childMain(specJSON string) int {
 		return 2
 	}
 	in, out := os.NewFile(3, "driver-in"), os.NewFile(4, "driver-out")
-	if err := serve(spec, in, out); err != nil {
+	if err := serve(spec, in, out, false); err != nil {
 		fmt.Fprintf(os.Stderr, "labs: child %s: %v\n", spec.Env.Client, err)
 		return 1
 	}
