@@ -55,6 +55,7 @@ func pausedRace(t *testing.T, quiet bool) labs.Race {
 		_, err := c.Delete(s.Ctx, "", clientv3.WithPrefix())
 		s.Must(err)
 		s.Params[etcdParam] = eps
+		s.Store = "etcd"
 	}
 	return labs.Race{
 		Points: []string{etcdlock.HookAcquired, etcdlock.HookBeforeRelease, lab13.HookBeforeWrite},

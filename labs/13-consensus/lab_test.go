@@ -335,6 +335,7 @@ func showOrder(s *labs.Scene, c *clientv3.Client) {
 // revision, and writes. A thaws, and its write goes out.
 func pausedHolder(s *labs.Scene, impl *labs.Impl) {
 	_, c := startEtcd(s, 1)
+	s.Store = "etcd"
 	s.TTL = lease
 	a := s.Process("A", impl) // a real process, so its pause is a real SIGSTOP
 	b := s.Client("B", impl, labs.TTL(long))

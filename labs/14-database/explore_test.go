@@ -66,6 +66,7 @@ func rowRace(t *testing.T, quiet bool) labs.Race {
 		// A worker stuck on its own row lock (a write through the pool
 		// as well) is let go once the server ends its session.
 		s.Params[lockParam] = p.DSN(p.Addr()) + "&idle_in_transaction_session_timeout=" + ms(idleInTx)
+		s.Store = "PostgreSQL"
 	}
 	return labs.Race{
 		Points: []string{pglock.HookAcquired, pglock.HookBeforeRelease, lab14.HookBeforeWrite},

@@ -339,6 +339,7 @@ func showOrder(s *labs.Scene, pool *pgxpool.Pool) {
 // and its write goes out.
 func rowPaused(s *labs.Scene, impl *labs.Impl) {
 	p, pool := database(s)
+	s.Store = "PostgreSQL"
 	s.Params[lockParam] = p.DSN(p.Addr()) + "&idle_in_transaction_session_timeout=" + ms(idleInTx)
 	s.Note("lock sessions: idle_in_transaction_session_timeout = %v", idleInTx)
 	a := s.Process("A", impl)
