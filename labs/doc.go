@@ -27,7 +27,10 @@
 //     a goroutine, [Scene.Process] in a child process (this test binary run
 //     again, driven over a pipe), which the scenario can really crash
 //     ([Client.Kill], SIGKILL) or freeze ([Client.Freeze], SIGSTOP). Both
-//     speak the same protocol and record into the same history.
+//     speak the same protocol and record into the same history. When the
+//     test ends, a client in this process releases what its lock still
+//     holds, as a child's exit does: a hold kept in process memory (lab
+//     00's mutex) never outlives its test, so every test starts free.
 //   - Step control: locks call named hook points (naive.HookAfterSetNX...).
 //     [Client.ParkAt] arms one; the client parks there, [Client.WaitParked]
 //     returns, the scenario does what it needs, [Client.Continue] lets it
@@ -53,7 +56,9 @@
 //     broken lock's real failure is shown as a failing test. In a run on
 //     the learner's exercise, a Lock that has not returned within 5x the
 //     scene's lease (past its context's end) fails the test at once,
-//     naming what it may wait on, instead of at the scene's deadline.
+//     naming what it may wait on ([Scene.Store]: Redis unless the
+//     scenario says etcd or PostgreSQL), instead of at the scene's
+//     deadline.
 //   - What exercises build on: [PollLock] (a Lock made of TryLock) and
 //     [TakeKey] (SET NX PX), so that an exercise.go holds little more than
 //     the code its learner must fix. A lab's table of wrong fixes edits
