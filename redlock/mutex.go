@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,6 +43,11 @@ type Mutex struct {
 	o       options
 	f       frame.Frame      // the argument error, the hook and the observer
 	gates   []preflight.Gate // gates[i] is node i's check before Lock and TryLock
+	ttlMS   string           // the TTL in milliseconds, for take.lua
+	// receiptMS is how long a release's receipt lives, in milliseconds:
+	// at least a TTL, as it also tells a command that takes the token late
+	// that the token was released (see receiptFor).
+	receiptMS string
 
 	// contended hints that other clients are waiting: the last Lock had to
 	// queue, or the last Unlock handed the lock over. Lock with a Notifier
@@ -79,8 +85,11 @@ func New(clients []Client, key string, opts ...Option) *Mutex {
 		err = m.validate()
 	}
 	m.f = frame.Frame{Kind: "redlock", Key: key, Err: err, Hook: o.hook, Obs: o.observer}
+	m.ttlMS = strconv.FormatInt(o.ttl.Milliseconds(), 10)
+	m.receiptMS = receiptFor(o.ttl)
 	if err == nil {
-		probe := preflight.Probe{Script: releaseScript, Keys: m.releaseKeys(preflight.ProbeToken), Args: []any{preflight.ProbeToken, retry.ReceiptMS}}
+		// "0": the probe leaves no receipt (see release.lua).
+		probe := preflight.Probe{Script: releaseScript, Keys: m.releaseKeys(preflight.ProbeToken), Args: []any{preflight.ProbeToken, "0"}}
 		for _, c := range m.clients {
 			m.gates = append(m.gates, preflight.Gate{Pkg: "redlock", Key: key, Client: c, Eviction: o.evictionCheck, NotObtained: ErrNotObtained, Probe: probe})
 		}
