@@ -2,9 +2,12 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/internal/faultproxy"
 	"github.com/locklab/locklab/internal/keyslot"
@@ -90,4 +93,44 @@ func TestReleasedTokenTakesNothing(t *testing.T) {
 			t.Errorf("%s.lua of a released token queued it (%d waiters)", script, n)
 		}
 	}
+}
+
+// TestLockHonoursItsContextOnAnAutoPipeliner: every node cut off (the
+// proxies hold every byte), a Lock given 2s on AutoPipeliners returns by
+// then, with its context's error. The AutoPipeliner runs a queued command
+// on its own context, so the check before the first Lock (INFO and a
+// probe, on nodes not seen before) waited for its read timeouts and
+// retries: 20s.
+func TestLockHonoursItsContextOnAnAutoPipeliner(t *testing.T) {
+	key := newKey(t)
+	ps := make([]*faultproxy.Proxy, 3)
+	cs := make([]redlock.Client, 3)
+	for i, a := range addrs[:3] {
+		ps[i] = faultproxy.Start(t, a)
+		c := redis.NewClient(rig.UserOptions(ps[i].Addr()))
+		ap, err := c.AutoPipeline()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = ap.Close(); _ = c.Close() })
+		cs[i] = ap
+		ps[i].Blackhole()
+	}
+	m := redlock.New(cs, key)
+	const wait = 2 * time.Second
+	ctx, cancel := context.WithTimeout(t.Context(), wait)
+	defer cancel()
+	start := time.Now()
+	err := m.Lock(ctx)
+	took := time.Since(start)
+	for _, p := range ps {
+		p.Heal()
+	}
+	if !errors.Is(err, redlock.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Lock with every node cut off = %v; want ErrNotObtained joined with context.DeadlineExceeded", err)
+	}
+	if limit := wait + wait/2; took > limit {
+		t.Errorf("Lock with a %v context and every node cut off returned after %v; want by %v", wait, took.Round(time.Millisecond), limit)
+	}
+	settle(t, m)
 }

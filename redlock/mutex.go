@@ -91,7 +91,13 @@ func New(clients []Client, key string, opts ...Option) *Mutex {
 		// "0": the probe leaves no receipt (see release.lua).
 		probe := preflight.Probe{Script: releaseScript, Keys: m.releaseKeys(preflight.ProbeToken), Args: []any{preflight.ProbeToken, "0"}}
 		for _, c := range m.clients {
-			m.gates = append(m.gates, preflight.Gate{Pkg: "redlock", Key: key, Client: c, Eviction: o.evictionCheck, NotObtained: ErrNotObtained, Probe: probe})
+			// On an AutoPipeliner the check's commands wait for their
+			// replies only until their context ends, as correct's do (see
+			// preflight.Bound); the rounds bound their own waits (fanOut).
+			// Unbounded, a Lock given 2s with every node cut off waited
+			// for the AutoPipeliner's read timeouts and retries: 20-40s.
+			gc, _ := preflight.Bound(c)
+			m.gates = append(m.gates, preflight.Gate{Pkg: "redlock", Key: key, Client: gc, Eviction: o.evictionCheck, NotObtained: ErrNotObtained, Probe: probe})
 		}
 	}
 	return m
