@@ -79,7 +79,7 @@ func (a *attempt) landed(i int, code int64, err error) {
 		return
 	}
 	call := func(ctx context.Context, i int, c Client) (int64, error) {
-		return releaseScript.Run(ctx, c, a.m.releaseKeys(a.tok), a.tok, a.m.receiptMS, "1").Int64()
+		return runRelease(ctx, c, a.m.releaseKeys(a.tok), a.tok, a.m.receiptMS, "1")
 	}
 	ctx, cancel := retry.Detach(context.Background())
 	defer cancel()

@@ -134,3 +134,36 @@ func TestLockHonoursItsContextOnAnAutoPipeliner(t *testing.T) {
 	}
 	settle(t, m)
 }
+
+// TestUnlockAfterLostRepliesNoRetries: on clients with their retries off,
+// the replies of two of three nodes' releases are lost (each ran). The
+// release took effect on every node and the lock is free, so Unlock must
+// say nil: the release script answers a repeat from its receipt, so
+// asking those nodes again tells what happened. (It said "2 of 3 nodes
+// failed ... quorum unreachable".)
+func TestUnlockAfterLostRepliesNoRetries(t *testing.T) {
+	ctx := t.Context()
+	key := newKey(t)
+	ps, cs, _ := behindProxies(t, addrs[:3], rig.ClientOptions) // MaxRetries -1
+	m := redlock.New(cs, key)
+	if err := m.Lock(ctx); err != nil {
+		t.Fatalf("Lock = %v", err)
+	}
+	settle(t, m)
+	release := redlock.Scripts["release"].Hash()
+	var lost []*faultproxy.Rule
+	for _, p := range ps[1:] {
+		lost = append(lost, p.DropReply(faultproxy.Match{Script: release, Key: key}, 1))
+	}
+	err := m.Unlock(ctx)
+	settle(t, m)
+	if hits := hitsOf(lost); hits[0] != 1 || hits[1] != 1 {
+		t.Fatalf("the releases' replies were not lost (hits %v)", hits)
+	}
+	if h := holders(t, admin[:3], key); h[0] != "" || h[1] != "" || h[2] != "" {
+		t.Fatalf("after the releases ran, the nodes hold %q; want none", h)
+	}
+	if err != nil {
+		t.Errorf("Unlock whose release ran everywhere, two replies lost = %v; want nil", err)
+	}
+}

@@ -223,7 +223,10 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 // It returns [ErrNotHeld] when this Mutex did not hold the lock, or when a
 // majority of nodes answered and none of them still had the token (the lock
 // had expired). Like Lock, it tolerates a failed minority silently: the
-// nodes that answered then form a majority without our token. Nodes that
+// nodes that answered then form a majority without our token. A node
+// whose reply was lost with its connection (on a client whose retries are
+// off) is asked again once: the release answers a repeat as its first run
+// did, so Unlock reports a release that took effect as one. Nodes that
 // only did not answer within the per-node timeout (busy, not down) are sent
 // the release again, after a growing pause, for up to 2s; a node still
 // without an answer when Unlock returns (its release may never have been

@@ -2,9 +2,12 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/internal/keyslot"
 	"github.com/locklab/locklab/internal/retry"
@@ -69,7 +72,7 @@ func (m *Mutex) release(ctx context.Context, tok string, cleanup []nodeCleanup, 
 				args = append(args, r)
 			}
 		}
-		return releaseScript.Run(ctx, c, keys, args...).Int64()
+		return runRelease(ctx, c, keys, args...)
 	}
 	if swept == nil {
 		swept = make([]atomic.Bool, len(m.clients))
@@ -128,4 +131,28 @@ func (m *Mutex) releaseKeys(tok string) []string {
 // re-created the key after Unlock returned, for a TTL, for nobody.
 func receiptFor(ttl time.Duration) string {
 	return strconv.FormatInt(max(retry.ReceiptTTL, ttl).Milliseconds(), 10)
+}
+
+// runRelease runs release.lua on c, and once more after a transport error
+// (the connection broke: the reply may be lost although the script ran):
+// the script answers a repeat from its receipt, as the first run did, so
+// the second answer says what happened. On a client whose retries are off
+// (go-redis MaxRetries -1, a ClusterClient's node clients) a lost reply
+// otherwise counted as a failed node: Unlock said "quorum unreachable" of
+// a lock it had released. go-redis on its defaults sends it again itself.
+// An error reply, a timeout (see sweep) and ctx's end are answers.
+func runRelease(ctx context.Context, c Client, keys []string, args ...any) (int64, error) {
+	code, err := releaseScript.Run(ctx, c, keys, args...).Int64()
+	if lostReply(ctx, err) {
+		code, err = releaseScript.Run(ctx, c, keys, args...).Int64()
+	}
+	return code, err
+}
+
+// lostReply reports whether err may be a reply lost with its connection:
+// an error that is neither the server's answer, nor a timeout, nor ctx's
+// end, nor a closed client.
+func lostReply(ctx context.Context, err error) bool {
+	var re redis.Error
+	return err != nil && ctx.Err() == nil && !errors.As(err, &re) && !isTimeout(err) && !errors.Is(err, redis.ErrClosed)
 }
