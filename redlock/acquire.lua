@@ -6,6 +6,10 @@
 --
 -- KEYS[1]  the lock key
 -- KEYS[2]  the node's wait queue (see release.lua)
+-- KEYS[3]  ARGV[1]'s receipt, "<base>:r:<ARGV[1]>", left by a release of
+--          ARGV[1] on this node (release.lua): a round that finds it lands
+--          after its waiter retired or released the token, and changes
+--          nothing (it returns 0)
 -- ARGV[1]  the waiter's token for this round:
 --          "<notifier id>.<ttl ms>.<random>.<generation>"
 -- ARGV[2]  the waiter's score: when it first wanted the lock, in
@@ -47,6 +51,9 @@ local cur = redis.call("GET", KEYS[1])
 if cur == ARGV[1] then
 	redis.call("PEXPIRE", KEYS[1], ARGV[3])
 	return 2
+end
+if redis.call("GET", KEYS[3]) then
+	return 0 -- ARGV[1] was released here: a round that lands late takes nothing
 end
 local free = not cur
 local keep = false

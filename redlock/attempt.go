@@ -39,10 +39,8 @@ const (
 	// setOnly is a SET round of a Lock that polls, or of TryLock.
 	setOnly attemptKind = iota
 	// setThenQueue is the SET round of a Lock that joins the queues if it
-	// misses. A refused SET is not asked again with GET: the queues' first
-	// round comes next and retires tok (acquire.lua's ARGV[4]), which takes
-	// a node holding it as free, so a SET of it that landed and was refused
-	// when sent again is found there.
+	// misses: the queues' first round comes next and retires tok
+	// (acquire.lua's ARGV[4]), which takes a node holding it as free.
 	setThenQueue
 	// queueRound is a waiter's round in the queues (acquire.lua).
 	queueRound
@@ -68,8 +66,8 @@ func (m *Mutex) newAttempt(tok string, kind attemptKind) *attempt {
 
 // landed is fanOut's done callback: node i's call has ended. If the
 // attempt was given up meanwhile, the node is released here, unless the
-// call was a SET that found someone else's key (it changed nothing; a
-// refusal not asked about, refusedUnasked, is released).
+// call was a SET round's take.lua that changed nothing (it found someone
+// else's key, or tok released already).
 func (a *attempt) landed(i int, code int64, err error) {
 	if a.ended != nil {
 		defer close(a.ended[i])
@@ -81,7 +79,7 @@ func (a *attempt) landed(i int, code int64, err error) {
 		return
 	}
 	call := func(ctx context.Context, i int, c Client) (int64, error) {
-		return releaseScript.Run(ctx, c, a.m.releaseKeys(a.tok), a.tok, retry.ReceiptMS, "1").Int64()
+		return runRelease(ctx, c, a.m.releaseKeys(a.tok), a.tok, a.m.receiptMS, "1")
 	}
 	ctx, cancel := retry.Detach(context.Background())
 	defer cancel()

@@ -18,7 +18,8 @@
 //
 // # The rule
 //
-// Lock sends SET key token NX PX ttl to every node at once, with a fresh
+// Lock sends SET key token NX PX ttl to every node at once (as a script
+// that also refuses a token already released on that node), with a fresh
 // random token per attempt, and holds the lock if a majority, N/2+1, said
 // OK with validity left
 // (https://redis.io/docs/latest/develop/use/patterns/distributed-locks/):
@@ -33,8 +34,9 @@
 //
 // It survives the crash, failover or partition of a minority of nodes, the
 // clock of one node jumping, a reply lost and the command sent again, a
-// command delivered late (a late SET of an attempt that gave up releases
-// itself), a holder that crashes (its keys expire after the TTL), and
+// command delivered late (a late SET of an attempt that gave up, or of a
+// lock already unlocked, takes nothing: each release leaves a receipt of
+// its token on the node for a TTL, and the SET refuses a released token), a holder that crashes (its keys expire after the TTL), and
 // nodes that may evict keys (Lock refuses them, [ErrEviction];
 // [WithEvictionCheck]).
 //

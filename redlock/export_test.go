@@ -9,6 +9,6 @@ var (
 	DefaultNodeTimeout = defaultNodeTimeout
 	QueueKey           = queueKey
 	ChannelPrefix      = channelPrefix
-	Scripts            = map[string]*redis.Script{"release": releaseScript, "extend": extendScript, "acquire": acquireScript}
-	ScriptSources      = map[string]string{"release": releaseLua, "extend": extendLua, "acquire": acquireLua}
+	Scripts            = map[string]*redis.Script{"release": releaseScript, "extend": extendScript, "acquire": acquireScript, "take": takeScript}
+	ScriptSources      = map[string]string{"release": releaseLua, "extend": extendLua, "acquire": acquireLua, "take": takeLua}
 )

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,6 +43,11 @@ type Mutex struct {
 	o       options
 	f       frame.Frame      // the argument error, the hook and the observer
 	gates   []preflight.Gate // gates[i] is node i's check before Lock and TryLock
+	ttlMS   string           // the TTL in milliseconds, for take.lua
+	// receiptMS is how long a release's receipt lives, in milliseconds:
+	// at least a TTL, as it also tells a command that takes the token late
+	// that the token was released (see receiptFor).
+	receiptMS string
 
 	// contended hints that other clients are waiting: the last Lock had to
 	// queue, or the last Unlock handed the lock over. Lock with a Notifier
@@ -79,10 +85,19 @@ func New(clients []Client, key string, opts ...Option) *Mutex {
 		err = m.validate()
 	}
 	m.f = frame.Frame{Kind: "redlock", Key: key, Err: err, Hook: o.hook, Obs: o.observer}
+	m.ttlMS = strconv.FormatInt(o.ttl.Milliseconds(), 10)
+	m.receiptMS = receiptFor(o.ttl)
 	if err == nil {
-		probe := preflight.Probe{Script: releaseScript, Keys: m.releaseKeys(preflight.ProbeToken), Args: []any{preflight.ProbeToken, retry.ReceiptMS}}
+		// "0": the probe leaves no receipt (see release.lua).
+		probe := preflight.Probe{Script: releaseScript, Keys: m.releaseKeys(preflight.ProbeToken), Args: []any{preflight.ProbeToken, "0"}}
 		for _, c := range m.clients {
-			m.gates = append(m.gates, preflight.Gate{Pkg: "redlock", Key: key, Client: c, Eviction: o.evictionCheck, NotObtained: ErrNotObtained, Probe: probe})
+			// On an AutoPipeliner the check's commands wait for their
+			// replies only until their context ends, as correct's do (see
+			// preflight.Bound); the rounds bound their own waits (fanOut).
+			// Unbounded, a Lock given 2s with every node cut off waited
+			// for the AutoPipeliner's read timeouts and retries: 20-40s.
+			gc, _ := preflight.Bound(c)
+			m.gates = append(m.gates, preflight.Gate{Pkg: "redlock", Key: key, Client: gc, Eviction: o.evictionCheck, NotObtained: ErrNotObtained, Probe: probe})
 		}
 	}
 	return m
@@ -208,7 +223,10 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 // It returns [ErrNotHeld] when this Mutex did not hold the lock, or when a
 // majority of nodes answered and none of them still had the token (the lock
 // had expired). Like Lock, it tolerates a failed minority silently: the
-// nodes that answered then form a majority without our token. Nodes that
+// nodes that answered then form a majority without our token. A node
+// whose reply was lost with its connection (on a client whose retries are
+// off) is asked again once: the release answers a repeat as its first run
+// did, so Unlock reports a release that took effect as one. Nodes that
 // only did not answer within the per-node timeout (busy, not down) are sent
 // the release again, after a growing pause, for up to 2s; a node still
 // without an answer when Unlock returns (its release may never have been

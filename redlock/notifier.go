@@ -294,5 +294,13 @@ func (n *Notifier) bounce(i int, key, tok string, after <-chan struct{}) {
 		}
 	}
 	keys := []string{key, queueKey(key), keyslot.Receipt(keyslot.Base(key), tok)}
-	_ = releaseScript.Run(ctx, n.clients[i], keys, tok, retry.ReceiptMS, "1").Err()
+	// The receipt lives a TTL of the waiter's (its token names it): a round
+	// of tok still on its way then takes nothing (see receiptFor).
+	ttl := retry.ReceiptTTL
+	if f := strings.Split(tok, "."); len(f) > 1 {
+		if ms, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+			ttl = max(ttl, time.Duration(ms)*time.Millisecond)
+		}
+	}
+	_ = releaseScript.Run(ctx, n.clients[i], keys, tok, receiptFor(ttl), "1").Err()
 }

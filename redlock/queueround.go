@@ -86,8 +86,9 @@ func (w *waiter) roundOnce(ctx context.Context, old string) (busy bool, err erro
 	// call goes on; if the lock is held by then, Unlock releases the node
 	// when the call ends (see attempt.landed).
 	gen := w.gen
+	keys := m.releaseKeys(tok) // with tok's receipt: a round landing after tok's release takes nothing
 	res := m.fanOut(ctx, 0, func(ctx context.Context, i int, c Client) (int64, error) {
-		code, err := acquireScript.Run(ctx, c, m.keys, args[i]...).Int64()
+		code, err := acquireScript.Run(ctx, c, keys, args[i]...).Int64()
 		if err == nil && code > 0 {
 			w.reg.handedOver(i, gen)
 		}

@@ -16,7 +16,8 @@ import (
 // (see package preflight); the check runs once a minute per node. It
 // returns once a majority of nodes passed: a node that cannot be reached,
 // or is slow, is left to the rounds (a minority may be down), and its
-// check goes on in the background, within the per-node timeout.
+// check goes on in the background, within the per-node timeout. It returns
+// when ctx ends, whatever the checks still running.
 func (m *Mutex) ready(ctx context.Context) error {
 	if err := retry.CtxErr(ctx); err != nil {
 		return errors.Join(ErrNotObtained, err)
@@ -56,7 +57,13 @@ func (m *Mutex) ready(ctx context.Context) error {
 	}
 	passed = 0
 	for range m.clients {
-		switch err := <-results; {
+		var err error
+		select {
+		case err = <-results:
+		case <-ctx.Done():
+			return errors.Join(ErrNotObtained, retry.CtxErr(ctx)) // the checks end within the per-node timeout
+		}
+		switch {
 		case err == nil:
 			if passed++; passed == m.quorum() {
 				return nil

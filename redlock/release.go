@@ -2,7 +2,12 @@ package redlock
 
 import (
 	"context"
+	"errors"
+	"strconv"
 	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/internal/keyslot"
 	"github.com/locklab/locklab/internal/retry"
@@ -14,7 +19,7 @@ import (
 // cleanUp gives up a SET round that did not acquire and releases its token
 // where it may be: on the nodes that took it, and on those whose answer is
 // unknown (an error: the SET may have landed without a reply). A node that
-// answered "someone else holds it" (SET ... GET returned another token)
+// answered "someone else holds it" (take.lua returned another token)
 // has nothing of ours; a node whose SET is still running releases itself
 // when it ends. The release is skipped when no node needs it.
 func (m *Mutex) cleanUp(ctx context.Context, a *attempt, res result) {
@@ -51,7 +56,7 @@ type nodeCleanup struct {
 // round only).
 func (m *Mutex) release(ctx context.Context, tok string, cleanup []nodeCleanup, now []bool, enough int, swept []atomic.Bool) result {
 	m.f.At(ctx, HookBeforeRelease)
-	plain := []any{tok, retry.ReceiptMS} // read concurrently, never written
+	plain := []any{tok, m.receiptMS} // read concurrently, never written
 	keys := m.releaseKeys(tok)
 	call := func(ctx context.Context, i int, c Client) (int64, error) {
 		if now != nil && !now[i] {
@@ -59,7 +64,7 @@ func (m *Mutex) release(ctx context.Context, tok string, cleanup []nodeCleanup, 
 		}
 		args := plain
 		if cleanup != nil && (cleanup[i].dequeue || len(cleanup[i].retired) > 0) {
-			args = []any{tok, retry.ReceiptMS, "0"}
+			args = []any{tok, m.receiptMS, "0"}
 			if cleanup[i].dequeue {
 				args[2] = "1"
 			}
@@ -67,7 +72,7 @@ func (m *Mutex) release(ctx context.Context, tok string, cleanup []nodeCleanup, 
 				args = append(args, r)
 			}
 		}
-		return releaseScript.Run(ctx, c, keys, args...).Int64()
+		return runRelease(ctx, c, keys, args...)
 	}
 	if swept == nil {
 		swept = make([]atomic.Bool, len(m.clients))
@@ -116,4 +121,38 @@ func (m *Mutex) sweep(ctx context.Context, i int, call nodeCall) {
 // releaseKeys are release.lua's keys for tok.
 func (m *Mutex) releaseKeys(tok string) []string {
 	return []string{m.key, m.keys[1], keyslot.Receipt(keyslot.Base(m.key), tok)}
+}
+
+// receiptFor returns how long, in milliseconds, a release's receipt lives
+// for a lock of ttl: retry.ReceiptTTL (a release sent again answers from
+// it), and at least ttl, since it also marks the token released on that
+// node: a SET or queue round of the token that lands later (its client
+// gave up on it) takes nothing (take.lua, acquire.lua), where it
+// re-created the key after Unlock returned, for a TTL, for nobody.
+func receiptFor(ttl time.Duration) string {
+	return strconv.FormatInt(max(retry.ReceiptTTL, ttl).Milliseconds(), 10)
+}
+
+// runRelease runs release.lua on c, and once more after a transport error
+// (the connection broke: the reply may be lost although the script ran):
+// the script answers a repeat from its receipt, as the first run did, so
+// the second answer says what happened. On a client whose retries are off
+// (go-redis MaxRetries -1, a ClusterClient's node clients) a lost reply
+// otherwise counted as a failed node: Unlock said "quorum unreachable" of
+// a lock it had released. go-redis on its defaults sends it again itself.
+// An error reply, a timeout (see sweep) and ctx's end are answers.
+func runRelease(ctx context.Context, c Client, keys []string, args ...any) (int64, error) {
+	code, err := releaseScript.Run(ctx, c, keys, args...).Int64()
+	if lostReply(ctx, err) {
+		code, err = releaseScript.Run(ctx, c, keys, args...).Int64()
+	}
+	return code, err
+}
+
+// lostReply reports whether err may be a reply lost with its connection:
+// an error that is neither the server's answer, nor a timeout, nor ctx's
+// end, nor a closed client.
+func lostReply(ctx context.Context, err error) bool {
+	var re redis.Error
+	return err != nil && ctx.Err() == nil && !errors.As(err, &re) && !isTimeout(err) && !errors.Is(err, redis.ErrClosed)
 }

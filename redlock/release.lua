@@ -7,7 +7,10 @@
 --          token), so every node ranks the same waiters the same way
 -- KEYS[3]  this release's receipt: "<base>:r:<ARGV[1]>"
 -- ARGV[1]  the token this client wrote, or was handed
--- ARGV[2]  how long the receipt lives, in milliseconds
+-- ARGV[2]  how long the receipt lives, in milliseconds: at least the
+--          lock's TTL, as it also marks ARGV[1] released on this node
+--          (take.lua and acquire.lua refuse a released token); "0" leaves
+--          no receipt where nothing changed (the preflight's probe)
 -- ARGV[3]  optional: "1" to also take ARGV[1] out of the queue (a waiter
 --          that gives up, or a holder that may still be queued on this
 --          node)
@@ -35,6 +38,9 @@
 -- (deleted, or the next waiter's) and changes nothing: it cannot pop a
 -- second waiter, nor give the one it handed to another waiter's TTL; and
 -- it answers as the first did, from the receipt the first left (KEYS[3]).
+-- A run that finds nothing of ours leaves the receipt too ("0"): a SET or
+-- a round of ARGV[1] still on its way (the client gave up on it, and it
+-- lands now) then finds ARGV[1] released and takes nothing.
 local cur = redis.call("GET", KEYS[1])
 local code = "1" -- a string: see correct/release.lua
 if #ARGV > 2 then
@@ -51,7 +57,14 @@ if #ARGV > 2 then
 	end
 end
 if cur ~= ARGV[1] and code ~= "3" then
-	return tonumber(redis.call("GET", KEYS[3]) or 0)
+	-- Nothing of ours here: the receipt says what an earlier run did, or,
+	-- left now, that ARGV[1] is released on this node, so that a command
+	-- taking it that lands later (take.lua, acquire.lua) refuses.
+	local r = redis.call("GET", KEYS[3])
+	if not r and ARGV[2] ~= "0" then
+		redis.call("SET", KEYS[3], "0", "PX", ARGV[2])
+	end
+	return tonumber(r or 0)
 end
 while true do
 	local nxt = redis.call("ZPOPMIN", KEYS[2])[1]

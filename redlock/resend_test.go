@@ -249,7 +249,7 @@ func TestStaleEntryOfALiveProcessCostsOneHop(t *testing.T) {
 }
 
 // TestTimeoutsAreRetriedWhileTheContextLives: every node is slow for a
-// moment (the first SET to each is held in the network past the per-node
+// moment (the first SET, take.lua, to each is held in the network past the per-node
 // timeout), as busy nodes on a loaded machine are. Lock must try again
 // while its context lives, not give up with "quorum unreachable"; the late
 // SETs, landing after their attempt was given up, must not be left
@@ -263,7 +263,7 @@ func TestTimeoutsAreRetriedWhileTheContextLives(t *testing.T) {
 	locktest.Warm(t, ctx, redlock.New(cs, key+":warm"))
 	var held []*faultproxy.Rule
 	for _, p := range ps {
-		held = append(held, p.Hold(faultproxy.Match{Command: "SET", Key: key}, 1))
+		held = append(held, p.Hold(faultproxy.Match{Script: redlock.Scripts["take"].Hash(), Key: key}, 1))
 	}
 	m := redlock.New(cs, key, redlock.WithTTL(5*time.Second), redlock.WithNodeTimeout(50*time.Millisecond),
 		redlock.WithRetry(func(int) time.Duration {

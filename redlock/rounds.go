@@ -7,8 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/locklab/locklab/internal/retry"
 )
 
@@ -26,11 +24,12 @@ import (
 //     random 128-bit token for this attempt. Wait until a majority, N/2+1,
 //     has answered OK, or else for every reply, but for each node at most
 //     the per-node timeout ([WithNodeTimeout]); a node that has not answered
-//     by then counts as failed. A node that refuses is asked again with
-//     SET ... GET (sent with GET at once when others are likely to hold the
-//     key), whose reply says what the key held: nothing (set now), our own
-//     token (this SET was sent twice, its first reply lost: the node is
-//     ours) or another's (the node is taken).
+//     by then counts as failed. The SET is a script (take.lua), whose
+//     reply says what the key held: nothing (set now), our own token (this
+//     SET was sent twice, its first reply lost: the node is ours) or
+//     another's (the node is taken); and which refuses a token already
+//     released on that node (a SET that lands after its attempt gave up,
+//     or after Unlock, takes nothing).
 //  3. If a majority answered OK, compute the validity (below). The lock is
 //     held if it is positive, until t0 + ttl − drift ([Mutex.Until]).
 //  4. Otherwise delete the token where it may be: the nodes that took it
@@ -170,52 +169,43 @@ const (
 	failed                   // ctx ended, or quorum unreachable
 )
 
-// setRound sends SET key tok NX PX ttl to every node and, if a majority
-// took tok with validity left, records a as held. It releases nothing. It
-// returns once a majority said OK; owns then marks only the nodes that had
-// answered. A node that refuses is asked again with SET ... GET, which
-// makes the SET safe to send twice: a node whose first reply was lost, and
-// that go-redis asked again, answers with our own token. When others are
-// likely to hold the key (the contended hint), the first SET has GET
-// already; otherwise it leaves GET out, since go-redis turns GET's nil
-// reply (the key was free, the common case) into an error value on
-// every node.
+// setRound sends SET key tok NX PX ttl to every node, as take.lua (which
+// refuses a token already released on that node: a SET of an attempt
+// given up, or of a lock unlocked, that lands late takes nothing), and,
+// if a majority took tok with validity left, records a as held. It
+// releases nothing. It returns once a majority said OK; owns then marks
+// only the nodes that had answered. take.lua says what a refusing node
+// holds, which makes it safe to send twice: a node whose first reply was
+// lost, and that go-redis asked again, answers that it holds our token.
+// One script per node per round.
 func (m *Mutex) setRound(ctx context.Context, a *attempt) (outcome, result, error) {
 	if err := retry.CtxErr(ctx); err != nil {
 		return failed, result{}, errors.Join(ErrNotObtained, err)
 	}
 	ttl := m.o.ttl
-	get := m.contended.Load()
+	keys := m.releaseKeys(a.tok) // the key, the queue and tok's receipt; take.lua reads KEYS[1] and KEYS[3]
+	take := func(ctx context.Context, c Client) (any, error) {
+		return takeScript.Run(ctx, c, []string{keys[0], keys[2]}, a.tok, m.ttlMS).Result()
+	}
 	start := time.Now() // monotonic; before the first SET is sent
 	res := m.fanOut(ctx, m.quorum(), func(ctx context.Context, _ int, c Client) (int64, error) {
-		if !get {
-			err := c.SetArgs(ctx, m.key, a.tok, redis.SetArgs{Mode: "NX", TTL: ttl}).Err()
-			if !errors.Is(err, redis.Nil) {
-				return ownIf(err == nil), err // set now, or no answer
-			}
-			if a.kind == setThenQueue {
-				return refusedUnasked, nil
-			}
-			// Refused: by another holder, or by our own first run of this
-			// SET; SET ... GET says which.
-		}
-		set := redis.SetArgs{Mode: "NX", TTL: ttl, Get: true}
-		prev, err := c.SetArgs(ctx, m.key, a.tok, set).Result()
-		if err == nil && prev != a.tok && slices.Contains(a.earlier, prev) {
+		v, err := take(ctx, c)
+		if prev, ok := v.(string); err == nil && ok && slices.Contains(a.earlier, prev) {
 			// A late SET of this Lock's earlier round holds the node:
 			// ours, and given up. Free the node, and ask again.
-			if err := releaseScript.Run(ctx, c, m.releaseKeys(prev), prev, retry.ReceiptMS, "1").Err(); err != nil {
+			if err := releaseScript.Run(ctx, c, m.releaseKeys(prev), prev, m.receiptMS, "1").Err(); err != nil {
 				return 0, err
 			}
-			prev, err = c.SetArgs(ctx, m.key, a.tok, set).Result()
+			v, err = take(ctx, c)
 		}
-		switch {
-		case errors.Is(err, redis.Nil), err == nil && prev == a.tok:
-			return 1, nil // ours: set now, or by the first run of this SET
-		case err == nil:
-			return 0, nil // the key holds another token: someone holds this node
+		if err != nil {
+			return 0, err
 		}
-		return 0, err
+		if code, ok := v.(int64); ok && code > 0 {
+			return 1, nil // ours: set now, or by the first run of this script
+		}
+		// Someone else's token, or ours released already: nothing changed.
+		return 0, nil
 	}, a.landed, nil)
 	if res.ok >= m.quorum() {
 		m.f.At(ctx, HookAcquiredQuorum)
@@ -265,7 +255,7 @@ func (m *Mutex) try(ctx context.Context, tok string, earlier *[]string) (outcome
 	}
 	m.cleanUp(ctx, a, res)
 	if out == contended {
-		m.contended.Store(true) // the next round's SETs ask with GET at once
+		m.contended.Store(true) // a Lock with a Notifier queues at once next time
 	}
 	if out == contended && m.unreachable(res) {
 		if m.busy(res) {
@@ -279,17 +269,3 @@ func (m *Mutex) try(ctx context.Context, tok string, earlier *[]string) (outcome
 // maxEarlier bounds the earlier tokens a Lock remembers: a late SET older
 // than that many rounds has long expired or been found.
 const maxEarlier = 8
-
-// refusedUnasked is the code of a node that refused a SET of an attempt
-// that joins the queues next, without being asked whose token it holds: it
-// may hold ours (a SET of it that landed, then refused when sent again), so
-// it is released like a node that took it, and not counted as one.
-const refusedUnasked = -1
-
-// ownIf is a node's code for a SET: 1 when it took our token.
-func ownIf(ok bool) int64 {
-	if ok {
-		return 1
-	}
-	return 0
-}
