@@ -3,13 +3,14 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/locklab/locklab/bench/registry"
 	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/locklab/locklab/bench/registry"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )

@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/locklab/locklab/bench/registry"
 	"strings"
 	"time"
+
+	"github.com/locklab/locklab/bench/registry"
 )
 
 // The chapter's throughput claims, tested on this machine: "分布式锁完全指南：
@@ -18,30 +19,13 @@ import (
 // run by redis-benchmark at the same concurrency (redisbench.go: a bare
 // SET; a lock pair needs at least two commands, so at most half of it).
 
-// chapterClaim is one row of the table: a claim, the lock measured for it,
-// and the rate that would make it true.
-type chapterClaim struct {
-	system, claim, impl string
-	want                float64 // acquisitions/s the claim amounts to; 0: no figure claimed
-}
-
-var chapterClaims = []chapterClaim{
-	{"Redis", "high: 100k+ QPS", "correct", 100_000},
-	{"Redis (redsync, the peer)", "high: 100k+ QPS", "redsync-1", 100_000},
-	{"ZooKeeper", "moderate: tens of thousands of QPS", "zklock", 10_000},
-	{"etcd", "the middle ground (no figure)", "etcdlock", 0},
-	{"etcd (concurrency.Mutex, the chapter's example)", "the middle ground (no figure)", "etcd-mutex", 0},
-	{"PostgreSQL row lock", "the most critical work (no figure)", "pglock-row", 0},
-	{"PostgreSQL advisory lock", "(not in the chapter)", "pglock", 0},
-}
-
 // chapterSection returns the claims table for report.md, or "" when none
 // of the locks on other systems ran.
 func (res *results) chapterSection() string {
 	ran, onOthers := map[string]bool{}, false
 	for _, r := range res.rows {
 		ran[r.Impl] = true
-		if im, ok := registry.Locks[r.Impl]; ok && systemOf(im) != sysRedis {
+		if im, ok := registry.Locks[r.Impl]; ok && registry.SystemOf(im) != registry.SysRedis {
 			onOthers = true
 		}
 	}
@@ -88,22 +72,22 @@ func (res *results) chapterSection() string {
 		fmt.Fprintf(&b, "| Redis server, one command | high: 100k+ QPS | redis-benchmark SET (%s) | %s | %s | %s |\n",
 			rbClients, fmtRateOK(one.PerSec, ok1), fmtRateOK(many.PerSec, okN), verdict)
 	}
-	for _, c := range chapterClaims {
-		if !ran[c.impl] {
+	for _, c := range registry.ChapterClaims {
+		if !ran[c.Impl] {
 			continue
 		}
-		unc, okU := res.chapterRate(c.impl, scUncontended, 1)
-		keys, okK := res.chapterRate(c.impl, scKeys, keysN)
+		unc, okU := res.chapterRate(c.Impl, scUncontended, 1)
+		keys, okK := res.chapterRate(c.Impl, scKeys, keysN)
 		verdict := "–"
-		if c.want > 0 && (okU || okK) {
+		if c.Want > 0 && (okU || okK) {
 			best := max(unc, keys)
-			if best >= c.want {
+			if best >= c.Want {
 				verdict = fmt.Sprintf("yes: %.0f/s", best)
 			} else {
-				verdict = fmt.Sprintf("no, not on this machine: best %.0f/s, %.2g× the claim", best, best/c.want)
+				verdict = fmt.Sprintf("no, not on this machine: best %.0f/s, %.2g× the claim", best, best/c.Want)
 			}
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", c.system, c.claim, c.impl, fmtRateOK(unc, okU), fmtRateOK(keys, okK), verdict)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", c.System, c.Claim, c.Impl, fmtRateOK(unc, okU), fmtRateOK(keys, okK), verdict)
 	}
 	b.WriteString("\nFigures from a shared or loaded machine say little; compare the rows with each other, in one run.\n\n")
 	return b.String()

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/locklab/locklab/bench/registry"
 	"io"
 	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/locklab/locklab/bench/registry"
 
 	"github.com/locklab/locklab/internal/rig"
 )

@@ -34,10 +34,6 @@ import (
 // its input closes. Processes are started with internal/proc, so none
 // outlives the bench.
 
-// faultChildEnv carries a child's actorSpec; when set, the program serves
-// that actor instead of running the bench (see main and TestMain).
-const faultChildEnv = "LOCKLAB_BENCH_FAULT_CHILD"
-
 type childMsg struct {
 	T     string         `json:"t"`
 	ID    int            `json:"id,omitempty"`

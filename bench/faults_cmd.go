@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/locklab/locklab/bench/registry"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/locklab/locklab/bench/registry"
 
 	"github.com/locklab/locklab/internal/faultproxy"
 	"github.com/locklab/locklab/internal/history"
@@ -281,7 +282,7 @@ func (fs *faultSetup) lockOps(ctx context.Context) (map[string][]faultOp, error)
 // faults: once watching server 0 for the commands, once counting who
 // sends each.
 func (fs *faultSetup) discover(ctx context.Context, im *registry.Lock) ([]faultOp, error) {
-	if systemOf(im) != sysRedis {
+	if registry.SystemOf(im) != registry.SysRedis {
 		return fs.discoverRaw(ctx, im)
 	}
 	var ops []lockOp

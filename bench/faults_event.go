@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/locklab/locklab/bench/judge"
-	"github.com/locklab/locklab/bench/registry"
 	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/locklab/locklab/bench/judge"
+	"github.com/locklab/locklab/bench/registry"
 
 	"github.com/redis/go-redis/v9"
 
@@ -150,7 +151,7 @@ func (ev *event) prepare() error {
 func (r *faultRun) prepare(resAddr string) error {
 	ev := r.ev
 	addrs := ev.lockAddrs[:r.im.Nodes]
-	if sys := systemOf(r.im); sys != sysRedis {
+	if sys := registry.SystemOf(r.im); sys != registry.SysRedis {
 		var err error
 		if addrs, err = ev.systemAddrs(sys); err != nil {
 			return err
@@ -169,7 +170,7 @@ func (r *faultRun) prepare(resAddr string) error {
 		var out []string
 		var ps []*faultproxy.Proxy
 		targets := append(slices.Clone(addrs), resAddr)
-		if ev.sch.commandFault && systemOf(r.im) != sysRedis {
+		if ev.sch.commandFault && registry.SystemOf(r.im) != registry.SysRedis {
 			// The lock's servers through a rawNet (faults_rawnet.go);
 			// the resource through a fault proxy, as for every lock.
 			rn := newRawNet()

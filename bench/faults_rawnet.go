@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/locklab/locklab/bench/registry"
 	"net"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/locklab/locklab/bench/registry"
 
 	"github.com/locklab/locklab/internal/history"
 )

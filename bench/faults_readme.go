@@ -45,7 +45,7 @@ func readmeFaultBlock(path string) (string, error) {
 		readmeFaultSnapshot, runs)
 	redis := func(impl string) bool {
 		im, ok := registry.Locks[impl]
-		return !ok || systemOf(im) == sysRedis
+		return !ok || registry.SystemOf(im) == registry.SysRedis
 	}
 	out.WriteString(faultTable(rows, redis))
 	out.WriteString("\nThe locks on etcd, ZooKeeper and PostgreSQL in the same run:\n\n")

@@ -3,11 +3,12 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"github.com/locklab/locklab/bench/registry"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/locklab/locklab/bench/registry"
 )
 
 // faultReport is everything faults.md and faults.json are made from.

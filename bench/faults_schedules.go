@@ -1,9 +1,10 @@
 package main
 
 import (
-	"github.com/locklab/locklab/bench/htmlreport"
 	"slices"
 	"time"
+
+	"github.com/locklab/locklab/bench/htmlreport"
 
 	"github.com/locklab/locklab/bench/registry"
 )
@@ -50,7 +51,7 @@ type schedule struct {
 	// proxies.
 	proxied bool
 	tx      bool
-	// on lists the systems (sysRedis, sysEtcd, sysZooKeeper, sysPostgres)
+	// on lists the systems (registry.SysRedis, registry.SysEtcd, registry.SysZooKeeper, registry.SysPostgres)
 	// the schedule applies to; a lock on none of them gets "does not
 	// apply" in its cell. Nil means Redis only.
 	on []string
@@ -70,8 +71,8 @@ const needsControl = "needs control of the server processes (rig servers, not -a
 var schedules []*schedule
 
 func init() {
-	all := []string{sysRedis, sysEtcd, sysZooKeeper, sysPostgres}
-	others := []string{sysEtcd, sysZooKeeper, sysPostgres}
+	all := []string{registry.SysRedis, registry.SysEtcd, registry.SysZooKeeper, registry.SysPostgres}
+	others := []string{registry.SysEtcd, registry.SysZooKeeper, registry.SysPostgres}
 	schedules = []*schedule{
 		{id: "pause", n: 1, title: "holder paused past its lease", ttl: time.Second, parallel: 2, child: true, on: all,
 			stuckAfter: 4 * time.Second, window: time.Second + window,
@@ -117,11 +118,11 @@ func init() {
 			stuckAfter: 4 * time.Second,
 			what:       "C holds the lock; A's Lock waits behind C (its claim is in line); A's session ends on the server: etcd revokes the claim's lease, ZooKeeper expires A's session (A is cut off for three session timeouts, then healed), PostgreSQL terminates A's backend (pg_terminate_backend). Then C releases and B wants the lock; A, as a plain worker, calls Lock again after an error.",
 			run:        runExpiry},
-		{id: "pooler", n: 12, title: "PgBouncer in front", ttl: time.Second, parallel: 2, on: []string{sysPostgres}, needsRig: "needs PgBouncer started by the rig",
+		{id: "pooler", n: 12, title: "PgBouncer in front", ttl: time.Second, parallel: 2, on: []string{registry.SysPostgres}, needsRig: "needs PgBouncer started by the rig",
 			stuckAfter: 4 * time.Second,
 			what:       "A, B and C reach PostgreSQL through PgBouncer 1.18 (runs in turn in transaction, session and statement pooling; PgBouncer's default pool size) and take the lock one after the other, as in schedule 2 without faults. A lock that refuses the pooler (pglock refuses statement pooling) is counted as refused, safe.",
 			run:        runPooler},
-		{id: "isolation", n: 13, title: "isolation level", ttl: time.Second, parallel: 2, on: []string{sysPostgres}, tx: true,
+		{id: "isolation", n: 13, title: "isolation level", ttl: time.Second, parallel: 2, on: []string{registry.SysPostgres}, tx: true,
 			stuckAfter: 4 * time.Second,
 			what:       "default_transaction_isolation is repeatable read (even runs) or serializable (odd runs); A, B and C take the row lock one after the other and append to a ledger in PostgreSQL through the lock's transaction (Tx): read how many entries there are, append the next. An entry committed with a number already taken is a lost update.",
 			run:        runIsolation},
@@ -163,7 +164,7 @@ const notApplicable = htmlreport.NotApplicable
 func (s *schedule) appliesTo(im *registry.Lock) bool {
 	on := s.on
 	if on == nil {
-		on = []string{sysRedis}
+		on = []string{registry.SysRedis}
 	}
-	return slices.Contains(on, systemOf(im)) && (!s.tx || im.Transactional)
+	return slices.Contains(on, registry.SystemOf(im)) && (!s.tx || im.Transactional)
 }

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/locklab/locklab/bench/registry"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/locklab/locklab/bench/registry"
 
 	"github.com/redis/go-redis/v9"
 

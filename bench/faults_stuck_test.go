@@ -14,7 +14,7 @@ import (
 // 4 s times 5 s wrapped to 311 ms (restart, eviction, clock).
 func TestStuckAfterScales(t *testing.T) {
 	for _, s := range schedules {
-		for _, sys := range []string{sysRedis, sysEtcd, sysZooKeeper, sysPostgres} {
+		for _, sys := range []string{registry.SysRedis, registry.SysEtcd, registry.SysZooKeeper, registry.SysPostgres} {
 			im := &registry.Lock{Name: "test-" + sys, System: sys, Transactional: true}
 			if !s.appliesTo(im) {
 				continue

@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/locklab/locklab/bench/registry"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/locklab/locklab/bench/registry"
 
 	"github.com/locklab/locklab/internal/history"
 	"github.com/locklab/locklab/internal/rig"
@@ -27,23 +28,6 @@ import (
 // a Lock is in flight, PgBouncer in front of PostgreSQL, and the isolation
 // level of the row lock's transaction.
 
-// Systems a lock runs on, as schedules name them in on.
-const (
-	sysRedis     = registry.SysRedis
-	sysEtcd      = registry.SysEtcd
-	sysZooKeeper = registry.SysZooKeeper
-	sysPostgres  = registry.SysPostgres
-)
-
-// systemOf returns the system im runs on (Redis for a lock registered
-// without one, as a test's may be).
-func systemOf(im *registry.Lock) string {
-	if im.System == "" {
-		return sysRedis
-	}
-	return im.System
-}
-
 // systemAddrs returns the addresses a run's clients dial for its lock's
 // system: etcd's members, ZooKeeper's servers, PostgreSQL's server (or
 // whatever the event put in its place, such as a pooler), starting the
@@ -56,11 +40,11 @@ func (ev *event) systemAddrs(sys string) ([]string, error) {
 		return over, nil
 	}
 	switch sys {
-	case sysEtcd:
+	case registry.SysEtcd:
 		return others.EtcdEndpoints()
-	case sysZooKeeper:
+	case registry.SysZooKeeper:
 		return others.ZooKeeperServers()
-	case sysPostgres:
+	case registry.SysPostgres:
 		a, err := others.pgAddr()
 		if err != nil {
 			return nil, err
@@ -78,7 +62,7 @@ const etcdMinLease = 2 * time.Second
 // lease returns the lease the run's lock actually has: the schedule's TTL,
 // or etcd's minimum when it is longer.
 func (r *faultRun) lease() time.Duration {
-	if systemOf(r.im) == sysEtcd {
+	if registry.SystemOf(r.im) == registry.SysEtcd {
 		return max(r.ev.sch.ttl, etcdMinLease)
 	}
 	return r.ev.sch.ttl
@@ -100,7 +84,7 @@ func runCrash(ev *event) error {
 	}
 	systems := map[string]bool{}
 	for _, r := range ev.live() {
-		systems[systemOf(r.im)] = true
+		systems[registry.SystemOf(r.im)] = true
 	}
 	return ev.standard(func() error {
 		ev.faultAll("kill -9 etcd's leader, ZooKeeper's leader and the PostgreSQL server; each restarts on its data")
@@ -188,8 +172,8 @@ func (r *faultRun) expiry() {
 func (r *faultRun) expireWaiter(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	switch systemOf(r.im) {
-	case sysEtcd:
+	switch registry.SystemOf(r.im) {
+	case registry.SysEtcd:
 		lease, err := others.etcdWaiterLease(ctx, r.key)
 		if err != nil {
 			return err
@@ -198,7 +182,7 @@ func (r *faultRun) expireWaiter(ctx context.Context) error {
 			return err
 		}
 		r.fault("A's claim is in line; etcd revokes its lease %x (as when it expires)", lease)
-	case sysZooKeeper:
+	case registry.SysZooKeeper:
 		if err := others.zkWaitLine(ctx, registry.ZKPath(r.key), 2); err != nil {
 			return err
 		}
@@ -215,7 +199,7 @@ func (r *faultRun) expireWaiter(ctx context.Context) error {
 		if !ok {
 			return ctx.Err()
 		}
-	case sysPostgres:
+	case registry.SysPostgres:
 		pider, ok := r.c.l.(interface{ PID() uint32 })
 		if !ok {
 			return errors.New("the lock does not tell its backend's pid")
@@ -242,7 +226,7 @@ func runPooler(ev *event) error {
 		return err
 	}
 	ev.mu.Lock()
-	ev.sysAddrs = map[string][]string{sysPostgres: {addr}}
+	ev.sysAddrs = map[string][]string{registry.SysPostgres: {addr}}
 	ev.mu.Unlock()
 	if err := ev.start(); err != nil {
 		return err

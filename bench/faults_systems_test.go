@@ -2,11 +2,12 @@ package main
 
 import (
 	"encoding/json"
-	"github.com/locklab/locklab/bench/registry"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/locklab/locklab/bench/registry"
 )
 
 // TestSchedulesApplyToTheirSystems: the locks on etcd, ZooKeeper and

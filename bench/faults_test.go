@@ -3,11 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/locklab/locklab/bench/registry"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/locklab/locklab/bench/registry"
 )
 
 // TestFaultsEndToEnd runs the scoreboard as make faults does, small: two

@@ -13,13 +13,9 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/locklab/locklab/bench/registry"
 	"io"
 	"os"
 	"os/signal"
@@ -29,6 +25,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/locklab/locklab/bench/registry"
 
 	"github.com/locklab/locklab/bench/htmlreport"
 	"github.com/locklab/locklab/internal/module"
@@ -145,7 +143,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	// report.html beside report.md and faults.md, and its screenshot (bench/htmlreport).
 	var rows []htmlreport.Lock
 	for _, im := range registry.Locks {
-		rows = append(rows, htmlreport.Lock{Name: im.Name, Kind: string(im.Kind), Nodes: im.Nodes, System: systemOf(im)})
+		rows = append(rows, htmlreport.Lock{Name: im.Name, Kind: string(im.Kind), Nodes: im.Nodes, System: registry.SystemOf(im)})
 	}
 	if page, err := htmlreport.Write(dir, rows); err != nil {
 		return err
@@ -289,12 +287,6 @@ func implNames(impls []*registry.Lock) []string {
 	return out
 }
 
-func randomID() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
 // resultsDir creates the output directory: out as given, or
 // bench/results/<UTC timestamp> under the module root, in which case it
 // also returns the path of the "latest" symlink to update.
@@ -336,12 +328,4 @@ func pointLatest(latest, dir string) error {
 		return err
 	}
 	return os.Rename(tmp, latest)
-}
-
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
 }

@@ -1,12 +1,13 @@
 package main
 
 import (
-	"github.com/locklab/locklab/bench/registry"
 	"io"
 	"os"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/locklab/locklab/bench/registry"
 
 	"github.com/redis/go-redis/v9"
 

@@ -2,10 +2,11 @@ package main
 
 import (
 	"fmt"
-	"github.com/locklab/locklab/bench/registry"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/locklab/locklab/bench/registry"
 )
 
 // Scenario names as they appear in rows: the rtt scenario yields two.
@@ -165,4 +166,87 @@ func dropLoneControl(impls []*registry.Lock, cfg *config) []*registry.Lock {
 		return impls
 	}
 	return slices.DeleteFunc(impls, func(im *registry.Lock) bool { return im.Name == "raw-again" })
+}
+
+// withServers returns cs once per server kind, each cell's kinds next to
+// each other (cs as they are with no -server).
+func withServers(cs []cell, kinds []string) []cell {
+	if len(kinds) == 0 {
+		return cs
+	}
+	var out []cell
+	for _, c := range cs {
+		for _, k := range kinds {
+			c.server = k
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// rotateServers returns cs with each run of cells that differ only in
+// their server rotated by round places, so that no kind of server always
+// runs first in a cell (the implementations rotate the same way).
+func rotateServers(cs []cell, round int) []cell {
+	out := make([]cell, 0, len(cs))
+	for i := 0; i < len(cs); {
+		j := i + 1
+		for j < len(cs) && sameBut(cs[i], cs[j]) {
+			j++
+		}
+		n := j - i
+		for k := range n {
+			out = append(out, cs[i+(k+round)%n])
+		}
+		i = j
+	}
+	return out
+}
+
+// sameBut reports whether a and b are the same cell on different servers.
+func sameBut(a, b cell) bool {
+	b.server = a.server
+	return a == b
+}
+
+// runsOn reports whether im runs in c: every lock on the first kind of
+// server, and only the Redis locks (peers and floors too) on the others,
+// since a lock on etcd, ZooKeeper or PostgreSQL does not use them.
+func runsOn(im *registry.Lock, c cell, cs []cell) bool {
+	return len(cs) == 0 || c.server == cs[0].server || registry.SystemOf(im) == registry.SysRedis
+}
+
+// serverSuffix is the file-name suffix of a cell on server kind: none
+// for redis or no -server, so the default run's files keep their names;
+// "_valkey" for Valkey.
+func serverSuffix(kind string) string {
+	if kind == "" || kind == serverRedis {
+		return ""
+	}
+	return "_" + kind
+}
+
+// headlineCells returns one cell per scenario of cs, in their order: the
+// one with the most clients, and among those, on one key the longest hold
+// (a queue forms, so waiting is what differs) and over many keys the
+// shortest (contention is low and the lock's own cost is what differs).
+// A scenario with one cell (uncontended) is that cell.
+func headlineCells(cs []cell) []cell {
+	var out []cell
+	for _, c := range cs {
+		i := slices.IndexFunc(out, func(h cell) bool { return h.scenario == c.scenario })
+		if i < 0 {
+			out = append(out, c)
+			continue
+		}
+		h := out[i]
+		preferred := c.hold > h.hold // on one key: the longer hold
+		if c.keys > 1 {
+			preferred = c.hold < h.hold // over many keys: the shorter
+		}
+		if c.clients > h.clients || c.clients == h.clients && preferred {
+			out[i] = c
+		}
+	}
+	return out
 }

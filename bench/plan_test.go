@@ -1,11 +1,12 @@
 package main
 
 import (
-	"github.com/locklab/locklab/bench/registry"
 	"io"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/locklab/locklab/bench/registry"
 )
 
 // TestDefaultPlanIsTheVerdictsCells: make bench runs each verdict's

@@ -2,11 +2,12 @@ package main
 
 import (
 	"fmt"
-	"github.com/locklab/locklab/bench/registry"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+
+	"github.com/locklab/locklab/bench/registry"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"

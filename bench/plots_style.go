@@ -1,8 +1,9 @@
 package main
 
 import (
-	"github.com/locklab/locklab/bench/registry"
 	"image/color"
+
+	"github.com/locklab/locklab/bench/registry"
 
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"

@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/locklab/locklab/bench/registry"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/locklab/locklab/bench/registry"
 
 	"github.com/locklab/locklab/bench/htmlreport"
 )
@@ -25,7 +26,7 @@ import (
 func htmlLocks() []htmlreport.Lock {
 	var rows []htmlreport.Lock
 	for _, im := range registry.Locks {
-		rows = append(rows, htmlreport.Lock{Name: im.Name, Kind: string(im.Kind), Nodes: im.Nodes, System: systemOf(im)})
+		rows = append(rows, htmlreport.Lock{Name: im.Name, Kind: string(im.Kind), Nodes: im.Nodes, System: registry.SystemOf(im)})
 	}
 	slices.SortFunc(rows, func(a, b htmlreport.Lock) int { return strings.Compare(a.Name, b.Name) })
 	return rows
@@ -66,7 +67,7 @@ func screenTables(rows []row, locks []htmlreport.Lock) string {
 	lockOf := func(name string) htmlreport.Lock {
 		i := slices.IndexFunc(locks, func(l htmlreport.Lock) bool { return l.Name == name })
 		if i < 0 {
-			return htmlreport.Lock{Name: name, Kind: "unknown", Nodes: 1, System: sysRedis}
+			return htmlreport.Lock{Name: name, Kind: "unknown", Nodes: 1, System: registry.SysRedis}
 		}
 		return locks[i]
 	}
@@ -80,7 +81,7 @@ func screenTables(rows []row, locks []htmlreport.Lock) string {
 	}
 	groupOf := func(r row) group {
 		l := lockOf(r.Impl)
-		return group{l.Nodes, l.System != sysRedis}
+		return group{l.Nodes, l.System != registry.SysRedis}
 	}
 	var b bytes.Buffer
 	for _, h := range headlineRows(rows) {

@@ -25,7 +25,7 @@ func TestRegistryTraits(t *testing.T) {
 		default:
 			t.Errorf("%s: kind %q is none of ours, peer, floor, naive", name, im.Kind)
 		}
-		if !slices.Contains([]string{sysRedis, sysEtcd, sysZooKeeper, sysPostgres}, im.System) {
+		if !slices.Contains([]string{registry.SysRedis, registry.SysEtcd, registry.SysZooKeeper, registry.SysPostgres}, im.System) {
 			t.Errorf("%s: system %q is none the fault schedules know", name, im.System)
 		}
 		for _, sc := range im.Scenarios {
@@ -33,7 +33,7 @@ func TestRegistryTraits(t *testing.T) {
 				t.Errorf("%s: scenario %q is not one of %v", name, sc, allScenarios)
 			}
 		}
-		if im.System == sysRedis && im.Kind != registry.Naive {
+		if im.System == registry.SysRedis && im.Kind != registry.Naive {
 			if im.Order == 0 {
 				t.Errorf("%s: no Order: the report's tables and plots have no place for it", name)
 			} else if other, dup := orders[im.Order]; dup {
@@ -56,6 +56,11 @@ func TestRegistryTraits(t *testing.T) {
 			if s := scheduleByID(id); s == nil || !s.appliesTo(im) {
 				t.Errorf("%s's Claims[%s] (%s): no such schedule applies to it", name, id, c.Verdict)
 			}
+		}
+	}
+	for _, c := range registry.ChapterClaims {
+		if _, ok := registry.Locks[c.Impl]; !ok {
+			t.Errorf("ChapterClaims: %q (%s) is no registered lock: its row would never show", c.Impl, c.System)
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/locklab/locklab/bench/registry"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/locklab/locklab/bench/registry"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
@@ -550,4 +551,12 @@ func fmtOptional(v *float64) string {
 		return "–"
 	}
 	return fmt.Sprintf("%.2f", *v)
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
 }

@@ -34,7 +34,6 @@ func record(h *hdrhistogram.Histogram, d time.Duration) {
 }
 
 const (
-	warmupTimeout  = 10 * time.Second // the warm-up pass of every client
 	unlockTimeout  = 5 * time.Second  // each Unlock, which runs on its own context
 	barrierTimeout = 10 * time.Second // the ledger's final PING
 	errorPause     = time.Millisecond // after a transport error, before retrying
@@ -521,18 +520,6 @@ func (r *runState) once(w *worker, wanted time.Time) bool {
 		r.stop()
 	}
 	return r.ctx.Err() == nil
-}
-
-// sleepCtx sleeps d or until ctx ends; it reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // ledgers are the violation counters of a run with -server: one per kind

@@ -1,6 +1,9 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
+
 	"github.com/locklab/locklab/bench/registry"
 	"github.com/locklab/locklab/internal/measure"
 
@@ -256,64 +259,6 @@ const (
 
 var serverKinds = []string{serverRedis, serverValkey}
 
-// withServers returns cs once per server kind, each cell's kinds next to
-// each other (cs as they are with no -server).
-func withServers(cs []cell, kinds []string) []cell {
-	if len(kinds) == 0 {
-		return cs
-	}
-	var out []cell
-	for _, c := range cs {
-		for _, k := range kinds {
-			c.server = k
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
-// rotateServers returns cs with each run of cells that differ only in
-// their server rotated by round places, so that no kind of server always
-// runs first in a cell (the implementations rotate the same way).
-func rotateServers(cs []cell, round int) []cell {
-	out := make([]cell, 0, len(cs))
-	for i := 0; i < len(cs); {
-		j := i + 1
-		for j < len(cs) && sameBut(cs[i], cs[j]) {
-			j++
-		}
-		n := j - i
-		for k := range n {
-			out = append(out, cs[i+(k+round)%n])
-		}
-		i = j
-	}
-	return out
-}
-
-// sameBut reports whether a and b are the same cell on different servers.
-func sameBut(a, b cell) bool {
-	b.server = a.server
-	return a == b
-}
-
-// runsOn reports whether im runs in c: every lock on the first kind of
-// server, and only the Redis locks (peers and floors too) on the others,
-// since a lock on etcd, ZooKeeper or PostgreSQL does not use them.
-func runsOn(im *registry.Lock, c cell, cs []cell) bool {
-	return len(cs) == 0 || c.server == cs[0].server || systemOf(im) == sysRedis
-}
-
-// serverSuffix is the file-name suffix of a cell on server kind: none
-// for redis or no -server, so the default run's files keep their names;
-// "_valkey" for Valkey.
-func serverSuffix(kind string) string {
-	if kind == "" || kind == serverRedis {
-		return ""
-	}
-	return "_" + kind
-}
-
 // versions returns each kind's server version (INFO server: valkey_version
 // for Valkey, which reports redis_version 7.2.4 for its clients' sake).
 func (s *servers) versions(ctx context.Context) map[string]string {
@@ -345,4 +290,11 @@ func (s *servers) serverVersion(ctx context.Context) string {
 		}
 	}
 	return v
+}
+
+// randomID returns 8 random hex digits, to tell one run's keys from another's.
+func randomID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

@@ -3,9 +3,10 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"github.com/locklab/locklab/bench/registry"
 	"slices"
 	"strings"
+
+	"github.com/locklab/locklab/bench/registry"
 )
 
 // The summary opens report.md: for an engineer choosing a lock, one line
@@ -37,10 +38,10 @@ var (
 		floor: func(r row) *float64 { return r.WaitP99FloorRatio }}
 )
 
-// figures returns what the summary compares in a cell: throughput
+// figuresOf returns what the summary compares in cell c: throughput
 // everywhere (pairs/s for fresh keys), and the wait p99 where clients
 // queue for one key.
-func (c cell) figures() []figure {
+func figuresOf(c cell) []figure {
 	ops := figOps
 	if c.keys == 0 {
 		ops.name = "pairs/s"
@@ -108,7 +109,7 @@ func (res *results) summaryLines(g summaryGroup) (ours []string, lines []summary
 				rows[im.Name] = r
 			}
 		}
-		for _, fig := range c.figures() {
+		for _, fig := range figuresOf(c) {
 			ln := summaryLine{cell: c, fig: fig}
 			if _, ok := rows[g.floor]; ok {
 				ln.floor = g.floor
@@ -248,31 +249,6 @@ func (res *results) summaryTables(b *bytes.Buffer, groups []summaryTable, keep f
 		}
 		b.WriteString("\n")
 	}
-}
-
-// headlineCells returns one cell per scenario of cs, in their order: the
-// one with the most clients, and among those, on one key the longest hold
-// (a queue forms, so waiting is what differs) and over many keys the
-// shortest (contention is low and the lock's own cost is what differs).
-// A scenario with one cell (uncontended) is that cell.
-func headlineCells(cs []cell) []cell {
-	var out []cell
-	for _, c := range cs {
-		i := slices.IndexFunc(out, func(h cell) bool { return h.scenario == c.scenario })
-		if i < 0 {
-			out = append(out, c)
-			continue
-		}
-		h := out[i]
-		preferred := c.hold > h.hold // on one key: the longer hold
-		if c.keys > 1 {
-			preferred = c.hold < h.hold // over many keys: the shorter
-		}
-		if c.clients > h.clients || c.clients == h.clients && preferred {
-			out[i] = c
-		}
-	}
-	return out
 }
 
 // named prints an impl with its figure, as the table shows it.

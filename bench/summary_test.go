@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"github.com/locklab/locklab/bench/registry"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/locklab/locklab/bench/registry"
 )
 
 // syntheticResults makes results from made-up runs: every impl in every
@@ -388,13 +389,13 @@ func TestSummaryOpensWithHeadlinesOnly(t *testing.T) {
 	for _, c := range cs {
 		wantHead := 0
 		if c == cs[0] || c == cs[3] {
-			wantHead = len(c.figures())
+			wantHead = len(figuresOf(c))
 		}
 		if n := count(head, summaryLabel(c)); n != wantHead {
 			t.Errorf("%s: %d lines in the headline tables, want %d", summaryLabel(c), n, wantHead)
 		}
-		if n := count(every, summaryLabel(c)); n != len(c.figures()) {
-			t.Errorf("%s: %d lines under Every cell, want %d", summaryLabel(c), n, len(c.figures()))
+		if n := count(every, summaryLabel(c)); n != len(figuresOf(c)) {
+			t.Errorf("%s: %d lines under Every cell, want %d", summaryLabel(c), n, len(figuresOf(c)))
 		}
 	}
 }

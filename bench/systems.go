@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/locklab/locklab/bench/registry"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/locklab/locklab/bench/registry"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -167,7 +168,7 @@ func warmEtcd(endpoints []string) error {
 }
 
 func warmZooKeeper(servers []string) error {
-	s, err := zklock.Connect(servers, defaultTTL)
+	s, err := zklock.Connect(servers, zkWarmSession)
 	if err != nil {
 		return err
 	}
@@ -303,7 +304,7 @@ func (s *systemServers) crash(ctx context.Context, sys string) (string, error) {
 	start := time.Now()
 	took := func() string { return fmt.Sprintf("back in %d ms", time.Since(start).Milliseconds()) }
 	switch {
-	case sys == sysEtcd && etcd != nil:
+	case sys == registry.SysEtcd && etcd != nil:
 		m, err := etcd.Leader(ctx)
 		if err != nil {
 			return "", err
@@ -315,7 +316,7 @@ func (s *systemServers) crash(ctx context.Context, sys string) (string, error) {
 			return "", err
 		}
 		return "etcd's leader " + m.Name() + ", " + took(), etcd.WaitHealthy(ctx)
-	case sys == sysZooKeeper && zkEns != nil:
+	case sys == registry.SysZooKeeper && zkEns != nil:
 		srv, err := zkEns.Leader(ctx)
 		if err != nil {
 			return "", err
@@ -327,7 +328,7 @@ func (s *systemServers) crash(ctx context.Context, sys string) (string, error) {
 			return "", err
 		}
 		return fmt.Sprintf("ZooKeeper's leader zk%d, %s", srv.ID(), took()), nil
-	case sys == sysPostgres && pg != nil:
+	case sys == registry.SysPostgres && pg != nil:
 		if err := pg.Kill(); err != nil {
 			return "", err
 		}
@@ -473,3 +474,26 @@ func (s *systemServers) pgBouncer(ctx context.Context, mode string) (string, err
 	s.bouncers[mode] = b
 	return b.Addr(), nil
 }
+
+// sleepCtx sleeps d or until ctx ends; it reports whether d passed.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// faultChildEnv carries a child's actorSpec; when set, the program serves
+// that actor instead of running the bench (see main and TestMain).
+const faultChildEnv = "LOCKLAB_BENCH_FAULT_CHILD"
+
+// warmupTimeout bounds the warm-up pass of every client.
+const warmupTimeout = 10 * time.Second
+
+// zkWarmSession is the session timeout of the warm-up's ZooKeeper clients:
+// the bench's default lease.
+const zkWarmSession = 8 * time.Second
