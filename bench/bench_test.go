@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/bench/env"
 	"github.com/locklab/locklab/bench/registry"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -54,14 +55,14 @@ var benchSeq atomic.Int64
 func benchmarkLock(b *testing.B, kind string, contention bool) {
 	im := registry.Locks[kind]
 	ctx := b.Context()
-	e := registry.Env{Addrs: addrs, TTL: defaultTTL, Servers: &others}
-	tag := keyRoot + "gobench:" + randomID() + ":" + strconv.FormatInt(benchSeq.Add(1), 10)
-	srv, err := startServers(ctx, addrs, im.Nodes)
+	e := registry.Env{Addrs: addrs, TTL: defaultTTL, Servers: &env.Others}
+	tag := env.KeyRoot + "gobench:" + env.RandomID() + ":" + strconv.FormatInt(benchSeq.Add(1), 10)
+	srv, err := env.StartServers(ctx, addrs, im.Nodes)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer srv.close()
-	defer func() { _, _ = srv.sweep(context.Background(), tag+"*") }()
+	defer srv.Close()
+	defer func() { _, _ = srv.Sweep(context.Background(), tag+"*") }()
 
 	n := 1
 	if contention {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/locklab/locklab/bench/env"
 	"github.com/locklab/locklab/bench/registry"
 )
 
@@ -39,7 +40,7 @@ func (res *results) chapterSection() string {
 	b.WriteString("Redis's own ceiling is redis-benchmark's SET against the same server, in this run, at the same concurrency (see Machine and versions); a lock pair needs at least two commands, so at most half of it.\n\n")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if v := others.versions(ctx); len(v) > 0 {
+	if v := env.Others.Versions(ctx); len(v) > 0 {
 		fmt.Fprintf(&b, "Servers: %s; Redis as above, no persistence.\n\n", strings.Join(v, "; "))
 	}
 

@@ -10,8 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/locklab/locklab/bench/env"
 	"github.com/locklab/locklab/bench/registry"
-
 	"github.com/locklab/locklab/internal/rig"
 )
 
@@ -93,7 +93,7 @@ type faultSetup struct {
 	seed      uint64
 	schedules []*schedule
 	impls     []*registry.Lock
-	srv       *servers // lock servers 0-4 and the resource server 5
+	srv       *env.Servers // lock servers 0-4 and the resource server 5
 	external  bool
 	// allTimelines keeps every run's timeline, not only each cell's first
 	// run and its first unsafe and stuck ones.
@@ -204,8 +204,8 @@ func (fs *faultSetup) event(ctx context.Context, sch *schedule, impls []*registr
 	seed := fs.seed*1000 + uint64(sch.n)*100 + uint64(i)
 	ev := &event{ctx: ctx, setup: fs, sch: sch, index: i, seed: seed,
 		rng:       rand.New(rand.NewPCG(seed, 0x10c61ab)),
-		tag:       fmt.Sprintf("%sfaults:%s:%s:%d", keyRoot, randomID(), sch.id, i),
-		lockAddrs: fs.srv.addrs[:faultLockServers],
+		tag:       fmt.Sprintf("%sfaults:%s:%s:%d", env.KeyRoot, env.RandomID(), sch.id, i),
+		lockAddrs: fs.srv.Addrs[:faultLockServers],
 		users:     &registry.UserClients{Timeout: userTimeout},
 	}
 	defer ev.close()

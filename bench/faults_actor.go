@@ -9,13 +9,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/locklab/locklab/bench/env"
 	"github.com/locklab/locklab/bench/registry"
-
-	"github.com/redis/go-redis/v9"
-
 	"github.com/locklab/locklab/internal/history"
 	"github.com/locklab/locklab/internal/preflight"
 	"github.com/locklab/locklab/internal/rig"
+	"github.com/redis/go-redis/v9"
 )
 
 // An actor is one client of one lock in one fault run, with its own
@@ -112,7 +111,7 @@ func (a *actor) warm(ctx context.Context, key string) error {
 		lctx, lcancel := context.WithTimeout(ctx, 3*time.Second)
 		err = l.Lock(lctx)
 		lcancel()
-		if err == nil || refusesServer(err) || !sleepCtx(ctx, 50*time.Millisecond) {
+		if err == nil || refusesServer(err) || !env.SleepCtx(ctx, 50*time.Millisecond) {
 			break
 		}
 	}
@@ -160,7 +159,7 @@ func (a *actor) lock(ctx context.Context, bound time.Duration) bool {
 			a.event(history.Event{Kind: history.Acquire, Text: fmt.Sprintf("gave up after %v and %d Lock calls: %s", bound, failed, shortErr(last))})
 			return false
 		}
-		if !sleepCtx(ctx, 10*time.Millisecond) {
+		if !env.SleepCtx(ctx, 10*time.Millisecond) {
 			a.event(history.Event{Kind: history.Acquire, Text: fmt.Sprintf("gave up after %v and %d Lock calls: %s", bound, failed, shortErr(last))})
 			return false
 		}

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/locklab/locklab/bench/env"
 	"github.com/locklab/locklab/internal/history"
 	"github.com/locklab/locklab/internal/proc"
 )
@@ -57,7 +58,7 @@ type holder interface {
 func faultChildMain(specJSON string) int {
 	var spec actorSpec
 	if err := json.Unmarshal([]byte(specJSON), &spec); err != nil {
-		fmt.Fprintf(os.Stderr, "bench: fault child: bad %s: %v\n", faultChildEnv, err)
+		fmt.Fprintf(os.Stderr, "bench: fault child: bad %s: %v\n", env.FaultChildEnv, err)
 		return 2
 	}
 	in, out := proc.Piped()
@@ -156,7 +157,7 @@ func startChild(spec actorSpec, record func(history.Event)) (*remoteActor, error
 		return nil, err
 	}
 	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), faultChildEnv+"="+string(specJSON),
+	cmd.Env = append(os.Environ(), env.FaultChildEnv+"="+string(specJSON),
 		"GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	stderr := &lockedBuffer{}
 	cmd.Stdout, cmd.Stderr = stderr, stderr

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/locklab/locklab/bench/env"
 	"github.com/locklab/locklab/bench/registry"
-
 	"github.com/locklab/locklab/internal/faultproxy"
 	"github.com/locklab/locklab/internal/history"
 )
@@ -166,13 +166,13 @@ func (r *faultRun) watchRule(ctx context.Context, rule *faultproxy.Rule, client 
 	// call fails.
 	deadline := time.Now().Add(userTimeout + 300*time.Millisecond)
 	for time.Now().Before(deadline) && !r.failedSince(client, held) {
-		if !sleepCtx(ctx, 5*time.Millisecond) {
+		if !env.SleepCtx(ctx, 5*time.Millisecond) {
 			return
 		}
 	}
 	deadline = time.Now().Add(window)
 	for time.Now().Before(deadline) && !r.someoneInside() {
-		if !sleepCtx(ctx, 5*time.Millisecond) {
+		if !env.SleepCtx(ctx, 5*time.Millisecond) {
 			return
 		}
 	}
@@ -236,7 +236,7 @@ func (r *faultRun) cycleAll(bound time.Duration, more func() bool) {
 	}
 	for i, a := range []*actor{r.a.(*actor), r.b, r.c} {
 		wg.Go(func() {
-			if !sleepCtx(r.ev.ctx, time.Duration(i)*20*time.Millisecond) {
+			if !env.SleepCtx(r.ev.ctx, time.Duration(i)*20*time.Millisecond) {
 				return
 			}
 			for {
@@ -287,7 +287,7 @@ func (fs *faultSetup) discover(ctx context.Context, im *registry.Lock) ([]faultO
 	}
 	var ops []lockOp
 	if err := fs.discoveryRun(ctx, im, false, func(ev *event) error {
-		mon, err := startMonitor(ctx, fs.srv.addrs[0])
+		mon, err := startMonitor(ctx, fs.srv.Addrs[0])
 		if err != nil {
 			return err
 		}
@@ -324,8 +324,8 @@ func (fs *faultSetup) discover(ctx context.Context, im *registry.Lock) ([]faultO
 func (fs *faultSetup) discoveryRun(ctx context.Context, im *registry.Lock, proxied bool, fn func(ev *event) error) error {
 	sch := *scheduleByID("lost-reply")
 	sch.proxied = proxied
-	ev := &event{ctx: ctx, setup: fs, sch: &sch, tag: fmt.Sprintf("%sfaults:%s:discover", keyRoot, randomID()),
-		lockAddrs: fs.srv.addrs[:faultLockServers], users: &registry.UserClients{Timeout: userTimeout}}
+	ev := &event{ctx: ctx, setup: fs, sch: &sch, tag: fmt.Sprintf("%sfaults:%s:discover", env.KeyRoot, env.RandomID()),
+		lockAddrs: fs.srv.Addrs[:faultLockServers], users: &registry.UserClients{Timeout: userTimeout}}
 	defer ev.close()
 	ev.runs = []*faultRun{{ev: ev, im: im, key: ev.tag + ":" + im.Name + ":lock", res: ev.tag + ":" + im.Name + ":res"}}
 	if err := ev.start(); err != nil {

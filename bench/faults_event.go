@@ -10,14 +10,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/locklab/locklab/bench/env"
 	"github.com/locklab/locklab/bench/judge"
 	"github.com/locklab/locklab/bench/registry"
-
-	"github.com/redis/go-redis/v9"
-
 	"github.com/locklab/locklab/fencing"
 	"github.com/locklab/locklab/internal/faultproxy"
 	"github.com/locklab/locklab/internal/history"
+	"github.com/redis/go-redis/v9"
 )
 
 // event is one seeded instance of a schedule, for every lock at once.
@@ -128,7 +127,7 @@ func (ev *event) onClose(fn func()) {
 // prepare makes every run's actors and warms them up. A runs in a child
 // process when the schedule says so.
 func (ev *event) prepare() error {
-	resAddr := ev.setup.srv.addrs[faultResource]
+	resAddr := ev.setup.srv.Addrs[faultResource]
 	var wg sync.WaitGroup
 	for _, r := range ev.runs {
 		wg.Go(func() {
@@ -292,7 +291,7 @@ func (r *faultRun) contend(bound time.Duration, finished chan error, whenBWrote 
 		signal()
 	})
 	wg.Go(func() {
-		sleepCtx(r.ev.ctx, 20*time.Millisecond)
+		env.SleepCtx(r.ev.ctx, 20*time.Millisecond)
 		r.c.cycle(r.ev.ctx, bound, holdB, signal)
 	})
 	select {
@@ -328,7 +327,7 @@ func (ev *event) standard(inject func() error) error {
 
 // finish reads every run's resource and judges it.
 func (ev *event) judgeAll() {
-	res := ev.setup.srv.admin[faultResource]
+	res := ev.setup.srv.Admin[faultResource]
 	for _, r := range ev.runs {
 		if r.failed != "" || r.declined != "" {
 			continue
@@ -336,7 +335,7 @@ func (ev *event) judgeAll() {
 		var v int64
 		var err error
 		if r.ledger {
-			v, err = others.pgLedgerCount(context.Background(), r.res)
+			v, err = env.Others.PgLedgerCount(context.Background(), r.res)
 		} else {
 			v, err = res.HGet(context.Background(), r.res, "v").Int64()
 			if errors.Is(err, redis.Nil) {
@@ -393,7 +392,7 @@ func (ev *event) close() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, _ = ev.setup.srv.sweep(ctx, "*"+ev.tag+"*")
+	_, _ = ev.setup.srv.Sweep(ctx, "*"+ev.tag+"*")
 }
 
 // pairBarrier is a hook for B's and C's locks: at package naive's

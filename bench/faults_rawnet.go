@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/locklab/locklab/bench/env"
 	"github.com/locklab/locklab/bench/registry"
-
 	"github.com/locklab/locklab/internal/history"
 )
 
@@ -405,13 +405,13 @@ func (r *faultRun) rawCommandFault(fo faultOp, late bool) {
 		// or Unlock's 5 s.
 		deadline := time.Now().Add(4*ev.sch.ttl + 8*time.Second)
 		for time.Now().Before(deadline) && !r.failedSince(fo.client, at) {
-			if !sleepCtx(wctx, 5*time.Millisecond) {
+			if !env.SleepCtx(wctx, 5*time.Millisecond) {
 				break
 			}
 		}
 		deadline = time.Now().Add(window)
 		for time.Now().Before(deadline) && !r.someoneInside() {
-			if !sleepCtx(wctx, 5*time.Millisecond) {
+			if !env.SleepCtx(wctx, 5*time.Millisecond) {
 				break
 			}
 		}

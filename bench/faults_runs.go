@@ -89,7 +89,7 @@ func runRestart(ev *event) error {
 		var wg sync.WaitGroup
 		errs := make([]error, len(nodes))
 		for i, n := range nodes {
-			wg.Go(func() { errs[i] = ev.setup.srv.nodes[n].Restart(ev.ctx, false) })
+			wg.Go(func() { errs[i] = ev.setup.srv.Nodes[n].Restart(ev.ctx, false) })
 		}
 		wg.Wait()
 		if err := errors.Join(errs...); err != nil {
@@ -113,7 +113,7 @@ func runClock(ev *event) error {
 		return err
 	}
 	return ev.standard(func() error {
-		n, err := jumpClock(ev.ctx, ev.setup.srv.admin[0], "*"+ev.tag+"*", clockJump)
+		n, err := jumpClock(ev.ctx, ev.setup.srv.Admin[0], "*"+ev.tag+"*", clockJump)
 		if err != nil {
 			return err
 		}

@@ -9,12 +9,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/locklab/locklab/bench/env"
 	"github.com/locklab/locklab/bench/registry"
-
-	"github.com/redis/go-redis/v9"
-
 	"github.com/locklab/locklab/internal/preflight"
 	"github.com/locklab/locklab/internal/rig"
+	"github.com/redis/go-redis/v9"
 )
 
 // runFailover: schedule 4. Each event has its own Sentinel group: a
@@ -43,7 +42,7 @@ func runFailover(ev *event) error {
 	}
 	ev.onClose(func() { _ = sentinels.Close() })
 	ev.users = &registry.UserClients{Timeout: userTimeout, Sentinel: &registry.Sentinel{Master: sentinels.MasterName(), Addrs: sentinels.Addrs()}}
-	ev.lockAddrs = append([]string{primary.Addr()}, ev.setup.srv.addrs[1:faultLockServers]...)
+	ev.lockAddrs = append([]string{primary.Addr()}, ev.setup.srv.Addrs[1:faultLockServers]...)
 	if err := ev.start(); err != nil {
 		return err
 	}
@@ -70,7 +69,7 @@ func runFailover(ev *event) error {
 // runEviction: schedule 7.
 func runEviction(ev *event) error {
 	ctx := ev.ctx
-	admins := ev.setup.srv.admin[:faultLockServers]
+	admins := ev.setup.srv.Admin[:faultLockServers]
 	// Headroom above what each server uses now, so the run starts without
 	// evictions; the lock keys and queues are a few KB.
 	const headroom = 4 << 20
@@ -101,7 +100,7 @@ func runEviction(ev *event) error {
 	return ev.standard(func() error {
 		// Redis's LRU clock ticks once a second: keys written in the same
 		// second as the filler would look as recent as it.
-		if !sleepCtx(ctx, 1100*time.Millisecond) {
+		if !env.SleepCtx(ctx, 1100*time.Millisecond) {
 			return ctx.Err()
 		}
 		written, evicted, total, err := pressure(ctx, admins, ev.tag, 3*headroom)

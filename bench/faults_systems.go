@@ -9,8 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/locklab/locklab/bench/env"
 	"github.com/locklab/locklab/bench/registry"
-
 	"github.com/locklab/locklab/internal/history"
 	"github.com/locklab/locklab/internal/rig"
 )
@@ -41,11 +41,11 @@ func (ev *event) systemAddrs(sys string) ([]string, error) {
 	}
 	switch sys {
 	case registry.SysEtcd:
-		return others.EtcdEndpoints()
+		return env.Others.EtcdEndpoints()
 	case registry.SysZooKeeper:
-		return others.ZooKeeperServers()
+		return env.Others.ZooKeeperServers()
 	case registry.SysPostgres:
-		a, err := others.pgAddr()
+		a, err := env.Others.PgAddr()
 		if err != nil {
 			return nil, err
 		}
@@ -94,7 +94,7 @@ func runCrash(ev *event) error {
 		var what []string
 		for sys := range systems {
 			wg.Go(func() {
-				w, err := others.crash(ev.ctx, sys)
+				w, err := env.Others.Crash(ev.ctx, sys)
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
@@ -157,7 +157,7 @@ func (r *faultRun) expiry() {
 	}
 	close(injected)
 	wg.Go(func() {
-		if sleepCtx(ctx, 20*time.Millisecond) {
+		if env.SleepCtx(ctx, 20*time.Millisecond) {
 			r.b.cycle(ctx, bound, holdB, nil)
 		}
 	})
@@ -174,16 +174,16 @@ func (r *faultRun) expireWaiter(ctx context.Context) error {
 	defer cancel()
 	switch registry.SystemOf(r.im) {
 	case registry.SysEtcd:
-		lease, err := others.etcdWaiterLease(ctx, r.key)
+		lease, err := env.Others.EtcdWaiterLease(ctx, r.key)
 		if err != nil {
 			return err
 		}
-		if err := others.etcdRevoke(ctx, lease); err != nil {
+		if err := env.Others.EtcdRevoke(ctx, lease); err != nil {
 			return err
 		}
 		r.fault("A's claim is in line; etcd revokes its lease %x (as when it expires)", lease)
 	case registry.SysZooKeeper:
-		if err := others.zkWaitLine(ctx, registry.ZKPath(r.key), 2); err != nil {
+		if err := env.Others.ZkWaitLine(ctx, registry.ZKPath(r.key), 2); err != nil {
 			return err
 		}
 		cut := 3 * r.ev.sch.ttl
@@ -191,7 +191,7 @@ func (r *faultRun) expireWaiter(ctx context.Context) error {
 			p.Blackhole()
 		}
 		r.fault("A's claim is in line; A is cut off from ZooKeeper for %v, three times its %v session timeout", cut, r.ev.sch.ttl)
-		ok := sleepCtx(ctx, cut)
+		ok := env.SleepCtx(ctx, cut)
 		for _, p := range r.aNet[:len(r.aNet)-1] {
 			p.Heal()
 		}
@@ -204,11 +204,11 @@ func (r *faultRun) expireWaiter(ctx context.Context) error {
 		if !ok {
 			return errors.New("the lock does not tell its backend's pid")
 		}
-		pid, err := others.pgWaiter(ctx, pider.PID())
+		pid, err := env.Others.PgWaiter(ctx, pider.PID())
 		if err != nil {
 			return err
 		}
-		if err := others.pgTerminate(ctx, pid); err != nil {
+		if err := env.Others.PgTerminate(ctx, pid); err != nil {
 			return err
 		}
 		r.fault("A's Lock waits behind C; PostgreSQL terminates A's backend (pid %d, pg_terminate_backend)", pid)
@@ -221,7 +221,7 @@ func (r *faultRun) expireWaiter(ctx context.Context) error {
 // runPooler: schedule 12.
 func runPooler(ev *event) error {
 	mode := []string{rig.PoolTransaction, rig.PoolSession, rig.PoolStatement}[ev.index%3]
-	addr, err := others.pgBouncer(ev.ctx, mode)
+	addr, err := env.Others.PgBouncer(ev.ctx, mode)
 	if err != nil {
 		return err
 	}
@@ -248,7 +248,7 @@ func isolationLevel(i int) string {
 func runIsolation(ev *event) error {
 	level := isolationLevel(ev.index)
 	ev.users.PGSettings = map[string]string{"default_transaction_isolation": level}
-	if err := others.pgLedger(ev.ctx); err != nil {
+	if err := env.Others.PgLedger(ev.ctx); err != nil {
 		return err
 	}
 	for _, r := range ev.runs {
@@ -262,7 +262,7 @@ func runIsolation(ev *event) error {
 		var wg sync.WaitGroup
 		for i, a := range []*actor{r.a.(*actor), r.b, r.c} {
 			wg.Go(func() {
-				if sleepCtx(ev.ctx, time.Duration(i)*20*time.Millisecond) {
+				if env.SleepCtx(ev.ctx, time.Duration(i)*20*time.Millisecond) {
 					a.ledgerCycle(ev.ctx, 4*ev.sch.ttl+2*time.Second, holdB)
 				}
 			})

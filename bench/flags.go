@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/locklab/locklab/bench/env"
 )
 
 // parseFlags parses args (without the program name). Explicit flags win
@@ -34,7 +36,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		keys      = fs.Int("keys", defaultKeys, "number of keys in the keys scenario")
 		rtt       = fs.Duration("rtt", defaultRTT, "latency the proxy adds each way in the rtt scenario")
 		rate      = fs.Float64("rate", 0, "open loop: arrivals per second per run, latency from the scheduled arrival (0 = closed loop)")
-		server    = fs.String("server", serverRedis, "kinds of Redis server `list`: redis, valkey; with both (redis,valkey) every Redis lock runs on each in every round, and the report gives Valkey/Redis ratios")
+		server    = fs.String("server", env.ServerRedis, "kinds of Redis server `list`: redis, valkey; with both (redis,valkey) every Redis lock runs on each in every round, and the report gives Valkey/Redis ratios")
 		addrs     = fs.String("addrs", "", "external servers host:port,... instead of the rig (5 needed for 5-node locks)")
 		quick     = fs.Bool("quick", false, "smoke preset: 8 clients, one 250ms round of every scenario (explicit flags win)")
 		full      = fs.Bool("full", false, "the whole plan (make bench-full): every scenario (rtt too), every -clients value and -hold; without it (and without -quick, -scenarios, -clients, -keys-clients, -hold) only each scenario's headline cell runs, the one its verdict needs")
@@ -193,8 +195,8 @@ func parseServers(s string) ([]string, error) {
 		return nil, err
 	}
 	for _, k := range kinds {
-		if !slices.Contains(serverKinds, k) {
-			return nil, fmt.Errorf("-server: unknown kind %q; known: %s", k, strings.Join(serverKinds, ", "))
+		if !slices.Contains(env.ServerKinds, k) {
+			return nil, fmt.Errorf("-server: unknown kind %q; known: %s", k, strings.Join(env.ServerKinds, ", "))
 		}
 	}
 	return kinds, nil

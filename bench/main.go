@@ -26,15 +26,15 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/locklab/locklab/bench/registry"
-
+	"github.com/locklab/locklab/bench/env"
 	"github.com/locklab/locklab/bench/htmlreport"
+	"github.com/locklab/locklab/bench/registry"
 	"github.com/locklab/locklab/internal/module"
 	"github.com/locklab/locklab/internal/rig"
 )
 
 func main() {
-	if spec := os.Getenv(faultChildEnv); spec != "" {
+	if spec := os.Getenv(env.FaultChildEnv); spec != "" {
 		os.Exit(faultChildMain(spec)) // a fault scoreboard client process
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -108,18 +108,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		}
 	}()
 	mach := describeMachine(args)
-	srv, err := startKinds(ctx, cfg.addrs, nodes, cfg.servers)
+	srv, err := env.StartKinds(ctx, cfg.addrs, nodes, cfg.servers)
 	if err != nil {
 		return err
 	}
-	defer srv.close()
-	mach.RedisVersion = srv.version(ctx)
-	mach.ServerVersions = srv.versions(ctx)
-	if srv.external {
-		mach.Servers = "external: " + strings.Join(srv.addrs, ",")
+	defer srv.Close()
+	mach.RedisVersion = srv.Version(ctx)
+	mach.ServerVersions = srv.Versions(ctx)
+	if srv.External {
+		mach.Servers = "external: " + strings.Join(srv.Addrs, ",")
 	} else {
 		prov, _ := rig.ProviderName()
-		mach.Servers = fmt.Sprintf("%d servers from the rig, provider %s, no persistence", len(srv.addrs), prov)
+		mach.Servers = fmt.Sprintf("%d servers from the rig, provider %s, no persistence", len(srv.Addrs), prov)
 	}
 
 	var bad []string
@@ -170,7 +170,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 
 // runSpeed runs the speed scenarios and writes their files; it returns
 // the safe locks that showed violations.
-func runSpeed(ctx context.Context, cfg *config, mach *machine, srv *servers, cs []cell, impls []*registry.Lock, dir string, stdout, stderr io.Writer) ([]string, error) {
+func runSpeed(ctx context.Context, cfg *config, mach *machine, srv *env.Servers, cs []cell, impls []*registry.Lock, dir string, stdout, stderr io.Writer) ([]string, error) {
 	plan := steps(cfg.rounds, cs, impls)
 	fmt.Fprintf(stderr, "bench: %d impls (%s) × %d cells × %d rounds = %d runs of %s; planned about %s plus server start\n",
 		len(impls), strings.Join(implNames(impls), ","), len(cs), cfg.rounds, len(plan), cfg.duration,
@@ -181,32 +181,32 @@ func runSpeed(ctx context.Context, cfg *config, mach *machine, srv *servers, cs 
 	}
 	defer leds.close()
 
-	runID := randomID()
+	runID := env.RandomID()
 	mach.RedisBenchmark = newRedisBench(benchConcurrency(cs))
-	rbKey := keyRoot + runID + ":redis-benchmark"
+	rbKey := env.KeyRoot + runID + ":redis-benchmark"
 	prog := newProgress(stderr, len(plan), cfg.duration+perRunOverhead)
 	var runs []*runResult
 	for i, s := range plan {
 		if i == 0 || plan[i-1].round != s.round {
 			// redis-benchmark in the same state of the machine as the
 			// round's runs.
-			mach.RedisBenchmark.measure(ctx, srv.addrs[0], rbKey)
-			if err := srv.admin[0].Del(ctx, rbKey).Err(); err != nil {
+			mach.RedisBenchmark.measure(ctx, srv.Addrs[0], rbKey)
+			if err := srv.Admin[0].Del(ctx, rbKey).Err(); err != nil {
 				return nil, fmt.Errorf("delete %s: %w", rbKey, err)
 			}
 		}
 		prog.begin(s, cfg.rounds)
 		on, led := leds.of(s.cell.server) // the servers of the cell's kind (-server)
-		addrs := on.addrs
+		addrs := on.Addrs
 		if s.cell.rtt > 0 {
-			if addrs, err = on.proxied(s.cell.rtt); err != nil {
+			if addrs, err = on.Proxied(s.cell.rtt); err != nil {
 				return nil, err
 			}
 		}
 		spec := runSpec{
 			impl: s.impl, cell: s.cell, round: s.round, duration: cfg.duration,
 			maxOps: cfg.maxOps, rate: cfg.rate, ttl: cfg.ttl, addrs: addrs,
-			tag: fmt.Sprintf("%s%s:%d", keyRoot, runID, i),
+			tag: fmt.Sprintf("%s%s:%d", env.KeyRoot, runID, i),
 		}
 		r, err := execute(ctx, on, led, spec)
 		if err != nil {
@@ -238,8 +238,8 @@ func runSpeed(ctx context.Context, cfg *config, mach *machine, srv *servers, cs 
 
 // runScoreboard runs the fault scoreboard and writes its files; it
 // returns our locks' broken promises.
-func runScoreboard(ctx context.Context, cfg *config, mach machine, srv *servers, impls []*registry.Lock, dir string, stdout, stderr io.Writer) ([]string, error) {
-	fs := &faultSetup{runs: cfg.faultRuns, seed: cfg.seed, impls: impls, srv: srv, external: srv.external, allTimelines: cfg.allTimelines}
+func runScoreboard(ctx context.Context, cfg *config, mach machine, srv *env.Servers, impls []*registry.Lock, dir string, stdout, stderr io.Writer) ([]string, error) {
+	fs := &faultSetup{runs: cfg.faultRuns, seed: cfg.seed, impls: impls, srv: srv, external: srv.External, allTimelines: cfg.allTimelines}
 	for _, sch := range schedules {
 		if slices.Contains(cfg.faults, sch.id) {
 			fs.schedules = append(fs.schedules, sch)

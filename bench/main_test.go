@@ -7,11 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/bench/env"
 	"github.com/locklab/locklab/bench/registry"
-
-	"github.com/redis/go-redis/v9"
-
 	"github.com/locklab/locklab/internal/rig"
+	"github.com/redis/go-redis/v9"
 )
 
 // addrs are the shared servers of the package's tests and benchmarks: five,
@@ -19,7 +18,7 @@ import (
 var addrs []string
 
 func TestMain(m *testing.M) {
-	if spec := os.Getenv(faultChildEnv); spec != "" {
+	if spec := os.Getenv(env.FaultChildEnv); spec != "" {
 		os.Exit(faultChildMain(spec)) // a fault scoreboard client process
 	}
 	rig.Main(m, 5, func(nodes []*rig.Node) {
@@ -31,13 +30,13 @@ func TestMain(m *testing.M) {
 
 // oneServer returns the bench's view of the first shared server and a
 // client of it, both closed when t ends.
-func oneServer(t *testing.T) (*servers, *redis.Client) {
+func oneServer(t *testing.T) (*env.Servers, *redis.Client) {
 	t.Helper()
-	srv, err := startServers(t.Context(), addrs, 1)
+	srv, err := env.StartServers(t.Context(), addrs, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(srv.close)
+	t.Cleanup(srv.Close)
 	c := redis.NewClient(rig.ClientOptions(addrs[0]))
 	t.Cleanup(func() { c.Close() })
 	return srv, c
@@ -70,7 +69,7 @@ func TestHoldForLastsAtLeastTheHold(t *testing.T) {
 	for _, overlapping := range []bool{false, true} {
 		for _, d := range []time.Duration{time.Microsecond, 300 * time.Microsecond, 2 * time.Millisecond} {
 			start := time.Now()
-			holdFor(d, overlapping)
+			env.HoldFor(d, overlapping)
 			if got := time.Since(start); got < d {
 				t.Errorf("holdFor(%v, %v) returned after %v", d, overlapping, got)
 			}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/locklab/locklab/bench/env"
 	"github.com/locklab/locklab/bench/registry"
 )
 
@@ -220,7 +221,7 @@ func runsOn(im *registry.Lock, c cell, cs []cell) bool {
 // for redis or no -server, so the default run's files keep their names;
 // "_valkey" for Valkey.
 func serverSuffix(kind string) string {
-	if kind == "" || kind == serverRedis {
+	if kind == "" || kind == env.ServerRedis {
 		return ""
 	}
 	return "_" + kind

@@ -1,10 +1,6 @@
 package main
 
 import (
-	"github.com/locklab/locklab/bench/ledger"
-	"github.com/locklab/locklab/bench/registry"
-	"github.com/locklab/locklab/internal/measure"
-
 	"context"
 	"fmt"
 	"math"
@@ -13,6 +9,11 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/locklab/locklab/bench/env"
+	"github.com/locklab/locklab/bench/ledger"
+	"github.com/locklab/locklab/bench/registry"
+	"github.com/locklab/locklab/internal/measure"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
@@ -156,8 +157,8 @@ func (r *runState) stop() {
 // releases the lock once, which opens its connections and loads scripts),
 // snapshot INFO commandstats, run the load, then snapshot again and clean
 // up. Errors that make the figures meaningless are returned.
-func execute(ctx context.Context, srv *servers, led *ledger.Ledger, spec runSpec) (*runResult, error) {
-	e := registry.Env{Addrs: spec.addrs, TTL: spec.ttl, Servers: &others}
+func execute(ctx context.Context, srv *env.Servers, led *ledger.Ledger, spec runSpec) (*runResult, error) {
+	e := registry.Env{Addrs: spec.addrs, TTL: spec.ttl, Servers: &env.Others}
 	r := &runState{spec: spec, led: led}
 	nslots := max(spec.cell.keys, 1)
 	for i := range nslots {
@@ -173,7 +174,7 @@ func execute(ctx context.Context, srv *servers, led *ledger.Ledger, spec runSpec
 			_ = led.Barrier(2 * time.Second) // queued INCRs would recreate a counter
 			bg, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			_, _ = srv.sweep(bg, "*"+spec.tag+"*")
+			_, _ = srv.Sweep(bg, "*"+spec.tag+"*")
 		}
 	}()
 
@@ -199,11 +200,11 @@ func execute(ctx context.Context, srv *servers, led *ledger.Ledger, spec runSpec
 	if err := r.warmUp(ctx, workers); err != nil {
 		return nil, err
 	}
-	before, err := srv.commandstats(ctx)
+	before, err := srv.Commandstats(ctx)
 	if err != nil {
 		return nil, err
 	}
-	cpuBefore, err := srv.cpu(ctx)
+	cpuBefore, err := srv.Cpu(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -225,11 +226,11 @@ func execute(ctx context.Context, srv *servers, led *ledger.Ledger, spec runSpec
 		})
 	}
 	start = time.Now()
-	clientBefore := processCPU()
+	clientBefore := env.ProcessCPU()
 	timer := time.AfterFunc(spec.duration, r.stop)
 	close(startGate)
 	wg.Wait()
-	clientCPU := processCPU() - clientBefore
+	clientCPU := env.ProcessCPU() - clientBefore
 	if clientBefore < 0 || clientCPU < 0 {
 		clientCPU = -1
 	}
@@ -249,11 +250,11 @@ func execute(ctx context.Context, srv *servers, led *ledger.Ledger, spec runSpec
 		}
 		w.con.Close = nil
 	}
-	after, err := srv.commandstats(ctx)
+	after, err := srv.Commandstats(ctx)
 	if err != nil {
 		return nil, err
 	}
-	cpuAfter, err := srv.cpu(ctx)
+	cpuAfter, err := srv.Cpu(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -320,10 +321,10 @@ func execute(ctx context.Context, srv *servers, led *ledger.Ledger, spec runSpec
 	for i, s := range r.slots {
 		occ[i] = s.occKey
 	}
-	if err := srv.admin[0].Del(ctx, occ...).Err(); err != nil {
+	if err := srv.Admin[0].Del(ctx, occ...).Err(); err != nil {
 		return nil, fmt.Errorf("delete ledger keys: %w", err)
 	}
-	left, expiring, err := srv.sweepTTL(ctx, "*"+spec.tag+"*")
+	left, expiring, err := srv.SweepTTL(ctx, "*"+spec.tag+"*")
 	if err != nil {
 		return nil, err
 	}
@@ -350,7 +351,7 @@ func sentTotal(ws []*worker) int64 {
 // warmUp has every client take and release the lock once, one after the
 // other, so connections are open and scripts loaded before measuring.
 func (r *runState) warmUp(ctx context.Context, ws []*worker) error {
-	ctx, cancel := context.WithTimeout(ctx, warmupTimeout)
+	ctx, cancel := context.WithTimeout(ctx, env.WarmupTimeout)
 	defer cancel()
 	key := r.slots[0].key
 	if r.spec.cell.keys == 0 {
@@ -475,7 +476,7 @@ func (r *runState) once(w *worker, wanted time.Time) bool {
 		}
 		w.errs++
 		w.lastErr = fmt.Errorf("Lock: %w", err)
-		if !sleepCtx(r.ctx, errorPause) {
+		if !env.SleepCtx(r.ctx, errorPause) {
 			w.cutWanted = wanted
 			return false
 		}
@@ -498,7 +499,7 @@ func (r *runState) once(w *worker, wanted time.Time) bool {
 		w.acquired++
 	}
 	if h := r.spec.cell.hold; h > 0 {
-		holdFor(h, r.spec.cell.holdsOverlap())
+		env.HoldFor(h, r.spec.cell.holdsOverlap())
 	}
 	r.led.Exit(&r.tally, s.occKey)
 	rel := time.Now()
@@ -527,16 +528,16 @@ func (r *runState) once(w *worker, wanted time.Time) bool {
 // (commandstats, CPU) include the counter's INCR and DECR on every kind
 // alike.
 type ledgers struct {
-	srv  []*servers
+	srv  []*env.Servers
 	leds []*ledger.Ledger
 }
 
 // dialLedgers dials a ledger on the first server of srv and of each of
 // srv.also.
-func dialLedgers(srv *servers, syncMode bool) (*ledgers, error) {
+func dialLedgers(srv *env.Servers, syncMode bool) (*ledgers, error) {
 	l := &ledgers{}
-	for _, s := range append([]*servers{srv}, srv.also...) {
-		led, err := ledger.Dial(s.addrs[0], syncMode)
+	for _, s := range append([]*env.Servers{srv}, srv.Also...) {
+		led, err := ledger.Dial(s.Addrs[0], syncMode)
 		if err != nil {
 			l.close()
 			return nil, err
@@ -548,9 +549,9 @@ func dialLedgers(srv *servers, syncMode bool) (*ledgers, error) {
 
 // of returns the servers of kind and their ledger; the first kind's for
 // a kind it does not have.
-func (l *ledgers) of(kind string) (*servers, *ledger.Ledger) {
+func (l *ledgers) of(kind string) (*env.Servers, *ledger.Ledger) {
 	for i, s := range l.srv {
-		if s.kind == kind {
+		if s.Kind == kind {
 			return s, l.leds[i]
 		}
 	}

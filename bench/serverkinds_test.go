@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/bench/env"
 	"github.com/locklab/locklab/bench/registry"
 )
 
@@ -56,9 +57,9 @@ func TestStepsOnEveryServer(t *testing.T) {
 	a, b := &registry.Lock{Name: "a"}, &registry.Lock{Name: "b"}
 	e := &registry.Lock{Name: "etcd-test", System: registry.SysEtcd}
 	cfg := &config{scenarios: []string{scUncontended, scContended}, clients: []int{2}, holds: []time.Duration{0},
-		servers: []string{serverRedis, serverValkey}}
+		servers: []string{env.ServerRedis, env.ServerValkey}}
 	cs := cells(cfg)
-	if len(cs) != 4 || cs[0].server != serverRedis || cs[1].server != serverValkey || !sameBut(cs[0], cs[1]) {
+	if len(cs) != 4 || cs[0].server != env.ServerRedis || cs[1].server != env.ServerValkey || !sameBut(cs[0], cs[1]) {
 		t.Fatalf("cells = %v; want each cell on redis then valkey", cs)
 	}
 	var got []string
@@ -86,7 +87,7 @@ func TestStepsOnEveryServer(t *testing.T) {
 			t.Errorf("cell %v without -server has server %q, id %s; want none", c, c.server, c.id())
 		}
 	}
-	if id := (cell{scenario: scContended, clients: 2, server: serverValkey}).id(); id != "contended_c2_h0_valkey" {
+	if id := (cell{scenario: scContended, clients: 2, server: env.ServerValkey}).id(); id != "contended_c2_h0_valkey" {
 		t.Errorf("a Valkey cell's id = %s; want contended_c2_h0_valkey", id)
 	}
 }
@@ -99,7 +100,7 @@ func TestServerSectionRatios(t *testing.T) {
 	correct, raw := registry.Locks["correct"], registry.Locks["raw"]
 	base := cell{scenario: scContended, clients: 2, keys: 1}
 	onRedis, onValkey := base, base
-	onRedis.server, onValkey.server = serverRedis, serverValkey
+	onRedis.server, onValkey.server = env.ServerRedis, env.ServerValkey
 	cs := []cell{onRedis, onValkey}
 	// Ops per round: correct on Redis 1000, 2000, 4000; on Valkey 1100,
 	// 1800, 4400. Same-round ratios 1.1, 0.9, 1.1: median 1.10 (the
@@ -117,7 +118,7 @@ func TestServerSectionRatios(t *testing.T) {
 		}
 	}
 	cfg := &config{duration: time.Second, rounds: 3, maxOps: defaultMaxOps, ttl: defaultTTL, keys: 1024, rtt: time.Millisecond,
-		check: "async", servers: []string{serverRedis, serverValkey}}
+		check: "async", servers: []string{env.ServerRedis, env.ServerValkey}}
 	res := newResults(cfg, machine{}, cs, []*registry.Lock{correct, raw}, runs)
 
 	for _, r := range res.rows {
@@ -181,7 +182,7 @@ func TestServerKindsEndToEnd(t *testing.T) {
 	}
 	for _, im := range []string{"correct", "redislock", "raw"} {
 		for _, sc := range []string{scUncontended, scContended} {
-			for _, k := range []string{serverRedis, serverValkey} {
+			for _, k := range []string{env.ServerRedis, env.ServerValkey} {
 				if !got[im+" "+sc+" "+k] {
 					t.Errorf("no row for %s %s on %s; rows: %v", im, sc, k, got)
 				}

@@ -1,4 +1,4 @@
-package main
+package env
 
 import (
 	"crypto/rand"
@@ -21,37 +21,37 @@ import (
 
 // keyRoot prefixes every key the bench writes, so leftovers can be found
 // with SCAN and removed.
-const keyRoot = registry.KeyRoot
+const KeyRoot = registry.KeyRoot
 
 // servers are the Redis servers of one bench invocation: rig-started ones
 // or the -addrs given, an admin client for each (INFO, SCAN, cleanup), and
 // the latency proxies of the rtt scenario.
-type servers struct {
-	nodes    []*rig.Node // nil with -addrs
-	addrs    []string
-	admin    []*redis.Client
+type Servers struct {
+	Nodes    []*rig.Node // nil with -addrs
+	Addrs    []string
+	Admin    []*redis.Client
 	proxies  []*faultproxy.Proxy // created on first use
-	external bool
+	External bool
 	// kind is the kind of server (-server) these are; "" without -server,
 	// the rig's choice (LOCKLAB_SERVER).
-	kind string
+	Kind string
 	// also are the servers of the other kinds of -server redis,valkey,
 	// started beside these (the first kind's) with as many nodes; closed
 	// with them.
-	also []*servers
+	Also []*Servers
 }
 
 // startServers starts n rig servers, or uses the first n of addrs.
-func startServers(ctx context.Context, addrs []string, n int) (*servers, error) {
+func StartServers(ctx context.Context, addrs []string, n int) (*Servers, error) {
 	return startServersOf(ctx, addrs, n, "")
 }
 
 // startKinds starts n rig servers of each kind, the first kind's servers
 // holding the others' in also; with no kinds (no -server) it is
 // startServers.
-func startKinds(ctx context.Context, addrs []string, n int, kinds []string) (*servers, error) {
+func StartKinds(ctx context.Context, addrs []string, n int, kinds []string) (*Servers, error) {
 	if len(kinds) == 0 {
-		return startServers(ctx, addrs, n)
+		return StartServers(ctx, addrs, n)
 	}
 	first, err := startServersOf(ctx, addrs, n, kinds[0])
 	if err != nil {
@@ -60,22 +60,22 @@ func startKinds(ctx context.Context, addrs []string, n int, kinds []string) (*se
 	for _, k := range kinds[1:] {
 		s, err := startServersOf(ctx, nil, n, k)
 		if err != nil {
-			first.close()
+			first.Close()
 			return nil, err
 		}
-		first.also = append(first.also, s)
+		first.Also = append(first.Also, s)
 	}
 	return first, nil
 }
 
 // of returns the servers of kind: s itself for its own kind, else one of
 // s.also; nil if none.
-func (s *servers) of(kind string) *servers {
-	if kind == s.kind {
+func (s *Servers) of(kind string) *Servers {
+	if kind == s.Kind {
 		return s
 	}
-	for _, o := range s.also {
-		if o.kind == kind {
+	for _, o := range s.Also {
+		if o.Kind == kind {
 			return o
 		}
 	}
@@ -84,14 +84,14 @@ func (s *servers) of(kind string) *servers {
 
 // startServersOf starts n rig servers of kind ("": the rig's choice), or
 // uses the first n of addrs (whose kind is then the label kind).
-func startServersOf(ctx context.Context, addrs []string, n int, kind string) (*servers, error) {
-	s := &servers{kind: kind}
+func startServersOf(ctx context.Context, addrs []string, n int, kind string) (*Servers, error) {
+	s := &Servers{Kind: kind}
 	if len(addrs) > 0 {
 		if len(addrs) < n {
 			return nil, fmt.Errorf("-addrs lists %d servers; the selected locks need %d", len(addrs), n)
 		}
-		s.addrs = addrs[:n]
-		s.external = true
+		s.Addrs = addrs[:n]
+		s.External = true
 	} else {
 		var opts []rig.Option
 		if kind != "" {
@@ -101,21 +101,21 @@ func startServersOf(ctx context.Context, addrs []string, n int, kind string) (*s
 		if err != nil {
 			return nil, err
 		}
-		s.nodes = nodes
+		s.Nodes = nodes
 		for _, nd := range nodes {
-			s.addrs = append(s.addrs, nd.Addr())
+			s.Addrs = append(s.Addrs, nd.Addr())
 		}
 	}
-	for _, a := range s.addrs {
-		s.admin = append(s.admin, redis.NewClient(rig.ClientOptions(a)))
+	for _, a := range s.Addrs {
+		s.Admin = append(s.Admin, redis.NewClient(rig.ClientOptions(a)))
 	}
-	for i, c := range s.admin {
+	for i, c := range s.Admin {
 		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		err := c.Ping(pctx).Err()
 		cancel()
 		if err != nil {
-			s.close()
-			return nil, fmt.Errorf("server %s does not answer PING: %w", s.addrs[i], err)
+			s.Close()
+			return nil, fmt.Errorf("server %s does not answer PING: %w", s.Addrs[i], err)
 		}
 	}
 	return s, nil
@@ -123,9 +123,9 @@ func startServersOf(ctx context.Context, addrs []string, n int, kind string) (*s
 
 // proxied returns the addresses of latency proxies in front of every
 // server, each adding rtt each way; the proxies are made on first use.
-func (s *servers) proxied(rtt time.Duration) ([]string, error) {
+func (s *Servers) Proxied(rtt time.Duration) ([]string, error) {
 	if s.proxies == nil {
-		for _, a := range s.addrs {
+		for _, a := range s.Addrs {
 			p, err := faultproxy.New(a)
 			if err != nil {
 				return nil, err
@@ -142,15 +142,15 @@ func (s *servers) proxied(rtt time.Duration) ([]string, error) {
 }
 
 // commandstats snapshots INFO commandstats of every server.
-func (s *servers) commandstats(ctx context.Context) ([]measure.Commands, error) {
-	out := make([]measure.Commands, len(s.admin))
-	for i, c := range s.admin {
+func (s *Servers) Commandstats(ctx context.Context) ([]measure.Commands, error) {
+	out := make([]measure.Commands, len(s.Admin))
+	for i, c := range s.Admin {
 		info, err := c.Info(ctx, "commandstats").Result()
 		if err != nil {
-			return nil, fmt.Errorf("INFO commandstats on %s: %w", s.addrs[i], err)
+			return nil, fmt.Errorf("INFO commandstats on %s: %w", s.Addrs[i], err)
 		}
 		if out[i], err = measure.ParseCommandstats(info); err != nil {
-			return nil, fmt.Errorf("%s: %w", s.addrs[i], err)
+			return nil, fmt.Errorf("%s: %w", s.Addrs[i], err)
 		}
 	}
 	return out, nil
@@ -158,16 +158,16 @@ func (s *servers) commandstats(ctx context.Context) ([]measure.Commands, error) 
 
 // cpu returns the CPU time every server process has used so far, summed
 // (INFO cpu; see measure.ParseCPU).
-func (s *servers) cpu(ctx context.Context) (time.Duration, error) {
+func (s *Servers) Cpu(ctx context.Context) (time.Duration, error) {
 	var total time.Duration
-	for i, c := range s.admin {
+	for i, c := range s.Admin {
 		info, err := c.Info(ctx, "cpu").Result()
 		if err != nil {
-			return 0, fmt.Errorf("INFO cpu on %s: %w", s.addrs[i], err)
+			return 0, fmt.Errorf("INFO cpu on %s: %w", s.Addrs[i], err)
 		}
 		d, err := measure.ParseCPU(info)
 		if err != nil {
-			return 0, fmt.Errorf("%s: %w", s.addrs[i], err)
+			return 0, fmt.Errorf("%s: %w", s.Addrs[i], err)
 		}
 		total += d
 	}
@@ -175,8 +175,8 @@ func (s *servers) cpu(ctx context.Context) (time.Duration, error) {
 }
 
 // version returns redis_version of the first server.
-func (s *servers) version(ctx context.Context) string {
-	info, err := s.admin[0].Info(ctx, "server").Result()
+func (s *Servers) Version(ctx context.Context) string {
+	info, err := s.Admin[0].Info(ctx, "server").Result()
 	if err != nil {
 		return "unknown (" + err.Error() + ")"
 	}
@@ -190,15 +190,15 @@ func (s *servers) version(ctx context.Context) string {
 
 // sweep deletes every key matching pattern on every server, with SCAN, and
 // returns how many there were.
-func (s *servers) sweep(ctx context.Context, pattern string) (int, error) {
-	n, _, err := s.sweepTTL(ctx, pattern)
+func (s *Servers) Sweep(ctx context.Context, pattern string) (int, error) {
+	n, _, err := s.SweepTTL(ctx, pattern)
 	return n, err
 }
 
 // sweepTTL is sweep, also counting the keys that had a TTL (they would
 // have expired by themselves, such as release receipts and wait queues).
-func (s *servers) sweepTTL(ctx context.Context, pattern string) (n, expiring int, err error) {
-	for i, c := range s.admin {
+func (s *Servers) SweepTTL(ctx context.Context, pattern string) (n, expiring int, err error) {
+	for i, c := range s.Admin {
 		var cursor uint64
 		for iter := 0; ; iter++ {
 			if iter > 1_000_000 {
@@ -206,7 +206,7 @@ func (s *servers) sweepTTL(ctx context.Context, pattern string) (n, expiring int
 			}
 			keys, next, err := c.Scan(ctx, cursor, pattern, 1000).Result()
 			if err != nil {
-				return n, expiring, fmt.Errorf("SCAN on %s: %w", s.addrs[i], err)
+				return n, expiring, fmt.Errorf("SCAN on %s: %w", s.Addrs[i], err)
 			}
 			if len(keys) > 0 {
 				p := c.Pipeline()
@@ -216,7 +216,7 @@ func (s *servers) sweepTTL(ctx context.Context, pattern string) (n, expiring int
 				}
 				p.Del(ctx, keys...)
 				if _, err := p.Exec(ctx); err != nil {
-					return n, expiring, fmt.Errorf("PTTL+DEL on %s: %w", s.addrs[i], err)
+					return n, expiring, fmt.Errorf("PTTL+DEL on %s: %w", s.Addrs[i], err)
 				}
 				for _, t := range ttls {
 					if t.Val() > 0 {
@@ -234,48 +234,48 @@ func (s *servers) sweepTTL(ctx context.Context, pattern string) (n, expiring int
 }
 
 // close closes proxies, admin clients and rig servers.
-func (s *servers) close() {
+func (s *Servers) Close() {
 	for _, p := range s.proxies {
 		_ = p.Close()
 	}
-	for _, c := range s.admin {
+	for _, c := range s.Admin {
 		_ = c.Close()
 	}
-	for _, nd := range s.nodes {
+	for _, nd := range s.Nodes {
 		_ = nd.Close()
 	}
-	for _, o := range s.also {
-		o.also = nil
-		o.close()
+	for _, o := range s.Also {
+		o.Also = nil
+		o.Close()
 	}
-	_ = others.close() // etcd, ZooKeeper, PostgreSQL, if a lock started them (systems.go)
+	_ = Others.Close() // etcd, ZooKeeper, PostgreSQL, if a lock started them (systems.go)
 }
 
 // Server kinds accepted by -server.
 const (
-	serverRedis  = "redis"
-	serverValkey = "valkey"
+	ServerRedis  = "redis"
+	ServerValkey = "valkey"
 )
 
-var serverKinds = []string{serverRedis, serverValkey}
+var ServerKinds = []string{ServerRedis, ServerValkey}
 
 // versions returns each kind's server version (INFO server: valkey_version
 // for Valkey, which reports redis_version 7.2.4 for its clients' sake).
-func (s *servers) versions(ctx context.Context) map[string]string {
-	if s.kind == "" {
+func (s *Servers) Versions(ctx context.Context) map[string]string {
+	if s.Kind == "" {
 		return nil
 	}
 	out := map[string]string{}
-	for _, o := range append([]*servers{s}, s.also...) {
-		out[o.kind] = o.serverVersion(ctx)
+	for _, o := range append([]*Servers{s}, s.Also...) {
+		out[o.Kind] = o.serverVersion(ctx)
 	}
 	return out
 }
 
 // serverVersion returns valkey_version, or else redis_version, of the
 // first server.
-func (s *servers) serverVersion(ctx context.Context) string {
-	info, err := s.admin[0].Info(ctx, "server").Result()
+func (s *Servers) serverVersion(ctx context.Context) string {
+	info, err := s.Admin[0].Info(ctx, "server").Result()
 	if err != nil {
 		return "unknown (" + err.Error() + ")"
 	}
@@ -293,7 +293,7 @@ func (s *servers) serverVersion(ctx context.Context) string {
 }
 
 // randomID returns 8 random hex digits, to tell one run's keys from another's.
-func randomID() string {
+func RandomID() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])

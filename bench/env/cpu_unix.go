@@ -1,6 +1,6 @@
 //go:build unix
 
-package main
+package env
 
 import (
 	"syscall"
@@ -9,7 +9,7 @@ import (
 
 // processCPU returns the CPU time this process has used so far, user and
 // system (getrusage), or -1 when it cannot tell.
-func processCPU() time.Duration {
+func ProcessCPU() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return -1

@@ -1,4 +1,4 @@
-package main
+package env
 
 import (
 	"syscall"
@@ -36,7 +36,7 @@ import (
 // its own busy, measured 1.01-1.26 ms over five runs. The report's held p50
 // column shows each lock's. (One clock goroutine sleeping for every holder
 // parks one P too, but measured 1.37-1.66 ms, and no more alike.)
-func holdFor(d time.Duration, overlapping bool) {
+func HoldFor(d time.Duration, overlapping bool) {
 	if overlapping {
 		time.Sleep(d)
 		return

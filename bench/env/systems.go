@@ -1,4 +1,4 @@
-package main
+package env
 
 import (
 	"context"
@@ -29,7 +29,7 @@ import (
 // with their own defaults (fsync on, the JVM's own settings), and stopped
 // with the Redis servers (servers.close). A bench that runs only Redis
 // locks starts none of them.
-var others systemServers
+var Others systemServers
 
 type systemServers struct {
 	mu   sync.Mutex // protects the fields below
@@ -52,7 +52,7 @@ type systemServers struct {
 // child would leave a whole cluster's directories behind, one per run).
 var errNotHere = errors.New("a fault scoreboard client process starts no server: its lock dials the addresses it is given")
 
-func inFaultChild() bool { return os.Getenv(faultChildEnv) != "" }
+func inFaultChild() bool { return os.Getenv(FaultChildEnv) != "" }
 
 // EtcdEndpoints returns the cluster's client addresses, starting it if it
 // is not running.
@@ -111,7 +111,7 @@ func startShared[S sharedServer, A any](s *systemServers, running *S, start func
 }
 
 // versions describes the servers that ran, for the report.
-func (s *systemServers) versions(ctx context.Context) []string {
+func (s *systemServers) Versions(ctx context.Context) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []string
@@ -130,7 +130,7 @@ func (s *systemServers) versions(ctx context.Context) []string {
 }
 
 // close stops every server that was started.
-func (s *systemServers) close() error {
+func (s *systemServers) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return errors.Join(s.closeAdmins(), stopShared(&s.etcd), stopShared(&s.zk), stopShared(&s.pg)) // in this order
@@ -160,7 +160,7 @@ func warmEtcd(endpoints []string) error {
 		return err
 	}
 	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), warmupTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), WarmupTimeout)
 	defer cancel()
 	return warmUp(ctx, "etcd", func(i int) []registry.Locker {
 		return []registry.Locker{etcdlock.New(c, "/locklab/bench/warm/"+strconv.Itoa(i))}
@@ -173,7 +173,7 @@ func warmZooKeeper(servers []string) error {
 		return err
 	}
 	defer s.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), warmupTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), WarmupTimeout)
 	defer cancel()
 	return warmUp(ctx, "ZooKeeper", func(i int) []registry.Locker {
 		return []registry.Locker{zklock.New(s, "/locklab/bench/warm-"+strconv.Itoa(i%4))}
@@ -181,7 +181,7 @@ func warmZooKeeper(servers []string) error {
 }
 
 func warmPostgres(dsn string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), warmupTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), WarmupTimeout)
 	defer cancel()
 	pool, err := sysclient.Postgres(ctx, dsn, 2)
 	if err != nil {
@@ -215,7 +215,7 @@ func warmUp(ctx context.Context, what string, locks func(i int) []registry.Locke
 
 // pgAddr returns the PostgreSQL server's address, starting it if it is not
 // running.
-func (s *systemServers) pgAddr() (string, error) {
+func (s *systemServers) PgAddr() (string, error) {
 	return startShared(s, &s.pg, func() (*rig.Postgres, error) { return rig.NewPostgres(context.Background()) },
 		(*rig.Postgres).Addr, func(addr string) error { return warmPostgres(rig.PostgresDSN(addr)) })
 }
@@ -240,7 +240,7 @@ func (s *systemServers) etcdAdmin() (*clientv3.Client, error) {
 // pgAdmin returns a pool on the PostgreSQL server for the scoreboard's own
 // queries.
 func (s *systemServers) pgAdmin(ctx context.Context) (*pgxpool.Pool, error) {
-	addr, err := s.pgAddr()
+	addr, err := s.PgAddr()
 	if err != nil {
 		return nil, err
 	}
@@ -297,7 +297,7 @@ func (s *systemServers) closeAdmins() error {
 
 // crash kills sys's leader (etcd, ZooKeeper) or server (PostgreSQL) with
 // SIGKILL and restarts it on its data, and says what it did.
-func (s *systemServers) crash(ctx context.Context, sys string) (string, error) {
+func (s *systemServers) Crash(ctx context.Context, sys string) (string, error) {
 	s.mu.Lock()
 	etcd, zkEns, pg := s.etcd, s.zk, s.pg
 	s.mu.Unlock()
@@ -342,7 +342,7 @@ func (s *systemServers) crash(ctx context.Context, sys string) (string, error) {
 
 // etcdWaiterLease waits until the lock on key has a second claim in line
 // (a waiter behind the holder) and returns that claim's lease.
-func (s *systemServers) etcdWaiterLease(ctx context.Context, key string) (clientv3.LeaseID, error) {
+func (s *systemServers) EtcdWaiterLease(ctx context.Context, key string) (clientv3.LeaseID, error) {
 	c, err := s.etcdAdmin()
 	if err != nil {
 		return 0, err
@@ -360,14 +360,14 @@ func (s *systemServers) etcdWaiterLease(ctx context.Context, key string) (client
 				return clientv3.LeaseID(line[1]), nil
 			}
 		}
-		if !sleepCtx(ctx, 5*time.Millisecond) {
+		if !SleepCtx(ctx, 5*time.Millisecond) {
 			return 0, fmt.Errorf("no waiter's claim under %s/: %w", key, ctx.Err())
 		}
 	}
 }
 
 // etcdRevoke revokes a lease.
-func (s *systemServers) etcdRevoke(ctx context.Context, lease clientv3.LeaseID) error {
+func (s *systemServers) EtcdRevoke(ctx context.Context, lease clientv3.LeaseID) error {
 	c, err := s.etcdAdmin()
 	if err != nil {
 		return err
@@ -377,7 +377,7 @@ func (s *systemServers) etcdRevoke(ctx context.Context, lease clientv3.LeaseID) 
 }
 
 // zkWaitLine waits until path has n children (claims in line).
-func (s *systemServers) zkWaitLine(ctx context.Context, path string, n int) error {
+func (s *systemServers) ZkWaitLine(ctx context.Context, path string, n int) error {
 	c, err := s.zkAdmin()
 	if err != nil {
 		return err
@@ -387,7 +387,7 @@ func (s *systemServers) zkWaitLine(ctx context.Context, path string, n int) erro
 		if err == nil && len(kids) >= n {
 			return nil
 		}
-		if !sleepCtx(ctx, 5*time.Millisecond) {
+		if !SleepCtx(ctx, 5*time.Millisecond) {
 			return fmt.Errorf("%s has not %d claims in line: %w", path, n, ctx.Err())
 		}
 	}
@@ -395,7 +395,7 @@ func (s *systemServers) zkWaitLine(ctx context.Context, path string, n int) erro
 
 // pgWaiter waits until a backend is blocked by backend holder and returns
 // its pid.
-func (s *systemServers) pgWaiter(ctx context.Context, holder uint32) (uint32, error) {
+func (s *systemServers) PgWaiter(ctx context.Context, holder uint32) (uint32, error) {
 	p, err := s.pgAdmin(ctx)
 	if err != nil {
 		return 0, err
@@ -406,14 +406,14 @@ func (s *systemServers) pgWaiter(ctx context.Context, holder uint32) (uint32, er
 		if err == nil {
 			return pid, nil
 		}
-		if !sleepCtx(ctx, 5*time.Millisecond) {
+		if !SleepCtx(ctx, 5*time.Millisecond) {
 			return 0, fmt.Errorf("no backend waits behind pid %d: %w", holder, ctx.Err())
 		}
 	}
 }
 
 // pgTerminate ends a backend with pg_terminate_backend.
-func (s *systemServers) pgTerminate(ctx context.Context, pid uint32) error {
+func (s *systemServers) PgTerminate(ctx context.Context, pid uint32) error {
 	p, err := s.pgAdmin(ctx)
 	if err != nil {
 		return err
@@ -429,7 +429,7 @@ func (s *systemServers) pgTerminate(ctx context.Context, pid uint32) error {
 }
 
 // pgLedger makes the ledger table of schedule 13, once.
-func (s *systemServers) pgLedger(ctx context.Context) error {
+func (s *systemServers) PgLedger(ctx context.Context) error {
 	p, err := s.pgAdmin(ctx)
 	if err != nil {
 		return err
@@ -441,7 +441,7 @@ func (s *systemServers) pgLedger(ctx context.Context) error {
 }
 
 // pgLedgerCount returns how many distinct entries the ledger has for k.
-func (s *systemServers) pgLedgerCount(ctx context.Context, k string) (int64, error) {
+func (s *systemServers) PgLedgerCount(ctx context.Context, k string) (int64, error) {
 	p, err := s.pgAdmin(ctx)
 	if err != nil {
 		return 0, err
@@ -455,8 +455,8 @@ func (s *systemServers) pgLedgerCount(ctx context.Context, k string) (int64, err
 // own pool size) in front of the PostgreSQL server in mode
 // (rig.PoolTransaction or rig.PoolSession), started on first use and
 // closed with the servers.
-func (s *systemServers) pgBouncer(ctx context.Context, mode string) (string, error) {
-	if _, err := s.pgAddr(); err != nil {
+func (s *systemServers) PgBouncer(ctx context.Context, mode string) (string, error) {
+	if _, err := s.PgAddr(); err != nil {
 		return "", err
 	}
 	s.mu.Lock()
@@ -476,7 +476,7 @@ func (s *systemServers) pgBouncer(ctx context.Context, mode string) (string, err
 }
 
 // sleepCtx sleeps d or until ctx ends; it reports whether d passed.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
+func SleepCtx(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -489,10 +489,10 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 
 // faultChildEnv carries a child's actorSpec; when set, the program serves
 // that actor instead of running the bench (see main and TestMain).
-const faultChildEnv = "LOCKLAB_BENCH_FAULT_CHILD"
+const FaultChildEnv = "LOCKLAB_BENCH_FAULT_CHILD"
 
 // warmupTimeout bounds the warm-up pass of every client.
-const warmupTimeout = 10 * time.Second
+const WarmupTimeout = 10 * time.Second
 
 // zkWarmSession is the session timeout of the warm-up's ZooKeeper clients:
 // the bench's default lease.
