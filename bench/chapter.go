@@ -9,6 +9,7 @@ import (
 
 	"github.com/locklab/locklab/bench/env"
 	"github.com/locklab/locklab/bench/registry"
+	"github.com/locklab/locklab/bench/speed"
 )
 
 // The chapter's throughput claims, tested on this machine: "分布式锁完全指南：
@@ -46,7 +47,7 @@ func (res *results) chapterSection() string {
 
 	keysN := 0
 	for _, r := range res.rows {
-		if r.Scenario == scKeys && r.HoldUs == 0 {
+		if r.Scenario == speed.ScKeys && r.HoldUs == 0 {
 			keysN = max(keysN, r.Clients)
 		}
 	}
@@ -56,8 +57,8 @@ func (res *results) chapterSection() string {
 	}
 	fmt.Fprintf(&b, "| system | the chapter says | lock | uncontended pairs/s | %s | claim met? |\n", keysHead)
 	b.WriteString("|---|---|---|---:|---:|---|\n")
-	one, ok1 := res.mach.RedisBenchmark.rate(1)
-	many, okN := res.mach.RedisBenchmark.rate(keysN)
+	one, ok1 := res.mach.RedisBenchmark.Rate(1)
+	many, okN := res.mach.RedisBenchmark.Rate(keysN)
 	if !ok1 && !okN {
 		why := "not in this run"
 		if rb := res.mach.RedisBenchmark; rb != nil && rb.Error != "" {
@@ -77,8 +78,8 @@ func (res *results) chapterSection() string {
 		if !ran[c.Impl] {
 			continue
 		}
-		unc, okU := res.chapterRate(c.Impl, scUncontended, 1)
-		keys, okK := res.chapterRate(c.Impl, scKeys, keysN)
+		unc, okU := res.chapterRate(c.Impl, speed.ScUncontended, 1)
+		keys, okK := res.chapterRate(c.Impl, speed.ScKeys, keysN)
 		verdict := "–"
 		if c.Want > 0 && (okU || okK) {
 			best := max(unc, keys)
@@ -98,7 +99,7 @@ func (res *results) chapterSection() string {
 // hold 0.
 func (res *results) chapterRate(impl, scenario string, n int) (float64, bool) {
 	for _, r := range res.rows {
-		if r.Impl == impl && r.Scenario == scenario && r.HoldUs == 0 && (scenario == scUncontended || r.Clients == n) {
+		if r.Impl == impl && r.Scenario == scenario && r.HoldUs == 0 && (scenario == speed.ScUncontended || r.Clients == n) {
 			return r.OpsPerSec, true
 		}
 	}

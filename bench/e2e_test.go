@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/locklab/locklab/bench/registry"
+	"github.com/locklab/locklab/bench/speed"
 )
 
 // runBench runs the program as a user would, with args and -out a new
@@ -42,7 +43,7 @@ func TestEndToEnd(t *testing.T) {
 	rows := checkSchema(t, b, 3)
 	for i, want := range []string{"correct", "redsync-1", "raw"} {
 		r := rows[i]
-		if r["impl"] != want || r["scenario"] != scContended || r["clients"] != 2.0 {
+		if r["impl"] != want || r["scenario"] != speed.ScContended || r["clients"] != 2.0 {
 			t.Errorf("row %d = %v %v N=%v; want %s contended N=2", i, r["impl"], r["scenario"], r["clients"], want)
 		}
 		if r["ops_per_sec"].(float64) <= 0 || r["violations"] != 0.0 || r["redis_cmds_per_op"].(float64) < 2 {
@@ -105,7 +106,7 @@ func TestEndToEnd(t *testing.T) {
 	if err := json.Unmarshal(mb, &m); err != nil || m.RedisBenchmark == nil {
 		t.Fatalf("machine.json: %v, %s", err, mb)
 	}
-	if r, ok := m.RedisBenchmark.rate(2); m.RedisBenchmark.Binary != "" && (!ok || r.PerSec <= 0) {
+	if r, ok := m.RedisBenchmark.Rate(2); m.RedisBenchmark.Binary != "" && (!ok || r.PerSec <= 0) {
 		t.Errorf("machine.json has no redis-benchmark rate at 2 clients: %s", mb)
 	}
 	hgrm, _ := os.ReadFile(filepath.Join(dir, "hgrm/contended_c2_h0_correct.hgrm"))

@@ -11,11 +11,12 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/bench/env"
+	"github.com/locklab/locklab/bench/speed"
 )
 
 // parseFlags parses args (without the program name). Explicit flags win
 // over the -quick preset.
-func parseFlags(args []string, stderr io.Writer) (*config, error) {
+func parseFlags(args []string, stderr io.Writer) (*speed.Config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -26,22 +27,22 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	}
 	var (
 		out       = fs.String("out", "", "results `dir` (default bench/results/<UTC timestamp>/, and bench/results/latest points at it)")
-		scenarios = fs.String("scenarios", strings.Join(allScenarios, ","), "scenarios to run: uncontended, contended, keys, rtt; faults for the fault scoreboard (make faults)")
+		scenarios = fs.String("scenarios", strings.Join(speed.AllScenarios, ","), "scenarios to run: uncontended, contended, keys, rtt; faults for the fault scoreboard (make faults)")
 		impls     = fs.String("impls", "", "implementations to run, comma-separated; globs allowed (naive-*); default every safe one")
-		clients   = fs.String("clients", joinInts(defaultClients), "contending clients `list` (contended; rtt uses the largest up to 8)")
-		keysCl    = fs.String("keys-clients", joinInts(defaultKeysClients), "clients `list` of the keys scenario (many keys, little contention)")
+		clients   = fs.String("clients", joinInts(speed.DefaultClients), "contending clients `list` (contended; rtt uses the largest up to 8)")
+		keysCl    = fs.String("keys-clients", joinInts(speed.DefaultKeysClients), "clients `list` of the keys scenario (many keys, little contention)")
 		holds     = fs.String("hold", "0,1ms", "hold `list`: time each holder keeps the lock")
-		duration  = fs.Duration("duration", defaultDuration, "length of each run")
-		rounds    = fs.Int("rounds", defaultRounds, "rounds; each rotates the order of the implementations")
-		keys      = fs.Int("keys", defaultKeys, "number of keys in the keys scenario")
-		rtt       = fs.Duration("rtt", defaultRTT, "latency the proxy adds each way in the rtt scenario")
+		duration  = fs.Duration("duration", speed.DefaultDuration, "length of each run")
+		rounds    = fs.Int("rounds", speed.DefaultRounds, "rounds; each rotates the order of the implementations")
+		keys      = fs.Int("keys", speed.DefaultKeys, "number of keys in the keys scenario")
+		rtt       = fs.Duration("rtt", speed.DefaultRTT, "latency the proxy adds each way in the rtt scenario")
 		rate      = fs.Float64("rate", 0, "open loop: arrivals per second per run, latency from the scheduled arrival (0 = closed loop)")
 		server    = fs.String("server", env.ServerRedis, "kinds of Redis server `list`: redis, valkey; with both (redis,valkey) every Redis lock runs on each in every round, and the report gives Valkey/Redis ratios")
 		addrs     = fs.String("addrs", "", "external servers host:port,... instead of the rig (5 needed for 5-node locks)")
 		quick     = fs.Bool("quick", false, "smoke preset: 8 clients, one 250ms round of every scenario (explicit flags win)")
 		full      = fs.Bool("full", false, "the whole plan (make bench-full): every scenario (rtt too), every -clients value and -hold; without it (and without -quick, -scenarios, -clients, -keys-clients, -hold) only each scenario's headline cell runs, the one its verdict needs")
-		ttl       = fs.Duration("ttl", defaultTTL, "lease of every lock")
-		maxOps    = fs.Int64("max-ops", defaultMaxOps, "acquisitions after which a run stops early")
+		ttl       = fs.Duration("ttl", speed.DefaultTTL, "lease of every lock")
+		maxOps    = fs.Int64("max-ops", speed.DefaultMaxOps, "acquisitions after which a run stops early")
 		plots     = fs.Bool("plots", true, "draw the PNG and SVG plots")
 		cpuprof   = fs.String("cpuprofile", "", "write a CPU profile of the bench process (the clients, not the servers) to `file`")
 		check     = fs.String("check", "async", "violation counter: async (ordered, no added round trip) or sync (each update waits for its reply inside the critical section)")
@@ -59,75 +60,75 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
-	c := &config{out: *out, duration: *duration, rounds: *rounds, keys: *keys, rtt: *rtt,
-		rate: *rate, quick: *quick, ttl: *ttl, maxOps: *maxOps, plots: *plots, check: *check, cpuprof: *cpuprof,
-		faultRuns: *faultRuns, seed: *seed, allTimelines: *timelines == "all"}
+	c := &speed.Config{Out: *out, Duration: *duration, Rounds: *rounds, Keys: *keys, Rtt: *rtt,
+		Rate: *rate, Quick: *quick, Ttl: *ttl, MaxOps: *maxOps, Plots: *plots, Check: *check, Cpuprof: *cpuprof,
+		FaultRuns: *faultRuns, Seed: *seed, AllTimelines: *timelines == "all"}
 	if *timelines != "first" && *timelines != "all" {
 		return nil, fmt.Errorf("-fault-timelines must be first or all, got %q", *timelines)
 	}
 	var err error
-	if c.scenarios, err = parseNames("-scenarios", *scenarios); err != nil {
+	if c.Scenarios, err = parseNames("-scenarios", *scenarios); err != nil {
 		return nil, err
 	}
-	for _, s := range c.scenarios {
-		if !slices.Contains(allScenarios, s) && s != scFaults {
-			return nil, fmt.Errorf("-scenarios: unknown scenario %q; known: %s, %s", s, strings.Join(allScenarios, ", "), scFaults)
+	for _, s := range c.Scenarios {
+		if !slices.Contains(speed.AllScenarios, s) && s != scFaults {
+			return nil, fmt.Errorf("-scenarios: unknown scenario %q; known: %s, %s", s, strings.Join(speed.AllScenarios, ", "), scFaults)
 		}
 	}
-	if c.faults, err = parseNames("-faults", *faultsF); err != nil {
+	if c.Faults, err = parseNames("-faults", *faultsF); err != nil {
 		return nil, err
 	}
-	for _, f := range c.faults {
+	for _, f := range c.Faults {
 		if scheduleByID(f) == nil {
 			return nil, fmt.Errorf("-faults: unknown fault schedule %q; known: %s", f, strings.Join(scheduleIDs(), ", "))
 		}
 	}
 	if strings.TrimSpace(*impls) != "" {
-		if c.impls, err = parseNames("-impls", *impls); err != nil {
+		if c.Impls, err = parseNames("-impls", *impls); err != nil {
 			return nil, err
 		}
 	}
-	if c.clients, err = parseInts("-clients", *clients); err != nil {
+	if c.Clients, err = parseInts("-clients", *clients); err != nil {
 		return nil, err
 	}
-	if c.keysCl, err = parseInts("-keys-clients", *keysCl); err != nil {
+	if c.KeysCl, err = parseInts("-keys-clients", *keysCl); err != nil {
 		return nil, err
 	}
-	if c.holds, err = parseDurations("-hold", *holds); err != nil {
+	if c.Holds, err = parseDurations("-hold", *holds); err != nil {
 		return nil, err
 	}
 	if strings.TrimSpace(*addrs) != "" {
-		if c.addrs, err = parseNames("-addrs", *addrs); err != nil {
+		if c.Addrs, err = parseNames("-addrs", *addrs); err != nil {
 			return nil, err
 		}
 	}
 	if set["server"] {
-		if c.servers, err = parseServers(*server); err != nil {
+		if c.Servers, err = parseServers(*server); err != nil {
 			return nil, err
 		}
-		if len(c.servers) > 1 && len(c.addrs) > 0 {
+		if len(c.Servers) > 1 && len(c.Addrs) > 0 {
 			return nil, fmt.Errorf("-server %s: with -addrs the servers are given, of one kind; use one -server kind (it labels the rows) or the rig", *server)
 		}
 	}
-	if *full && c.quick {
+	if *full && c.Quick {
 		return nil, errors.New("-full and -quick: pick one")
 	}
-	c.headline = !*full && !c.quick && !set["scenarios"] && !set["clients"] && !set["keys-clients"] && !set["hold"]
-	if c.headline {
-		c.scenarios = headlineScenarios
+	c.Headline = !*full && !c.Quick && !set["scenarios"] && !set["clients"] && !set["keys-clients"] && !set["hold"]
+	if c.Headline {
+		c.Scenarios = speed.HeadlineScenarios
 	}
-	if c.quick {
+	if c.Quick {
 		if !set["clients"] {
-			c.clients = quickClients
+			c.Clients = speed.QuickClients
 		}
 		if !set["duration"] {
-			c.duration = quickDuration
+			c.Duration = speed.QuickDuration
 		}
 		if !set["rounds"] {
-			c.rounds = quickRounds
+			c.Rounds = speed.QuickRounds
 		}
 	}
-	return c, c.validate()
+	return c, c.Validate()
 }
 
 // parseNames splits a comma-separated list, rejecting empty entries and

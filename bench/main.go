@@ -29,6 +29,7 @@ import (
 	"github.com/locklab/locklab/bench/env"
 	"github.com/locklab/locklab/bench/htmlreport"
 	"github.com/locklab/locklab/bench/registry"
+	"github.com/locklab/locklab/bench/speed"
 	"github.com/locklab/locklab/internal/module"
 	"github.com/locklab/locklab/internal/rig"
 )
@@ -54,8 +55,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if err != nil {
 		return err
 	}
-	if cfg.cpuprof != "" {
-		f, err := os.Create(cfg.cpuprof)
+	if cfg.Cpuprof != "" {
+		f, err := os.Create(cfg.Cpuprof)
 		if err != nil {
 			return err
 		}
@@ -68,37 +69,37 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			err = errors.Join(err, f.Close())
 		}()
 	}
-	wantFaults := slices.Contains(cfg.scenarios, scFaults)
-	cs := cells(cfg)
+	wantFaults := slices.Contains(cfg.Scenarios, scFaults)
+	cs := speed.Cells(cfg)
 	if len(cs) == 0 && !wantFaults {
 		return errors.New("nothing to run: no cell for these -scenarios and -clients")
 	}
 	var impls, faultImpls []*registry.Lock
 	nodes := 1
 	if len(cs) > 0 {
-		if impls, err = registry.Resolve(cfg.impls); err != nil {
+		if impls, err = registry.Resolve(cfg.Impls); err != nil {
 			return err
 		}
-		impls = dropLoneControl(impls, cfg)
+		impls = speed.DropLoneControl(impls, cfg)
 		for _, im := range impls {
 			nodes = max(nodes, im.Nodes)
 		}
 	}
 	if wantFaults {
-		if faultImpls, err = resolveFaultImpls(cfg.impls); err != nil {
+		if faultImpls, err = resolveFaultImpls(cfg.Impls); err != nil {
 			return err
 		}
 		nodes = max(nodes, faultServers)
 	}
-	if len(cfg.addrs) > 0 && len(cfg.addrs) < nodes {
+	if len(cfg.Addrs) > 0 && len(cfg.Addrs) < nodes {
 		why := "the selected locks need"
 		if wantFaults {
 			why = "the fault scoreboard needs (5 lock servers and the resource's)"
 		}
-		return fmt.Errorf("-addrs lists %d servers; %s %d", len(cfg.addrs), why, nodes)
+		return fmt.Errorf("-addrs lists %d servers; %s %d", len(cfg.Addrs), why, nodes)
 	}
 
-	dir, latest, err := resultsDir(cfg.out)
+	dir, latest, err := resultsDir(cfg.Out)
 	if err != nil {
 		return err
 	}
@@ -108,7 +109,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		}
 	}()
 	mach := describeMachine(args)
-	srv, err := env.StartKinds(ctx, cfg.addrs, nodes, cfg.servers)
+	srv, err := env.StartKinds(ctx, cfg.Addrs, nodes, cfg.Servers)
 	if err != nil {
 		return err
 	}
@@ -170,52 +171,52 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 
 // runSpeed runs the speed scenarios and writes their files; it returns
 // the safe locks that showed violations.
-func runSpeed(ctx context.Context, cfg *config, mach *machine, srv *env.Servers, cs []cell, impls []*registry.Lock, dir string, stdout, stderr io.Writer) ([]string, error) {
-	plan := steps(cfg.rounds, cs, impls)
+func runSpeed(ctx context.Context, cfg *speed.Config, mach *machine, srv *env.Servers, cs []speed.Cell, impls []*registry.Lock, dir string, stdout, stderr io.Writer) ([]string, error) {
+	plan := speed.Steps(cfg.Rounds, cs, impls)
 	fmt.Fprintf(stderr, "bench: %d impls (%s) × %d cells × %d rounds = %d runs of %s; planned about %s plus server start\n",
-		len(impls), strings.Join(implNames(impls), ","), len(cs), cfg.rounds, len(plan), cfg.duration,
-		estimate(plan, cfg.duration).Round(time.Second))
-	leds, err := dialLedgers(srv, cfg.check == "sync")
+		len(impls), strings.Join(implNames(impls), ","), len(cs), cfg.Rounds, len(plan), cfg.Duration,
+		speed.Estimate(plan, cfg.Duration).Round(time.Second))
+	leds, err := speed.DialLedgers(srv, cfg.Check == "sync")
 	if err != nil {
 		return nil, err
 	}
-	defer leds.close()
+	defer leds.Close()
 
 	runID := env.RandomID()
-	mach.RedisBenchmark = newRedisBench(benchConcurrency(cs))
+	mach.RedisBenchmark = speed.NewRedisBench(benchConcurrency(cs))
 	rbKey := env.KeyRoot + runID + ":redis-benchmark"
-	prog := newProgress(stderr, len(plan), cfg.duration+perRunOverhead)
-	var runs []*runResult
+	prog := speed.NewProgress(stderr, len(plan), cfg.Duration+speed.PerRunOverhead)
+	var runs []*speed.RunResult
 	for i, s := range plan {
-		if i == 0 || plan[i-1].round != s.round {
+		if i == 0 || plan[i-1].Round != s.Round {
 			// redis-benchmark in the same state of the machine as the
 			// round's runs.
-			mach.RedisBenchmark.measure(ctx, srv.Addrs[0], rbKey)
+			mach.RedisBenchmark.Measure(ctx, srv.Addrs[0], rbKey)
 			if err := srv.Admin[0].Del(ctx, rbKey).Err(); err != nil {
 				return nil, fmt.Errorf("delete %s: %w", rbKey, err)
 			}
 		}
-		prog.begin(s, cfg.rounds)
-		on, led := leds.of(s.cell.server) // the servers of the cell's kind (-server)
+		prog.Begin(s, cfg.Rounds)
+		on, led := leds.Of(s.Cell.Server) // the servers of the cell's kind (-server)
 		addrs := on.Addrs
-		if s.cell.rtt > 0 {
-			if addrs, err = on.Proxied(s.cell.rtt); err != nil {
+		if s.Cell.Rtt > 0 {
+			if addrs, err = on.Proxied(s.Cell.Rtt); err != nil {
 				return nil, err
 			}
 		}
-		spec := runSpec{
-			impl: s.impl, cell: s.cell, round: s.round, duration: cfg.duration,
-			maxOps: cfg.maxOps, rate: cfg.rate, ttl: cfg.ttl, addrs: addrs,
-			tag: fmt.Sprintf("%s%s:%d", env.KeyRoot, runID, i),
+		spec := speed.RunSpec{
+			Impl: s.Impl, Cell: s.Cell, Round: s.Round, Duration: cfg.Duration,
+			MaxOps: cfg.MaxOps, Rate: cfg.Rate, Ttl: cfg.Ttl, Addrs: addrs,
+			Tag: fmt.Sprintf("%s%s:%d", env.KeyRoot, runID, i),
 		}
-		r, err := execute(ctx, on, led, spec)
+		r, err := speed.Execute(ctx, on, led, spec)
 		if err != nil {
-			return nil, fmt.Errorf("%s, %s, round %d: %w", s.impl.Name, s.cell, s.round+1, err)
+			return nil, fmt.Errorf("%s, %s, round %d: %w", s.Impl.Name, s.Cell, s.Round+1, err)
 		}
 		runs = append(runs, r)
-		prog.end()
+		prog.End()
 	}
-	prog.finish()
+	prog.Finish()
 
 	res := newResults(cfg, *mach, cs, impls, runs)
 	tables, err := res.write(dir)
@@ -238,10 +239,10 @@ func runSpeed(ctx context.Context, cfg *config, mach *machine, srv *env.Servers,
 
 // runScoreboard runs the fault scoreboard and writes its files; it
 // returns our locks' broken promises.
-func runScoreboard(ctx context.Context, cfg *config, mach machine, srv *env.Servers, impls []*registry.Lock, dir string, stdout, stderr io.Writer) ([]string, error) {
-	fs := &faultSetup{runs: cfg.faultRuns, seed: cfg.seed, impls: impls, srv: srv, external: srv.External, allTimelines: cfg.allTimelines}
+func runScoreboard(ctx context.Context, cfg *speed.Config, mach machine, srv *env.Servers, impls []*registry.Lock, dir string, stdout, stderr io.Writer) ([]string, error) {
+	fs := &faultSetup{runs: cfg.FaultRuns, seed: cfg.Seed, impls: impls, srv: srv, external: srv.External, allTimelines: cfg.AllTimelines}
 	for _, sch := range schedules {
-		if slices.Contains(cfg.faults, sch.id) {
+		if slices.Contains(cfg.Faults, sch.id) {
 			fs.schedules = append(fs.schedules, sch)
 		}
 	}
@@ -253,7 +254,7 @@ func runScoreboard(ctx context.Context, cfg *config, mach machine, srv *env.Serv
 		return nil, err
 	}
 	fr := &faultReport{mach: mach, setup: fs, cells: cells, took: time.Since(start)}
-	matrix, err := fr.write(dir, cfg.plots)
+	matrix, err := fr.write(dir, cfg.Plots)
 	if err != nil {
 		return nil, err
 	}
@@ -269,11 +270,11 @@ func runScoreboard(ctx context.Context, cfg *config, mach machine, srv *env.Serv
 
 // benchConcurrency returns the client counts of the cells that talk to the
 // servers directly, for redis-benchmark.
-func benchConcurrency(cs []cell) []int {
+func benchConcurrency(cs []speed.Cell) []int {
 	var out []int
 	for _, c := range cs {
-		if c.rtt == 0 {
-			out = append(out, c.clients)
+		if c.Rtt == 0 {
+			out = append(out, c.Clients)
 		}
 	}
 	return out

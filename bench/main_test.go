@@ -9,6 +9,7 @@ import (
 
 	"github.com/locklab/locklab/bench/env"
 	"github.com/locklab/locklab/bench/registry"
+	"github.com/locklab/locklab/bench/speed"
 	"github.com/locklab/locklab/internal/rig"
 	"github.com/redis/go-redis/v9"
 )
@@ -51,13 +52,13 @@ func TestHoldsOverlapOnlyInTheKeysCell(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, cl := range cells(c) {
-		if got, want := cl.holdsOverlap(), cl.scenario == scKeys; got != want {
+	for _, cl := range speed.Cells(c) {
+		if got, want := cl.HoldsOverlap(), cl.Scenario == speed.ScKeys; got != want {
 			t.Errorf("cell %v: holdsOverlap() = %v; want %v", cl, got, want)
 		}
 	}
-	one := cell{scenario: scKeys, clients: 64, hold: time.Millisecond, keys: 1}
-	if one.holdsOverlap() {
+	one := speed.Cell{Scenario: speed.ScKeys, Clients: 64, Hold: time.Millisecond, Keys: 1}
+	if one.HoldsOverlap() {
 		t.Errorf("cell %v: holdsOverlap() = true; want false (one key, one holder)", one)
 	}
 }
@@ -93,11 +94,11 @@ func TestControlNeedsTwoRounds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		impls, err := registry.Resolve(cfg.impls)
+		impls, err := registry.Resolve(cfg.Impls)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := slices.ContainsFunc(dropLoneControl(impls, cfg), func(im *registry.Lock) bool { return im.Name == "raw-again" })
+		got := slices.ContainsFunc(speed.DropLoneControl(impls, cfg), func(im *registry.Lock) bool { return im.Name == "raw-again" })
 		if got != tc.want {
 			t.Errorf("%q: raw-again runs: %v, want %v", tc.args, got, tc.want)
 		}

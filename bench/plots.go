@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/locklab/locklab/bench/speed"
+
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -48,25 +50,25 @@ func (res *results) writePlots(dir string) (map[string][]string, error) {
 	for _, c := range res.cells {
 		hs := map[string]*hdrhistogram.Histogram{}
 		for _, l := range locks {
-			hs[l.name] = res.hists[groupKey{l.name, c}]
+			hs[l.name] = res.hists[speed.GroupKey{Impl: l.name, Cell: c}]
 		}
 		ch, err := latencyPlot(c, locks, hs, fifoFloor(res.rows, c), st)
-		if err = out.add("latency", dir, "latency_"+c.id(), ch, err); err != nil {
+		if err = out.add("latency", dir, "latency_"+c.Id(), ch, err); err != nil {
 			return nil, err
 		}
 	}
 	for _, g := range res.scenarioHolds() {
 		rows := res.rowsOf(g.scenario, g.hold)
-		stem := g.scenario + "_h" + fmtHold(g.hold)
-		label := fmt.Sprintf("%s, hold %s", g.scenario, fmtHold(g.hold))
+		stem := g.scenario + "_h" + speed.FmtHold(g.hold)
+		label := fmt.Sprintf("%s, hold %s", g.scenario, speed.FmtHold(g.hold))
 		if g.multiClients {
 			ch, err := clientsPlot("throughput: "+label, "acquisitions/s", true, false, rows, locks,
-				func(r row) float64 { return r.OpsPerSec }, nil, st)
+				func(r speed.Row) float64 { return r.OpsPerSec }, nil, st)
 			if err = out.add("throughput", dir, "throughput_"+stem, ch, err); err != nil {
 				return nil, err
 			}
 			ch, err = clientsPlot("p99 wait: "+label, "wait p99 (ms)", false, true, rows, locks,
-				func(r row) float64 { return r.WaitP99Us / 1000 }, fifoFloors(rows), st)
+				func(r speed.Row) float64 { return r.WaitP99Us / 1000 }, fifoFloors(rows), st)
 			if err = out.add("p99", dir, "p99_"+stem, ch, err); err != nil {
 				return nil, err
 			}
@@ -95,13 +97,13 @@ func (res *results) lockInfos() []lockInfo {
 // the percentiles). Each row carries that figure with its lock's own held
 // p50 and handoff p50 (row.FIFOFloorUs); the plot draws the lowest of the
 // cell's, a fair queue with the quickest hold and hand-off the cell saw.
-func fifoFloor(rows []row, c cell) float64 {
-	if !c.hasFIFOFloor() {
+func fifoFloor(rows []speed.Row, c speed.Cell) float64 {
+	if !c.HasFIFOFloor() {
 		return 0
 	}
 	lo := 0.0
 	for _, r := range rows {
-		if r.Scenario != c.scenario || r.Clients != c.clients || r.HoldUs != float64(c.hold.Microseconds()) {
+		if r.Scenario != c.Scenario || r.Clients != c.Clients || r.HoldUs != float64(c.Hold.Microseconds()) {
 			continue
 		}
 		if f := r.FIFOFloorUs; f > 0 && (lo == 0 || f < lo) {
@@ -113,7 +115,7 @@ func fifoFloor(rows []row, c cell) float64 {
 
 // fifoFloors returns the FIFO floor in ms by client count for rows of one
 // scenario and hold (fifoFloor's lowest per client count); nil if none.
-func fifoFloors(rows []row) map[int]float64 {
+func fifoFloors(rows []speed.Row) map[int]float64 {
 	var out map[int]float64
 	for _, r := range rows {
 		if r.FIFOFloorUs <= 0 {
@@ -157,7 +159,7 @@ var percentileTicks = plot.ConstantTicks{
 // per implementation: x is 1/(1-q) on a log scale, y the wait in ms (log).
 // fifoUs, when positive, is the cell's FIFO floor (fifoFloor), drawn flat
 // in every panel. The best peer is the one with the lowest p99 wait.
-func latencyPlot(c cell, locks []lockInfo, hists map[string]*hdrhistogram.Histogram, fifoUs float64, st lockStyles) (*chart, error) {
+func latencyPlot(c speed.Cell, locks []lockInfo, hists map[string]*hdrhistogram.Histogram, fifoUs float64, st lockStyles) (*chart, error) {
 	xys := map[string]plotter.XYs{}
 	var present []lockInfo
 	maxX := 10.0
@@ -234,7 +236,7 @@ func fmtMs(ms float64) string {
 
 // clientCounts returns the distinct client counts of rows, in ascending
 // order: the x axis of the figures against clients.
-func clientCounts(rows []row) []int {
+func clientCounts(rows []speed.Row) []int {
 	var xs []int
 	for _, r := range rows {
 		if !slices.Contains(xs, r.Clients) {
@@ -248,7 +250,7 @@ func clientCounts(rows []row) []int {
 // atMost returns the value of name's row with the most clients: a plot
 // against clients names as best peer the one best where contention is
 // highest.
-func atMost(rows []row, get func(row) float64) func(name string) (float64, bool) {
+func atMost(rows []speed.Row, get func(speed.Row) float64) func(name string) (float64, bool) {
 	return func(name string) (float64, bool) {
 		v, n, ok := 0.0, 0, false
 		for _, r := range rows {
@@ -264,7 +266,7 @@ func atMost(rows []row, get func(row) float64) func(name string) (float64, bool)
 // clients, for the rows of one scenario and hold; higher says whether a
 // higher figure is better (it picks the best peer). fifo, if not nil, is
 // the FIFO floor by client count (fifoFloors), drawn in every panel.
-func clientsPlot(title, ylabel string, higher, logY bool, rows []row, locks []lockInfo, get func(row) float64, fifo map[int]float64, st lockStyles) (*chart, error) {
+func clientsPlot(title, ylabel string, higher, logY bool, rows []speed.Row, locks []lockInfo, get func(speed.Row) float64, fifo map[int]float64, st lockStyles) (*chart, error) {
 	xs := clientCounts(rows)
 	var ticks plot.ConstantTicks
 	for _, x := range xs {
@@ -351,13 +353,13 @@ func clientsPlot(title, ylabel string, higher, logY bool, rows []row, locks []lo
 // cmdsPlot draws Redis commands per acquisition as grouped bars: one group
 // per client count, one bar per implementation. The best peer is the one
 // with the fewest commands at the most clients.
-func cmdsPlot(title string, rows []row, locks []lockInfo, st lockStyles) (*chart, error) {
+func cmdsPlot(title string, rows []speed.Row, locks []lockInfo, st lockStyles) (*chart, error) {
 	xs := clientCounts(rows)
 	// A lock that sent no Redis command (one on etcd, ZooKeeper or
 	// PostgreSQL) has no bar to draw.
 	var present []lockInfo
 	for _, l := range locks {
-		if slices.ContainsFunc(rows, func(r row) bool { return r.Impl == l.name && r.RedisCmdsPerOp > 0 }) {
+		if slices.ContainsFunc(rows, func(r speed.Row) bool { return r.Impl == l.name && r.RedisCmdsPerOp > 0 }) {
 			present = append(present, l)
 		}
 	}
@@ -374,7 +376,7 @@ func cmdsPlot(title string, rows []row, locks []lockInfo, st lockStyles) (*chart
 	for i, x := range xs {
 		labels[i] = "N=" + strconv.Itoa(x)
 	}
-	best := bestOf(atMost(rows, func(r row) float64 { return r.RedisCmdsPerOp }), false)
+	best := bestOf(atMost(rows, func(r speed.Row) float64 { return r.RedisCmdsPerOp }), false)
 	for _, pl := range planPanels(present, 0, best) {
 		pn := newPanel(pl.title)
 		p := pn.plot

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/bench/registry"
+	"github.com/locklab/locklab/bench/speed"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"gonum.org/v1/plot/vg"
@@ -24,11 +25,11 @@ const readableLines = 8
 
 // plotCells are the cells the plot tests draw: contended at three client
 // counts (so the plots against clients are drawn) and the keys scenario.
-var plotCells = []cell{
-	{scenario: scContended, clients: 2, hold: time.Millisecond, keys: 1},
-	{scenario: scContended, clients: 8, hold: time.Millisecond, keys: 1},
-	{scenario: scContended, clients: 32, hold: time.Millisecond, keys: 1},
-	{scenario: scKeys, clients: 64, hold: 0, keys: 1024},
+var plotCells = []speed.Cell{
+	{Scenario: speed.ScContended, Clients: 2, Hold: time.Millisecond, Keys: 1},
+	{Scenario: speed.ScContended, Clients: 8, Hold: time.Millisecond, Keys: 1},
+	{Scenario: speed.ScContended, Clients: 32, Hold: time.Millisecond, Keys: 1},
+	{Scenario: speed.ScKeys, Clients: 64, Hold: 0, Keys: 1024},
 }
 
 // allRegistered returns every registered lock's name, naive ones too, in
@@ -43,7 +44,7 @@ func allRegistered() []string {
 
 // plotResults makes syntheticResults whose rows also carry Redis
 // commands per acquisition, as a run's do.
-func plotResults(t *testing.T, names []string, cs []cell, rounds int, rng *rand.Rand) *results {
+func plotResults(t *testing.T, names []string, cs []speed.Cell, rounds int, rng *rand.Rand) *results {
 	t.Helper()
 	res := syntheticResults(t, names, cs, rounds, rng)
 	for i := range res.rows {
@@ -61,24 +62,24 @@ func plotCharts(t *testing.T, res *results) map[string]*chart {
 	for _, c := range res.cells {
 		hs := map[string]*hdrhistogram.Histogram{}
 		for _, l := range locks {
-			hs[l.name] = res.hists[groupKey{l.name, c}]
+			hs[l.name] = res.hists[speed.GroupKey{Impl: l.name, Cell: c}]
 		}
 		ch, err := latencyPlot(c, locks, hs, fifoFloor(res.rows, c), st)
 		if err != nil {
 			t.Fatalf("latencyPlot(%s) = %v", c, err)
 		}
-		out["latency_"+c.id()] = ch
+		out["latency_"+c.Id()] = ch
 	}
 	for _, g := range res.scenarioHolds() {
 		rows := res.rowsOf(g.scenario, g.hold)
-		stem := g.scenario + "_h" + fmtHold(g.hold)
+		stem := g.scenario + "_h" + speed.FmtHold(g.hold)
 		if g.multiClients {
-			ch, err := clientsPlot("throughput", "acquisitions/s", true, false, rows, locks, func(r row) float64 { return r.OpsPerSec }, nil, st)
+			ch, err := clientsPlot("throughput", "acquisitions/s", true, false, rows, locks, func(r speed.Row) float64 { return r.OpsPerSec }, nil, st)
 			if err != nil {
 				t.Fatalf("clientsPlot(throughput %s) = %v", stem, err)
 			}
 			out["throughput_"+stem] = ch
-			ch, err = clientsPlot("p99", "wait p99 (ms)", false, true, rows, locks, func(r row) float64 { return r.WaitP99Us / 1000 }, fifoFloors(rows), st)
+			ch, err = clientsPlot("p99", "wait p99 (ms)", false, true, rows, locks, func(r speed.Row) float64 { return r.WaitP99Us / 1000 }, fifoFloors(rows), st)
 			if err != nil {
 				t.Fatalf("clientsPlot(p99 %s) = %v", stem, err)
 			}
@@ -200,8 +201,8 @@ func TestPlotChartRefusesNinthLine(t *testing.T) {
 	hs := map[string]*hdrhistogram.Histogram{}
 	for i := range locks {
 		locks[i] = lockInfo{name: fmt.Sprintf("peer-%d", i), kind: registry.Peer, nodes: 1, floor: "raw"}
-		h := newHist()
-		record(h, time.Millisecond)
+		h := speed.NewHist()
+		speed.Record(h, time.Millisecond)
 		hs[locks[i].name] = h
 	}
 	ch, err := latencyPlot(plotCells[0], locks, hs, 0, newLockStyles(locks))
@@ -302,21 +303,21 @@ func TestPlotLegendOutsideData(t *testing.T) {
 // cell's wait plots and of the p99 plot, and in no other plot.
 func TestPlotFIFOFloor(t *testing.T) {
 	c8 := plotCells[1]
-	rows := []row{
-		{Impl: "a", Scenario: scContended, Clients: 8, HoldUs: 1000, FIFOFloorUs: 7 * (1000 + 200)},
-		{Impl: "b", Scenario: scContended, Clients: 8, HoldUs: 1000, FIFOFloorUs: 7 * (1000 + 50)},
-		{Impl: "c", Scenario: scContended, Clients: 8, HoldUs: 1000}, // no hand-off seen
-		{Impl: "a", Scenario: scContended, Clients: 2, HoldUs: 1000, FIFOFloorUs: 1 * (1000 + 40)},
-		{Impl: "a", Scenario: scKeys, Clients: 64, HoldUs: 0},
+	rows := []speed.Row{
+		{Impl: "a", Scenario: speed.ScContended, Clients: 8, HoldUs: 1000, FIFOFloorUs: 7 * (1000 + 200)},
+		{Impl: "b", Scenario: speed.ScContended, Clients: 8, HoldUs: 1000, FIFOFloorUs: 7 * (1000 + 50)},
+		{Impl: "c", Scenario: speed.ScContended, Clients: 8, HoldUs: 1000}, // no hand-off seen
+		{Impl: "a", Scenario: speed.ScContended, Clients: 2, HoldUs: 1000, FIFOFloorUs: 1 * (1000 + 40)},
+		{Impl: "a", Scenario: speed.ScKeys, Clients: 64, HoldUs: 0},
 	}
 	for _, tc := range []struct {
-		c    cell
+		c    speed.Cell
 		want float64
 	}{
 		{c8, 7 * 1050},
 		{plotCells[0], 1040},
 		{plotCells[3], 0},
-		{cell{scenario: scContended, clients: 1, hold: time.Millisecond, keys: 1}, 0},
+		{speed.Cell{Scenario: speed.ScContended, Clients: 1, Hold: time.Millisecond, Keys: 1}, 0},
 	} {
 		if got := fifoFloor(rows, tc.c); got != tc.want {
 			t.Errorf("fifoFloor(%s) = %v; want %v", tc.c, got, tc.want)

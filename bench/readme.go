@@ -10,9 +10,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/locklab/locklab/bench/registry"
-
 	"github.com/locklab/locklab/bench/htmlreport"
+	"github.com/locklab/locklab/bench/registry"
+	"github.com/locklab/locklab/bench/speed"
 )
 
 // The verdicts open report.md, and the README's bench section is the same
@@ -41,7 +41,7 @@ func verdictSection(summary []byte, locks []htmlreport.Lock) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var rows []row
+	var rows []speed.Row
 	if err := json.Unmarshal(summary, &rows); err != nil {
 		return "", fmt.Errorf("summary.json: %w", err)
 	}
@@ -63,7 +63,7 @@ func verdictSection(summary []byte, locks []htmlreport.Lock) (string, error) {
 // kind of server's): our locks, the best peer of each group (one server,
 // five, beyond Redis) and the floor, with each one's figure, wait p99, ratio
 // to its group's best peer (same-round median) and to the floor.
-func screenTables(rows []row, locks []htmlreport.Lock) string {
+func screenTables(rows []speed.Row, locks []htmlreport.Lock) string {
 	lockOf := func(name string) htmlreport.Lock {
 		i := slices.IndexFunc(locks, func(l htmlreport.Lock) bool { return l.Name == name })
 		if i < 0 {
@@ -73,19 +73,19 @@ func screenTables(rows []row, locks []htmlreport.Lock) string {
 	}
 	if len(rows) > 0 {
 		first := rows[0].Server
-		rows = slices.DeleteFunc(slices.Clone(rows), func(r row) bool { return r.Server != first })
+		rows = slices.DeleteFunc(slices.Clone(rows), func(r speed.Row) bool { return r.Server != first })
 	}
 	type group struct {
 		nodes  int
 		others bool
 	}
-	groupOf := func(r row) group {
+	groupOf := func(r speed.Row) group {
 		l := lockOf(r.Impl)
 		return group{l.Nodes, l.System != registry.SysRedis}
 	}
 	var b bytes.Buffer
 	for _, h := range headlineRows(rows) {
-		var in []row
+		var in []speed.Row
 		for _, r := range rows {
 			if r.Scenario == h.Scenario && r.Clients == h.Clients && r.HoldUs == h.HoldUs && r.Keys == h.Keys {
 				in = append(in, r)
@@ -93,10 +93,10 @@ func screenTables(rows []row, locks []htmlreport.Lock) string {
 		}
 		// One server, then five, then beyond Redis; in each, ours, the
 		// best peer, the floor.
-		kindRank := func(r row) int {
+		kindRank := func(r speed.Row) int {
 			return slices.Index([]string{string(registry.Ours), string(registry.Peer), string(registry.Floor)}, lockOf(r.Impl).Kind)
 		}
-		slices.SortStableFunc(in, func(a, b row) int {
+		slices.SortStableFunc(in, func(a, b speed.Row) int {
 			ga, gb := groupOf(a), groupOf(b)
 			switch {
 			case ga.others != gb.others:
@@ -109,7 +109,7 @@ func screenTables(rows []row, locks []htmlreport.Lock) string {
 			}
 			return kindRank(a) - kindRank(b)
 		})
-		best := map[group]row{}
+		best := map[group]speed.Row{}
 		for _, r := range in {
 			if lockOf(r.Impl).Kind != string(registry.Peer) || r.Violations > 0 {
 				continue
@@ -152,10 +152,10 @@ func screenTables(rows []row, locks []htmlreport.Lock) string {
 
 // headlineRows returns one row per scenario of rows, in their order, at
 // the scenario's headline cell (as headlineCells picks cells).
-func headlineRows(rows []row) []row {
-	var out []row
+func headlineRows(rows []speed.Row) []speed.Row {
+	var out []speed.Row
 	for _, r := range rows {
-		i := slices.IndexFunc(out, func(h row) bool { return h.Scenario == r.Scenario })
+		i := slices.IndexFunc(out, func(h speed.Row) bool { return h.Scenario == r.Scenario })
 		if i < 0 {
 			out = append(out, r)
 			continue
@@ -173,14 +173,14 @@ func headlineRows(rows []row) []row {
 }
 
 // rowCellLabel names a row's cell: "contended, 32 clients, hold 1ms".
-func rowCellLabel(r row) string {
+func rowCellLabel(r speed.Row) string {
 	parts := []string{r.Scenario}
 	if r.Keys > 1 {
 		parts = append(parts, fmt.Sprintf("%d clients over %d keys", r.Clients, r.Keys))
 	} else if r.Clients > 1 {
 		parts = append(parts, fmt.Sprintf("%d clients", r.Clients))
 	}
-	if r.Scenario != scUncontended {
+	if r.Scenario != speed.ScUncontended {
 		parts = append(parts, "hold "+fmtHoldUs(r.HoldUs))
 	}
 	return strings.Join(parts, ", ")
@@ -189,7 +189,7 @@ func rowCellLabel(r row) string {
 // medianRoundRatio is the median over the rounds both ran of a's ops/s
 // over b's in the same round; without rounds in common, the ratio of the
 // medians.
-func medianRoundRatio(a, b row) float64 {
+func medianRoundRatio(a, b speed.Row) float64 {
 	var rs []float64
 	for _, ra := range a.PerRound {
 		for _, rb := range b.PerRound {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/locklab/locklab/bench/registry"
+	"github.com/locklab/locklab/bench/speed"
 )
 
 // TestRegistryTraits fails when a registered lock lacks a trait the bench
@@ -29,8 +30,8 @@ func TestRegistryTraits(t *testing.T) {
 			t.Errorf("%s: system %q is none the fault schedules know", name, im.System)
 		}
 		for _, sc := range im.Scenarios {
-			if !slices.Contains(allScenarios, sc) {
-				t.Errorf("%s: scenario %q is not one of %v", name, sc, allScenarios)
+			if !slices.Contains(speed.AllScenarios, sc) {
+				t.Errorf("%s: scenario %q is not one of %v", name, sc, speed.AllScenarios)
 			}
 		}
 		if im.System == registry.SysRedis && im.Kind != registry.Naive {

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/bench/registry"
+	"github.com/locklab/locklab/bench/speed"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
@@ -35,7 +36,7 @@ type machine struct {
 	Modules        [][2]string       `json:"modules"`
 	// RedisBenchmark is redis-benchmark's SET rate on the first server at
 	// each concurrency of the run, measured in the same run.
-	RedisBenchmark *redisBench `json:"redis_benchmark,omitempty"`
+	RedisBenchmark *speed.RedisBench `json:"redis_benchmark,omitempty"`
 }
 
 // interestingModules are listed with their versions in the report.
@@ -84,27 +85,27 @@ func cpuModel() string {
 
 // results is everything the output files are made from.
 type results struct {
-	cfg    *config
+	cfg    *speed.Config
 	mach   machine
-	cells  []cell
+	cells  []speed.Cell
 	impls  []*registry.Lock
-	runs   []*runResult
-	rows   []row
-	hists  map[groupKey]*hdrhistogram.Histogram // wait, merged over rounds
-	handof map[groupKey]*hdrhistogram.Histogram // handoff, merged over rounds
+	runs   []*speed.RunResult
+	rows   []speed.Row
+	hists  map[speed.GroupKey]*hdrhistogram.Histogram // wait, merged over rounds
+	handof map[speed.GroupKey]*hdrhistogram.Histogram // handoff, merged over rounds
 }
 
-func newResults(cfg *config, mach machine, cs []cell, impls []*registry.Lock, runs []*runResult) *results {
+func newResults(cfg *speed.Config, mach machine, cs []speed.Cell, impls []*registry.Lock, runs []*speed.RunResult) *results {
 	res := &results{cfg: cfg, mach: mach, cells: cs, impls: impls, runs: runs,
-		hists: map[groupKey]*hdrhistogram.Histogram{}, handof: map[groupKey]*hdrhistogram.Histogram{}}
-	res.rows = aggregate(runs, cs, impls, cfg.duration)
+		hists: map[speed.GroupKey]*hdrhistogram.Histogram{}, handof: map[speed.GroupKey]*hdrhistogram.Histogram{}}
+	res.rows = speed.Aggregate(runs, cs, impls, cfg.Duration)
 	for _, r := range runs {
-		k := groupKey{r.spec.impl.Name, r.spec.cell}
+		k := speed.GroupKey{Impl: r.Spec.Impl.Name, Cell: r.Spec.Cell}
 		if res.hists[k] == nil {
-			res.hists[k], res.handof[k] = newHist(), newHist()
+			res.hists[k], res.handof[k] = speed.NewHist(), speed.NewHist()
 		}
-		res.hists[k].Merge(r.wait)
-		res.handof[k].Merge(r.handoff)
+		res.hists[k].Merge(r.Wait)
+		res.handof[k].Merge(r.Handoff)
 	}
 	return res
 }
@@ -121,7 +122,7 @@ func (res *results) implNames() []string {
 // stdout.
 func (res *results) write(dir string) (string, error) {
 	for _, sub := range []string{"hgrm", "plots"} {
-		if sub == "plots" && !res.cfg.plots {
+		if sub == "plots" && !res.cfg.Plots {
 			continue
 		}
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
@@ -139,7 +140,7 @@ func (res *results) write(dir string) (string, error) {
 		return "", err
 	}
 	var plots map[string][]string
-	if res.cfg.plots {
+	if res.cfg.Plots {
 		if plots, err = res.writePlots(filepath.Join(dir, "plots")); err != nil {
 			return "", err
 		}
@@ -179,7 +180,7 @@ func (res *results) writeHgrm(dir string) error {
 		return os.WriteFile(filepath.Join(dir, name), b.Bytes(), 0o644)
 	}
 	for k, h := range res.hists {
-		stem := k.cell.id() + "_" + k.impl
+		stem := k.Cell.Id() + "_" + k.Impl
 		if err := write(stem+".hgrm", h); err != nil {
 			return err
 		}
@@ -202,9 +203,9 @@ type scenarioHold struct {
 func (res *results) scenarioHolds() []scenarioHold {
 	var out []scenarioHold
 	for _, c := range res.cells {
-		i := slices.IndexFunc(out, func(g scenarioHold) bool { return g.scenario == c.scenario && g.hold == c.hold })
+		i := slices.IndexFunc(out, func(g scenarioHold) bool { return g.scenario == c.Scenario && g.hold == c.Hold })
 		if i < 0 {
-			out = append(out, scenarioHold{scenario: c.scenario, hold: c.hold})
+			out = append(out, scenarioHold{scenario: c.Scenario, hold: c.Hold})
 			continue
 		}
 		out[i].multiClients = true
@@ -212,8 +213,8 @@ func (res *results) scenarioHolds() []scenarioHold {
 	return out
 }
 
-func (res *results) rowsOf(scenario string, hold time.Duration) []row {
-	var out []row
+func (res *results) rowsOf(scenario string, hold time.Duration) []speed.Row {
+	var out []speed.Row
 	for _, r := range res.rows {
 		// The plots show the first -server kind; the Valkey/Redis table compares them.
 		if r.Scenario == scenario && r.HoldUs == float64(hold.Microseconds()) && r.Server == res.firstServer() {
@@ -229,7 +230,7 @@ func (res *results) header(b *bytes.Buffer) {
 	fmt.Fprintf(b, "| | |\n|---|---|\n")
 	fmt.Fprintf(b, "| CPU | %d × %s |\n| GOMAXPROCS | %d |\n| Go | %s %s |\n", m.CPUs, m.CPUModel, m.GOMAXPROCS, m.GoVersion, m.OSArch)
 	fmt.Fprintf(b, "| Redis | redis-server %s (%s) |\n", m.RedisVersion, m.Servers)
-	for i, k := range c.servers {
+	for i, k := range c.Servers {
 		which := "the servers above"
 		if i > 0 {
 			which = "as many servers again, started the same way"
@@ -251,11 +252,11 @@ func (res *results) header(b *bytes.Buffer) {
 		}
 	}
 	mode := "closed loop"
-	if c.rate > 0 {
-		mode = fmt.Sprintf("open loop, %.0f arrivals/s per run", c.rate)
+	if c.Rate > 0 {
+		mode = fmt.Sprintf("open loop, %.0f arrivals/s per run", c.Rate)
 	}
 	fmt.Fprintf(b, "\nSettings: %s; each run %s (at most %d acquisitions), %d round(s), TTL %s for every lock, keys scenario over %d keys, rtt scenario +%s each way, violation check %s.\n\n",
-		mode, c.duration, c.maxOps, c.rounds, c.ttl, c.keys, c.rtt, c.check)
+		mode, c.Duration, c.MaxOps, c.Rounds, c.Ttl, c.Keys, c.Rtt, c.Check)
 	b.WriteString(methodText)
 }
 
@@ -337,58 +338,58 @@ const methodText = `## Method
 type column struct {
 	head string
 	left bool // text, left-aligned
-	val  func(r row) string
+	val  func(r speed.Row) string
 }
 
 // tableColumns returns the columns of one scenario's table. Contended
 // scenarios also get the FIFO floor and each wait p99 against it.
 func tableColumns(contended bool) []column {
 	cols := []column{
-		{head: "impl", left: true, val: func(r row) string { return r.Impl }},
-		{head: "N", val: func(r row) string { return fmt.Sprint(r.Clients) }},
-		{head: "hold (held p50)", val: func(r row) string { return fmtHoldUs(r.HoldUs) + " (" + fmtUs(r.HeldP50Us) + ")" }},
+		{head: "impl", left: true, val: func(r speed.Row) string { return r.Impl }},
+		{head: "N", val: func(r speed.Row) string { return fmt.Sprint(r.Clients) }},
+		{head: "hold (held p50)", val: func(r speed.Row) string { return fmtHoldUs(r.HoldUs) + " (" + fmtUs(r.HeldP50Us) + ")" }},
 		{head: "ops/s", val: fmtOps},
-		{head: "range", val: func(r row) string { return fmt.Sprintf("%.0f–%.0f", r.OpsPerSecMin, r.OpsPerSecMax) }},
-		{head: "× redsync", val: func(r row) string { return fmtRatio(r.OpsRatio) }},
-		{head: "× floor", val: func(r row) string { return fmtRatio(r.OpsFloorRatio) }},
-		{head: "wait p50", val: func(r row) string { return fmtUs(r.WaitP50Us) }},
-		{head: "p99", val: func(r row) string { return fmtUs(r.WaitP99Us) }},
-		{head: "p99 × redsync", val: func(r row) string { return fmtRatio(r.WaitP99Ratio) }},
+		{head: "range", val: func(r speed.Row) string { return fmt.Sprintf("%.0f–%.0f", r.OpsPerSecMin, r.OpsPerSecMax) }},
+		{head: "× redsync", val: func(r speed.Row) string { return fmtRatio(r.OpsRatio) }},
+		{head: "× floor", val: func(r speed.Row) string { return fmtRatio(r.OpsFloorRatio) }},
+		{head: "wait p50", val: func(r speed.Row) string { return fmtUs(r.WaitP50Us) }},
+		{head: "p99", val: func(r speed.Row) string { return fmtUs(r.WaitP99Us) }},
+		{head: "p99 × redsync", val: func(r speed.Row) string { return fmtRatio(r.WaitP99Ratio) }},
 	}
 	if contended {
 		cols = append(cols,
 			column{head: "FIFO floor", val: fmtFIFOFloor},
-			column{head: "p99 × floor", val: func(r row) string { return fmtRatio(r.WaitP99FloorRatio) }})
+			column{head: "p99 × floor", val: func(r speed.Row) string { return fmtRatio(r.WaitP99FloorRatio) }})
 	}
 	return append(cols,
-		column{head: "p99.9", val: func(r row) string { return fmtUs(r.WaitP999Us) }},
-		column{head: "p99.9 × redsync", val: func(r row) string { return fmtRatio(r.WaitP999Ratio) }},
-		column{head: "max (worst)", val: func(r row) string { return fmtUs(r.WaitMaxUs) + " (" + fmtUs(r.WaitMaxWorstUs) + ")" }},
-		column{head: "cut off (longest)", val: func(r row) string { return fmt.Sprintf("%d (%s)", r.CutOff, fmtUs(r.CutOffMaxUs)) }},
-		column{head: "Jain", val: func(r row) string { return fmt.Sprintf("%.3f", r.Jain) }},
-		column{head: "client min/max", val: func(r row) string { return fmt.Sprintf("%.0f/%.0f", r.PerClientMin, r.PerClientMax) }},
-		column{head: "Redis cmds/acq", val: func(r row) string { return fmt.Sprintf("%.2f", r.RedisCmdsPerOp) }},
-		column{head: "client cmds/acq", val: func(r row) string { return fmtOptional(r.ClientCmdsPerOp) }},
-		column{head: "server CPU/acq", val: func(r row) string { return fmtUs(r.ServerCPUUsPerOp) }},
-		column{head: "client CPU/acq", val: func(r row) string {
+		column{head: "p99.9", val: func(r speed.Row) string { return fmtUs(r.WaitP999Us) }},
+		column{head: "p99.9 × redsync", val: func(r speed.Row) string { return fmtRatio(r.WaitP999Ratio) }},
+		column{head: "max (worst)", val: func(r speed.Row) string { return fmtUs(r.WaitMaxUs) + " (" + fmtUs(r.WaitMaxWorstUs) + ")" }},
+		column{head: "cut off (longest)", val: func(r speed.Row) string { return fmt.Sprintf("%d (%s)", r.CutOff, fmtUs(r.CutOffMaxUs)) }},
+		column{head: "Jain", val: func(r speed.Row) string { return fmt.Sprintf("%.3f", r.Jain) }},
+		column{head: "client min/max", val: func(r speed.Row) string { return fmt.Sprintf("%.0f/%.0f", r.PerClientMin, r.PerClientMax) }},
+		column{head: "Redis cmds/acq", val: func(r speed.Row) string { return fmt.Sprintf("%.2f", r.RedisCmdsPerOp) }},
+		column{head: "client cmds/acq", val: func(r speed.Row) string { return fmtOptional(r.ClientCmdsPerOp) }},
+		column{head: "server CPU/acq", val: func(r speed.Row) string { return fmtUs(r.ServerCPUUsPerOp) }},
+		column{head: "client CPU/acq", val: func(r speed.Row) string {
 			if r.ClientCPUUsPerOp == nil {
 				return "–"
 			}
 			return fmtUs(*r.ClientCPUUsPerOp)
 		}},
-		column{head: "gave up", val: func(r row) string { return fmt.Sprint(r.GaveUp) }},
-		column{head: "violations", val: func(r row) string { return fmt.Sprint(r.Violations) }},
-		column{head: "handoff p50 / p99", val: func(r row) string {
+		column{head: "gave up", val: func(r speed.Row) string { return fmt.Sprint(r.GaveUp) }},
+		column{head: "violations", val: func(r speed.Row) string { return fmt.Sprint(r.Violations) }},
+		column{head: "handoff p50 / p99", val: func(r speed.Row) string {
 			if r.HandoffSamples == 0 {
 				return "–"
 			}
 			return fmtUs(r.HandoffP50Us) + " / " + fmtUs(r.HandoffP99Us)
 		}},
-		column{head: "errors", val: func(r row) string { return fmt.Sprint(r.Errors) }},
+		column{head: "errors", val: func(r speed.Row) string { return fmt.Sprint(r.Errors) }},
 	)
 }
 
-func fmtOps(r row) string {
+func fmtOps(r speed.Row) string {
 	ops := fmt.Sprintf("%.0f", r.OpsPerSec)
 	if r.Saturated != nil && *r.Saturated {
 		ops += " (saturated)"
@@ -396,7 +397,7 @@ func fmtOps(r row) string {
 	return ops
 }
 
-func fmtFIFOFloor(r row) string {
+func fmtFIFOFloor(r speed.Row) string {
 	if r.FIFOFloorUs <= 0 {
 		return "–"
 	}
@@ -405,22 +406,24 @@ func fmtFIFOFloor(r row) string {
 
 // isContendedScenario reports whether a row scenario is one key shared by
 // every client, where the FIFO floor applies.
-func isContendedScenario(sc string) bool { return sc == scContended || sc == rowRTTContended }
+func isContendedScenario(sc string) bool {
+	return sc == speed.ScContended || sc == speed.RowRTTContended
+}
 
 // scenarios returns the row scenarios in cell order.
 func (res *results) scenarios() []string {
 	var out []string
 	for _, c := range res.cells {
-		if !slices.Contains(out, c.scenario) {
-			out = append(out, c.scenario)
+		if !slices.Contains(out, c.Scenario) {
+			out = append(out, c.Scenario)
 		}
 	}
 	return out
 }
 
 // scenarioRows returns the rows of one scenario, by clients then hold.
-func (res *results) scenarioRows(sc string) []row {
-	var rows []row
+func (res *results) scenarioRows(sc string) []speed.Row {
+	var rows []speed.Row
 	for _, r := range res.rows {
 		if r.Scenario == sc {
 			rows = append(rows, r)
@@ -450,14 +453,14 @@ func (res *results) tables() string {
 	for _, sc := range res.scenarios() {
 		rows := res.scenarioRows(sc)
 		cols := tableColumns(isContendedScenario(sc))
-		if len(res.cfg.servers) > 1 {
-			cols = slices.Insert(cols, 1, column{head: "server", left: true, val: func(r row) string { return r.Server }})
+		if len(res.cfg.Servers) > 1 {
+			cols = slices.Insert(cols, 1, column{head: "server", left: true, val: func(r speed.Row) string { return r.Server }})
 		}
 		fmt.Fprintf(&b, "## %s\n\n", sc)
 		writeTable(&b, cols, rows)
 		b.WriteString("\n")
 		for _, r := range rows {
-			if len(res.cfg.servers) > 1 {
+			if len(res.cfg.Servers) > 1 {
 				r.Impl += " on " + r.Server // the notes name the server too
 			}
 			if r.LastError != "" {
@@ -477,7 +480,7 @@ func (res *results) tables() string {
 }
 
 // writeTable writes a markdown table of rows.
-func writeTable(b *bytes.Buffer, cols []column, rows []row) {
+func writeTable(b *bytes.Buffer, cols []column, rows []speed.Row) {
 	b.WriteString("|")
 	for _, c := range cols {
 		b.WriteString(" " + c.head + " |")
@@ -522,7 +525,7 @@ func (res *results) plotSection(b *bytes.Buffer, plots map[string][]string) {
 	}
 }
 
-func fmtHoldUs(us float64) string { return fmtHold(time.Duration(us) * time.Microsecond) }
+func fmtHoldUs(us float64) string { return speed.FmtHold(time.Duration(us) * time.Microsecond) }
 
 // fmtUs prints a duration given in µs with a fitting unit.
 func fmtUs(us float64) string {

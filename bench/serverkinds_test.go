@@ -15,6 +15,7 @@ import (
 
 	"github.com/locklab/locklab/bench/env"
 	"github.com/locklab/locklab/bench/registry"
+	"github.com/locklab/locklab/bench/speed"
 )
 
 // TestServerFlag: -server takes redis, valkey or both; without it rows
@@ -44,8 +45,8 @@ func TestServerFlag(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || !slices.Equal(c.servers, tt.want) {
-			t.Errorf("parseFlags(%q): servers %q, %v; want %q", tt.args, c.servers, err, tt.want)
+		if err != nil || !slices.Equal(c.Servers, tt.want) {
+			t.Errorf("parseFlags(%q): servers %q, %v; want %q", tt.args, c.Servers, err, tt.want)
 		}
 	}
 }
@@ -56,15 +57,15 @@ func TestServerFlag(t *testing.T) {
 func TestStepsOnEveryServer(t *testing.T) {
 	a, b := &registry.Lock{Name: "a"}, &registry.Lock{Name: "b"}
 	e := &registry.Lock{Name: "etcd-test", System: registry.SysEtcd}
-	cfg := &config{scenarios: []string{scUncontended, scContended}, clients: []int{2}, holds: []time.Duration{0},
-		servers: []string{env.ServerRedis, env.ServerValkey}}
-	cs := cells(cfg)
-	if len(cs) != 4 || cs[0].server != env.ServerRedis || cs[1].server != env.ServerValkey || !sameBut(cs[0], cs[1]) {
+	cfg := &speed.Config{Scenarios: []string{speed.ScUncontended, speed.ScContended}, Clients: []int{2}, Holds: []time.Duration{0},
+		Servers: []string{env.ServerRedis, env.ServerValkey}}
+	cs := speed.Cells(cfg)
+	if len(cs) != 4 || cs[0].Server != env.ServerRedis || cs[1].Server != env.ServerValkey || !speed.SameBut(cs[0], cs[1]) {
 		t.Fatalf("cells = %v; want each cell on redis then valkey", cs)
 	}
 	var got []string
-	for _, s := range steps(2, cs, []*registry.Lock{a, b, e}) {
-		got = append(got, fmt.Sprintf("%d %s %s %s", s.round, s.cell.scenario, s.cell.server, s.impl.Name))
+	for _, s := range speed.Steps(2, cs, []*registry.Lock{a, b, e}) {
+		got = append(got, fmt.Sprintf("%d %s %s %s", s.Round, s.Cell.Scenario, s.Cell.Server, s.Impl.Name))
 	}
 	want := []string{
 		"0 uncontended redis a", "0 uncontended redis b", "0 uncontended redis etcd-test",
@@ -81,13 +82,13 @@ func TestStepsOnEveryServer(t *testing.T) {
 	}
 	// Without -server, the plan is today's: no server in any cell, and
 	// the default plan's files keep their names.
-	cfg.servers = nil
-	for _, c := range cells(cfg) {
-		if c.server != "" || strings.Contains(c.id(), "redis") {
-			t.Errorf("cell %v without -server has server %q, id %s; want none", c, c.server, c.id())
+	cfg.Servers = nil
+	for _, c := range speed.Cells(cfg) {
+		if c.Server != "" || strings.Contains(c.Id(), "redis") {
+			t.Errorf("cell %v without -server has server %q, id %s; want none", c, c.Server, c.Id())
 		}
 	}
-	if id := (cell{scenario: scContended, clients: 2, server: env.ServerValkey}).id(); id != "contended_c2_h0_valkey" {
+	if id := (speed.Cell{Scenario: speed.ScContended, Clients: 2, Server: env.ServerValkey}).Id(); id != "contended_c2_h0_valkey" {
 		t.Errorf("a Valkey cell's id = %s; want contended_c2_h0_valkey", id)
 	}
 }
@@ -98,27 +99,27 @@ func TestStepsOnEveryServer(t *testing.T) {
 // there is no table.
 func TestServerSectionRatios(t *testing.T) {
 	correct, raw := registry.Locks["correct"], registry.Locks["raw"]
-	base := cell{scenario: scContended, clients: 2, keys: 1}
+	base := speed.Cell{Scenario: speed.ScContended, Clients: 2, Keys: 1}
 	onRedis, onValkey := base, base
-	onRedis.server, onValkey.server = env.ServerRedis, env.ServerValkey
-	cs := []cell{onRedis, onValkey}
+	onRedis.Server, onValkey.Server = env.ServerRedis, env.ServerValkey
+	cs := []speed.Cell{onRedis, onValkey}
 	// Ops per round: correct on Redis 1000, 2000, 4000; on Valkey 1100,
 	// 1800, 4400. Same-round ratios 1.1, 0.9, 1.1: median 1.10 (the
 	// medians' ratio would be 1800/2000 = 0.90).
 	redisOps, valkeyOps := []int64{1000, 2000, 4000}, []int64{1100, 1800, 4400}
-	var runs []*runResult
+	var runs []*speed.RunResult
 	for round := range 3 {
 		for _, im := range []*registry.Lock{correct, raw} {
 			r := fakeRun(im, onRedis, round, redisOps[round], []int64{100, 200}, []int64{redisOps[round] / 2, redisOps[round] / 2})
-			r.serverCPU = time.Duration(redisOps[round]) * 10 * time.Microsecond
+			r.ServerCPU = time.Duration(redisOps[round]) * 10 * time.Microsecond
 			v := fakeRun(im, onValkey, round, valkeyOps[round], []int64{100, 400}, []int64{valkeyOps[round] / 2, valkeyOps[round] / 2})
-			v.serverCPU = time.Duration(valkeyOps[round]) * 15 * time.Microsecond
-			v.expiring = 10
+			v.ServerCPU = time.Duration(valkeyOps[round]) * 15 * time.Microsecond
+			v.Expiring = 10
 			runs = append(runs, r, v)
 		}
 	}
-	cfg := &config{duration: time.Second, rounds: 3, maxOps: defaultMaxOps, ttl: defaultTTL, keys: 1024, rtt: time.Millisecond,
-		check: "async", servers: []string{env.ServerRedis, env.ServerValkey}}
+	cfg := &speed.Config{Duration: time.Second, Rounds: 3, MaxOps: speed.DefaultMaxOps, Ttl: speed.DefaultTTL, Keys: 1024, Rtt: time.Millisecond,
+		Check: "async", Servers: []string{env.ServerRedis, env.ServerValkey}}
 	res := newResults(cfg, machine{}, cs, []*registry.Lock{correct, raw}, runs)
 
 	for _, r := range res.rows {
@@ -146,7 +147,7 @@ func TestServerSectionRatios(t *testing.T) {
 	if !strings.Contains(tables, "- correct on valkey N=2 hold 0: 30 keys with a TTL") || strings.Contains(tables, "- correct on redis N=2") {
 		t.Errorf("the tables' notes do not name the server of the row they are about:\n%s", tables)
 	}
-	cfg.servers = cfg.servers[:1]
+	cfg.Servers = cfg.Servers[:1]
 	if sec := res.serverSection(); sec != "" {
 		t.Errorf("serverSection with one kind = %q; want none", sec)
 	}
@@ -168,7 +169,7 @@ func TestServerKindsEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows []row
+	var rows []speed.Row
 	if err := json.Unmarshal(b, &rows); err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func TestServerKindsEndToEnd(t *testing.T) {
 		}
 	}
 	for _, im := range []string{"correct", "redislock", "raw"} {
-		for _, sc := range []string{scUncontended, scContended} {
+		for _, sc := range []string{speed.ScUncontended, speed.ScContended} {
 			for _, k := range []string{env.ServerRedis, env.ServerValkey} {
 				if !got[im+" "+sc+" "+k] {
 					t.Errorf("no row for %s %s on %s; rows: %v", im, sc, k, got)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/locklab/locklab/bench/registry"
+	"github.com/locklab/locklab/bench/speed"
 )
 
 // The summary opens report.md: for an engineer choosing a lock, one line
@@ -19,34 +20,34 @@ import (
 
 // figure is one figure the summary compares.
 type figure struct {
-	name   string                     // as the summary names it
-	higher bool                       // higher is better
-	med    func(row) float64          // the table's median
-	show   func(row) string           // the table's formatting of it
-	round  func(roundFigures) float64 // per round, for same-round ratios
-	floor  func(row) *float64         // the table's ratio to the floor
+	name   string                           // as the summary names it
+	higher bool                             // higher is better
+	med    func(speed.Row) float64          // the table's median
+	show   func(speed.Row) string           // the table's formatting of it
+	round  func(speed.RoundFigures) float64 // per round, for same-round ratios
+	floor  func(speed.Row) *float64         // the table's ratio to the floor
 }
 
 var (
 	figOps = figure{name: "acq/s", higher: true,
-		med: func(r row) float64 { return r.OpsPerSec }, show: fmtOps,
-		round: func(f roundFigures) float64 { return f.OpsPerSec },
-		floor: func(r row) *float64 { return r.OpsFloorRatio }}
+		med: func(r speed.Row) float64 { return r.OpsPerSec }, show: fmtOps,
+		round: func(f speed.RoundFigures) float64 { return f.OpsPerSec },
+		floor: func(r speed.Row) *float64 { return r.OpsFloorRatio }}
 	figP99 = figure{name: "wait p99",
-		med: func(r row) float64 { return r.WaitP99Us }, show: func(r row) string { return fmtUs(r.WaitP99Us) },
-		round: func(f roundFigures) float64 { return f.WaitP99Us },
-		floor: func(r row) *float64 { return r.WaitP99FloorRatio }}
+		med: func(r speed.Row) float64 { return r.WaitP99Us }, show: func(r speed.Row) string { return fmtUs(r.WaitP99Us) },
+		round: func(f speed.RoundFigures) float64 { return f.WaitP99Us },
+		floor: func(r speed.Row) *float64 { return r.WaitP99FloorRatio }}
 )
 
 // figuresOf returns what the summary compares in cell c: throughput
 // everywhere (pairs/s for fresh keys), and the wait p99 where clients
 // queue for one key.
-func figuresOf(c cell) []figure {
+func figuresOf(c speed.Cell) []figure {
 	ops := figOps
-	if c.keys == 0 {
+	if c.Keys == 0 {
 		ops.name = "pairs/s"
 	}
-	if c.keys == 1 && c.clients >= 2 {
+	if c.Keys == 1 && c.Clients >= 2 {
 		return []figure{figP99, ops}
 	}
 	return []figure{ops}
@@ -70,7 +71,7 @@ var summaryGroups = []summaryGroup{
 // summaryLine is one line of a summary table, kept as values so a test can
 // check them against the tables.
 type summaryLine struct {
-	cell     cell
+	cell     speed.Cell
 	fig      figure
 	leader   string    // impl
 	bestPeer string    // impl, "" if no peer ran
@@ -100,7 +101,7 @@ func (res *results) summaryLines(g summaryGroup) (ours []string, lines []summary
 		return nil, nil
 	}
 	for _, c := range res.cells {
-		rows := map[string]row{}
+		rows := map[string]speed.Row{}
 		for _, im := range res.impls {
 			if im.Nodes != g.nodes {
 				continue
@@ -118,7 +119,7 @@ func (res *results) summaryLines(g summaryGroup) (ours []string, lines []summary
 				ln.receipt = g.receipt
 			}
 			if _, ok := rows[g.again]; ok && ln.floor != "" && fig.higher {
-				ln.aa = sameRoundRatios(perRound(res.runsOf(g.again, c), fig.round), perRound(res.runsOf(g.floor, c), fig.round))
+				ln.aa = speed.SameRoundRatios(speed.PerRound(res.runsOf(g.again, c), fig.round), speed.PerRound(res.runsOf(g.floor, c), fig.round))
 			}
 			for _, im := range res.impls {
 				r, ok := rows[im.Name]
@@ -142,8 +143,8 @@ func (res *results) summaryLines(g summaryGroup) (ours []string, lines []summary
 					o.floor = fig.floor(r)
 					if ln.bestPeer != "" {
 						ours, peer := res.runsOf(name, c), res.runsOf(ln.bestPeer, c)
-						o.peerRatio = roundRatio(ours, peer, fig.round)
-						o.ahead, o.rounds = aheadIn(perRound(ours, fig.round), perRound(peer, fig.round), fig.higher)
+						o.peerRatio = speed.RoundRatio(ours, peer, fig.round)
+						o.ahead, o.rounds = aheadIn(speed.PerRound(ours, fig.round), speed.PerRound(peer, fig.round), fig.higher)
 					}
 				}
 				ln.ours = append(ln.ours, o)
@@ -171,7 +172,7 @@ func aheadIn(vals, base map[int]float64, higher bool) (ahead, rounds int) {
 }
 
 // better reports whether a's figure beats b's.
-func (f figure) better(a, b row) bool {
+func (f figure) better(a, b speed.Row) bool {
 	if f.higher {
 		return f.med(a) > f.med(b)
 	}
@@ -195,7 +196,7 @@ func (res *results) summary() string {
 		"**A/A** beside the floor is the control: `raw-again`, the floor run a second time in each round, over the floor, lowest and highest round; " +
 		"it is how far apart this machine puts two runs of the same code, so a ratio inside it shows no difference. " +
 		"A wait p99's floor is the FIFO floor, (N−1) × (the lock's own held p50 + handoff p50). ↑: higher is better; ↓: lower.\n\n")
-	if ln := res.mach.RedisBenchmark.line(); ln != "" {
+	if ln := res.mach.RedisBenchmark.Line(); ln != "" {
 		b.WriteString(ln + "\n\n")
 	}
 	groups := make([]summaryTable, len(summaryGroups))
@@ -203,11 +204,11 @@ func (res *results) summary() string {
 		groups[i].title = g.title
 		groups[i].ours, groups[i].lines = res.summaryLines(g)
 	}
-	head := headlineCells(res.cells)
-	res.summaryTables(&b, groups, func(c cell) bool { return slices.Contains(head, c) })
+	head := speed.HeadlineCells(res.cells)
+	res.summaryTables(&b, groups, func(c speed.Cell) bool { return slices.Contains(head, c) })
 	if len(head) < len(res.cells) {
 		b.WriteString("## Every cell\n\n")
-		res.summaryTables(&b, groups, func(cell) bool { return true })
+		res.summaryTables(&b, groups, func(speed.Cell) bool { return true })
 	}
 	return b.String()
 }
@@ -222,7 +223,7 @@ type summaryTable struct {
 
 // summaryTables writes, for each group of locks, a table of its lines for
 // the cells that keep.
-func (res *results) summaryTables(b *bytes.Buffer, groups []summaryTable, keep func(cell) bool) {
+func (res *results) summaryTables(b *bytes.Buffer, groups []summaryTable, keep func(speed.Cell) bool) {
 	for _, g := range groups {
 		ours := g.ours
 		lines := slices.DeleteFunc(slices.Clone(g.lines), func(ln summaryLine) bool { return !keep(ln.cell) })
@@ -252,7 +253,7 @@ func (res *results) summaryTables(b *bytes.Buffer, groups []summaryTable, keep f
 }
 
 // named prints an impl with its figure, as the table shows it.
-func (res *results) named(impl string, c cell, f figure) string {
+func (res *results) named(impl string, c speed.Cell, f figure) string {
 	if impl == "" {
 		return "–"
 	}
@@ -293,39 +294,39 @@ func (o summaryOurs) text() string {
 }
 
 // summaryLabel names a cell for a reader: "contended, 32 clients, hold 1ms".
-func summaryLabel(c cell) string {
-	parts := []string{c.scenario}
-	if c.keys > 1 {
-		parts = append(parts, fmt.Sprintf("%d clients over %d keys", c.clients, c.keys))
-	} else if c.clients > 1 {
-		parts = append(parts, fmt.Sprintf("%d clients", c.clients))
+func summaryLabel(c speed.Cell) string {
+	parts := []string{c.Scenario}
+	if c.Keys > 1 {
+		parts = append(parts, fmt.Sprintf("%d clients over %d keys", c.Clients, c.Keys))
+	} else if c.Clients > 1 {
+		parts = append(parts, fmt.Sprintf("%d clients", c.Clients))
 	}
-	if c.keys > 0 {
-		parts = append(parts, "hold "+fmtHold(c.hold))
+	if c.Keys > 0 {
+		parts = append(parts, "hold "+speed.FmtHold(c.Hold))
 	}
-	if c.server != "" {
-		parts = append(parts, "on "+c.server)
+	if c.Server != "" {
+		parts = append(parts, "on "+c.Server)
 	}
 	return strings.Join(parts, ", ")
 }
 
 // rowOf returns impl's row in cell c.
-func (res *results) rowOf(impl string, c cell) (row, bool) {
-	i := slices.IndexFunc(res.rows, func(r row) bool {
-		return r.Impl == impl && r.Scenario == c.scenario && r.Clients == c.clients &&
-			r.HoldUs == float64(c.hold.Microseconds()) && r.Server == c.server
+func (res *results) rowOf(impl string, c speed.Cell) (speed.Row, bool) {
+	i := slices.IndexFunc(res.rows, func(r speed.Row) bool {
+		return r.Impl == impl && r.Scenario == c.Scenario && r.Clients == c.Clients &&
+			r.HoldUs == float64(c.Hold.Microseconds()) && r.Server == c.Server
 	})
 	if i < 0 {
-		return row{}, false
+		return speed.Row{}, false
 	}
 	return res.rows[i], true
 }
 
 // runsOf returns impl's runs in cell c.
-func (res *results) runsOf(impl string, c cell) []*runResult {
-	var out []*runResult
+func (res *results) runsOf(impl string, c speed.Cell) []*speed.RunResult {
+	var out []*speed.RunResult
 	for _, r := range res.runs {
-		if r.spec.impl.Name == impl && r.spec.cell == c {
+		if r.Spec.Impl.Name == impl && r.Spec.Cell == c {
 			out = append(out, r)
 		}
 	}
@@ -334,10 +335,10 @@ func (res *results) runsOf(impl string, c cell) []*runResult {
 
 // firstServer is the first -server kind ("" without -server).
 func (res *results) firstServer() string {
-	if len(res.cfg.servers) == 0 {
+	if len(res.cfg.Servers) == 0 {
 		return ""
 	}
-	return res.cfg.servers[0]
+	return res.cfg.Servers[0]
 }
 
 // serverFigures are the figures the server comparison shows, each with
@@ -345,13 +346,13 @@ func (res *results) firstServer() string {
 var serverFigures = []struct {
 	name  string
 	show  func(float64) string
-	med   func(row) float64
-	round func(roundFigures) float64
+	med   func(speed.Row) float64
+	round func(speed.RoundFigures) float64
 }{
 	{"acq/s", func(v float64) string { return fmt.Sprintf("%.0f", v) },
-		func(r row) float64 { return r.OpsPerSec }, func(f roundFigures) float64 { return f.OpsPerSec }},
-	{"wait p99", fmtUs, func(r row) float64 { return r.WaitP99Us }, func(f roundFigures) float64 { return f.WaitP99Us }},
-	{"server CPU/acq", fmtUs, func(r row) float64 { return r.ServerCPUUsPerOp }, func(f roundFigures) float64 { return f.ServerCPUUsPerOp }},
+		func(r speed.Row) float64 { return r.OpsPerSec }, func(f speed.RoundFigures) float64 { return f.OpsPerSec }},
+	{"wait p99", fmtUs, func(r speed.Row) float64 { return r.WaitP99Us }, func(f speed.RoundFigures) float64 { return f.WaitP99Us }},
+	{"server CPU/acq", fmtUs, func(r speed.Row) float64 { return r.ServerCPUUsPerOp }, func(f speed.RoundFigures) float64 { return f.ServerCPUUsPerOp }},
 }
 
 // serverSection compares the kinds of -server (Valkey/Redis with -server
@@ -359,12 +360,12 @@ var serverFigures = []struct {
 // the other, and the median over rounds of their same-round ratio. It is
 // empty with one kind.
 func (res *results) serverSection() string {
-	if len(res.cfg.servers) < 2 {
+	if len(res.cfg.Servers) < 2 {
 		return ""
 	}
 	var b bytes.Buffer
-	base := res.cfg.servers[0]
-	for _, other := range res.cfg.servers[1:] {
+	base := res.cfg.Servers[0]
+	for _, other := range res.cfg.Servers[1:] {
 		fmt.Fprintf(&b, "## %s / %s\n\n", serverTitle(other), serverTitle(base))
 		fmt.Fprintf(&b, "Every lock that runs on Redis, ours, the peers' and the floors, ran in every round on both kinds of server, "+
 			"the kinds' order rotated each round; each kind had as many servers of its own, started the same way, and its own violation counter. "+
@@ -378,19 +379,19 @@ func (res *results) serverSection() string {
 		b.WriteString("\n|---|---|" + strings.Repeat("---:|---:|---:|", len(serverFigures)) + "\n")
 		for _, im := range res.impls {
 			for _, c := range res.cells {
-				if c.server != base {
+				if c.Server != base {
 					continue
 				}
 				oc := c
-				oc.server = other
+				oc.Server = other
 				rb, ok1 := res.rowOf(im.Name, c)
 				ro, ok2 := res.rowOf(im.Name, oc)
 				if !ok1 || !ok2 {
 					continue
 				}
-				fmt.Fprintf(&b, "| %s | %s |", im.Name, summaryLabel(cell{scenario: c.scenario, clients: c.clients, hold: c.hold, keys: c.keys}))
+				fmt.Fprintf(&b, "| %s | %s |", im.Name, summaryLabel(speed.Cell{Scenario: c.Scenario, Clients: c.Clients, Hold: c.Hold, Keys: c.Keys}))
 				for _, f := range serverFigures {
-					ratio := roundRatio(res.runsOf(im.Name, oc), res.runsOf(im.Name, c), f.round)
+					ratio := speed.RoundRatio(res.runsOf(im.Name, oc), res.runsOf(im.Name, c), f.round)
 					fmt.Fprintf(&b, " %s | %s | %s |", f.show(f.med(rb)), f.show(f.med(ro)), fmtRatio(ratio))
 				}
 				b.WriteString("\n")

@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/bench/registry"
+	"github.com/locklab/locklab/bench/speed"
 )
 
 // syntheticResults makes results from made-up runs: every impl in every
 // cell for rounds rounds, with figures drawn from rng, so the summary and
 // the tables are rendered from the same data as in a real run.
-func syntheticResults(t *testing.T, names []string, cs []cell, rounds int, rng *rand.Rand) *results {
+func syntheticResults(t *testing.T, names []string, cs []speed.Cell, rounds int, rng *rand.Rand) *results {
 	t.Helper()
 	var impls []*registry.Lock
 	for _, n := range names {
@@ -27,32 +28,32 @@ func syntheticResults(t *testing.T, names []string, cs []cell, rounds int, rng *
 		}
 		impls = append(impls, im)
 	}
-	var runs []*runResult
+	var runs []*speed.RunResult
 	for round := range rounds {
 		for _, c := range cs {
 			for _, im := range impls {
-				r := &runResult{
-					spec: runSpec{impl: im, cell: c, round: round},
-					ops:  int64(500 + rng.IntN(20000)), elapsed: time.Second,
-					wait: newHist(), release: newHist(), handoff: newHist(), held: newHist(),
-					perClient: make([]int64, c.clients),
+				r := &speed.RunResult{
+					Spec: speed.RunSpec{Impl: im, Cell: c, Round: round},
+					Ops:  int64(500 + rng.IntN(20000)), Elapsed: time.Second,
+					Wait: speed.NewHist(), Release: speed.NewHist(), Handoff: speed.NewHist(), Held: speed.NewHist(),
+					PerClient: make([]int64, c.Clients),
 				}
 				for range 200 {
-					record(r.wait, time.Duration(50+rng.IntN(200_000))*time.Microsecond)
-					record(r.release, time.Duration(50+rng.IntN(200))*time.Microsecond)
-					record(r.held, c.hold+time.Duration(rng.IntN(100))*time.Microsecond)
-					if c.keys == 1 && c.clients > 1 {
-						record(r.handoff, time.Duration(100+rng.IntN(300))*time.Microsecond)
+					speed.Record(r.Wait, time.Duration(50+rng.IntN(200_000))*time.Microsecond)
+					speed.Record(r.Release, time.Duration(50+rng.IntN(200))*time.Microsecond)
+					speed.Record(r.Held, c.Hold+time.Duration(rng.IntN(100))*time.Microsecond)
+					if c.Keys == 1 && c.Clients > 1 {
+						speed.Record(r.Handoff, time.Duration(100+rng.IntN(300))*time.Microsecond)
 					}
 				}
-				for i := range r.perClient {
-					r.perClient[i] = r.ops / int64(c.clients)
+				for i := range r.PerClient {
+					r.PerClient[i] = r.Ops / int64(c.Clients)
 				}
 				runs = append(runs, r)
 			}
 		}
 	}
-	cfg := &config{duration: time.Second, rounds: rounds, maxOps: defaultMaxOps, ttl: defaultTTL, keys: 1024, rtt: time.Millisecond, check: "async"}
+	cfg := &speed.Config{Duration: time.Second, Rounds: rounds, MaxOps: speed.DefaultMaxOps, Ttl: speed.DefaultTTL, Keys: 1024, Rtt: time.Millisecond, Check: "async"}
 	mach := machine{Start: time.Unix(0, 0).UTC(), Command: "go run ./bench (synthetic)"}
 	return newResults(cfg, mach, cs, impls, runs)
 }
@@ -64,11 +65,11 @@ func syntheticResults(t *testing.T, names []string, cs []cell, rounds int, rng *
 // peer" is the same-round median recomputed from summary.json's rounds.
 func TestSummaryMatchesTables(t *testing.T) {
 	names := []string{"correct", "correct-poll", "redsync-1", "redislock", "rueidislock", "raw", "raw-again", "raw+receipt", "redlock-5", "redsync-5", "raw-5", "raw-5+receipt"}
-	cs := []cell{
-		{scenario: scUncontended, clients: 1},
-		{scenario: scContended, clients: 8, hold: time.Millisecond, keys: 1},
-		{scenario: scContended, clients: 32, keys: 1},
-		{scenario: scKeys, clients: 64, keys: 1024},
+	cs := []speed.Cell{
+		{Scenario: speed.ScUncontended, Clients: 1},
+		{Scenario: speed.ScContended, Clients: 8, Hold: time.Millisecond, Keys: 1},
+		{Scenario: speed.ScContended, Clients: 32, Keys: 1},
+		{Scenario: speed.ScKeys, Clients: 64, Keys: 1024},
 	}
 	for seed := range uint64(4) {
 		res := syntheticResults(t, names, cs, 3, rand.New(rand.NewPCG(seed, 7)))
@@ -103,14 +104,14 @@ func checkSummary(t *testing.T, res *results, summary, tables string) {
 			col, floorCol = "p99", "p99 × floor"
 		}
 		rows := tabs[sc]
-		c := func(sc string, n int, hold string) cell {
+		c := func(sc string, n int, hold string) speed.Cell {
 			for _, cc := range res.cells {
-				if cc.scenario == sc && cc.clients == n && fmtHold(cc.hold) == hold {
+				if cc.Scenario == sc && cc.Clients == n && speed.FmtHold(cc.Hold) == hold {
 					return cc
 				}
 			}
 			t.Fatalf("%q: no cell %s N=%d hold %s", ln, sc, n, hold)
-			return cell{}
+			return speed.Cell{}
 		}
 		find := func(impl string) map[string]string {
 			for _, r := range rows {
@@ -205,7 +206,7 @@ func checkSummary(t *testing.T, res *results, summary, tables string) {
 // aaFromRows recomputes the A/A control of cell c from the rows'
 // per-round figures: raw-again's acquisitions per second over floor's,
 // "lowest–highest×".
-func aaFromRows(t *testing.T, res *results, floor string, c cell) string {
+func aaFromRows(t *testing.T, res *results, floor string, c speed.Cell) string {
 	t.Helper()
 	ra, ok1 := res.rowOf("raw-again", c)
 	rf, ok2 := res.rowOf(floor, c)
@@ -225,14 +226,14 @@ func aaFromRows(t *testing.T, res *results, floor string, c cell) string {
 
 // sameRoundFromRows recomputes a same-round ratio from the rows' per-round
 // figures (what summary.json holds).
-func sameRoundFromRows(t *testing.T, res *results, a, b string, c cell, fig string) string {
+func sameRoundFromRows(t *testing.T, res *results, a, b string, c speed.Cell, fig string) string {
 	t.Helper()
 	ra, ok1 := res.rowOf(a, c)
 	rb, ok2 := res.rowOf(b, c)
 	if !ok1 || !ok2 {
 		t.Fatalf("rows of %s and %s in %v missing", a, b, c)
 	}
-	pick := func(r row) map[int]float64 {
+	pick := func(r speed.Row) map[int]float64 {
 		m := map[int]float64{}
 		for _, f := range r.PerRound {
 			if fig == "wait p99" {
@@ -243,7 +244,7 @@ func sameRoundFromRows(t *testing.T, res *results, a, b string, c cell, fig stri
 		}
 		return m
 	}
-	v, ok := ratioMedian(pick(ra), pick(rb))
+	v, ok := speed.RatioMedian(pick(ra), pick(rb))
 	if !ok {
 		return "–"
 	}
@@ -252,7 +253,7 @@ func sameRoundFromRows(t *testing.T, res *results, a, b string, c cell, fig stri
 
 // aheadFromRows recounts, from the rows' per-round figures, the rounds in
 // which a did better than b, as the summary prints them.
-func aheadFromRows(t *testing.T, res *results, a, b string, c cell, fig string) string {
+func aheadFromRows(t *testing.T, res *results, a, b string, c speed.Cell, fig string) string {
 	t.Helper()
 	ra, _ := res.rowOf(a, c)
 	rb, _ := res.rowOf(b, c)
@@ -356,7 +357,7 @@ func TestHeadlineCellsOfTheDefaultPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, h := range headlineCells(cells(c)) {
+	for _, h := range speed.HeadlineCells(speed.Cells(c)) {
 		got = append(got, summaryLabel(h))
 	}
 	want := []string{
@@ -374,11 +375,11 @@ func TestHeadlineCellsOfTheDefaultPlan(t *testing.T) {
 // TestSummaryOpensWithHeadlinesOnly: the summary's first tables hold the
 // headline cells only, and every cell follows under "Every cell".
 func TestSummaryOpensWithHeadlinesOnly(t *testing.T) {
-	cs := []cell{
-		{scenario: scUncontended, clients: 1},
-		{scenario: scContended, clients: 8, hold: time.Millisecond, keys: 1},
-		{scenario: scContended, clients: 32, keys: 1},
-		{scenario: scContended, clients: 32, hold: time.Millisecond, keys: 1},
+	cs := []speed.Cell{
+		{Scenario: speed.ScUncontended, Clients: 1},
+		{Scenario: speed.ScContended, Clients: 8, Hold: time.Millisecond, Keys: 1},
+		{Scenario: speed.ScContended, Clients: 32, Keys: 1},
+		{Scenario: speed.ScContended, Clients: 32, Hold: time.Millisecond, Keys: 1},
 	}
 	res := syntheticResults(t, []string{"correct", "redislock", "raw", "raw+receipt"}, cs, 2, rand.New(rand.NewPCG(1, 2)))
 	head, every, ok := strings.Cut(res.summary(), "## Every cell")

@@ -1,4 +1,4 @@
-package main
+package speed
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ import (
 // cells use. It is the ceiling of the server and the loopback for one
 // command: a lock needs at least two (acquire and release), so its pairs/s
 // are at most half of it.
-type redisBench struct {
+type RedisBench struct {
 	Binary string    `json:"binary,omitempty"`
 	Error  string    `json:"error,omitempty"` // why there are no rates
 	Rates  []setRate `json:"rates,omitempty"`
@@ -37,8 +37,8 @@ type setRate struct {
 
 // newRedisBench looks redis-benchmark up next to the rig's redis-server,
 // then on PATH; without it the rates are left out, with the reason.
-func newRedisBench(concurrency []int) *redisBench {
-	rb := &redisBench{}
+func NewRedisBench(concurrency []int) *RedisBench {
+	rb := &RedisBench{}
 	bin, err := exec.LookPath("redis-benchmark")
 	if err != nil {
 		rb.Error = "redis-benchmark not found on PATH (Debian: apt-get install redis-tools)"
@@ -59,7 +59,7 @@ func benchRequests(clients int) int { return min(5000+500*clients, 40000) }
 
 // measure runs every concurrency once against addr, writing key (which
 // the caller deletes), and records the results.
-func (rb *redisBench) measure(ctx context.Context, addr, key string) {
+func (rb *RedisBench) Measure(ctx context.Context, addr, key string) {
 	if rb.Binary == "" {
 		return
 	}
@@ -77,13 +77,13 @@ func (rb *redisBench) measure(ctx context.Context, addr, key string) {
 		}
 		r.PerRound = append(r.PerRound, rps)
 		r.p50s = append(r.p50s, p50)
-		r.PerSec, r.P50Ms = median(r.PerRound), median(r.p50s)
+		r.PerSec, r.P50Ms = Median(r.PerRound), Median(r.p50s)
 	}
 }
 
 // giveUp records err as the reason there are no rates and drops those
 // measured so far.
-func (rb *redisBench) giveUp(err error) {
+func (rb *RedisBench) giveUp(err error) {
 	rb.Error = err.Error()
 	rb.Rates = nil
 }
@@ -117,7 +117,7 @@ func runRedisBenchmark(ctx context.Context, bin, host, port string, clients, n i
 }
 
 // rate returns the SET rate at clients, if measured.
-func (rb *redisBench) rate(clients int) (setRate, bool) {
+func (rb *RedisBench) Rate(clients int) (setRate, bool) {
 	if rb == nil {
 		return setRate{}, false
 	}
@@ -130,7 +130,7 @@ func (rb *redisBench) rate(clients int) (setRate, bool) {
 }
 
 // line describes the rates in one sentence for the report.
-func (rb *redisBench) line() string {
+func (rb *RedisBench) Line() string {
 	if rb == nil {
 		return ""
 	}

@@ -1,4 +1,4 @@
-package main
+package speed
 
 import (
 	"fmt"
@@ -23,7 +23,7 @@ type progress struct {
 }
 
 // newProgress decides between the bar and plain lines.
-func newProgress(w io.Writer, total int, perRun time.Duration) *progress {
+func NewProgress(w io.Writer, total int, perRun time.Duration) *progress {
 	bar := false
 	if f, ok := w.(*os.File); ok && os.Getenv("CI") != "true" {
 		bar = term.IsTerminal(int(f.Fd()))
@@ -32,9 +32,9 @@ func newProgress(w io.Writer, total int, perRun time.Duration) *progress {
 }
 
 // begin shows that s is starting.
-func (p *progress) begin(s step, rounds int) {
+func (p *progress) Begin(s Step, rounds int) {
 	eta := p.eta()
-	label := fmt.Sprintf("%s  %s  round %d/%d", s.cell, s.impl.Name, s.round+1, rounds)
+	label := fmt.Sprintf("%s  %s  round %d/%d", s.Cell, s.Impl.Name, s.Round+1, rounds)
 	if !p.bar {
 		fmt.Fprintf(p.w, "[%d/%d] %s  ETA %s\n", p.done+1, p.total, label, fmtETA(eta))
 		return
@@ -47,10 +47,10 @@ func (p *progress) begin(s step, rounds int) {
 }
 
 // end counts a finished step.
-func (p *progress) end() { p.done++ }
+func (p *progress) End() { p.done++ }
 
 // finish clears the bar.
-func (p *progress) finish() {
+func (p *progress) Finish() {
 	if p.bar {
 		fmt.Fprint(p.w, "\r\033[K")
 	}

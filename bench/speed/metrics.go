@@ -1,4 +1,4 @@
-package main
+package speed
 
 import (
 	"github.com/locklab/locklab/bench/registry"
@@ -11,7 +11,7 @@ import (
 
 // median returns the median of xs (the mean of the middle two for an even
 // count), or 0 for none.
-func median(xs []float64) float64 {
+func Median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
@@ -27,18 +27,18 @@ func median(xs []float64) float64 {
 // ratioMedian pairs each round's value with the baseline's value from the
 // same round, and returns the median of those ratios (sameRoundRatios);
 // with none it reports false.
-func ratioMedian(vals, base map[int]float64) (float64, bool) {
-	rs := sameRoundRatios(vals, base)
+func RatioMedian(vals, base map[int]float64) (float64, bool) {
+	rs := SameRoundRatios(vals, base)
 	if len(rs) == 0 {
 		return 0, false
 	}
-	return median(rs), true
+	return Median(rs), true
 }
 
 // sameRoundRatios returns vals over base in each round that has both,
 // sorted. Rounds missing on either side, with a zero baseline, or with a
 // NaN are skipped.
-func sameRoundRatios(vals, base map[int]float64) []float64 {
+func SameRoundRatios(vals, base map[int]float64) []float64 {
 	var rs []float64
 	for round, v := range vals {
 		b, ok := base[round]
@@ -52,7 +52,7 @@ func sameRoundRatios(vals, base map[int]float64) []float64 {
 }
 
 // roundFigures are the per-round values rows are built from.
-type roundFigures struct {
+type RoundFigures struct {
 	Round       int     `json:"round"`
 	OpsPerSec   float64 `json:"ops_per_sec"`
 	WaitP50Us   float64 `json:"wait_p50_us"`
@@ -86,50 +86,50 @@ type roundFigures struct {
 
 // figures returns a run's figures, computed once (a run is not changed
 // after execute returns it).
-func figures(r *runResult) roundFigures {
-	if r.fig == nil {
+func figures(r *RunResult) RoundFigures {
+	if r.Fig == nil {
 		f := computeFigures(r)
-		r.fig = &f
+		r.Fig = &f
 	}
-	return *r.fig
+	return *r.Fig
 }
 
-func computeFigures(r *runResult) roundFigures {
-	f := roundFigures{
-		Round:       r.spec.round,
+func computeFigures(r *RunResult) RoundFigures {
+	f := RoundFigures{
+		Round:       r.Spec.Round,
 		OpsPerSec:   r.opsPerSec(),
-		Jain:        measure.Jain(r.perClient),
+		Jain:        measure.Jain(r.PerClient),
 		GaveUp:      r.gaveUp,
 		Violations:  r.violations,
-		Acquired:    r.ops,
-		ElapsedSecs: r.elapsed.Seconds(),
+		Acquired:    r.Ops,
+		ElapsedSecs: r.Elapsed.Seconds(),
 		CutOff:      r.cutOff,
 		CutOffMaxUs: float64(r.cutMax.Microseconds()),
 	}
-	if r.wait.TotalCount() > 0 {
-		f.WaitP50Us = float64(r.wait.ValueAtQuantile(50))
-		f.WaitP99Us = float64(r.wait.ValueAtQuantile(99))
-		f.WaitP999Us = float64(r.wait.ValueAtQuantile(99.9))
-		f.WaitMaxUs = float64(r.wait.Max())
+	if r.Wait.TotalCount() > 0 {
+		f.WaitP50Us = float64(r.Wait.ValueAtQuantile(50))
+		f.WaitP99Us = float64(r.Wait.ValueAtQuantile(99))
+		f.WaitP999Us = float64(r.Wait.ValueAtQuantile(99.9))
+		f.WaitMaxUs = float64(r.Wait.Max())
 	}
-	if r.ops > 0 {
-		f.CmdsPerOp = float64(r.cmds.Total()) / float64(r.ops)
-		f.ServerCPUUsPerOp = float64(r.serverCPU.Microseconds()) / float64(r.ops)
-		if r.clientCPU >= 0 {
-			v := float64(r.clientCPU.Microseconds()) / float64(r.ops)
+	if r.Ops > 0 {
+		f.CmdsPerOp = float64(r.Cmds.Total()) / float64(r.Ops)
+		f.ServerCPUUsPerOp = float64(r.ServerCPU.Microseconds()) / float64(r.Ops)
+		if r.ClientCPU >= 0 {
+			v := float64(r.ClientCPU.Microseconds()) / float64(r.Ops)
 			f.ClientCPUUsPerOp = &v
 		}
 	}
-	if len(r.perClient) > 0 {
-		f.ClientMin, f.ClientMax = slices.Min(r.perClient), slices.Max(r.perClient)
+	if len(r.PerClient) > 0 {
+		f.ClientMin, f.ClientMax = slices.Min(r.PerClient), slices.Max(r.PerClient)
 	}
-	if r.held != nil && r.held.TotalCount() > 0 {
-		f.HeldP50Us = float64(r.held.ValueAtQuantile(50))
+	if r.Held != nil && r.Held.TotalCount() > 0 {
+		f.HeldP50Us = float64(r.Held.ValueAtQuantile(50))
 	}
-	if r.handoff != nil && r.handoff.TotalCount() > 0 {
-		f.HandoffP50 = float64(r.handoff.ValueAtQuantile(50))
-		if c := r.spec.cell; c.hasFIFOFloor() {
-			f.FIFOFloorUs = float64(c.clients-1) * (f.HeldP50Us + f.HandoffP50)
+	if r.Handoff != nil && r.Handoff.TotalCount() > 0 {
+		f.HandoffP50 = float64(r.Handoff.ValueAtQuantile(50))
+		if c := r.Spec.Cell; c.HasFIFOFloor() {
+			f.FIFOFloorUs = float64(c.Clients-1) * (f.HeldP50Us + f.HandoffP50)
 		}
 	}
 	return f
@@ -140,11 +140,11 @@ func computeFigures(r *runResult) roundFigures {
 // so the last in line waits (N-1) x (held + hand-off). It is computed from
 // the run's own held p50 and handoff p50, so a lock is measured against
 // its own hand-off cost: how much its queue adds beyond waiting its turn.
-func (c cell) hasFIFOFloor() bool { return c.keys == 1 && c.clients >= 2 }
+func (c Cell) HasFIFOFloor() bool { return c.Keys == 1 && c.Clients >= 2 }
 
 // row is one line of summary.json: one (impl, scenario, clients, hold),
 // medians over rounds unless a field says otherwise.
-type row struct {
+type Row struct {
 	Impl     string  `json:"impl"`
 	Scenario string  `json:"scenario"`
 	Clients  int     `json:"clients"`
@@ -223,48 +223,48 @@ type row struct {
 	OfferedPerSec *float64 `json:"offered_per_sec,omitempty"` // open loop
 	Saturated     *bool    `json:"saturated,omitempty"`       // open loop: arrivals fell behind
 
-	PerRound []roundFigures `json:"per_round"`
+	PerRound []RoundFigures `json:"per_round"`
 }
 
 // requiredFields are the summary.json fields every row carries (the README's
 // "What the bench measures" lists them).
-var requiredFields = []string{
+var RequiredFields = []string{
 	"impl", "scenario", "clients", "hold_us", "ops_per_sec", "wait_p50_us",
 	"wait_p99_us", "wait_p999_us", "wait_max_us", "jain", "redis_cmds_per_op",
 	"gave_up", "violations", "rounds",
 }
 
 // groupKey identifies a row.
-type groupKey struct {
-	impl string
-	cell cell
+type GroupKey struct {
+	Impl string
+	Cell Cell
 }
 
 // aggregate turns the runs into rows, in the order cells and impls were
 // given, with same-round ratios to each impl's baseline where it ran.
-func aggregate(results []*runResult, cs []cell, impls []*registry.Lock, dur time.Duration) []row {
-	byKey := map[groupKey][]*runResult{}
+func Aggregate(results []*RunResult, cs []Cell, impls []*registry.Lock, dur time.Duration) []Row {
+	byKey := map[GroupKey][]*RunResult{}
 	for _, r := range results {
-		k := groupKey{r.spec.impl.Name, r.spec.cell}
+		k := GroupKey{r.Spec.Impl.Name, r.Spec.Cell}
 		byKey[k] = append(byKey[k], r)
 	}
-	var rows []row
+	var rows []Row
 	for _, c := range cs {
 		for _, im := range impls {
-			rs := byKey[groupKey{im.Name, c}]
+			rs := byKey[GroupKey{im.Name, c}]
 			if len(rs) == 0 {
 				continue
 			}
 			rw := buildRow(im, c, rs, dur)
 			if b := im.Baseline(); b != im.Name {
-				if brs := byKey[groupKey{b, c}]; len(brs) > 0 {
+				if brs := byKey[GroupKey{b, c}]; len(brs) > 0 {
 					setRatios(&rw, rs, brs)
 				}
 			}
 			if f := im.Floor(); f != im.Name {
-				if frs := byKey[groupKey{f, c}]; len(frs) > 0 {
+				if frs := byKey[GroupKey{f, c}]; len(frs) > 0 {
 					rw.FloorTo = f
-					rw.OpsFloorRatio = roundRatio(rs, frs, func(f roundFigures) float64 { return f.OpsPerSec })
+					rw.OpsFloorRatio = RoundRatio(rs, frs, func(f RoundFigures) float64 { return f.OpsPerSec })
 				}
 			}
 			setFIFOFloor(&rw)
@@ -274,11 +274,11 @@ func aggregate(results []*runResult, cs []cell, impls []*registry.Lock, dur time
 	return rows
 }
 
-func buildRow(im *registry.Lock, c cell, rs []*runResult, dur time.Duration) row {
-	rw := row{
-		Impl: im.Name, Scenario: c.scenario, Clients: c.clients,
-		HoldUs: float64(c.hold.Microseconds()), Keys: c.keys,
-		RTTUs: float64(c.rtt.Microseconds()), Nodes: im.Nodes, Mode: "closed", Server: c.server,
+func buildRow(im *registry.Lock, c Cell, rs []*RunResult, dur time.Duration) Row {
+	rw := Row{
+		Impl: im.Name, Scenario: c.Scenario, Clients: c.Clients,
+		HoldUs: float64(c.Hold.Microseconds()), Keys: c.Keys,
+		RTTUs: float64(c.Rtt.Microseconds()), Nodes: im.Nodes, Mode: "closed", Server: c.Server,
 		Rounds: len(rs), DurationS: dur.Seconds(), RedisCmdMix: map[string]float64{},
 	}
 	var ops, p50, p99, p999, mx, jn, cmin, cmax, cpo, gps, ccpo, hp50, hp99, rp50, rp99, held, scpu, ccpu []float64
@@ -300,29 +300,29 @@ func buildRow(im *registry.Lock, c cell, rs []*runResult, dur time.Duration) row
 		cmax = append(cmax, float64(f.ClientMax))
 		cpo = append(cpo, f.CmdsPerOp)
 		scpu = append(scpu, f.ServerCPUUsPerOp)
-		if r.elapsed > 0 {
-			gps = append(gps, float64(r.gaveUp)/r.elapsed.Seconds())
+		if r.Elapsed > 0 {
+			gps = append(gps, float64(r.gaveUp)/r.Elapsed.Seconds())
 		}
-		if r.clientCmds < 0 {
+		if r.ClientCmds < 0 {
 			clientCmdsKnown = false
-		} else if r.ops > 0 {
-			ccpo = append(ccpo, float64(r.clientCmds)/float64(r.ops))
+		} else if r.Ops > 0 {
+			ccpo = append(ccpo, float64(r.ClientCmds)/float64(r.Ops))
 		}
 		if f.ClientCPUUsPerOp != nil {
 			ccpu = append(ccpu, *f.ClientCPUUsPerOp)
 		}
-		if r.handoff.TotalCount() > 0 {
-			hp50 = append(hp50, float64(r.handoff.ValueAtQuantile(50)))
-			hp99 = append(hp99, float64(r.handoff.ValueAtQuantile(99)))
+		if r.Handoff.TotalCount() > 0 {
+			hp50 = append(hp50, float64(r.Handoff.ValueAtQuantile(50)))
+			hp99 = append(hp99, float64(r.Handoff.ValueAtQuantile(99)))
 		}
-		if r.held != nil && r.held.TotalCount() > 0 {
-			held = append(held, float64(r.held.ValueAtQuantile(50)))
+		if r.Held != nil && r.Held.TotalCount() > 0 {
+			held = append(held, float64(r.Held.ValueAtQuantile(50)))
 		}
-		if r.release.TotalCount() > 0 {
-			rp50 = append(rp50, float64(r.release.ValueAtQuantile(50)))
-			rp99 = append(rp99, float64(r.release.ValueAtQuantile(99)))
+		if r.Release.TotalCount() > 0 {
+			rp50 = append(rp50, float64(r.Release.ValueAtQuantile(50)))
+			rp99 = append(rp99, float64(r.Release.ValueAtQuantile(99)))
 		}
-		pooled.Add(r.cmds)
+		pooled.Add(r.Cmds)
 		rw.GaveUp += r.gaveUp
 		rw.Violations += r.violations
 		rw.Errors += r.errors
@@ -330,33 +330,33 @@ func buildRow(im *registry.Lock, c cell, rs []*runResult, dur time.Duration) row
 			rw.LastError = r.lastErr
 		}
 		rw.LeftoverKeys += r.leftover
-		rw.ExpiringKeys += r.expiring
-		rw.HandoffSamples += r.handoff.TotalCount()
-		rw.Acquisitions += r.ops
-		if r.spec.rate > 0 {
+		rw.ExpiringKeys += r.Expiring
+		rw.HandoffSamples += r.Handoff.TotalCount()
+		rw.Acquisitions += r.Ops
+		if r.Spec.Rate > 0 {
 			rw.Mode = "open"
-			offered := r.spec.rate
+			offered := r.Spec.Rate
 			rw.OfferedPerSec = &offered
 			sat := r.saturated || (rw.Saturated != nil && *rw.Saturated)
 			rw.Saturated = &sat
 		}
 	}
-	rw.OpsPerSec, rw.OpsPerSecMin, rw.OpsPerSecMax = median(ops), slices.Min(ops), slices.Max(ops)
-	rw.WaitP50Us, rw.WaitP99Us, rw.WaitP999Us, rw.WaitMaxUs = median(p50), median(p99), median(p999), median(mx)
-	rw.Jain, rw.PerClientMin, rw.PerClientMax = median(jn), median(cmin), median(cmax)
-	rw.RedisCmdsPerOp, rw.GaveUpPerSec = median(cpo), median(gps)
-	rw.ServerCPUUsPerOp = median(scpu)
+	rw.OpsPerSec, rw.OpsPerSecMin, rw.OpsPerSecMax = Median(ops), slices.Min(ops), slices.Max(ops)
+	rw.WaitP50Us, rw.WaitP99Us, rw.WaitP999Us, rw.WaitMaxUs = Median(p50), Median(p99), Median(p999), Median(mx)
+	rw.Jain, rw.PerClientMin, rw.PerClientMax = Median(jn), Median(cmin), Median(cmax)
+	rw.RedisCmdsPerOp, rw.GaveUpPerSec = Median(cpo), Median(gps)
+	rw.ServerCPUUsPerOp = Median(scpu)
 	if clientCmdsKnown && len(ccpo) > 0 {
-		v := median(ccpo)
+		v := Median(ccpo)
 		rw.ClientCmdsPerOp = &v
 	}
 	if len(ccpu) > 0 {
-		v := median(ccpu)
+		v := Median(ccpu)
 		rw.ClientCPUUsPerOp = &v
 	}
-	rw.HandoffP50Us, rw.HandoffP99Us = median(hp50), median(hp99)
-	rw.ReleaseP50Us, rw.ReleaseP99Us = median(rp50), median(rp99)
-	rw.HeldP50Us = median(held)
+	rw.HandoffP50Us, rw.HandoffP99Us = Median(hp50), Median(hp99)
+	rw.ReleaseP50Us, rw.ReleaseP99Us = Median(rp50), Median(rp99)
+	rw.HeldP50Us = Median(held)
 	if rw.Acquisitions > 0 {
 		for k, v := range pooled {
 			rw.RedisCmdMix[k] = float64(v) / float64(rw.Acquisitions)
@@ -366,18 +366,18 @@ func buildRow(im *registry.Lock, c cell, rs []*runResult, dur time.Duration) row
 }
 
 // perRound maps each run's round to one of its figures.
-func perRound(results []*runResult, get func(roundFigures) float64) map[int]float64 {
+func PerRound(results []*RunResult, get func(RoundFigures) float64) map[int]float64 {
 	m := map[int]float64{}
 	for _, r := range results {
-		m[r.spec.round] = get(figures(r))
+		m[r.Spec.Round] = get(figures(r))
 	}
 	return m
 }
 
 // roundRatio is the median over rounds of rs's figure over base's in the
 // same round, or nil when no round has both.
-func roundRatio(rs, base []*runResult, get func(roundFigures) float64) *float64 {
-	v, ok := ratioMedian(perRound(rs, get), perRound(base, get))
+func RoundRatio(rs, base []*RunResult, get func(RoundFigures) float64) *float64 {
+	v, ok := RatioMedian(PerRound(rs, get), PerRound(base, get))
 	if !ok {
 		return nil
 	}
@@ -385,7 +385,7 @@ func roundRatio(rs, base []*runResult, get func(roundFigures) float64) *float64 
 }
 
 // setFIFOFloor fills the FIFO floor of a contended row from its rounds.
-func setFIFOFloor(rw *row) {
+func setFIFOFloor(rw *Row) {
 	var floors, ratios []float64
 	for _, f := range rw.PerRound {
 		if f.FIFOFloorUs <= 0 {
@@ -397,20 +397,20 @@ func setFIFOFloor(rw *row) {
 	if len(floors) == 0 {
 		return
 	}
-	rw.FIFOFloorUs = median(floors)
-	v := median(ratios)
+	rw.FIFOFloorUs = Median(floors)
+	v := Median(ratios)
 	rw.WaitP99FloorRatio = &v
 	rw.WaitP99FloorRounds = len(floors)
 }
 
 // setRatios fills the ratio fields: each round's value over the baseline's
 // in the same round, then the median of those ratios.
-func setRatios(rw *row, rs, base []*runResult) {
-	ratio := func(get func(roundFigures) float64) *float64 { return roundRatio(rs, base, get) }
-	rw.RatioTo = base[0].spec.impl.Name
-	rw.OpsRatio = ratio(func(f roundFigures) float64 { return f.OpsPerSec })
-	rw.WaitP50Ratio = ratio(func(f roundFigures) float64 { return f.WaitP50Us })
-	rw.WaitP99Ratio = ratio(func(f roundFigures) float64 { return f.WaitP99Us })
-	rw.WaitP999Ratio = ratio(func(f roundFigures) float64 { return f.WaitP999Us })
-	rw.WaitMaxRatio = ratio(func(f roundFigures) float64 { return f.WaitMaxUs })
+func setRatios(rw *Row, rs, base []*RunResult) {
+	ratio := func(get func(RoundFigures) float64) *float64 { return RoundRatio(rs, base, get) }
+	rw.RatioTo = base[0].Spec.Impl.Name
+	rw.OpsRatio = ratio(func(f RoundFigures) float64 { return f.OpsPerSec })
+	rw.WaitP50Ratio = ratio(func(f RoundFigures) float64 { return f.WaitP50Us })
+	rw.WaitP99Ratio = ratio(func(f RoundFigures) float64 { return f.WaitP99Us })
+	rw.WaitP999Ratio = ratio(func(f RoundFigures) float64 { return f.WaitP999Us })
+	rw.WaitMaxRatio = ratio(func(f RoundFigures) float64 { return f.WaitMaxUs })
 }

@@ -1,4 +1,4 @@
-package main
+package speed
 
 import (
 	"context"
@@ -25,10 +25,10 @@ const (
 	histSig   = 3
 )
 
-func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(histMinUs, histMaxUs, histSig) }
+func NewHist() *hdrhistogram.Histogram { return hdrhistogram.New(histMinUs, histMaxUs, histSig) }
 
 // record adds d (as µs, clamped into the histogram's range) to h.
-func record(h *hdrhistogram.Histogram, d time.Duration) {
+func Record(h *hdrhistogram.Histogram, d time.Duration) {
 	us := d.Microseconds()
 	us = min(max(us, histMinUs), histMaxUs)
 	_ = h.RecordValue(us)
@@ -44,42 +44,42 @@ const (
 )
 
 // runSpec is one run: one implementation in one cell.
-type runSpec struct {
-	impl     *registry.Lock
-	cell     cell
-	round    int
-	duration time.Duration
-	maxOps   int64
-	rate     float64 // open-loop arrivals per second; 0 = closed loop
-	ttl      time.Duration
-	tag      string   // unique key prefix of this run
-	addrs    []string // lock servers as the clients dial them (maybe proxied)
+type RunSpec struct {
+	Impl     *registry.Lock
+	Cell     Cell
+	Round    int
+	Duration time.Duration
+	MaxOps   int64
+	Rate     float64 // open-loop arrivals per second; 0 = closed loop
+	Ttl      time.Duration
+	Tag      string   // unique key prefix of this run
+	Addrs    []string // lock servers as the clients dial them (maybe proxied)
 }
 
 // runResult is what one run measured.
-type runResult struct {
-	spec      runSpec
-	ops       int64         // acquisitions completed within the run
-	elapsed   time.Duration // from start until the duration passed or -max-ops was reached
-	wait      *hdrhistogram.Histogram
-	release   *hdrhistogram.Histogram
-	handoff   *hdrhistogram.Histogram
-	held      *hdrhistogram.Histogram // from acquired to the start of the release
+type RunResult struct {
+	Spec      RunSpec
+	Ops       int64         // acquisitions completed within the run
+	Elapsed   time.Duration // from start until the duration passed or -max-ops was reached
+	Wait      *hdrhistogram.Histogram
+	Release   *hdrhistogram.Histogram
+	Handoff   *hdrhistogram.Histogram
+	Held      *hdrhistogram.Histogram // from acquired to the start of the release
 	cutOff    int64                   // waits cut off by the end of the run, in wait at their length then
 	cutMax    time.Duration           // the longest of them
-	perClient []int64                 // acquisitions per client
+	PerClient []int64                 // acquisitions per client
 	gaveUp    int64
 	errors    int64 // transport and other failures of Lock and Unlock
 	lastErr   string
 	// violations counts holders that entered while another was inside.
 	violations int64
-	cmds       measure.Commands // server commands (admin and ledger excluded), all servers
-	clientCmds int64            // commands handed to go-redis; -1 when not measurable
-	serverCPU  time.Duration    // CPU the servers used during the run (the ledger's INCR and DECR included)
-	clientCPU  time.Duration    // CPU this process used during the load; -1 when not measurable (see processCPU)
+	Cmds       measure.Commands // server commands (admin and ledger excluded), all servers
+	ClientCmds int64            // commands handed to go-redis; -1 when not measurable
+	ServerCPU  time.Duration    // CPU the servers used during the run (the ledger's INCR and DECR included)
+	ClientCPU  time.Duration    // CPU this process used during the load; -1 when not measurable (see processCPU)
 	leftover   int              // keys without a TTL still present after the run (deleted)
-	expiring   int              // keys with a TTL still present after the run (deleted)
-	fig        *roundFigures    // figures(r), once computed
+	Expiring   int              // keys with a TTL still present after the run (deleted)
+	Fig        *RoundFigures    // figures(r), once computed
 
 	// Open loop only.
 	offered   float64
@@ -88,17 +88,17 @@ type runResult struct {
 }
 
 // cut records in h a wait of d that the end of the run cut off.
-func (r *runResult) cut(h *hdrhistogram.Histogram, d time.Duration) {
-	record(h, d)
+func (r *RunResult) cut(h *hdrhistogram.Histogram, d time.Duration) {
+	Record(h, d)
 	r.cutOff++
 	r.cutMax = max(r.cutMax, d)
 }
 
-func (r *runResult) opsPerSec() float64 {
-	if r.elapsed <= 0 {
+func (r *RunResult) opsPerSec() float64 {
+	if r.Elapsed <= 0 {
 		return 0
 	}
-	return float64(r.ops) / r.elapsed.Seconds()
+	return float64(r.Ops) / r.Elapsed.Seconds()
 }
 
 // slot is one lock key of a run and what the handoff measurement needs.
@@ -129,7 +129,7 @@ type worker struct {
 
 // runState is the state shared by the workers of one run.
 type runState struct {
-	spec  runSpec
+	spec  RunSpec
 	slots []*slot
 	led   *ledger.Ledger
 	tally ledger.Tally
@@ -157,13 +157,13 @@ func (r *runState) stop() {
 // releases the lock once, which opens its connections and loads scripts),
 // snapshot INFO commandstats, run the load, then snapshot again and clean
 // up. Errors that make the figures meaningless are returned.
-func execute(ctx context.Context, srv *env.Servers, led *ledger.Ledger, spec runSpec) (*runResult, error) {
-	e := registry.Env{Addrs: spec.addrs, TTL: spec.ttl, Servers: &env.Others}
+func Execute(ctx context.Context, srv *env.Servers, led *ledger.Ledger, spec RunSpec) (*RunResult, error) {
+	e := registry.Env{Addrs: spec.Addrs, TTL: spec.Ttl, Servers: &env.Others}
 	r := &runState{spec: spec, led: led}
-	nslots := max(spec.cell.keys, 1)
+	nslots := max(spec.Cell.Keys, 1)
 	for i := range nslots {
-		k := spec.tag + ":k" + strconv.Itoa(i)
-		r.slots = append(r.slots, &slot{key: k, occKey: spec.tag + ":occ" + strconv.Itoa(i)})
+		k := spec.Tag + ":k" + strconv.Itoa(i)
+		r.slots = append(r.slots, &slot{key: k, occKey: spec.Tag + ":occ" + strconv.Itoa(i)})
 	}
 
 	// Whatever happens, leave no key behind: the ledger's counters have no
@@ -174,11 +174,11 @@ func execute(ctx context.Context, srv *env.Servers, led *ledger.Ledger, spec run
 			_ = led.Barrier(2 * time.Second) // queued INCRs would recreate a counter
 			bg, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			_, _ = srv.Sweep(bg, "*"+spec.tag+"*")
+			_, _ = srv.Sweep(bg, "*"+spec.Tag+"*")
 		}
 	}()
 
-	workers := make([]*worker, spec.cell.clients)
+	workers := make([]*worker, spec.Cell.Clients)
 	defer func() {
 		for _, w := range workers {
 			if w != nil && w.con.Close != nil {
@@ -187,14 +187,14 @@ func execute(ctx context.Context, srv *env.Servers, led *ledger.Ledger, spec run
 		}
 	}()
 	for i := range workers {
-		con, err := spec.impl.Connect(e)
+		con, err := spec.Impl.Connect(e)
 		if err != nil {
 			return nil, fmt.Errorf("connect client %d: %w", i, err)
 		}
 		workers[i] = &worker{
 			id: i, con: con, lockers: map[string]registry.Locker{},
-			rng:  rand.New(rand.NewPCG(uint64(spec.round)+1, uint64(i)+1)),
-			wait: newHist(), release: newHist(), handoff: newHist(), held: newHist(),
+			rng:  rand.New(rand.NewPCG(uint64(spec.Round)+1, uint64(i)+1)),
+			wait: NewHist(), release: NewHist(), handoff: NewHist(), held: NewHist(),
 		}
 	}
 	if err := r.warmUp(ctx, workers); err != nil {
@@ -218,7 +218,7 @@ func execute(ctx context.Context, srv *env.Servers, led *ledger.Ledger, spec run
 	for _, w := range workers {
 		wg.Go(func() {
 			<-startGate
-			if spec.rate > 0 {
+			if spec.Rate > 0 {
 				r.openLoop(w, start)
 			} else {
 				r.closedLoop(w)
@@ -227,7 +227,7 @@ func execute(ctx context.Context, srv *env.Servers, led *ledger.Ledger, spec run
 	}
 	start = time.Now()
 	clientBefore := env.ProcessCPU()
-	timer := time.AfterFunc(spec.duration, r.stop)
+	timer := time.AfterFunc(spec.Duration, r.stop)
 	close(startGate)
 	wg.Wait()
 	clientCPU := env.ProcessCPU() - clientBefore
@@ -259,22 +259,22 @@ func execute(ctx context.Context, srv *env.Servers, led *ledger.Ledger, spec run
 		return nil, err
 	}
 
-	res := &runResult{
-		spec: spec, ops: r.ops.Load(), elapsed: r.end.Sub(start),
-		wait: newHist(), release: newHist(), handoff: newHist(), held: newHist(),
+	res := &RunResult{
+		Spec: spec, Ops: r.ops.Load(), Elapsed: r.end.Sub(start),
+		Wait: NewHist(), Release: NewHist(), Handoff: NewHist(), Held: NewHist(),
 		violations: r.tally.Violations.Load(),
-		cmds:       measure.Commands{}, clientCmds: -1,
-		serverCPU: cpuAfter - cpuBefore, clientCPU: clientCPU,
+		Cmds:       measure.Commands{}, ClientCmds: -1,
+		ServerCPU: cpuAfter - cpuBefore, ClientCPU: clientCPU,
 	}
 	for _, w := range workers {
 		if !w.cutWanted.IsZero() && w.cutWanted.Before(r.end) {
 			res.cut(w.wait, r.end.Sub(w.cutWanted))
 		}
-		res.wait.Merge(w.wait)
-		res.release.Merge(w.release)
-		res.handoff.Merge(w.handoff)
-		res.held.Merge(w.held)
-		res.perClient = append(res.perClient, w.acquired)
+		res.Wait.Merge(w.wait)
+		res.Release.Merge(w.release)
+		res.Handoff.Merge(w.handoff)
+		res.Held.Merge(w.held)
+		res.PerClient = append(res.PerClient, w.acquired)
 		res.gaveUp += w.gaveUp
 		res.errors += w.errs
 		if w.lastErr != nil {
@@ -282,13 +282,13 @@ func execute(ctx context.Context, srv *env.Servers, led *ledger.Ledger, spec run
 		}
 	}
 	if sentBefore >= 0 {
-		res.clientCmds = sentAfter - sentBefore
+		res.ClientCmds = sentAfter - sentBefore
 	}
 	for i := range after {
-		res.cmds.Add(measure.Delta(before[i], after[i]))
+		res.Cmds.Add(measure.Delta(before[i], after[i]))
 	}
 	own := measure.Commands{"incr": r.tally.Enters.Load(), "decr": r.tally.Exits.Load()}
-	if err := res.cmds.Subtract(own); err != nil {
+	if err := res.Cmds.Subtract(own); err != nil {
 		return nil, err
 	}
 	if n := r.tally.Negative.Load(); n > 0 {
@@ -297,14 +297,14 @@ func execute(ctx context.Context, srv *env.Servers, led *ledger.Ledger, spec run
 	if n := r.tally.Failed.Load(); n > 0 {
 		return nil, fmt.Errorf("ledger: %d updates got no reply", n)
 	}
-	if spec.rate > 0 {
-		res.offered = spec.rate
+	if spec.Rate > 0 {
+		res.offered = spec.Rate
 		total := r.arrivals()
-		res.due = min(total, int64(math.Floor(res.elapsed.Seconds()*spec.rate))+1)
+		res.due = min(total, int64(math.Floor(res.Elapsed.Seconds()*spec.Rate))+1)
 		// Saturated: more arrivals due than served, beyond the ones in
 		// flight at the end (one per client) and 5% slack (+2).
-		backlog := res.due - res.ops
-		res.saturated = backlog > int64(spec.cell.clients)+res.due/20+2
+		backlog := res.due - res.Ops
+		res.saturated = backlog > int64(spec.Cell.Clients)+res.due/20+2
 		// Arrivals that came due while every client was busy, and that no
 		// client claimed before the end, were waiting too.
 		for i := r.next.Load(); i < total; i++ {
@@ -312,7 +312,7 @@ func execute(ctx context.Context, srv *env.Servers, led *ledger.Ledger, spec run
 			if !due.Before(r.end) {
 				break
 			}
-			res.cut(res.wait, r.end.Sub(due))
+			res.cut(res.Wait, r.end.Sub(due))
 		}
 	}
 
@@ -324,13 +324,13 @@ func execute(ctx context.Context, srv *env.Servers, led *ledger.Ledger, spec run
 	if err := srv.Admin[0].Del(ctx, occ...).Err(); err != nil {
 		return nil, fmt.Errorf("delete ledger keys: %w", err)
 	}
-	left, expiring, err := srv.SweepTTL(ctx, "*"+spec.tag+"*")
+	left, expiring, err := srv.SweepTTL(ctx, "*"+spec.Tag+"*")
 	if err != nil {
 		return nil, err
 	}
 	cleaned = true
-	if !spec.impl.KeepsKeys {
-		res.leftover, res.expiring = left-expiring, expiring
+	if !spec.Impl.KeepsKeys {
+		res.leftover, res.Expiring = left-expiring, expiring
 	}
 	return res, nil
 }
@@ -354,8 +354,8 @@ func (r *runState) warmUp(ctx context.Context, ws []*worker) error {
 	ctx, cancel := context.WithTimeout(ctx, env.WarmupTimeout)
 	defer cancel()
 	key := r.slots[0].key
-	if r.spec.cell.keys == 0 {
-		key = r.spec.tag + ":warm"
+	if r.spec.Cell.Keys == 0 {
+		key = r.spec.Tag + ":warm"
 	}
 	for _, w := range ws {
 		l := w.con.Locker(key)
@@ -373,10 +373,10 @@ func (r *runState) warmUp(ctx context.Context, ws []*worker) error {
 // fresh key each time (uncontended), the one key (contended), or a
 // uniformly random one of K (keys).
 func (r *runState) pick(w *worker) (*slot, registry.Locker) {
-	switch r.spec.cell.keys {
+	switch r.spec.Cell.Keys {
 	case 0:
 		w.seq++
-		key := r.spec.tag + ":u" + strconv.Itoa(w.id) + ":" + strconv.Itoa(w.seq)
+		key := r.spec.Tag + ":u" + strconv.Itoa(w.id) + ":" + strconv.Itoa(w.seq)
 		return r.slots[0], w.con.Locker(key)
 	case 1:
 		return r.slots[0], w.locker(r.slots[0].key)
@@ -407,12 +407,12 @@ func (r *runState) closedLoop(w *worker) {
 // arrivals is the open loop's schedule length: -rate x -duration arrivals,
 // at most -max-ops.
 func (r *runState) arrivals() int64 {
-	return min(int64(math.Ceil(r.spec.rate*r.spec.duration.Seconds())), r.spec.maxOps)
+	return min(int64(math.Ceil(r.spec.Rate*r.spec.Duration.Seconds())), r.spec.MaxOps)
 }
 
 // arrival returns when arrival i is due, counted from the run's start.
 func (r *runState) arrival(i int64) time.Duration {
-	return time.Duration(float64(i) * float64(time.Second) / r.spec.rate)
+	return time.Duration(float64(i) * float64(time.Second) / r.spec.Rate)
 }
 
 // openLoop serves arrivals scheduled at start + i/rate. Each worker claims
@@ -457,7 +457,7 @@ func (r *runState) openLoop(w *worker, start time.Time) {
 func (r *runState) once(w *worker, wanted time.Time) bool {
 	s, l := r.pick(w)
 	for {
-		if r.attempts.Add(1) > attemptsPerOp*r.spec.maxOps {
+		if r.attempts.Add(1) > attemptsPerOp*r.spec.MaxOps {
 			r.stop()
 			w.cutWanted = wanted
 			return false
@@ -470,7 +470,7 @@ func (r *runState) once(w *worker, wanted time.Time) bool {
 			w.cutWanted = wanted
 			return false
 		}
-		if r.spec.impl.GaveUp(err) {
+		if r.spec.Impl.GaveUp(err) {
 			w.gaveUp++
 			continue
 		}
@@ -487,24 +487,24 @@ func (r *runState) once(w *worker, wanted time.Time) bool {
 	if !counted {
 		w.cutWanted = wanted // it ended only after the run did
 	} else {
-		record(w.wait, got.Sub(wanted))
-		if r.spec.cell.keys > 0 {
+		Record(w.wait, got.Sub(wanted))
+		if r.spec.Cell.Keys > 0 {
 			s.mu.Lock()
 			rel := s.lastRel
 			s.mu.Unlock()
 			if !rel.IsZero() && wanted.Before(rel) && got.After(rel) {
-				record(w.handoff, got.Sub(rel))
+				Record(w.handoff, got.Sub(rel))
 			}
 		}
 		w.acquired++
 	}
-	if h := r.spec.cell.hold; h > 0 {
-		env.HoldFor(h, r.spec.cell.holdsOverlap())
+	if h := r.spec.Cell.Hold; h > 0 {
+		env.HoldFor(h, r.spec.Cell.HoldsOverlap())
 	}
 	r.led.Exit(&r.tally, s.occKey)
 	rel := time.Now()
 	if counted {
-		record(w.held, rel.Sub(got))
+		Record(w.held, rel.Sub(got))
 	}
 	s.mu.Lock()
 	s.lastRel = rel
@@ -512,12 +512,12 @@ func (r *runState) once(w *worker, wanted time.Time) bool {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.ctx), unlockTimeout)
 	err := l.Unlock(ctx)
 	cancel()
-	record(w.release, time.Since(rel))
+	Record(w.release, time.Since(rel))
 	if err != nil {
 		w.errs++
 		w.lastErr = fmt.Errorf("Unlock: %w", err)
 	}
-	if counted && r.ops.Add(1) >= r.spec.maxOps {
+	if counted && r.ops.Add(1) >= r.spec.MaxOps {
 		r.stop()
 	}
 	return r.ctx.Err() == nil
@@ -534,12 +534,12 @@ type ledgers struct {
 
 // dialLedgers dials a ledger on the first server of srv and of each of
 // srv.also.
-func dialLedgers(srv *env.Servers, syncMode bool) (*ledgers, error) {
+func DialLedgers(srv *env.Servers, syncMode bool) (*ledgers, error) {
 	l := &ledgers{}
 	for _, s := range append([]*env.Servers{srv}, srv.Also...) {
 		led, err := ledger.Dial(s.Addrs[0], syncMode)
 		if err != nil {
-			l.close()
+			l.Close()
 			return nil, err
 		}
 		l.srv, l.leds = append(l.srv, s), append(l.leds, led)
@@ -549,7 +549,7 @@ func dialLedgers(srv *env.Servers, syncMode bool) (*ledgers, error) {
 
 // of returns the servers of kind and their ledger; the first kind's for
 // a kind it does not have.
-func (l *ledgers) of(kind string) (*env.Servers, *ledger.Ledger) {
+func (l *ledgers) Of(kind string) (*env.Servers, *ledger.Ledger) {
 	for i, s := range l.srv {
 		if s.Kind == kind {
 			return s, l.leds[i]
@@ -558,7 +558,7 @@ func (l *ledgers) of(kind string) (*env.Servers, *ledger.Ledger) {
 	return l.srv[0], l.leds[0]
 }
 
-func (l *ledgers) close() {
+func (l *ledgers) Close() {
 	for _, led := range l.leds {
 		_ = led.Close()
 	}

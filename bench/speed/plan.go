@@ -1,4 +1,4 @@
-package main
+package speed
 
 import (
 	"fmt"
@@ -13,41 +13,41 @@ import (
 // Scenario names as they appear in rows: the rtt scenario yields two.
 const (
 	rowRTTUncontended = "rtt-uncontended"
-	rowRTTContended   = "rtt-contended"
+	RowRTTContended   = "rtt-contended"
 )
 
 // cell is one (scenario, clients, hold) configuration; every implementation
 // runs it once per round.
-type cell struct {
-	scenario string        // row scenario name (uncontended, contended, keys, rtt-*)
-	clients  int           // contending clients
-	hold     time.Duration // time each holder keeps the lock
-	keys     int           // keys in play; 0 means a fresh key per pair
-	rtt      time.Duration // latency added each way; 0 for direct connections
-	server   string        // kind of Redis server (-server); "" with one kind and no -server
+type Cell struct {
+	Scenario string        // row scenario name (uncontended, contended, keys, rtt-*)
+	Clients  int           // contending clients
+	Hold     time.Duration // time each holder keeps the lock
+	Keys     int           // keys in play; 0 means a fresh key per pair
+	Rtt      time.Duration // latency added each way; 0 for direct connections
+	Server   string        // kind of Redis server (-server); "" with one kind and no -server
 }
 
-func (c cell) String() string {
-	s := fmt.Sprintf("%s c=%d hold=%s", c.scenario, c.clients, fmtHold(c.hold))
-	if c.scenario == scKeys {
-		s += fmt.Sprintf(" keys=%d", c.keys)
+func (c Cell) String() string {
+	s := fmt.Sprintf("%s c=%d hold=%s", c.Scenario, c.Clients, FmtHold(c.Hold))
+	if c.Scenario == ScKeys {
+		s += fmt.Sprintf(" keys=%d", c.Keys)
 	}
-	if c.rtt > 0 {
-		s += fmt.Sprintf(" rtt=%s", c.rtt)
+	if c.Rtt > 0 {
+		s += fmt.Sprintf(" rtt=%s", c.Rtt)
 	}
-	if c.server != "" {
-		s += " on " + c.server
+	if c.Server != "" {
+		s += " on " + c.Server
 	}
 	return s
 }
 
 // id is the cell's file-name stem, e.g. "contended_c32_h1ms".
-func (c cell) id() string {
-	return fmt.Sprintf("%s_c%d_h%s", c.scenario, c.clients, fmtHold(c.hold)) + serverSuffix(c.server)
+func (c Cell) Id() string {
+	return fmt.Sprintf("%s_c%d_h%s", c.Scenario, c.Clients, FmtHold(c.Hold)) + serverSuffix(c.Server)
 }
 
 // fmtHold prints a hold as in the flag ("0", "1ms", "500µs" as "500us").
-func fmtHold(d time.Duration) string {
+func FmtHold(d time.Duration) string {
 	if d == 0 {
 		return "0"
 	}
@@ -58,7 +58,7 @@ func fmtHold(d time.Duration) string {
 // time: only over many keys. On one key (or a fresh key per pair, with one
 // client) a working lock has one holder at a time. holdFor sleeps
 // differently in the two cases (see hold_linux.go).
-func (c cell) holdsOverlap() bool { return c.keys > 1 }
+func (c Cell) HoldsOverlap() bool { return c.Keys > 1 }
 
 // cells expands the configuration into the cells to run, in a fixed order.
 //   - uncontended: one client, hold 0, a fresh key per pair.
@@ -72,38 +72,38 @@ func (c cell) holdsOverlap() bool { return c.keys > 1 }
 //
 // With c.headline (the default plan) only each scenario's headline cell
 // (headlineCells) is kept.
-func cells(c *config) []cell {
-	var out []cell
-	maxN := rttClients(c.clients)
-	for _, sc := range c.scenarios {
+func Cells(c *Config) []Cell {
+	var out []Cell
+	maxN := rttClients(c.Clients)
+	for _, sc := range c.Scenarios {
 		switch sc {
-		case scUncontended:
-			out = append(out, cell{scenario: scUncontended, clients: 1})
-		case scContended:
-			for _, n := range c.clients {
-				for _, h := range c.holds {
-					out = append(out, cell{scenario: scContended, clients: n, hold: h, keys: 1})
+		case ScUncontended:
+			out = append(out, Cell{Scenario: ScUncontended, Clients: 1})
+		case ScContended:
+			for _, n := range c.Clients {
+				for _, h := range c.Holds {
+					out = append(out, Cell{Scenario: ScContended, Clients: n, Hold: h, Keys: 1})
 				}
 			}
-		case scKeys:
-			for _, n := range c.keysCl {
-				for _, h := range c.holds {
-					out = append(out, cell{scenario: scKeys, clients: n, hold: h, keys: c.keys})
+		case ScKeys:
+			for _, n := range c.KeysCl {
+				for _, h := range c.Holds {
+					out = append(out, Cell{Scenario: ScKeys, Clients: n, Hold: h, Keys: c.Keys})
 				}
 			}
 		case scRTT:
-			out = append(out, cell{scenario: rowRTTUncontended, clients: 1, rtt: c.rtt})
+			out = append(out, Cell{Scenario: rowRTTUncontended, Clients: 1, Rtt: c.Rtt})
 			if maxN >= 2 {
-				for _, h := range c.holds {
-					out = append(out, cell{scenario: rowRTTContended, clients: maxN, hold: h, keys: 1, rtt: c.rtt})
+				for _, h := range c.Holds {
+					out = append(out, Cell{Scenario: RowRTTContended, Clients: maxN, Hold: h, Keys: 1, Rtt: c.Rtt})
 				}
 			}
 		}
 	}
-	if c.headline {
-		out = headlineCells(out)
+	if c.Headline {
+		out = HeadlineCells(out)
 	}
-	return withServers(out, c.servers)
+	return withServers(out, c.Servers)
 }
 
 // rttClients returns the largest n in clients with n <= 8, or the
@@ -122,10 +122,10 @@ func rttClients(clients []int) int {
 }
 
 // step is one run: one implementation in one cell in one round.
-type step struct {
-	round int
-	cell  cell
-	impl  *registry.Lock
+type Step struct {
+	Round int
+	Cell  Cell
+	Impl  *registry.Lock
 }
 
 // steps orders the runs: rounds outermost, then cells; within a cell the
@@ -135,16 +135,16 @@ type step struct {
 // cell's runs on each kind of server come one kind after the other, the
 // kinds' order rotated the same way, and the locks on other systems run on
 // the first kind only (runsOn).
-func steps(rounds int, cs []cell, impls []*registry.Lock) []step {
-	var out []step
+func Steps(rounds int, cs []Cell, impls []*registry.Lock) []Step {
+	var out []Step
 	for r := range rounds {
 		for _, c := range rotateServers(cs, r) {
 			for i := range impls {
 				im := impls[(i+r)%len(impls)]
-				if im.Scenarios != nil && !slices.Contains(im.Scenarios, c.scenario) || !runsOn(im, c, cs) {
+				if im.Scenarios != nil && !slices.Contains(im.Scenarios, c.Scenario) || !runsOn(im, c, cs) {
 					continue
 				}
-				out = append(out, step{round: r, cell: c, impl: im})
+				out = append(out, Step{Round: r, Cell: c, Impl: im})
 			}
 		}
 	}
@@ -153,17 +153,17 @@ func steps(rounds int, cs []cell, impls []*registry.Lock) []step {
 
 // perRunOverhead estimates the setup and teardown of one run (clients,
 // warm-up, INFO snapshots, cleanup), for the plan printed at start.
-const perRunOverhead = 60 * time.Millisecond
+const PerRunOverhead = 60 * time.Millisecond
 
 // estimate returns the planned wall time of the steps.
-func estimate(ss []step, d time.Duration) time.Duration {
-	return time.Duration(len(ss)) * (d + perRunOverhead)
+func Estimate(ss []Step, d time.Duration) time.Duration {
+	return time.Duration(len(ss)) * (d + PerRunOverhead)
 }
 
 // dropLoneControl leaves raw-again out of a run of one round (the -quick
 // preset) unless -impls names it: one round gives one ratio, not a spread.
-func dropLoneControl(impls []*registry.Lock, cfg *config) []*registry.Lock {
-	if cfg.rounds > 1 || len(cfg.impls) > 0 {
+func DropLoneControl(impls []*registry.Lock, cfg *Config) []*registry.Lock {
+	if cfg.Rounds > 1 || len(cfg.Impls) > 0 {
 		return impls
 	}
 	return slices.DeleteFunc(impls, func(im *registry.Lock) bool { return im.Name == "raw-again" })
@@ -171,14 +171,14 @@ func dropLoneControl(impls []*registry.Lock, cfg *config) []*registry.Lock {
 
 // withServers returns cs once per server kind, each cell's kinds next to
 // each other (cs as they are with no -server).
-func withServers(cs []cell, kinds []string) []cell {
+func withServers(cs []Cell, kinds []string) []Cell {
 	if len(kinds) == 0 {
 		return cs
 	}
-	var out []cell
+	var out []Cell
 	for _, c := range cs {
 		for _, k := range kinds {
-			c.server = k
+			c.Server = k
 			out = append(out, c)
 		}
 	}
@@ -188,11 +188,11 @@ func withServers(cs []cell, kinds []string) []cell {
 // rotateServers returns cs with each run of cells that differ only in
 // their server rotated by round places, so that no kind of server always
 // runs first in a cell (the implementations rotate the same way).
-func rotateServers(cs []cell, round int) []cell {
-	out := make([]cell, 0, len(cs))
+func rotateServers(cs []Cell, round int) []Cell {
+	out := make([]Cell, 0, len(cs))
 	for i := 0; i < len(cs); {
 		j := i + 1
-		for j < len(cs) && sameBut(cs[i], cs[j]) {
+		for j < len(cs) && SameBut(cs[i], cs[j]) {
 			j++
 		}
 		n := j - i
@@ -205,16 +205,16 @@ func rotateServers(cs []cell, round int) []cell {
 }
 
 // sameBut reports whether a and b are the same cell on different servers.
-func sameBut(a, b cell) bool {
-	b.server = a.server
+func SameBut(a, b Cell) bool {
+	b.Server = a.Server
 	return a == b
 }
 
 // runsOn reports whether im runs in c: every lock on the first kind of
 // server, and only the Redis locks (peers and floors too) on the others,
 // since a lock on etcd, ZooKeeper or PostgreSQL does not use them.
-func runsOn(im *registry.Lock, c cell, cs []cell) bool {
-	return len(cs) == 0 || c.server == cs[0].server || registry.SystemOf(im) == registry.SysRedis
+func runsOn(im *registry.Lock, c Cell, cs []Cell) bool {
+	return len(cs) == 0 || c.Server == cs[0].Server || registry.SystemOf(im) == registry.SysRedis
 }
 
 // serverSuffix is the file-name suffix of a cell on server kind: none
@@ -232,20 +232,20 @@ func serverSuffix(kind string) string {
 // (a queue forms, so waiting is what differs) and over many keys the
 // shortest (contention is low and the lock's own cost is what differs).
 // A scenario with one cell (uncontended) is that cell.
-func headlineCells(cs []cell) []cell {
-	var out []cell
+func HeadlineCells(cs []Cell) []Cell {
+	var out []Cell
 	for _, c := range cs {
-		i := slices.IndexFunc(out, func(h cell) bool { return h.scenario == c.scenario })
+		i := slices.IndexFunc(out, func(h Cell) bool { return h.Scenario == c.Scenario })
 		if i < 0 {
 			out = append(out, c)
 			continue
 		}
 		h := out[i]
-		preferred := c.hold > h.hold // on one key: the longer hold
-		if c.keys > 1 {
-			preferred = c.hold < h.hold // over many keys: the shorter
+		preferred := c.Hold > h.Hold // on one key: the longer hold
+		if c.Keys > 1 {
+			preferred = c.Hold < h.Hold // over many keys: the shorter
 		}
-		if c.clients > h.clients || c.clients == h.clients && preferred {
+		if c.Clients > h.Clients || c.Clients == h.Clients && preferred {
 			out[i] = c
 		}
 	}
