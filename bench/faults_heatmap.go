@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/locklab/locklab/bench/faults"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/text"
@@ -29,15 +30,15 @@ func (fr *faultReport) heatmap(dir string) error {
 		headH  = 0.55 * vg.Inch
 		pad    = 0.1 * vg.Inch
 	)
-	cols, rows := len(fr.setup.schedules), len(fr.setup.impls)
+	cols, rows := len(fr.setup.Schedules), len(fr.setup.Impls)
 	w := max(labelW+vg.Length(cols)*cellW+2*pad, 7*vg.Inch)
 	h := headH + vg.Length(rows+2)*cellH + 2*pad
 	foot := []string{"unsafe runs of the runs judged; stuck: a waiter past the bound while nobody held the lock;",
 		"refused to run: the lock refused a server that evicts keys"}
-	if slices.ContainsFunc(fr.setup.schedules, func(s *schedule) bool { return s.modeled }) {
+	if slices.ContainsFunc(fr.setup.Schedules, func(s *faults.Schedule) bool { return s.Modeled }) {
 		foot[1] += "; * modeled"
 	}
-	if slices.ContainsFunc(fr.cells, func(c *cellResult) bool { return c.notRun == notApplicable }) {
+	if slices.ContainsFunc(fr.cells, func(c *faults.CellResult) bool { return c.NotRun == faults.NotApplicable }) {
 		foot[1] += "; –: the fault does not apply to the lock's system"
 	}
 	draw1 := func(dc draw.Canvas) {
@@ -47,19 +48,19 @@ func (fr *faultReport) heatmap(dir string) error {
 				XAlign: x, YAlign: draw.YCenter}
 		}
 		top := h - pad - headH
-		for j, s := range fr.setup.schedules {
+		for j, s := range fr.setup.Schedules {
 			x := pad + labelW + vg.Length(j)*cellW + cellW/2
-			t := fmt.Sprintf("%d. %s", s.n, s.id)
-			if s.modeled {
+			t := fmt.Sprintf("%d. %s", s.N, s.Id)
+			if s.Modeled {
 				t += "*"
 			}
 			dc.FillText(sty(8, draw.XCenter), vg.Point{X: x, Y: top + headH/2}, t)
 		}
-		for i, im := range fr.setup.impls {
+		for i, im := range fr.setup.Impls {
 			y := top - vg.Length(i+1)*cellH
 			dc.FillText(sty(8, draw.XRight), vg.Point{X: pad + labelW - 6, Y: y + cellH/2}, im.Name)
-			for j, s := range fr.setup.schedules {
-				c := fr.cell(im.Name, s.id)
+			for j, s := range fr.setup.Schedules {
+				c := fr.cell(im.Name, s.Id)
 				x := pad + labelW + vg.Length(j)*cellW
 				dc.FillPolygon(cellColor(c), rect(x+1, y+1, x+cellW-1, y+cellH-1))
 				dc.FillText(sty(7, draw.XCenter), vg.Point{X: x + cellW/2, Y: y + cellH/2}, heatLabel(c))
@@ -95,36 +96,36 @@ func rect(x0, y0, x1, y1 vg.Length) []vg.Point {
 	return []vg.Point{{X: x0, Y: y0}, {X: x1, Y: y0}, {X: x1, Y: y1}, {X: x0, Y: y1}}
 }
 
-func heatLabel(c *cellResult) string {
+func heatLabel(c *faults.CellResult) string {
 	switch {
-	case c.notRun == notApplicable:
+	case c.NotRun == faults.NotApplicable:
 		return "–"
-	case c.notRun != "":
+	case c.NotRun != "":
 		return "not run"
-	case c.runs == 0:
+	case c.Runs == 0:
 		return "–"
-	case c.unsafe > 0:
-		return fmt.Sprintf("%d/%d", c.unsafe, c.runs)
-	case c.stuck > 0:
-		return fmt.Sprintf("%d/%d stuck", c.stuck, c.runs)
-	case c.declined == c.runs:
+	case c.Unsafe > 0:
+		return fmt.Sprintf("%d/%d", c.Unsafe, c.Runs)
+	case c.Stuck > 0:
+		return fmt.Sprintf("%d/%d stuck", c.Stuck, c.Runs)
+	case c.Declined == c.Runs:
 		return "refused to run"
 	}
-	return fmt.Sprintf("0/%d", c.runs)
+	return fmt.Sprintf("0/%d", c.Runs)
 }
 
 // cellColor goes from green (no unsafe run) through yellow to red (every
 // run unsafe).
-func cellColor(c *cellResult) color.Color {
+func cellColor(c *faults.CellResult) color.Color {
 	switch {
-	case c.notRun != "" || c.runs == 0:
+	case c.NotRun != "" || c.Runs == 0:
 		return color.RGBA{0xdd, 0xdd, 0xdd, 0xff}
-	case c.unsafe == 0 && c.stuck > 0:
+	case c.Unsafe == 0 && c.Stuck > 0:
 		return color.RGBA{0xc9, 0xa8, 0xd8, 0xff}
-	case c.unsafe == 0:
+	case c.Unsafe == 0:
 		return color.RGBA{0x8c, 0xd1, 0x7d, 0xff}
 	}
-	f := float64(c.unsafe) / float64(c.runs)
+	f := float64(c.Unsafe) / float64(c.Runs)
 	lerp := func(a, b uint8, t float64) uint8 { return uint8(float64(a) + (float64(b)-float64(a))*t) }
 	yellow, red := [3]uint8{0xf5, 0xd0, 0x4c}, [3]uint8{0xe1, 0x57, 0x59}
 	return color.RGBA{lerp(yellow[0], red[0], f), lerp(yellow[1], red[1], f), lerp(yellow[2], red[2], f), 0xff}

@@ -6,6 +6,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/locklab/locklab/bench/faults"
 )
 
 // echoServer accepts connections and echoes every read back; each chunk it
@@ -46,9 +48,9 @@ func echoServer(t *testing.T) (addr string, got chan []byte) {
 	return ln.Addr().String(), got
 }
 
-func rawDial(t *testing.T, rn *rawNet, target string) net.Conn {
+func rawDial(t *testing.T, rn *faults.RawNet, target string) net.Conn {
 	t.Helper()
-	addr, err := rn.listen(target)
+	addr, err := rn.Listen(target)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,10 +79,10 @@ func recvChunk(t *testing.T, got chan []byte) []byte {
 // of getting the answer; the first chunk is answered as usual.
 func TestRawNetLosesTheReplyOfTheArmedChunk(t *testing.T) {
 	target, got := echoServer(t)
-	rn := newRawNet()
-	t.Cleanup(rn.close)
+	rn := faults.NewRawNet()
+	t.Cleanup(rn.Close)
 	c := rawDial(t, rn, target)
-	rn.arm(rawDrop, 1)
+	rn.Arm(faults.RawDrop, 1)
 	buf := make([]byte, 8)
 	if _, err := c.Write([]byte("one")); err != nil {
 		t.Fatal(err)
@@ -100,8 +102,8 @@ func TestRawNetLosesTheReplyOfTheArmedChunk(t *testing.T) {
 	if n, err := c.Read(buf); err == nil {
 		t.Fatalf("client read %q after the armed chunk; want the connection reset", buf[:n])
 	}
-	if !rn.hasFired() || rn.count() != 2 {
-		t.Errorf("fired %v, count %d; want true, 2", rn.hasFired(), rn.count())
+	if !rn.HasFired() || rn.Count() != 2 {
+		t.Errorf("fired %v, count %d; want true, 2", rn.HasFired(), rn.Count())
 	}
 }
 
@@ -110,24 +112,24 @@ func TestRawNetLosesTheReplyOfTheArmedChunk(t *testing.T) {
 // release the held bytes are delivered, then the close.
 func TestRawNetHoldsUntilRelease(t *testing.T) {
 	target, got := echoServer(t)
-	rn := newRawNet()
-	t.Cleanup(rn.close)
+	rn := faults.NewRawNet()
+	t.Cleanup(rn.Close)
 	c := rawDial(t, rn, target)
-	rn.arm(rawHold, 0)
+	rn.Arm(faults.RawHold, 0)
 	if _, err := c.Write([]byte("late")); err != nil {
 		t.Fatal(err)
 	}
-	<-rn.firedC()
+	<-rn.FiredC()
 	_ = c.Close()
 	// Wait until the proxy has read the client's close: it is held too.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		rn.mu.Lock()
+		rn.Mu.Lock()
 		eof := false
-		for rc := range rn.conns {
-			eof = eof || rc.upEOF
+		for rc := range rn.Conns {
+			eof = eof || rc.UpEOF
 		}
-		rn.mu.Unlock()
+		rn.Mu.Unlock()
 		if eof {
 			break
 		}
@@ -141,10 +143,10 @@ func TestRawNetHoldsUntilRelease(t *testing.T) {
 		t.Fatalf("server got %q while held; want nothing before release", b)
 	default:
 	}
-	if !rn.isHolding() {
+	if !rn.IsHolding() {
 		t.Fatal("not holding after the armed chunk")
 	}
-	rn.release()
+	rn.Release()
 	var all []byte
 	for {
 		b := recvChunk(t, got)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/locklab/locklab/bench/faults"
 	"github.com/locklab/locklab/bench/registry"
 )
 
@@ -29,7 +30,7 @@ func readmeFaultBlock(path string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var rows []faultRow
+	var rows []faults.FaultRow
 	if err := json.Unmarshal(b, &rows); err != nil {
 		return "", fmt.Errorf("%s: %w", path, err)
 	}
@@ -56,7 +57,7 @@ func readmeFaultBlock(path string) (string, error) {
 
 // faultTable is the markdown matrix of the rows whose lock in returns
 // true: locks down, in the run's order, schedules across.
-func faultTable(rows []faultRow, in func(impl string) bool) string {
+func faultTable(rows []faults.FaultRow, in func(impl string) bool) string {
 	type col struct {
 		n     int
 		id    string
@@ -64,7 +65,7 @@ func faultTable(rows []faultRow, in func(impl string) bool) string {
 	}
 	var impls []string
 	var cols []col
-	cell := map[[2]string]faultRow{}
+	cell := map[[2]string]faults.FaultRow{}
 	for _, r := range rows {
 		if !in(r.Impl) {
 			continue
@@ -73,7 +74,7 @@ func faultTable(rows []faultRow, in func(impl string) bool) string {
 			impls = append(impls, r.Impl)
 		}
 		cell[[2]string{r.Impl, r.Fault}] = r
-		if r.NotRun == notApplicable || slices.ContainsFunc(cols, func(c col) bool { return c.id == r.Fault }) {
+		if r.NotRun == faults.NotApplicable || slices.ContainsFunc(cols, func(c col) bool { return c.id == r.Fault }) {
 			continue
 		}
 		title := r.Title
@@ -106,9 +107,9 @@ func faultTable(rows []faultRow, in func(impl string) bool) string {
 
 // readmeCell is a fault cell in the README's words: "0/20", "20/20"
 // (unsafe), "3/20 stuck", "refused", "–".
-func readmeCell(r faultRow) string {
+func readmeCell(r faults.FaultRow) string {
 	switch {
-	case r.NotRun == notApplicable:
+	case r.NotRun == faults.NotApplicable:
 		return "–"
 	case r.NotRun != "":
 		return "not run"

@@ -8,20 +8,21 @@ import (
 	"strings"
 	"time"
 
+	"github.com/locklab/locklab/bench/faults"
 	"github.com/locklab/locklab/bench/registry"
 )
 
 // faultReport is everything faults.md and faults.json are made from.
 type faultReport struct {
 	mach  machine
-	setup *faultSetup
-	cells []*cellResult
+	setup *faults.FaultSetup
+	cells []*faults.CellResult
 	took  time.Duration
 }
 
-func (fr *faultReport) cell(impl, sch string) *cellResult {
+func (fr *faultReport) cell(impl, sch string) *faults.CellResult {
 	for _, c := range fr.cells {
-		if c.impl.Name == impl && c.sch.id == sch {
+		if c.Impl.Name == impl && c.Sch.Id == sch {
 			return c
 		}
 	}
@@ -31,15 +32,15 @@ func (fr *faultReport) cell(impl, sch string) *cellResult {
 // write writes faults.json, faults.md, the timelines and the heatmap into
 // dir, and returns the matrix for stdout.
 func (fr *faultReport) write(dir string, plots bool) (string, error) {
-	var rows []faultRow
+	var rows []faults.FaultRow
 	for _, c := range fr.cells {
-		rows = append(rows, c.row())
-		for kind, f := range c.first {
-			p := filepath.Join(dir, c.timelinePath(kind))
+		rows = append(rows, c.Row())
+		for kind, f := range c.First {
+			p := filepath.Join(dir, c.TimelinePath(kind))
 			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 				return "", err
 			}
-			if err := os.WriteFile(p, []byte(f.timeline), 0o644); err != nil {
+			if err := os.WriteFile(p, []byte(f.Timeline), 0o644); err != nil {
 				return "", err
 			}
 		}
@@ -52,7 +53,7 @@ func (fr *faultReport) write(dir string, plots bool) (string, error) {
 	fmt.Fprintf(&md, "# locklab fault scoreboard, %s\n\n", fr.mach.Start.Format(time.RFC3339))
 	fmt.Fprintf(&md, "Command: `%s`\n\n", fr.mach.Command)
 	fmt.Fprintf(&md, "Every lock under the same faults, %d seeded runs each (seed %d), judged on the effect on a protected resource; %s in all. "+
-		"Machine: %d × %s, %s, redis-server %s.\n\n", fr.setup.runs, fr.setup.seed, fr.took.Round(time.Second),
+		"Machine: %d × %s, %s, redis-server %s.\n\n", fr.setup.Runs, fr.setup.Seed, fr.took.Round(time.Second),
 		fr.mach.CPUs, fr.mach.CPUModel, fr.mach.GoVersion, fr.mach.RedisVersion)
 	if plots {
 		md.WriteString("![heatmap](faults_heatmap.svg)\n\n")
@@ -81,23 +82,23 @@ func (fr *faultReport) write(dir string, plots bool) (string, error) {
 func (fr *faultReport) matrix() string {
 	var b bytes.Buffer
 	b.WriteString("| lock |")
-	for _, s := range fr.setup.schedules {
-		t := fmt.Sprintf("%d. %s", s.n, s.title)
-		if s.modeled {
+	for _, s := range fr.setup.Schedules {
+		t := fmt.Sprintf("%d. %s", s.N, s.Title)
+		if s.Modeled {
 			t += " (modeled)"
 		}
 		b.WriteString(" " + t + " |")
 	}
-	b.WriteString("\n|---|" + strings.Repeat("---|", len(fr.setup.schedules)) + "\n")
-	for _, im := range fr.setup.impls {
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(fr.setup.Schedules)) + "\n")
+	for _, im := range fr.setup.Impls {
 		fmt.Fprintf(&b, "| %s |", im.Name)
-		for _, s := range fr.setup.schedules {
-			c := fr.cell(im.Name, s.id)
-			t := c.text()
-			if kind := c.linked(); kind != "" {
-				t = fmt.Sprintf("[%s](%s)", t, c.timelinePath(kind))
+		for _, s := range fr.setup.Schedules {
+			c := fr.cell(im.Name, s.Id)
+			t := c.Text()
+			if kind := c.Linked(); kind != "" {
+				t = fmt.Sprintf("[%s](%s)", t, c.TimelinePath(kind))
 			}
-			if cl := registry.ClaimOf(im.Name, s.id); im.Kind == registry.Ours && c.unsafe > 0 {
+			if cl := registry.ClaimOf(im.Name, s.Id); im.Kind == registry.Ours && c.Unsafe > 0 {
 				switch cl.Verdict {
 				case registry.ClaimSurvives:
 					t += " **promised safe**"
@@ -135,16 +136,16 @@ func (fr *faultReport) claimsSection(b *bytes.Buffer) {
 	b.WriteString("## Against the claims\n\n")
 	var broken, unnamed []string
 	for _, c := range fr.cells {
-		if c.impl.Kind != registry.Ours || c.notRun != "" {
+		if c.Impl.Kind != registry.Ours || c.NotRun != "" {
 			continue
 		}
-		cl := registry.ClaimOf(c.impl.Name, c.sch.id)
-		bad := c.unsafe > 0 || (c.stuck > 0 && c.sch.liveness)
+		cl := registry.ClaimOf(c.Impl.Name, c.Sch.Id)
+		bad := c.Unsafe > 0 || (c.Stuck > 0 && c.Sch.Liveness)
 		switch {
 		case bad && cl.Verdict == registry.ClaimSurvives:
-			broken = append(broken, fmt.Sprintf("- **%s** under %d. %s: %s; it claims to survive it (%s).", c.impl.Name, c.sch.n, c.sch.title, c.text(), cl.Why))
-		case c.unsafe > 0 && cl.Verdict == registry.ClaimUnstated:
-			unnamed = append(unnamed, fmt.Sprintf("- %s under %d. %s: %s; it makes no claim about this fault.", c.impl.Name, c.sch.n, c.sch.title, c.text()))
+			broken = append(broken, fmt.Sprintf("- **%s** under %d. %s: %s; it claims to survive it (%s).", c.Impl.Name, c.Sch.N, c.Sch.Title, c.Text(), cl.Why))
+		case c.Unsafe > 0 && cl.Verdict == registry.ClaimUnstated:
+			unnamed = append(unnamed, fmt.Sprintf("- %s under %d. %s: %s; it makes no claim about this fault.", c.Impl.Name, c.Sch.N, c.Sch.Title, c.Text()))
 		}
 	}
 	if len(broken) == 0 && len(unnamed) == 0 {
@@ -164,15 +165,15 @@ func (fr *faultReport) claimsSection(b *bytes.Buffer) {
 func (fr *faultReport) controlSection(b *bytes.Buffer) {
 	var lines []string
 	for _, c := range fr.cells {
-		cl := registry.ClaimOf(c.impl.Name, c.sch.id)
-		if cl.Verdict != registry.ClaimMistake || c.notRun != "" {
+		cl := registry.ClaimOf(c.Impl.Name, c.Sch.Id)
+		if cl.Verdict != registry.ClaimMistake || c.NotRun != "" {
 			continue
 		}
 		verdict := "caught"
-		if c.unsafe == 0 && c.stuck == 0 {
+		if c.Unsafe == 0 && c.Stuck == 0 {
 			verdict = "**NOT CAUGHT: the scoreboard is blind here**"
 		}
-		lines = append(lines, fmt.Sprintf("- %s under %d. %s: %s, %s (%s).", c.impl.Name, c.sch.n, c.sch.title, c.text(), verdict, cl.Why))
+		lines = append(lines, fmt.Sprintf("- %s under %d. %s: %s, %s (%s).", c.Impl.Name, c.Sch.N, c.Sch.Title, c.Text(), verdict, cl.Why))
 	}
 	if len(lines) == 0 {
 		return
@@ -185,8 +186,8 @@ func (fr *faultReport) controlSection(b *bytes.Buffer) {
 func (fr *faultReport) blind() []string {
 	var out []string
 	for _, c := range fr.cells {
-		if registry.ClaimOf(c.impl.Name, c.sch.id).Verdict == registry.ClaimMistake && c.notRun == "" && c.runs > 0 && c.unsafe == 0 && c.stuck == 0 {
-			out = append(out, c.impl.Name+" under "+c.sch.id)
+		if registry.ClaimOf(c.Impl.Name, c.Sch.Id).Verdict == registry.ClaimMistake && c.NotRun == "" && c.Runs > 0 && c.Unsafe == 0 && c.Stuck == 0 {
+			out = append(out, c.Impl.Name+" under "+c.Sch.Id)
 		}
 	}
 	return out
@@ -197,11 +198,11 @@ func (fr *faultReport) blind() []string {
 func (fr *faultReport) brokenPromises() []string {
 	var out []string
 	for _, c := range fr.cells {
-		if c.impl.Kind != registry.Ours || c.notRun != "" {
+		if c.Impl.Kind != registry.Ours || c.NotRun != "" {
 			continue
 		}
-		if (c.unsafe > 0 || (c.stuck > 0 && c.sch.liveness)) && registry.ClaimOf(c.impl.Name, c.sch.id).Verdict == registry.ClaimSurvives {
-			out = append(out, fmt.Sprintf("%s under %s: %s", c.impl.Name, c.sch.id, c.text()))
+		if (c.Unsafe > 0 || (c.Stuck > 0 && c.Sch.Liveness)) && registry.ClaimOf(c.Impl.Name, c.Sch.Id).Verdict == registry.ClaimSurvives {
+			out = append(out, fmt.Sprintf("%s under %s: %s", c.Impl.Name, c.Sch.Id, c.Text()))
 		}
 	}
 	return out
@@ -214,38 +215,38 @@ func (fr *faultReport) detailSection(b *bytes.Buffer) {
 		"runs in which the holder's lock said it was lost (and of the overlapping runs, how many before the overlap began; – for a lock with no loss signal), the longest stall.\n\n")
 	b.WriteString("| lock | fault | runs | unsafe | stuck | overlaps | lost updates | stale writes accepted | writes refused | told (before overlap) | longest stall |\n")
 	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, im := range fr.setup.impls {
-		for _, s := range fr.setup.schedules {
-			c := fr.cell(im.Name, s.id)
-			if c.notRun != "" {
+	for _, im := range fr.setup.Impls {
+		for _, s := range fr.setup.Schedules {
+			c := fr.cell(im.Name, s.Id)
+			if c.NotRun != "" {
 				continue
 			}
-			runs := fmt.Sprint(c.runs)
-			if c.inconclusive > 0 {
-				runs += fmt.Sprintf(" (%d)", c.inconclusive)
+			runs := fmt.Sprint(c.Runs)
+			if c.Inconclusive > 0 {
+				runs += fmt.Sprintf(" (%d)", c.Inconclusive)
 			}
-			told := fmt.Sprint(c.told)
+			told := fmt.Sprint(c.Told)
 			if im.LossSignal {
-				told += fmt.Sprintf(" (%d)", c.toldBefore)
+				told += fmt.Sprintf(" (%d)", c.ToldBefore)
 			} else {
 				told = "–"
 			}
 			refused := "–"
-			if c.refused > 0 || c.fenced {
-				refused = fmt.Sprint(c.refused)
+			if c.Refused > 0 || c.Fenced {
+				refused = fmt.Sprint(c.Refused)
 			}
-			fmt.Fprintf(b, "| %s | %d. %s | %s | %d | %d | %d | %d | %d | %s | %s | %s |\n", im.Name, s.n, s.id, runs,
-				c.unsafe, c.stuck, c.overlaps, c.lost, c.stale, refused, told, fmtUs(float64(c.maxStall.Microseconds())))
+			fmt.Fprintf(b, "| %s | %d. %s | %s | %d | %d | %d | %d | %d | %s | %s | %s |\n", im.Name, s.N, s.Id, runs,
+				c.Unsafe, c.Stuck, c.Overlaps, c.Lost, c.Stale, refused, told, fmtUs(float64(c.MaxStall.Microseconds())))
 		}
 	}
 	b.WriteString("\n")
 	var notes, refusals []string
 	for _, c := range fr.cells {
-		if c.inconclusive > 0 {
-			notes = append(notes, fmt.Sprintf("- %s under %s: %d inconclusive, first: %s", c.impl.Name, c.sch.id, c.inconclusive, c.whyNot))
+		if c.Inconclusive > 0 {
+			notes = append(notes, fmt.Sprintf("- %s under %s: %d inconclusive, first: %s", c.Impl.Name, c.Sch.Id, c.Inconclusive, c.WhyNot))
 		}
-		if c.declined > 0 {
-			refusals = append(refusals, fmt.Sprintf("- %s under %s: refused to run in %d runs (counted safe): %s", c.impl.Name, c.sch.id, c.declined, c.whyDeclined))
+		if c.Declined > 0 {
+			refusals = append(refusals, fmt.Sprintf("- %s under %s: refused to run in %d runs (counted safe): %s", c.Impl.Name, c.Sch.Id, c.Declined, c.WhyDeclined))
 		}
 	}
 	for _, l := range []struct {
@@ -263,15 +264,15 @@ func (fr *faultReport) detailSection(b *bytes.Buffer) {
 
 // opsSection lists the commands schedules 2 and 3 faulted in turn.
 func (fr *faultReport) opsSection(b *bytes.Buffer) {
-	if len(fr.setup.ops) == 0 {
+	if len(fr.setup.Ops) == 0 {
 		return
 	}
 	b.WriteString("## The commands of schedules 2 and 3\n\n")
 	b.WriteString("Found in fault-free runs (MONITOR on server 0, then per-client counts; for the locks on other systems, the chunks of bytes each client sends in its turn, counted through a proxy); run i faults pair i mod K, at its (i div K)+1-th occurrence from that client.\n\n")
-	for _, im := range fr.setup.impls {
+	for _, im := range fr.setup.Impls {
 		var parts []string
-		for _, o := range fr.setup.ops[im.Name] {
-			parts = append(parts, o.op.short()+" ("+o.client+")")
+		for _, o := range fr.setup.Ops[im.Name] {
+			parts = append(parts, o.Op.Short()+" ("+o.Client+")")
 		}
 		fmt.Fprintf(b, "- %s: %s\n", im.Name, strings.Join(parts, ", "))
 	}
@@ -280,13 +281,13 @@ func (fr *faultReport) opsSection(b *bytes.Buffer) {
 
 func (fr *faultReport) scheduleSection(b *bytes.Buffer) {
 	b.WriteString("## The schedules\n\n")
-	for _, s := range fr.setup.schedules {
+	for _, s := range fr.setup.Schedules {
 		label := "real"
-		if s.modeled {
+		if s.Modeled {
 			label = "modeled"
 		}
-		fmt.Fprintf(b, "%d. **%s** (%s; lease %v): %s", s.n, s.title, label, s.ttl, s.what)
-		if why := fr.setup.skip(s); why != "" {
+		fmt.Fprintf(b, "%d. **%s** (%s; lease %v): %s", s.N, s.Title, label, s.Ttl, s.What)
+		if why := fr.setup.Skip(s); why != "" {
 			fmt.Fprintf(b, " *Not run here: %s.*", why)
 		}
 		b.WriteString("\n")

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locklab/locklab/bench/faults"
 	"github.com/locklab/locklab/bench/registry"
 )
 
@@ -13,17 +14,17 @@ import (
 // nanoseconds and came out negative (every crash run read stuck), and
 // 4 s times 5 s wrapped to 311 ms (restart, eviction, clock).
 func TestStuckAfterScales(t *testing.T) {
-	for _, s := range schedules {
+	for _, s := range faults.Schedules {
 		for _, sys := range []string{registry.SysRedis, registry.SysEtcd, registry.SysZooKeeper, registry.SysPostgres} {
 			im := &registry.Lock{Name: "test-" + sys, System: sys, Transactional: true}
-			if !s.appliesTo(im) {
+			if !s.AppliesTo(im) {
 				continue
 			}
-			r := &faultRun{ev: &event{sch: s}, im: im}
-			got, lease := r.stuckAfter(), r.lease()
-			want := time.Duration(float64(s.stuckAfter) / float64(s.ttl) * float64(lease))
-			if got < s.stuckAfter || got != want {
-				t.Errorf("%s on %s: stuckAfter = %v (bound %v, lease %v of the schedule's %v); want %v", s.id, sys, got, s.stuckAfter, lease, s.ttl, want)
+			r := &faults.FaultRun{Ev: &faults.Event{Sch: s}, Im: im}
+			got, lease := r.StuckAfter(), r.Lease()
+			want := time.Duration(float64(s.StuckAfter) / float64(s.Ttl) * float64(lease))
+			if got < s.StuckAfter || got != want {
+				t.Errorf("%s on %s: stuckAfter = %v (bound %v, lease %v of the schedule's %v); want %v", s.Id, sys, got, s.StuckAfter, lease, s.Ttl, want)
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/locklab/locklab/bench/faults"
 	"github.com/locklab/locklab/bench/registry"
 )
 
@@ -28,9 +29,9 @@ func TestSchedulesApplyToTheirSystems(t *testing.T) {
 			t.Fatalf("no implementation %s", name)
 		}
 		var got []string
-		for _, s := range schedules {
-			if s.appliesTo(im) {
-				got = append(got, s.id)
+		for _, s := range faults.Schedules {
+			if s.AppliesTo(im) {
+				got = append(got, s.Id)
 			}
 		}
 		if strings.Join(got, ",") != strings.Join(ids, ",") {
@@ -56,11 +57,11 @@ func TestFaultsOnOtherSystems(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows []faultRow
+	var rows []faults.FaultRow
 	if err := json.Unmarshal(b, &rows); err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]faultRow{}
+	got := map[string]faults.FaultRow{}
 	for _, r := range rows {
 		got[r.Impl+"/"+r.Fault] = r
 	}
@@ -88,8 +89,8 @@ func TestFaultsOnOtherSystems(t *testing.T) {
 	if !strings.Contains(string(tl), "repeatable read") || !strings.Contains(string(tl), "read 2 entries") {
 		t.Errorf("pglock-row/isolation's timeline does not show three holders appending at repeatable read:\n%s", tl)
 	}
-	if r := got["pglock/isolation"]; r.NotRun != notApplicable {
-		t.Errorf("pglock/isolation: not run %q; want %q", r.NotRun, notApplicable)
+	if r := got["pglock/isolation"]; r.NotRun != faults.NotApplicable {
+		t.Errorf("pglock/isolation: not run %q; want %q", r.NotRun, faults.NotApplicable)
 	}
 	md, err := os.ReadFile(filepath.Join(dir, "faults.md"))
 	if err != nil {
@@ -113,7 +114,7 @@ func TestFaultsPoolerRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows []faultRow
+	var rows []faults.FaultRow
 	if err := json.Unmarshal(b, &rows); err != nil {
 		t.Fatal(err)
 	}

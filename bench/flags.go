@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/bench/env"
+	"github.com/locklab/locklab/bench/faults"
 	"github.com/locklab/locklab/bench/speed"
 )
 
@@ -46,8 +47,8 @@ func parseFlags(args []string, stderr io.Writer) (*speed.Config, error) {
 		plots     = fs.Bool("plots", true, "draw the PNG and SVG plots")
 		cpuprof   = fs.String("cpuprofile", "", "write a CPU profile of the bench process (the clients, not the servers) to `file`")
 		check     = fs.String("check", "async", "violation counter: async (ordered, no added round trip) or sync (each update waits for its reply inside the critical section)")
-		faultsF   = fs.String("faults", strings.Join(scheduleIDs(), ","), "fault scoreboard: the fault schedules to run")
-		faultRuns = fs.Int("fault-runs", defaultFaultRuns, "fault scoreboard: seeded runs of every lock under every schedule")
+		faultsF   = fs.String("faults", strings.Join(faults.ScheduleIDs(), ","), "fault scoreboard: the fault schedules to run")
+		faultRuns = fs.Int("fault-runs", faults.DefaultFaultRuns, "fault scoreboard: seeded runs of every lock under every schedule")
 		seed      = fs.Uint64("seed", 1, "fault scoreboard: the seed of the runs")
 		timelines = fs.String("fault-timelines", "first", "fault scoreboard: timelines to write: first (each cell's first run, first unsafe and first stuck run) or all")
 	)
@@ -71,16 +72,16 @@ func parseFlags(args []string, stderr io.Writer) (*speed.Config, error) {
 		return nil, err
 	}
 	for _, s := range c.Scenarios {
-		if !slices.Contains(speed.AllScenarios, s) && s != scFaults {
-			return nil, fmt.Errorf("-scenarios: unknown scenario %q; known: %s, %s", s, strings.Join(speed.AllScenarios, ", "), scFaults)
+		if !slices.Contains(speed.AllScenarios, s) && s != faults.ScFaults {
+			return nil, fmt.Errorf("-scenarios: unknown scenario %q; known: %s, %s", s, strings.Join(speed.AllScenarios, ", "), faults.ScFaults)
 		}
 	}
 	if c.Faults, err = parseNames("-faults", *faultsF); err != nil {
 		return nil, err
 	}
 	for _, f := range c.Faults {
-		if scheduleByID(f) == nil {
-			return nil, fmt.Errorf("-faults: unknown fault schedule %q; known: %s", f, strings.Join(scheduleIDs(), ", "))
+		if faults.ScheduleByID(f) == nil {
+			return nil, fmt.Errorf("-faults: unknown fault schedule %q; known: %s", f, strings.Join(faults.ScheduleIDs(), ", "))
 		}
 	}
 	if strings.TrimSpace(*impls) != "" {

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/bench/env"
+	"github.com/locklab/locklab/bench/faults"
 	"github.com/locklab/locklab/bench/htmlreport"
 	"github.com/locklab/locklab/bench/registry"
 	"github.com/locklab/locklab/bench/speed"
@@ -36,7 +37,7 @@ import (
 
 func main() {
 	if spec := os.Getenv(env.FaultChildEnv); spec != "" {
-		os.Exit(faultChildMain(spec)) // a fault scoreboard client process
+		os.Exit(faults.FaultChildMain(spec)) // a fault scoreboard client process
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
@@ -69,7 +70,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			err = errors.Join(err, f.Close())
 		}()
 	}
-	wantFaults := slices.Contains(cfg.Scenarios, scFaults)
+	wantFaults := slices.Contains(cfg.Scenarios, faults.ScFaults)
 	cs := speed.Cells(cfg)
 	if len(cs) == 0 && !wantFaults {
 		return errors.New("nothing to run: no cell for these -scenarios and -clients")
@@ -86,10 +87,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		}
 	}
 	if wantFaults {
-		if faultImpls, err = resolveFaultImpls(cfg.Impls); err != nil {
+		if faultImpls, err = faults.ResolveFaultImpls(cfg.Impls); err != nil {
 			return err
 		}
-		nodes = max(nodes, faultServers)
+		nodes = max(nodes, faults.FaultServers)
 	}
 	if len(cfg.Addrs) > 0 && len(cfg.Addrs) < nodes {
 		why := "the selected locks need"
@@ -240,16 +241,16 @@ func runSpeed(ctx context.Context, cfg *speed.Config, mach *machine, srv *env.Se
 // runScoreboard runs the fault scoreboard and writes its files; it
 // returns our locks' broken promises.
 func runScoreboard(ctx context.Context, cfg *speed.Config, mach machine, srv *env.Servers, impls []*registry.Lock, dir string, stdout, stderr io.Writer) ([]string, error) {
-	fs := &faultSetup{runs: cfg.FaultRuns, seed: cfg.Seed, impls: impls, srv: srv, external: srv.External, allTimelines: cfg.AllTimelines}
-	for _, sch := range schedules {
-		if slices.Contains(cfg.Faults, sch.id) {
-			fs.schedules = append(fs.schedules, sch)
+	fs := &faults.FaultSetup{Runs: cfg.FaultRuns, Seed: cfg.Seed, Impls: impls, Srv: srv, External: srv.External, AllTimelines: cfg.AllTimelines}
+	for _, sch := range faults.Schedules {
+		if slices.Contains(cfg.Faults, sch.Id) {
+			fs.Schedules = append(fs.Schedules, sch)
 		}
 	}
 	fmt.Fprintf(stderr, "faults: %d locks (%s) × %d schedules × %d runs\n", len(impls),
-		strings.Join(implNames(impls), ","), len(fs.schedules), fs.runs)
+		strings.Join(implNames(impls), ","), len(fs.Schedules), fs.Runs)
 	start := time.Now()
-	cells, err := runFaults(ctx, fs, stderr)
+	cells, err := faults.RunFaults(ctx, fs, stderr)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/bench/env"
+	"github.com/locklab/locklab/bench/faults"
 	"github.com/locklab/locklab/bench/registry"
 	"github.com/locklab/locklab/bench/speed"
 	"github.com/locklab/locklab/internal/rig"
@@ -20,7 +21,7 @@ var addrs []string
 
 func TestMain(m *testing.M) {
 	if spec := os.Getenv(env.FaultChildEnv); spec != "" {
-		os.Exit(faultChildMain(spec)) // a fault scoreboard client process
+		os.Exit(faults.FaultChildMain(spec)) // a fault scoreboard client process
 	}
 	rig.Main(m, 5, func(nodes []*rig.Node) {
 		for _, n := range nodes {

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/locklab/locklab/bench/faults"
 	"github.com/locklab/locklab/bench/registry"
 	"github.com/locklab/locklab/bench/speed"
 )
@@ -54,7 +55,7 @@ func TestRegistryTraits(t *testing.T) {
 			t.Errorf("%s runs under the fault scoreboard but claims nothing (its Claims field)", name)
 		}
 		for id, c := range im.Claims {
-			if s := scheduleByID(id); s == nil || !s.appliesTo(im) {
+			if s := faults.ScheduleByID(id); s == nil || !s.AppliesTo(im) {
 				t.Errorf("%s's Claims[%s] (%s): no such schedule applies to it", name, id, c.Verdict)
 			}
 		}

@@ -1,4 +1,4 @@
-package main
+package faults
 
 import (
 	"errors"
@@ -12,59 +12,59 @@ import (
 )
 
 // runPause: schedule 1.
-func runPause(ev *event) error {
+func runPause(ev *Event) error {
 	if err := ev.start(); err != nil {
 		return err
 	}
 	finished := ev.beginA()
-	ev.each(func(r *faultRun) {
+	ev.each(func(r *FaultRun) {
 		if err := r.child.freeze(); err != nil {
 			r.failed = "SIGSTOP: " + shortErr(err)
 			return
 		}
 		r.fault("SIGSTOP A (frozen in its critical section)")
-		r.contend(ev.sch.faultWindow()+ev.sch.ttl+2*time.Second, finished[r], func() {
+		r.contend(ev.Sch.faultWindow()+ev.Sch.Ttl+2*time.Second, finished[r], func() {
 			r.fault("SIGCONT A (resumes)")
 			_ = r.child.thaw()
-			r.a.release()
+			r.a.Release()
 		})
 	})
 	return nil
 }
 
 // runKill: schedule 9.
-func runKill(ev *event) error {
+func runKill(ev *Event) error {
 	if err := ev.start(); err != nil {
 		return err
 	}
 	ev.beginA()
-	ev.each(func(r *faultRun) {
+	ev.each(func(r *FaultRun) {
 		if err := r.child.kill(); err != nil {
 			r.failed = "SIGKILL: " + shortErr(err)
 			return
 		}
 		r.fault("kill -9 A (inside its critical section)")
 		r.hist.Add(history.Event{Client: "A", Kind: history.Exit, Text: "(killed)"})
-		r.contend(4*ev.sch.ttl+3*time.Second, nil, nil)
+		r.contend(4*ev.Sch.Ttl+3*time.Second, nil, nil)
 	})
 	return nil
 }
 
 // runLatency: schedule 6.
-func runLatency(ev *event) error {
+func runLatency(ev *Event) error {
 	if err := ev.start(); err != nil {
 		return err
 	}
 	finished := ev.beginA()
-	ev.each(func(r *faultRun) {
-		lease := r.lease()
+	ev.each(func(r *FaultRun) {
+		lease := r.Lease()
 		lat := 2 * lease
 		for _, p := range r.aNet {
 			p.SetLatency(lat)
 		}
 		r.fault("A's connections: +%v each way (its lease is %v)", lat, lease)
-		r.a.release() // A writes now: the write lands lat later
-		r.contend(ev.sch.faultWindow()+ev.sch.ttl+2*time.Second, nil, nil)
+		r.a.Release() // A writes now: the write lands lat later
+		r.contend(ev.Sch.faultWindow()+ev.Sch.Ttl+2*time.Second, nil, nil)
 		select {
 		case <-finished[r]:
 		case <-ev.ctx.Done():
@@ -77,7 +77,7 @@ func runLatency(ev *event) error {
 }
 
 // runRestart: schedule 5.
-func runRestart(ev *event) error {
+func runRestart(ev *Event) error {
 	if err := ev.start(); err != nil {
 		return err
 	}
@@ -89,7 +89,7 @@ func runRestart(ev *event) error {
 		var wg sync.WaitGroup
 		errs := make([]error, len(nodes))
 		for i, n := range nodes {
-			wg.Go(func() { errs[i] = ev.setup.srv.Nodes[n].Restart(ev.ctx, false) })
+			wg.Go(func() { errs[i] = ev.setup.Srv.Nodes[n].Restart(ev.ctx, false) })
 		}
 		wg.Wait()
 		if err := errors.Join(errs...); err != nil {
@@ -108,12 +108,12 @@ func runRestart(ev *event) error {
 const clockJump = 10 * time.Second
 
 // runClock: schedule 8.
-func runClock(ev *event) error {
+func runClock(ev *Event) error {
 	if err := ev.start(); err != nil {
 		return err
 	}
 	return ev.standard(func() error {
-		n, err := jumpClock(ev.ctx, ev.setup.srv.Admin[0], "*"+ev.tag+"*", clockJump)
+		n, err := jumpClock(ev.ctx, ev.setup.Srv.Admin[0], "*"+ev.tag+"*", clockJump)
 		if err != nil {
 			return err
 		}

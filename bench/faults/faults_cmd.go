@@ -1,4 +1,4 @@
-package main
+package faults
 
 import (
 	"context"
@@ -26,47 +26,47 @@ import (
 // client, on every server of the lock.
 
 // lockOp is one command of a lock's protocol.
-type lockOp struct {
-	name string // upper case
-	sha  string // for EVAL/EVALSHA: the script's SHA-1
+type LockOp struct {
+	Name string // upper case
+	Sha  string // for EVAL/EVALSHA: the script's SHA-1
 	// raw, for a lock not on Redis: the op is the chunk-th chunk (0-based)
 	// a client sends in a turn (faults_rawnet.go).
 	raw   bool
 	chunk int
 }
 
-func (o lockOp) String() string {
+func (o LockOp) String() string {
 	if o.raw {
 		return fmt.Sprintf("the %s request (chunk of bytes) sent", ordinal(o.chunk+1))
 	}
-	if o.sha != "" {
-		return "the script " + o.sha[:8] + " (EVALSHA)"
+	if o.Sha != "" {
+		return "the script " + o.Sha[:8] + " (EVALSHA)"
 	}
-	return o.name
+	return o.Name
 }
 
 // short names the op in a list: SET, EVALSHA 3f2a1b0c.
-func (o lockOp) short() string {
+func (o LockOp) Short() string {
 	if o.raw {
 		return fmt.Sprintf("request %d", o.chunk+1)
 	}
-	if o.sha != "" {
-		return "EVALSHA " + o.sha[:8]
+	if o.Sha != "" {
+		return "EVALSHA " + o.Sha[:8]
 	}
-	return o.name
+	return o.Name
 }
 
-func (o lockOp) match() faultproxy.Match {
-	if o.sha != "" {
-		return faultproxy.Match{Script: o.sha} // EVALSHA, and EVAL after NOSCRIPT
+func (o LockOp) match() faultproxy.Match {
+	if o.Sha != "" {
+		return faultproxy.Match{Script: o.Sha} // EVALSHA, and EVAL after NOSCRIPT
 	}
-	return faultproxy.Match{Command: o.name}
+	return faultproxy.Match{Command: o.Name}
 }
 
 // faultOp is a command of a lock as one client sends it.
 type faultOp struct {
-	op     lockOp
-	client string
+	Op     LockOp
+	Client string
 }
 
 // lateCopies is how many copies of a command schedule 3 holds: the
@@ -74,7 +74,7 @@ type faultOp struct {
 const lateCopies = 4
 
 // runCommandFault runs one event of schedule 2 (late false) or 3.
-func runCommandFault(ev *event, late bool) error {
+func runCommandFault(ev *Event, late bool) error {
 	ops, err := ev.setup.lockOps(ev.ctx)
 	if err != nil {
 		return err
@@ -82,21 +82,21 @@ func runCommandFault(ev *event, late bool) error {
 	if err := ev.start(); err != nil {
 		return err
 	}
-	ev.each(func(r *faultRun) {
-		list := ops[r.im.Name]
+	ev.each(func(r *FaultRun) {
+		list := ops[r.Im.Name]
 		if len(list) == 0 {
 			r.failed = "no command of this lock was seen in the fault-free run"
 			return
 		}
 		fo := list[ev.index%len(list)]
-		if fo.op.raw {
+		if fo.Op.raw {
 			r.rawCommandFault(fo, late)
 			return
 		}
-		op := fo.op
+		op := fo.Op
 		pass := ev.index / len(list)
 		nth := ordinal(pass + 1)
-		net := r.nets[fo.client]
+		net := r.nets[fo.Client]
 		net = net[:len(net)-1] // the lock servers, not the resource
 		var rules []*faultproxy.Rule
 		for _, p := range net {
@@ -106,7 +106,7 @@ func runCommandFault(ev *event, late bool) error {
 				rules = append(rules, p.DropReply(op.match(), 1).After(pass))
 			}
 		}
-		what := fmt.Sprintf("%s from %s, its %s time", op, fo.client, nth)
+		what := fmt.Sprintf("%s from %s, its %s time", op, fo.Client, nth)
 		if late {
 			r.fault("armed: hold %s in the network, with the retries (%d copies), until the client gave up and another client holds the lock", what, lateCopies)
 		} else {
@@ -115,7 +115,7 @@ func runCommandFault(ev *event, late bool) error {
 		var wg sync.WaitGroup
 		wctx, stop := context.WithCancel(ev.ctx)
 		for i, rule := range rules {
-			wg.Go(func() { r.watchRule(wctx, rule, fo.client, i, len(rules), late) })
+			wg.Go(func() { r.watchRule(wctx, rule, fo.Client, i, len(rules), late) })
 		}
 		var more func() bool
 		if late {
@@ -124,7 +124,7 @@ func runCommandFault(ev *event, late bool) error {
 			// a lock someone holds.
 			more = func() bool { return r.holding(rules) }
 		}
-		r.cycleAll(4*ev.sch.ttl+2*time.Second, more)
+		r.cycleAll(4*ev.Sch.Ttl+2*time.Second, more)
 		stop()
 		wg.Wait()
 		for _, rule := range rules {
@@ -145,11 +145,11 @@ func runCommandFault(ev *event, late bool) error {
 // held copies once the client has given up (its retries were held too,
 // and its read timeout passed) and another client holds the lock, or
 // after the window.
-func (r *faultRun) watchRule(ctx context.Context, rule *faultproxy.Rule, client string, server, servers int, late bool) {
+func (r *FaultRun) watchRule(ctx context.Context, rule *faultproxy.Rule, client string, server, servers int, late bool) {
 	if rule.Wait(ctx, 1) != nil {
 		return // the run ended without the command
 	}
-	held := r.ev.clock.Now()
+	held := r.Ev.clock.Now()
 	on := ""
 	if servers > 1 {
 		on = fmt.Sprintf(" on server %d", server)
@@ -185,7 +185,7 @@ func (r *faultRun) watchRule(ctx context.Context, rule *faultproxy.Rule, client 
 
 // holding reports whether a Hold rule of the run has held a command that
 // was not delivered 300 ms ago yet.
-func (r *faultRun) holding(rules []*faultproxy.Rule) bool {
+func (r *FaultRun) holding(rules []*faultproxy.Rule) bool {
 	fired := false
 	for _, rule := range rules {
 		fired = fired || rule.Hits() > 0
@@ -196,7 +196,7 @@ func (r *faultRun) holding(rules []*faultproxy.Rule) bool {
 }
 
 // failedSince reports whether client's Lock or Unlock failed after at.
-func (r *faultRun) failedSince(client string, at time.Duration) bool {
+func (r *FaultRun) failedSince(client string, at time.Duration) bool {
 	for _, e := range r.hist.Events() {
 		if e.Client == client && e.At >= at && !e.OK && (e.Kind == history.Acquire || e.Kind == history.Release) {
 			return true
@@ -206,7 +206,7 @@ func (r *faultRun) failedSince(client string, at time.Duration) bool {
 }
 
 // someoneInside reports whether a client is in the critical section now.
-func (r *faultRun) someoneInside() bool {
+func (r *FaultRun) someoneInside() bool {
 	inside := map[string]bool{}
 	for _, e := range r.hist.Events() {
 		switch e.Kind {
@@ -224,7 +224,7 @@ func (r *faultRun) someoneInside() bool {
 // it, B starting 20 ms after A and C 20 ms after B; each goes again
 // while more (if not nil) says so, for at most bound in all (twice bound
 // with more).
-func (r *faultRun) cycleAll(bound time.Duration, more func() bool) {
+func (r *FaultRun) cycleAll(bound time.Duration, more func() bool) {
 	var wg sync.WaitGroup
 	end := time.Now().Add(bound)
 	if more != nil {
@@ -236,12 +236,12 @@ func (r *faultRun) cycleAll(bound time.Duration, more func() bool) {
 	}
 	for i, a := range []*actor{r.a.(*actor), r.b, r.c} {
 		wg.Go(func() {
-			if !env.SleepCtx(r.ev.ctx, time.Duration(i)*20*time.Millisecond) {
+			if !env.SleepCtx(r.Ev.ctx, time.Duration(i)*20*time.Millisecond) {
 				return
 			}
 			for {
-				a.cycle(r.ev.ctx, bound, holdB, nil)
-				if more == nil || !more() || time.Now().After(end) || r.ev.ctx.Err() != nil {
+				a.cycle(r.Ev.ctx, bound, holdB, nil)
+				if more == nil || !more() || time.Now().After(end) || r.Ev.ctx.Err() != nil {
 					return
 				}
 			}
@@ -263,42 +263,42 @@ func ordinal(n int) string {
 }
 
 // lockOps finds every lock's commands, once.
-func (fs *faultSetup) lockOps(ctx context.Context) (map[string][]faultOp, error) {
+func (fs *FaultSetup) lockOps(ctx context.Context) (map[string][]faultOp, error) {
 	fs.opsOnce.Do(func() {
-		fs.ops = map[string][]faultOp{}
-		for _, im := range fs.impls {
+		fs.Ops = map[string][]faultOp{}
+		for _, im := range fs.Impls {
 			ops, err := fs.discover(ctx, im)
 			if err != nil {
 				fs.opsErr = fmt.Errorf("finding %s's commands: %w", im.Name, err)
 				return
 			}
-			fs.ops[im.Name] = ops
+			fs.Ops[im.Name] = ops
 		}
 	})
-	return fs.ops, fs.opsErr
+	return fs.Ops, fs.opsErr
 }
 
 // discover runs the script of schedules 2 and 3 twice for im, without
 // faults: once watching server 0 for the commands, once counting who
 // sends each.
-func (fs *faultSetup) discover(ctx context.Context, im *registry.Lock) ([]faultOp, error) {
+func (fs *FaultSetup) discover(ctx context.Context, im *registry.Lock) ([]faultOp, error) {
 	if registry.SystemOf(im) != registry.SysRedis {
 		return fs.discoverRaw(ctx, im)
 	}
-	var ops []lockOp
-	if err := fs.discoveryRun(ctx, im, false, func(ev *event) error {
-		mon, err := startMonitor(ctx, fs.srv.Addrs[0])
+	var ops []LockOp
+	if err := fs.discoveryRun(ctx, im, false, func(ev *Event) error {
+		mon, err := startMonitor(ctx, fs.Srv.Addrs[0])
 		if err != nil {
 			return err
 		}
-		ev.each(func(r *faultRun) { r.cycleAll(4*ev.sch.ttl+2*time.Second, nil) })
+		ev.each(func(r *FaultRun) { r.cycleAll(4*ev.Sch.Ttl+2*time.Second, nil) })
 		ops = mon.stop()
 		return nil
 	}); err != nil {
 		return nil, err
 	}
 	var out []faultOp
-	err := fs.discoveryRun(ctx, im, true, func(ev *event) error {
+	err := fs.discoveryRun(ctx, im, true, func(ev *Event) error {
 		r := ev.runs[0]
 		counts := map[faultOp]*faultproxy.Rule{}
 		for _, name := range []string{"A", "B", "C"} {
@@ -306,7 +306,7 @@ func (fs *faultSetup) discover(ctx context.Context, im *registry.Lock) ([]faultO
 				counts[faultOp{op, name}] = r.nets[name][0].Count(op.match())
 			}
 		}
-		ev.each(func(r *faultRun) { r.cycleAll(4*ev.sch.ttl+2*time.Second, nil) })
+		ev.each(func(r *FaultRun) { r.cycleAll(4*ev.Sch.Ttl+2*time.Second, nil) })
 		for _, op := range ops {
 			for _, name := range []string{"A", "B", "C"} {
 				if counts[faultOp{op, name}].Hits() > 0 {
@@ -321,13 +321,13 @@ func (fs *faultSetup) discover(ctx context.Context, im *registry.Lock) ([]faultO
 
 // discoveryRun makes a one-lock event, direct or through per-client
 // proxies, and runs fn in it.
-func (fs *faultSetup) discoveryRun(ctx context.Context, im *registry.Lock, proxied bool, fn func(ev *event) error) error {
-	sch := *scheduleByID("lost-reply")
+func (fs *FaultSetup) discoveryRun(ctx context.Context, im *registry.Lock, proxied bool, fn func(ev *Event) error) error {
+	sch := *ScheduleByID("lost-reply")
 	sch.proxied = proxied
-	ev := &event{ctx: ctx, setup: fs, sch: &sch, tag: fmt.Sprintf("%sfaults:%s:discover", env.KeyRoot, env.RandomID()),
-		lockAddrs: fs.srv.Addrs[:faultLockServers], users: &registry.UserClients{Timeout: userTimeout}}
-	defer ev.close()
-	ev.runs = []*faultRun{{ev: ev, im: im, key: ev.tag + ":" + im.Name + ":lock", res: ev.tag + ":" + im.Name + ":res"}}
+	ev := &Event{ctx: ctx, setup: fs, Sch: &sch, tag: fmt.Sprintf("%sfaults:%s:discover", env.KeyRoot, env.RandomID()),
+		lockAddrs: fs.Srv.Addrs[:faultLockServers], users: &registry.UserClients{Timeout: userTimeout}}
+	defer ev.Close()
+	ev.runs = []*FaultRun{{Ev: ev, Im: im, key: ev.tag + ":" + im.Name + ":lock", res: ev.tag + ":" + im.Name + ":res"}}
 	if err := ev.start(); err != nil {
 		return err
 	}

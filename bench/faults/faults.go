@@ -1,4 +1,4 @@
-package main
+package faults
 
 import (
 	"context"
@@ -28,11 +28,11 @@ import (
 // server-wide fault (a failover, a restart, memory pressure) is paid once.
 
 // scFaults is the -scenarios name of the fault scoreboard.
-const scFaults = "faults"
+const ScFaults = "faults"
 
 // Defaults of the scoreboard.
 const (
-	defaultFaultRuns = 20
+	DefaultFaultRuns = 20
 	// userTimeout is the clients' dial, read and write timeout: the
 	// libraries' defaults (3-5s) scaled down with the scoreboard's leases.
 	userTimeout = 300 * time.Millisecond
@@ -51,7 +51,7 @@ const (
 // resolveFaultImpls returns the scoreboard's locks: those named in -impls
 // (globs allowed), or by default every lock the bench knows, the naive
 // ones last as the control rows. The floors (raw) are not locks to judge.
-func resolveFaultImpls(list []string) ([]*registry.Lock, error) {
+func ResolveFaultImpls(list []string) ([]*registry.Lock, error) {
 	if len(list) == 0 {
 		var names []string
 		for n, im := range registry.Locks {
@@ -88,20 +88,20 @@ func resolveFaultImpls(list []string) ([]*registry.Lock, error) {
 }
 
 // faultSetup is what the scoreboard runs with.
-type faultSetup struct {
-	runs      int
-	seed      uint64
-	schedules []*schedule
-	impls     []*registry.Lock
-	srv       *env.Servers // lock servers 0-4 and the resource server 5
-	external  bool
+type FaultSetup struct {
+	Runs      int
+	Seed      uint64
+	Schedules []*Schedule
+	Impls     []*registry.Lock
+	Srv       *env.Servers // lock servers 0-4 and the resource server 5
+	External  bool
 	// allTimelines keeps every run's timeline, not only each cell's first
 	// run and its first unsafe and stuck ones.
-	allTimelines bool
+	AllTimelines bool
 
 	// Every lock's commands, for schedules 2 and 3 (faults_cmd.go).
 	opsOnce sync.Once
-	ops     map[string][]faultOp
+	Ops     map[string][]faultOp
 	opsErr  error
 }
 
@@ -109,51 +109,51 @@ type faultSetup struct {
 const (
 	faultLockServers = 5
 	faultResource    = 5 // index of the resource server
-	faultServers     = 6
+	FaultServers     = 6
 )
 
 // runFaults runs every selected schedule and returns the results.
-func runFaults(ctx context.Context, fs *faultSetup, progress io.Writer) ([]*cellResult, error) {
-	var out []*cellResult
-	for _, sch := range fs.schedules {
-		cells := map[string]*cellResult{}
+func RunFaults(ctx context.Context, fs *FaultSetup, progress io.Writer) ([]*CellResult, error) {
+	var out []*CellResult
+	for _, sch := range fs.Schedules {
+		cells := map[string]*CellResult{}
 		var impls []*registry.Lock
-		for _, im := range fs.impls {
-			c := &cellResult{impl: im, sch: sch, all: fs.allTimelines}
+		for _, im := range fs.Impls {
+			c := &CellResult{Impl: im, Sch: sch, all: fs.AllTimelines}
 			cells[im.Name] = c
 			out = append(out, c)
-			if sch.appliesTo(im) {
+			if sch.AppliesTo(im) {
 				impls = append(impls, im)
 			} else {
-				c.notRun = notApplicable
+				c.NotRun = NotApplicable
 			}
 		}
 		if len(impls) == 0 {
-			fmt.Fprintf(progress, "faults: %d. %s: not run: it applies to none of the locks selected\n", sch.n, sch.title)
+			fmt.Fprintf(progress, "faults: %d. %s: not run: it applies to none of the locks selected\n", sch.N, sch.Title)
 			continue
 		}
-		if why := fs.skip(sch); why != "" {
+		if why := fs.Skip(sch); why != "" {
 			for _, c := range cells {
-				if c.notRun == "" {
-					c.notRun = why
+				if c.NotRun == "" {
+					c.NotRun = why
 				}
 			}
-			fmt.Fprintf(progress, "faults: %d. %s: not run: %s\n", sch.n, sch.title, why)
+			fmt.Fprintf(progress, "faults: %d. %s: not run: %s\n", sch.N, sch.Title, why)
 			continue
 		}
 		start := time.Now()
-		if sch.commandFault && fs.ops == nil {
+		if sch.commandFault && fs.Ops == nil {
 			// Every lock's commands are found once, for both schedules.
 			if _, err := fs.lockOps(ctx); err != nil {
 				return nil, err
 			}
-			fmt.Fprintf(progress, "faults: found the commands of %d locks in %s\n", len(fs.impls), time.Since(start).Round(100*time.Millisecond))
+			fmt.Fprintf(progress, "faults: found the commands of %d locks in %s\n", len(fs.Impls), time.Since(start).Round(100*time.Millisecond))
 		}
 		var mu sync.Mutex
 		var firstErr error
 		sem := make(chan struct{}, max(sch.parallel, 1))
 		var wg sync.WaitGroup
-		runs := fs.runs
+		runs := fs.Runs
 		if sch.runs > 0 {
 			runs = min(runs, sch.runs)
 		}
@@ -168,10 +168,10 @@ func runFaults(ctx context.Context, fs *faultSetup, progress io.Writer) ([]*cell
 					if firstErr == nil {
 						firstErr = err
 					}
-					fmt.Fprintf(progress, "faults: %d. %s run %d: %v\n", sch.n, sch.title, i+1, err)
+					fmt.Fprintf(progress, "faults: %d. %s run %d: %v\n", sch.N, sch.Title, i+1, err)
 				}
 				for _, r := range rs {
-					cells[r.im.Name].add(r)
+					cells[r.Im.Name].add(r)
 				}
 			})
 			if ctx.Err() != nil {
@@ -182,7 +182,7 @@ func runFaults(ctx context.Context, fs *faultSetup, progress io.Writer) ([]*cell
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		fmt.Fprintf(progress, "faults: %d. %s: %d runs of %d locks in %s\n", sch.n, sch.title, runs, len(impls),
+		fmt.Fprintf(progress, "faults: %d. %s: %d runs of %d locks in %s\n", sch.N, sch.Title, runs, len(impls),
 			time.Since(start).Round(100*time.Millisecond))
 		_ = firstErr // per-run errors are in the cells as inconclusive runs
 	}
@@ -190,28 +190,28 @@ func runFaults(ctx context.Context, fs *faultSetup, progress io.Writer) ([]*cell
 }
 
 // skip says why a schedule cannot run here, or "".
-func (fs *faultSetup) skip(sch *schedule) string {
-	if sch.needsRig != "" && (fs.external || !rig.HasControl()) {
+func (fs *FaultSetup) Skip(sch *Schedule) string {
+	if sch.needsRig != "" && (fs.External || !rig.HasControl()) {
 		return sch.needsRig
 	}
 	return ""
 }
 
 // event runs one event of sch and returns its runs, judged.
-func (fs *faultSetup) event(ctx context.Context, sch *schedule, impls []*registry.Lock, i int) ([]*faultRun, error) {
+func (fs *FaultSetup) event(ctx context.Context, sch *Schedule, impls []*registry.Lock, i int) ([]*FaultRun, error) {
 	ctx, cancel := context.WithTimeout(ctx, eventTimeout)
 	defer cancel()
-	seed := fs.seed*1000 + uint64(sch.n)*100 + uint64(i)
-	ev := &event{ctx: ctx, setup: fs, sch: sch, index: i, seed: seed,
+	seed := fs.Seed*1000 + uint64(sch.N)*100 + uint64(i)
+	ev := &Event{ctx: ctx, setup: fs, Sch: sch, index: i, seed: seed,
 		rng:       rand.New(rand.NewPCG(seed, 0x10c61ab)),
-		tag:       fmt.Sprintf("%sfaults:%s:%s:%d", env.KeyRoot, env.RandomID(), sch.id, i),
-		lockAddrs: fs.srv.Addrs[:faultLockServers],
+		tag:       fmt.Sprintf("%sfaults:%s:%s:%d", env.KeyRoot, env.RandomID(), sch.Id, i),
+		lockAddrs: fs.Srv.Addrs[:faultLockServers],
 		users:     &registry.UserClients{Timeout: userTimeout},
 	}
-	defer ev.close()
+	defer ev.Close()
 	for _, im := range impls {
 		k := ev.tag + ":" + im.Name
-		ev.runs = append(ev.runs, &faultRun{ev: ev, im: im, key: k + ":lock", res: k + ":res"})
+		ev.runs = append(ev.runs, &FaultRun{Ev: ev, Im: im, key: k + ":lock", res: k + ":res"})
 	}
 	err := sch.run(ev)
 	if err == nil && ctx.Err() != nil {

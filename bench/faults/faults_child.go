@@ -1,4 +1,4 @@
-package main
+package faults
 
 import (
 	"bufio"
@@ -49,13 +49,13 @@ type holder interface {
 	warm(ctx context.Context, key string) error
 	begin(ctx context.Context, bound time.Duration) error
 	finish(ctx context.Context) error
-	release()
-	close()
+	Release()
+	Close()
 }
 
 // faultChildMain serves one actor over fds 3 and 4, then returns the exit
 // code.
-func faultChildMain(specJSON string) int {
+func FaultChildMain(specJSON string) int {
 	var spec actorSpec
 	if err := json.Unmarshal([]byte(specJSON), &spec); err != nil {
 		fmt.Fprintf(os.Stderr, "bench: fault child: bad %s: %v\n", env.FaultChildEnv, err)
@@ -86,9 +86,9 @@ func serveActor(spec actorSpec, r io.Reader, w io.Writer) error {
 	var wg sync.WaitGroup
 	defer func() {
 		cancel()
-		a.release()
+		a.Release()
 		wg.Wait()
-		a.close()
+		a.Close()
 	}()
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -99,7 +99,7 @@ func serveActor(spec actorSpec, r io.Reader, w io.Writer) error {
 		}
 		switch m.T {
 		case "go":
-			a.release()
+			a.Release()
 		case "op":
 			wg.Go(func() {
 				var err error
@@ -244,7 +244,7 @@ func (ra *remoteActor) begin(ctx context.Context, bound time.Duration) error {
 
 func (ra *remoteActor) finish(ctx context.Context) error { return ra.call(ctx, "finish", "") }
 
-func (ra *remoteActor) release() {
+func (ra *remoteActor) Release() {
 	ra.mu.Lock()
 	defer ra.mu.Unlock()
 	_ = ra.enc.Encode(childMsg{T: "go"})
@@ -275,7 +275,7 @@ func (ra *remoteActor) wait() { ra.waitOnce.Do(func() { _ = ra.cmd.Wait() }) }
 
 // close stops the child: its input closes, so it releases what it holds
 // and exits; one that does not within 5s is killed.
-func (ra *remoteActor) close() {
+func (ra *remoteActor) Close() {
 	_ = ra.out.Close()
 	_ = proc.Signal(ra.cmd, syscall.SIGCONT)
 	select {

@@ -1,4 +1,4 @@
-package main
+package faults
 
 import (
 	"context"
@@ -20,16 +20,16 @@ import (
 )
 
 // event is one seeded instance of a schedule, for every lock at once.
-type event struct {
+type Event struct {
 	ctx   context.Context
-	setup *faultSetup
-	sch   *schedule
+	setup *FaultSetup
+	Sch   *Schedule
 	index int // 0-based run number
 	seed  uint64
 	rng   *rand.Rand
 	tag   string
 	clock history.Clock
-	runs  []*faultRun
+	runs  []*FaultRun
 
 	// lockAddrs are the lock servers this event's clients use (by default
 	// the scoreboard's five).
@@ -45,9 +45,9 @@ type event struct {
 }
 
 // run is one lock in one event.
-type faultRun struct {
-	ev   *event
-	im   *registry.Lock
+type FaultRun struct {
+	Ev   *Event
+	Im   *registry.Lock
 	hist *history.History
 	key  string
 	res  string
@@ -59,7 +59,7 @@ type faultRun struct {
 	nets  map[string][]*faultproxy.Proxy // every client's proxies, by name, when proxied
 	// raw: every client's rawNet, by name, for a lock not on Redis under
 	// schedules 2 and 3; its nets then hold the resource's proxy only.
-	raw    map[string]*rawNet
+	raw    map[string]*RawNet
 	failed string // why the run could not be judged; "" if it could
 	// declined says why the lock refused to run on the servers it was
 	// given (they evict keys): a safe outcome, judged as such.
@@ -76,18 +76,18 @@ type faultRun struct {
 }
 
 // fault records a fault on the run's timeline.
-func (r *faultRun) fault(format string, args ...any) { r.hist.Faultf(format, args...) }
+func (r *FaultRun) fault(format string, args ...any) { r.hist.Faultf(format, args...) }
 
 // faultAll records a fault on every run's timeline.
-func (ev *event) faultAll(format string, args ...any) {
+func (ev *Event) faultAll(format string, args ...any) {
 	for _, r := range ev.runs {
 		r.fault(format, args...)
 	}
 }
 
 // live returns the runs still going (A got its lock).
-func (ev *event) live() []*faultRun {
-	var out []*faultRun
+func (ev *Event) live() []*FaultRun {
+	var out []*FaultRun
 	for _, r := range ev.runs {
 		if r.failed == "" && r.declined == "" {
 			out = append(out, r)
@@ -97,7 +97,7 @@ func (ev *event) live() []*faultRun {
 }
 
 // each runs fn for every live run at once and waits.
-func (ev *event) each(fn func(r *faultRun)) {
+func (ev *Event) each(fn func(r *FaultRun)) {
 	var wg sync.WaitGroup
 	for _, r := range ev.live() {
 		wg.Go(func() { fn(r) })
@@ -106,7 +106,7 @@ func (ev *event) each(fn func(r *faultRun)) {
 }
 
 // proxy starts a fault proxy to target, closed with the event.
-func (ev *event) proxy(target string) (*faultproxy.Proxy, error) {
+func (ev *Event) proxy(target string) (*faultproxy.Proxy, error) {
 	p, err := faultproxy.New(target)
 	if err != nil {
 		return nil, err
@@ -118,7 +118,7 @@ func (ev *event) proxy(target string) (*faultproxy.Proxy, error) {
 }
 
 // onClose adds a cleanup to the event's end (last added runs first).
-func (ev *event) onClose(fn func()) {
+func (ev *Event) onClose(fn func()) {
 	ev.mu.Lock()
 	ev.cleanup = append(ev.cleanup, fn)
 	ev.mu.Unlock()
@@ -126,8 +126,8 @@ func (ev *event) onClose(fn func()) {
 
 // prepare makes every run's actors and warms them up. A runs in a child
 // process when the schedule says so.
-func (ev *event) prepare() error {
-	resAddr := ev.setup.srv.Addrs[faultResource]
+func (ev *Event) prepare() error {
+	resAddr := ev.setup.Srv.Addrs[faultResource]
 	var wg sync.WaitGroup
 	for _, r := range ev.runs {
 		wg.Go(func() {
@@ -142,41 +142,41 @@ func (ev *event) prepare() error {
 	}
 	wg.Wait()
 	if len(ev.live()) == 0 && ev.runs[0].declined == "" {
-		return fmt.Errorf("%s run %d: no lock could be set up: %s", ev.sch.id, ev.index+1, ev.runs[0].failed)
+		return fmt.Errorf("%s run %d: no lock could be set up: %s", ev.Sch.Id, ev.index+1, ev.runs[0].failed)
 	}
 	return nil
 }
 
-func (r *faultRun) prepare(resAddr string) error {
-	ev := r.ev
-	addrs := ev.lockAddrs[:r.im.Nodes]
-	if sys := registry.SystemOf(r.im); sys != registry.SysRedis {
+func (r *FaultRun) prepare(resAddr string) error {
+	ev := r.Ev
+	addrs := ev.lockAddrs[:r.Im.Nodes]
+	if sys := registry.SystemOf(r.Im); sys != registry.SysRedis {
 		var err error
 		if addrs, err = ev.systemAddrs(sys); err != nil {
 			return err
 		}
 	}
 	spec := func(name string, netAddrs []string, res string) actorSpec {
-		return actorSpec{Name: name, Impl: r.im.Name, Key: r.key, Res: r.res, ResAddr: res, Addrs: netAddrs,
-			TTL: ev.sch.ttl, Users: ev.users, ClockBase: ev.clock.Base()}
+		return actorSpec{Name: name, Impl: r.Im.Name, Key: r.key, Res: r.res, ResAddr: res, Addrs: netAddrs,
+			TTL: ev.Sch.Ttl, Users: ev.users, ClockBase: ev.clock.Base()}
 	}
 	// Each client has its own network: its own proxies when the schedule
 	// puts faults on connections.
 	network := func(name string) ([]string, string, []*faultproxy.Proxy, error) {
-		if !ev.sch.proxied {
+		if !ev.Sch.proxied {
 			return addrs, resAddr, nil, nil
 		}
 		var out []string
 		var ps []*faultproxy.Proxy
 		targets := append(slices.Clone(addrs), resAddr)
-		if ev.sch.commandFault && registry.SystemOf(r.im) != registry.SysRedis {
+		if ev.Sch.commandFault && registry.SystemOf(r.Im) != registry.SysRedis {
 			// The lock's servers through a rawNet (faults_rawnet.go);
 			// the resource through a fault proxy, as for every lock.
-			rn := newRawNet()
-			ev.onClose(rn.close)
+			rn := NewRawNet()
+			ev.onClose(rn.Close)
 			r.raw[name] = rn
 			for _, a := range addrs {
-				la, err := rn.listen(a)
+				la, err := rn.Listen(a)
 				if err != nil {
 					return nil, "", nil, err
 				}
@@ -194,7 +194,7 @@ func (r *faultRun) prepare(resAddr string) error {
 		}
 		return out[:len(addrs)], out[len(addrs)], ps, nil
 	}
-	r.raw = map[string]*rawNet{}
+	r.raw = map[string]*RawNet{}
 	record := r.hist.Add
 	barrier := newPairBarrier(50 * time.Millisecond)
 	r.nets = map[string][]*faultproxy.Proxy{}
@@ -213,14 +213,14 @@ func (r *faultRun) prepare(resAddr string) error {
 		} else {
 			r.c = a
 		}
-		ev.onClose(a.close)
+		ev.onClose(a.Close)
 	}
 	na, nr, ps, err := network("A")
 	if err != nil {
 		return err
 	}
 	r.nets["A"], r.aNet = ps, ps
-	if ev.sch.child {
+	if ev.Sch.child {
 		ra, err := startChild(spec("A", na, nr), record)
 		if err != nil {
 			return err
@@ -233,7 +233,7 @@ func (r *faultRun) prepare(resAddr string) error {
 		}
 		r.a = a
 	}
-	ev.onClose(r.a.close)
+	ev.onClose(r.a.Close)
 	ctx, cancel := context.WithTimeout(ev.ctx, 20*time.Second)
 	defer cancel()
 	// Each client warms up on a key of its own: the warm-up opens
@@ -257,10 +257,10 @@ func (r *faultRun) prepare(resAddr string) error {
 // beginA has every run's A take its lock, enter and read, and then start
 // its work, which lasts until release (or until its lock says it is
 // lost). A run whose A did not get the lock cannot be judged.
-func (ev *event) beginA() map[*faultRun]chan error {
-	finished := map[*faultRun]chan error{}
+func (ev *Event) beginA() map[*FaultRun]chan error {
+	finished := map[*FaultRun]chan error{}
 	var mu sync.Mutex
-	ev.each(func(r *faultRun) {
+	ev.each(func(r *FaultRun) {
 		if err := r.a.begin(ev.ctx, 5*time.Second); err != nil {
 			if r.refused() {
 				r.declined = "A's Lock refused the server"
@@ -281,23 +281,23 @@ func (ev *event) beginA() map[*faultRun]chan error {
 // contend runs B's and C's turns: B wants the lock at once, C just after.
 // Once one of them has written (or B gave up, or the window passed) it
 // calls whenBWrote; then it waits for both to finish, and for A's work.
-func (r *faultRun) contend(bound time.Duration, finished chan error, whenBWrote func()) {
+func (r *FaultRun) contend(bound time.Duration, finished chan error, whenBWrote func()) {
 	wrote := make(chan struct{})
 	var once sync.Once
 	signal := func() { once.Do(func() { close(wrote) }) }
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		r.b.cycle(r.ev.ctx, bound, holdB, signal)
+		r.b.cycle(r.Ev.ctx, bound, holdB, signal)
 		signal()
 	})
 	wg.Go(func() {
-		env.SleepCtx(r.ev.ctx, 20*time.Millisecond)
-		r.c.cycle(r.ev.ctx, bound, holdB, signal)
+		env.SleepCtx(r.Ev.ctx, 20*time.Millisecond)
+		r.c.cycle(r.Ev.ctx, bound, holdB, signal)
 	})
 	select {
 	case <-wrote:
-	case <-time.After(r.ev.sch.faultWindow() + r.lease() - r.ev.sch.ttl):
-	case <-r.ev.ctx.Done():
+	case <-time.After(r.Ev.Sch.faultWindow() + r.Lease() - r.Ev.Sch.Ttl):
+	case <-r.Ev.ctx.Done():
 	}
 	if whenBWrote != nil {
 		whenBWrote()
@@ -306,7 +306,7 @@ func (r *faultRun) contend(bound time.Duration, finished chan error, whenBWrote 
 	if finished != nil {
 		select {
 		case <-finished:
-		case <-r.ev.ctx.Done():
+		case <-r.Ev.ctx.Done():
 		}
 	}
 }
@@ -314,20 +314,20 @@ func (r *faultRun) contend(bound time.Duration, finished chan error, whenBWrote 
 // standard is the script of the server-side faults: every A begins, the
 // fault is injected once for all, then each run's B and C want the lock,
 // and A finishes its work once B has written or the window passed.
-func (ev *event) standard(inject func() error) error {
+func (ev *Event) standard(inject func() error) error {
 	finished := ev.beginA()
 	if err := inject(); err != nil {
 		return err
 	}
-	ev.each(func(r *faultRun) {
-		r.contend(ev.sch.faultWindow()+ev.sch.ttl+2*time.Second, finished[r], r.a.release)
+	ev.each(func(r *FaultRun) {
+		r.contend(ev.Sch.faultWindow()+ev.Sch.Ttl+2*time.Second, finished[r], r.a.Release)
 	})
 	return nil
 }
 
 // finish reads every run's resource and judges it.
-func (ev *event) judgeAll() {
-	res := ev.setup.srv.Admin[faultResource]
+func (ev *Event) judgeAll() {
+	res := ev.setup.Srv.Admin[faultResource]
 	for _, r := range ev.runs {
 		if r.failed != "" || r.declined != "" {
 			continue
@@ -347,13 +347,13 @@ func (ev *event) judgeAll() {
 			continue
 		}
 		r.final = v
-		r.v = judge.Run(r.hist.Events(), v, r.fenced(), r.stuckAfter())
+		r.v = judge.Run(r.hist.Events(), v, r.fenced(), r.StuckAfter())
 	}
 }
 
 // refused reports whether a client's lock refused the server (recorded
 // on the timeline as "refused: ...").
-func (r *faultRun) refused() bool {
+func (r *FaultRun) refused() bool {
 	for _, e := range r.hist.Events() {
 		if e.Kind == history.Acquire && strings.HasPrefix(e.Text, "refused: ") {
 			return true
@@ -364,7 +364,7 @@ func (r *faultRun) refused() bool {
 
 // fenced reports whether the run's lock gives fencing tokens, so its
 // clients write through the fenced store.
-func (r *faultRun) fenced() bool {
+func (r *FaultRun) fenced() bool {
 	if r.ledger {
 		// The ledger is written only in the lock's transaction, which
 		// commits with the release or not at all: the transaction is the
@@ -377,7 +377,7 @@ func (r *faultRun) fenced() bool {
 }
 
 // close ends the event: clients, children, proxies, cleanups, keys.
-func (ev *event) close() {
+func (ev *Event) Close() {
 	ev.mu.Lock()
 	cl := slices.Clone(ev.cleanup)
 	ps := slices.Clone(ev.proxies)
@@ -392,7 +392,7 @@ func (ev *event) close() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, _ = ev.setup.srv.Sweep(ctx, "*"+ev.tag+"*")
+	_, _ = ev.setup.Srv.Sweep(ctx, "*"+ev.tag+"*")
 }
 
 // pairBarrier is a hook for B's and C's locks: at package naive's
@@ -436,14 +436,14 @@ func (p *pairBarrier) hook(ctx context.Context, point string) {
 
 // newHist gives the runs their histories; called by the schedules once
 // the event's clock is set (in prepare).
-func (ev *event) histories() {
+func (ev *Event) histories() {
 	for _, r := range ev.runs {
 		r.hist = history.New(ev.clock)
 	}
 }
 
 // startEvent is the common start of every schedule: histories, actors.
-func (ev *event) start() error {
+func (ev *Event) start() error {
 	ev.clock = history.NewClock()
 	ev.histories()
 	return ev.prepare()

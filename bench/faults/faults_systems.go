@@ -1,4 +1,4 @@
-package main
+package faults
 
 import (
 	"context"
@@ -32,7 +32,7 @@ import (
 // system: etcd's members, ZooKeeper's servers, PostgreSQL's server (or
 // whatever the event put in its place, such as a pooler), starting the
 // servers if they are not running.
-func (ev *event) systemAddrs(sys string) ([]string, error) {
+func (ev *Event) systemAddrs(sys string) ([]string, error) {
 	ev.mu.Lock()
 	over, ok := ev.sysAddrs[sys]
 	ev.mu.Unlock()
@@ -61,30 +61,30 @@ const etcdMinLease = 2 * time.Second
 
 // lease returns the lease the run's lock actually has: the schedule's TTL,
 // or etcd's minimum when it is longer.
-func (r *faultRun) lease() time.Duration {
-	if registry.SystemOf(r.im) == registry.SysEtcd {
-		return max(r.ev.sch.ttl, etcdMinLease)
+func (r *FaultRun) Lease() time.Duration {
+	if registry.SystemOf(r.Im) == registry.SysEtcd {
+		return max(r.Ev.Sch.Ttl, etcdMinLease)
 	}
-	return r.ev.sch.ttl
+	return r.Ev.Sch.Ttl
 }
 
 // stuckAfter is the run's bound on a stall: the schedule's, counted in
 // leases, so a lock whose lease is longer than the schedule's TTL (etcd's
 // shortest is 2 s) gets as many of its own leases.
-func (r *faultRun) stuckAfter() time.Duration {
+func (r *FaultRun) StuckAfter() time.Duration {
 	// In float64: the product of two Durations overflows int64 nanoseconds
 	// past about 9.2 s² (6 s × 2 s came out negative).
-	return time.Duration(float64(r.ev.sch.stuckAfter) / float64(r.ev.sch.ttl) * float64(r.lease()))
+	return time.Duration(float64(r.Ev.Sch.StuckAfter) / float64(r.Ev.Sch.Ttl) * float64(r.Lease()))
 }
 
 // runCrash: schedule 10.
-func runCrash(ev *event) error {
+func runCrash(ev *Event) error {
 	if err := ev.start(); err != nil {
 		return err
 	}
 	systems := map[string]bool{}
 	for _, r := range ev.live() {
-		systems[registry.SystemOf(r.im)] = true
+		systems[registry.SystemOf(r.Im)] = true
 	}
 	return ev.standard(func() error {
 		ev.faultAll("kill -9 etcd's leader, ZooKeeper's leader and the PostgreSQL server; each restarts on its data")
@@ -113,19 +113,19 @@ func runCrash(ev *event) error {
 }
 
 // runExpiry: schedule 11.
-func runExpiry(ev *event) error {
+func runExpiry(ev *Event) error {
 	if err := ev.start(); err != nil {
 		return err
 	}
-	ev.each(func(r *faultRun) { r.expiry() })
+	ev.each(func(r *FaultRun) { r.expiry() })
 	return nil
 }
 
 // expiry is one run of schedule 11 (see its what).
-func (r *faultRun) expiry() {
-	ev := r.ev
+func (r *FaultRun) expiry() {
+	ev := r.Ev
 	ctx := ev.ctx
-	bound := 4*ev.sch.ttl + 6*time.Second
+	bound := 4*ev.Sch.Ttl + 6*time.Second
 	a := r.a.(*actor)
 	cHolds, injected := make(chan struct{}), make(chan struct{})
 	var once sync.Once
@@ -169,10 +169,10 @@ func (r *faultRun) expiry() {
 
 // expireWaiter waits until A's claim is in line behind C's hold and ends
 // A's session on the server, the way the run's system does it.
-func (r *faultRun) expireWaiter(ctx context.Context) error {
+func (r *FaultRun) expireWaiter(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	switch registry.SystemOf(r.im) {
+	switch registry.SystemOf(r.Im) {
 	case registry.SysEtcd:
 		lease, err := env.Others.EtcdWaiterLease(ctx, r.key)
 		if err != nil {
@@ -186,11 +186,11 @@ func (r *faultRun) expireWaiter(ctx context.Context) error {
 		if err := env.Others.ZkWaitLine(ctx, registry.ZKPath(r.key), 2); err != nil {
 			return err
 		}
-		cut := 3 * r.ev.sch.ttl
+		cut := 3 * r.Ev.Sch.Ttl
 		for _, p := range r.aNet[:len(r.aNet)-1] {
 			p.Blackhole()
 		}
-		r.fault("A's claim is in line; A is cut off from ZooKeeper for %v, three times its %v session timeout", cut, r.ev.sch.ttl)
+		r.fault("A's claim is in line; A is cut off from ZooKeeper for %v, three times its %v session timeout", cut, r.Ev.Sch.Ttl)
 		ok := env.SleepCtx(ctx, cut)
 		for _, p := range r.aNet[:len(r.aNet)-1] {
 			p.Heal()
@@ -213,13 +213,13 @@ func (r *faultRun) expireWaiter(ctx context.Context) error {
 		}
 		r.fault("A's Lock waits behind C; PostgreSQL terminates A's backend (pid %d, pg_terminate_backend)", pid)
 	default:
-		return fmt.Errorf("no session expiry for %s", r.im.Name)
+		return fmt.Errorf("no session expiry for %s", r.Im.Name)
 	}
 	return nil
 }
 
 // runPooler: schedule 12.
-func runPooler(ev *event) error {
+func runPooler(ev *Event) error {
 	mode := []string{rig.PoolTransaction, rig.PoolSession, rig.PoolStatement}[ev.index%3]
 	addr, err := env.Others.PgBouncer(ev.ctx, mode)
 	if err != nil {
@@ -232,7 +232,7 @@ func runPooler(ev *event) error {
 		return err
 	}
 	ev.faultAll("every client reaches PostgreSQL through PgBouncer in %s pooling", mode)
-	ev.each(func(r *faultRun) { r.cycleAll(4*ev.sch.ttl+2*time.Second, nil) })
+	ev.each(func(r *FaultRun) { r.cycleAll(4*ev.Sch.Ttl+2*time.Second, nil) })
 	return nil
 }
 
@@ -245,7 +245,7 @@ func isolationLevel(i int) string {
 }
 
 // runIsolation: schedule 13.
-func runIsolation(ev *event) error {
+func runIsolation(ev *Event) error {
 	level := isolationLevel(ev.index)
 	ev.users.PGSettings = map[string]string{"default_transaction_isolation": level}
 	if err := env.Others.PgLedger(ev.ctx); err != nil {
@@ -258,12 +258,12 @@ func runIsolation(ev *event) error {
 		return err
 	}
 	ev.faultAll("default_transaction_isolation = %s on every client's sessions", level)
-	ev.each(func(r *faultRun) {
+	ev.each(func(r *FaultRun) {
 		var wg sync.WaitGroup
 		for i, a := range []*actor{r.a.(*actor), r.b, r.c} {
 			wg.Go(func() {
 				if env.SleepCtx(ev.ctx, time.Duration(i)*20*time.Millisecond) {
-					a.ledgerCycle(ev.ctx, 4*ev.sch.ttl+2*time.Second, holdB)
+					a.ledgerCycle(ev.ctx, 4*ev.Sch.Ttl+2*time.Second, holdB)
 				}
 			})
 		}

@@ -1,4 +1,4 @@
-package main
+package faults
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 // (so it can be held back), and three sentinels. Single-server locks use
 // the group through Sentinel; 5-node locks have it as their first node
 // and the scoreboard's servers 1-4 as the other four.
-func runFailover(ev *event) error {
+func runFailover(ev *Event) error {
 	ctx := ev.ctx
 	nodes, err := rig.NewN(ctx, 2)
 	if err != nil {
@@ -42,7 +42,7 @@ func runFailover(ev *event) error {
 	}
 	ev.onClose(func() { _ = sentinels.Close() })
 	ev.users = &registry.UserClients{Timeout: userTimeout, Sentinel: &registry.Sentinel{Master: sentinels.MasterName(), Addrs: sentinels.Addrs()}}
-	ev.lockAddrs = append([]string{primary.Addr()}, ev.setup.srv.Addrs[1:faultLockServers]...)
+	ev.lockAddrs = append([]string{primary.Addr()}, ev.setup.Srv.Addrs[1:faultLockServers]...)
 	if err := ev.start(); err != nil {
 		return err
 	}
@@ -67,9 +67,9 @@ func runFailover(ev *event) error {
 }
 
 // runEviction: schedule 7.
-func runEviction(ev *event) error {
+func runEviction(ev *Event) error {
 	ctx := ev.ctx
-	admins := ev.setup.srv.Admin[:faultLockServers]
+	admins := ev.setup.Srv.Admin[:faultLockServers]
 	// Headroom above what each server uses now, so the run starts without
 	// evictions; the lock keys and queues are a few KB.
 	const headroom = 4 << 20
@@ -274,5 +274,5 @@ func jumpClock(ctx context.Context, c *redis.Client, pattern string, d time.Dura
 
 // runLostReply and runLate: schedules 2 and 3, which need per-command
 // faults in the proxy; see faults_cmd.go when the build has them.
-func runLostReply(ev *event) error { return runCommandFault(ev, false) }
-func runLate(ev *event) error      { return runCommandFault(ev, true) }
+func runLostReply(ev *Event) error { return runCommandFault(ev, false) }
+func runLate(ev *Event) error      { return runCommandFault(ev, true) }

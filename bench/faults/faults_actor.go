@@ -1,4 +1,4 @@
-package main
+package faults
 
 import (
 	"context"
@@ -240,7 +240,7 @@ func (a *actor) finish(ctx context.Context) error {
 }
 
 // release lets finish go on.
-func (a *actor) release() {
+func (a *actor) Release() {
 	select {
 	case <-a.goOn:
 	default:
@@ -346,8 +346,8 @@ func (a *actor) halt() {
 	}
 }
 
-func (a *actor) close() {
-	a.release()
+func (a *actor) Close() {
+	a.Release()
 	a.halt()
 	if a.con.Close != nil {
 		_ = a.con.Close()

@@ -1,4 +1,4 @@
-package main
+package faults
 
 import (
 	"fmt"
@@ -11,36 +11,36 @@ import (
 )
 
 // cellResult is one lock under one schedule over all its runs.
-type cellResult struct {
-	impl   *registry.Lock
-	sch    *schedule
-	notRun string // why the schedule did not run; "" if it did
+type CellResult struct {
+	Impl   *registry.Lock
+	Sch    *Schedule
+	NotRun string // why the schedule did not run; "" if it did
 
-	runs         int // judged runs
-	inconclusive int // runs that could not be judged
-	whyNot       string
-	unsafe       int
-	stuck        int
-	overlaps     int
-	lost         int
-	stale        int
-	refused      int
-	fenced       bool // the lock gives fencing tokens
-	declined     int  // runs in which the lock refused the servers (they evict): safe
-	whyDeclined  string
-	told         int
-	toldBefore   int
-	maxStall     time.Duration
+	Runs         int // judged runs
+	Inconclusive int // runs that could not be judged
+	WhyNot       string
+	Unsafe       int
+	Stuck        int
+	Overlaps     int
+	Lost         int
+	Stale        int
+	Refused      int
+	Fenced       bool // the lock gives fencing tokens
+	Declined     int  // runs in which the lock refused the servers (they evict): safe
+	WhyDeclined  string
+	Told         int
+	ToldBefore   int
+	MaxStall     time.Duration
 
 	// The lowest-numbered run of each kind, with its timeline.
-	first map[string]firstRun
+	First map[string]firstRun
 	all   bool // keep every run's timeline (-fault-timelines all)
 }
 
 type firstRun struct {
 	index    int // 0-based
 	seed     uint64
-	timeline string
+	Timeline string
 }
 
 // Timeline kinds kept per cell.
@@ -50,56 +50,56 @@ const (
 	tlExample = "example"
 )
 
-func (c *cellResult) add(r *faultRun) {
+func (c *CellResult) add(r *FaultRun) {
 	if r.declined != "" {
-		c.runs++
-		c.declined++
-		if c.whyDeclined == "" {
-			c.whyDeclined = r.declined
+		c.Runs++
+		c.Declined++
+		if c.WhyDeclined == "" {
+			c.WhyDeclined = r.declined
 		}
 		return
 	}
 	if r.failed != "" {
-		c.inconclusive++
-		if c.whyNot == "" {
-			c.whyNot = r.failed
+		c.Inconclusive++
+		if c.WhyNot == "" {
+			c.WhyNot = r.failed
 		}
 		return
 	}
-	c.runs++
-	c.fenced = c.fenced || r.fenced()
+	c.Runs++
+	c.Fenced = c.Fenced || r.fenced()
 	v := r.v
 	if v.Unsafe {
-		c.unsafe++
+		c.Unsafe++
 	}
 	if v.Stuck {
-		c.stuck++
+		c.Stuck++
 	}
 	if v.Overlap {
-		c.overlaps++
+		c.Overlaps++
 	}
-	c.lost += v.LostUpdates
-	c.stale += v.StaleAccepted
-	c.refused += v.Refused
+	c.Lost += v.LostUpdates
+	c.Stale += v.StaleAccepted
+	c.Refused += v.Refused
 	if v.Told {
-		c.told++
+		c.Told++
 	}
 	if v.ToldBeforeOverlap {
-		c.toldBefore++
+		c.ToldBefore++
 	}
-	c.maxStall = max(c.maxStall, v.MaxStall)
+	c.MaxStall = max(c.MaxStall, v.MaxStall)
 	keep := func(kind string) {
-		if c.first == nil {
-			c.first = map[string]firstRun{}
+		if c.First == nil {
+			c.First = map[string]firstRun{}
 		}
-		if f, ok := c.first[kind]; ok && f.index < r.ev.index {
+		if f, ok := c.First[kind]; ok && f.index < r.Ev.index {
 			return
 		}
-		c.first[kind] = firstRun{index: r.ev.index, seed: r.ev.seed, timeline: r.timeline()}
+		c.First[kind] = firstRun{index: r.Ev.index, seed: r.Ev.seed, Timeline: r.timeline()}
 	}
 	keep(tlExample)
 	if c.all {
-		c.first[fmt.Sprintf("run%d", r.ev.index+1)] = firstRun{index: r.ev.index, seed: r.ev.seed, timeline: r.timeline()}
+		c.First[fmt.Sprintf("run%d", r.Ev.index+1)] = firstRun{index: r.Ev.index, seed: r.Ev.seed, Timeline: r.timeline()}
 	}
 	if v.Unsafe {
 		keep(tlUnsafe)
@@ -110,10 +110,10 @@ func (c *cellResult) add(r *faultRun) {
 }
 
 // timeline renders the run's history with what was found.
-func (r *faultRun) timeline() string {
+func (r *FaultRun) timeline() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s under %d. %s (run %d, seed %d, lease %v)\n%s\n\n", r.im.Name, r.ev.sch.n, r.ev.sch.title,
-		r.ev.index+1, r.ev.seed, r.ev.sch.ttl, r.ev.sch.what)
+	fmt.Fprintf(&b, "%s under %d. %s (run %d, seed %d, lease %v)\n%s\n\n", r.Im.Name, r.Ev.Sch.N, r.Ev.Sch.Title,
+		r.Ev.index+1, r.Ev.seed, r.Ev.Sch.Ttl, r.Ev.Sch.What)
 	b.WriteString(history.Render(r.hist.Events(), r.v.Findings))
 	fmt.Fprintf(&b, "\nresource counter at the end: %d\n", r.final)
 	switch {
@@ -130,7 +130,7 @@ func (r *faultRun) timeline() string {
 }
 
 // faultRow is one line of faults.json.
-type faultRow struct {
+type FaultRow struct {
 	Impl                string  `json:"impl"`
 	Kind                string  `json:"kind"` // ours, peer, naive
 	Fault               string  `json:"fault"`
@@ -158,40 +158,40 @@ type faultRow struct {
 	TTLms               int64   `json:"ttl_ms"`
 }
 
-func (c *cellResult) row() faultRow {
-	cl := registry.ClaimOf(c.impl.Name, c.sch.id)
-	r := faultRow{Impl: c.impl.Name, Kind: string(c.impl.Kind), Fault: c.sch.id, FaultNumber: c.sch.n, Title: c.sch.title,
-		Runs: c.runs, Inconclusive: c.inconclusive, InconclusiveWhy: c.whyNot,
-		UnsafeRuns: c.unsafe, StuckRuns: c.stuck, Violations: c.overlaps, LostUpdates: c.lost,
-		StaleWritesAccepted: c.stale, WritesRefused: c.refused, RefusedToRun: c.declined, RefusedToRunWhy: c.whyDeclined, ToldRuns: c.told, MaxStallMs: float64(c.maxStall.Microseconds()) / 1000,
-		Modeled: c.sch.modeled, NotRun: c.notRun, Claim: cl.Verdict, ClaimSource: cl.Why, TTLms: c.sch.ttl.Milliseconds()}
-	if c.impl.LossSignal {
-		n := c.toldBefore
+func (c *CellResult) Row() FaultRow {
+	cl := registry.ClaimOf(c.Impl.Name, c.Sch.Id)
+	r := FaultRow{Impl: c.Impl.Name, Kind: string(c.Impl.Kind), Fault: c.Sch.Id, FaultNumber: c.Sch.N, Title: c.Sch.Title,
+		Runs: c.Runs, Inconclusive: c.Inconclusive, InconclusiveWhy: c.WhyNot,
+		UnsafeRuns: c.Unsafe, StuckRuns: c.Stuck, Violations: c.Overlaps, LostUpdates: c.Lost,
+		StaleWritesAccepted: c.Stale, WritesRefused: c.Refused, RefusedToRun: c.Declined, RefusedToRunWhy: c.WhyDeclined, ToldRuns: c.Told, MaxStallMs: float64(c.MaxStall.Microseconds()) / 1000,
+		Modeled: c.Sch.Modeled, NotRun: c.NotRun, Claim: cl.Verdict, ClaimSource: cl.Why, TTLms: c.Sch.Ttl.Milliseconds()}
+	if c.Impl.LossSignal {
+		n := c.ToldBefore
 		r.ToldBeforeOverlap = &n
 	}
-	if kind := c.linked(); kind != "" {
-		r.Timeline = c.timelinePath(kind)
+	if kind := c.Linked(); kind != "" {
+		r.Timeline = c.TimelinePath(kind)
 	}
 	return r
 }
 
 // linked returns the kind of run whose timeline a cell links to: its first
 // unsafe run, else its first stuck run; "" for neither.
-func (c *cellResult) linked() string {
+func (c *CellResult) Linked() string {
 	for _, k := range []string{tlUnsafe, tlStuck} {
-		if _, ok := c.first[k]; ok {
+		if _, ok := c.First[k]; ok {
 			return k
 		}
 	}
 	return ""
 }
 
-func (c *cellResult) timelinePath(kind string) string {
-	f := c.first[kind]
+func (c *CellResult) TimelinePath(kind string) string {
+	f := c.First[kind]
 	if strings.HasPrefix(kind, "run") {
-		return fmt.Sprintf("timelines/%d-%s/all/%s_%s.txt", c.sch.n, c.sch.id, fileSafe(c.impl.Name), kind)
+		return fmt.Sprintf("timelines/%d-%s/all/%s_%s.txt", c.Sch.N, c.Sch.Id, fileSafe(c.Impl.Name), kind)
 	}
-	return fmt.Sprintf("timelines/%d-%s/%s_%s_run%d.txt", c.sch.n, c.sch.id, fileSafe(c.impl.Name), kind, f.index+1)
+	return fmt.Sprintf("timelines/%d-%s/%s_%s_run%d.txt", c.Sch.N, c.Sch.Id, fileSafe(c.Impl.Name), kind, f.index+1)
 }
 
 func fileSafe(s string) string {
@@ -199,32 +199,32 @@ func fileSafe(s string) string {
 }
 
 // text is the matrix cell: "0/20", "7/20 runs unsafe", "3/20 runs stuck".
-func (c *cellResult) text() string {
-	if c.notRun == notApplicable {
+func (c *CellResult) Text() string {
+	if c.NotRun == NotApplicable {
 		return "–"
 	}
-	if c.notRun != "" {
+	if c.NotRun != "" {
 		return "not run"
 	}
-	if c.runs == 0 {
-		return fmt.Sprintf("inconclusive (%d)", c.inconclusive)
+	if c.Runs == 0 {
+		return fmt.Sprintf("inconclusive (%d)", c.Inconclusive)
 	}
 	var s string
 	switch {
-	case c.unsafe > 0 && c.stuck > 0:
-		s = fmt.Sprintf("%d/%d runs unsafe, %d stuck", c.unsafe, c.runs, c.stuck)
-	case c.unsafe > 0:
-		s = fmt.Sprintf("%d/%d runs unsafe", c.unsafe, c.runs)
-	case c.stuck > 0:
-		s = fmt.Sprintf("%d/%d runs stuck", c.stuck, c.runs)
+	case c.Unsafe > 0 && c.Stuck > 0:
+		s = fmt.Sprintf("%d/%d runs unsafe, %d stuck", c.Unsafe, c.Runs, c.Stuck)
+	case c.Unsafe > 0:
+		s = fmt.Sprintf("%d/%d runs unsafe", c.Unsafe, c.Runs)
+	case c.Stuck > 0:
+		s = fmt.Sprintf("%d/%d runs stuck", c.Stuck, c.Runs)
 	default:
-		s = fmt.Sprintf("0/%d", c.runs)
+		s = fmt.Sprintf("0/%d", c.Runs)
 	}
-	if c.declined > 0 {
-		s += fmt.Sprintf(" (%d refused to run)", c.declined)
+	if c.Declined > 0 {
+		s += fmt.Sprintf(" (%d refused to run)", c.Declined)
 	}
-	if c.inconclusive > 0 {
-		s += fmt.Sprintf(" (+%d inconclusive)", c.inconclusive)
+	if c.Inconclusive > 0 {
+		s += fmt.Sprintf(" (+%d inconclusive)", c.Inconclusive)
 	}
 	return s
 }

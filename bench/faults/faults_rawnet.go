@@ -1,4 +1,4 @@
-package main
+package faults
 
 import (
 	"context"
@@ -38,18 +38,18 @@ type rawMode int
 
 const (
 	rawCount rawMode = iota // count only
-	rawDrop                 // deliver it, lose the reply, reset
-	rawHold                 // hold it and everything after, both ways, until release
+	RawDrop                 // deliver it, lose the reply, reset
+	RawHold                 // hold it and everything after, both ways, until release
 )
 
 // rawNet is one client's network to the servers of a non-Redis system:
 // a listener per server, all sharing one count and one fault. Its methods
 // are safe for concurrent use.
-type rawNet struct {
-	mu      sync.Mutex // protects the fields below and every rawConn's queues
+type RawNet struct {
+	Mu      sync.Mutex // protects the fields below and every rawConn's queues
 	cond    *sync.Cond // signalled when a queue, holding or closed changes
 	lns     []net.Listener
-	conns   map[*rawConn]bool
+	Conns   map[*rawConn]bool
 	chunks  int     // chunks the client sent since arm
 	mode    rawMode // the fault armed
 	at      int     // the chunk it is armed for (0-based)
@@ -64,63 +64,63 @@ type rawNet struct {
 type rawConn struct {
 	client, server net.Conn
 	up, down       [][]byte // client→server and server→client bytes not written yet
-	upEOF, downEOF bool     // the side that feeds the queue has ended
+	UpEOF, downEOF bool     // the side that feeds the queue has ended
 	dropNext       bool     // the next bytes from the server are lost (rawDrop)
 	dead           bool
 }
 
-func newRawNet() *rawNet {
-	rn := &rawNet{conns: map[*rawConn]bool{}, fired: make(chan struct{}), at: -1}
-	rn.cond = sync.NewCond(&rn.mu)
+func NewRawNet() *RawNet {
+	rn := &RawNet{Conns: map[*rawConn]bool{}, fired: make(chan struct{}), at: -1}
+	rn.cond = sync.NewCond(&rn.Mu)
 	return rn
 }
 
 // listen adds a listener forwarding to target and returns its address.
-func (rn *rawNet) listen(target string) (string, error) {
+func (rn *RawNet) Listen(target string) (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", fmt.Errorf("faults: raw proxy: %w", err)
 	}
-	rn.mu.Lock()
+	rn.Mu.Lock()
 	if rn.closed {
-		rn.mu.Unlock()
+		rn.Mu.Unlock()
 		_ = ln.Close()
 		return "", errors.New("faults: raw proxy closed")
 	}
 	rn.lns = append(rn.lns, ln)
 	rn.wg.Add(1)
-	rn.mu.Unlock()
+	rn.Mu.Unlock()
 	go rn.accept(ln, target)
 	return ln.Addr().String(), nil
 }
 
 // arm resets the count and sets the fault for the chunk at index at
 // (0-based) from now; rawCount with any at only counts.
-func (rn *rawNet) arm(mode rawMode, at int) {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
+func (rn *RawNet) Arm(mode rawMode, at int) {
+	rn.Mu.Lock()
+	defer rn.Mu.Unlock()
 	rn.chunks, rn.mode, rn.at = 0, mode, at
 	rn.fired = make(chan struct{})
 }
 
 // count returns the chunks the client sent since arm.
-func (rn *rawNet) count() int {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
+func (rn *RawNet) Count() int {
+	rn.Mu.Lock()
+	defer rn.Mu.Unlock()
 	return rn.chunks
 }
 
 // firedC returns a channel closed when the armed chunk came.
-func (rn *rawNet) firedC() <-chan struct{} {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
+func (rn *RawNet) FiredC() <-chan struct{} {
+	rn.Mu.Lock()
+	defer rn.Mu.Unlock()
 	return rn.fired
 }
 
 // hasFired reports whether the armed chunk came.
-func (rn *rawNet) hasFired() bool {
+func (rn *RawNet) HasFired() bool {
 	select {
-	case <-rn.firedC():
+	case <-rn.FiredC():
 		return true
 	default:
 		return false
@@ -128,36 +128,36 @@ func (rn *rawNet) hasFired() bool {
 }
 
 // isHolding reports whether the client's bytes are held now.
-func (rn *rawNet) isHolding() bool {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
+func (rn *RawNet) IsHolding() bool {
+	rn.Mu.Lock()
+	defer rn.Mu.Unlock()
 	return rn.holding
 }
 
 // release ends a hold: held bytes flow, and the fault is disarmed.
-func (rn *rawNet) release() {
-	rn.mu.Lock()
-	defer rn.mu.Unlock()
+func (rn *RawNet) Release() {
+	rn.Mu.Lock()
+	defer rn.Mu.Unlock()
 	rn.holding = false
 	rn.mode, rn.at = rawCount, -1
 	rn.cond.Broadcast()
 }
 
 // close stops every listener and connection and waits for them.
-func (rn *rawNet) close() {
-	rn.mu.Lock()
+func (rn *RawNet) Close() {
+	rn.Mu.Lock()
 	if rn.closed {
-		rn.mu.Unlock()
+		rn.Mu.Unlock()
 		return
 	}
 	rn.closed = true
 	lns := rn.lns
 	var cs []*rawConn
-	for c := range rn.conns {
+	for c := range rn.Conns {
 		cs = append(cs, c)
 	}
 	rn.cond.Broadcast()
-	rn.mu.Unlock()
+	rn.Mu.Unlock()
 	for _, ln := range lns {
 		_ = ln.Close()
 	}
@@ -168,7 +168,7 @@ func (rn *rawNet) close() {
 	rn.wg.Wait()
 }
 
-func (rn *rawNet) accept(ln net.Listener, target string) {
+func (rn *RawNet) accept(ln net.Listener, target string) {
 	defer rn.wg.Done()
 	for {
 		cc, err := ln.Accept()
@@ -181,16 +181,16 @@ func (rn *rawNet) accept(ln net.Listener, target string) {
 			continue
 		}
 		c := &rawConn{client: cc, server: sc}
-		rn.mu.Lock()
+		rn.Mu.Lock()
 		if rn.closed {
-			rn.mu.Unlock()
+			rn.Mu.Unlock()
 			_ = cc.Close()
 			_ = sc.Close()
 			return
 		}
-		rn.conns[c] = true
+		rn.Conns[c] = true
 		rn.wg.Add(4)
-		rn.mu.Unlock()
+		rn.Mu.Unlock()
 		go rn.readClient(c)
 		go rn.readServer(c)
 		go rn.write(c, true)
@@ -200,20 +200,20 @@ func (rn *rawNet) accept(ln net.Listener, target string) {
 
 // readClient queues the client's chunks for the server, counting them and
 // applying the armed fault.
-func (rn *rawNet) readClient(c *rawConn) {
+func (rn *RawNet) readClient(c *rawConn) {
 	defer rn.wg.Done()
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := c.client.Read(buf)
-		rn.mu.Lock()
+		rn.Mu.Lock()
 		if n > 0 {
 			if !rn.holding {
 				if rn.chunks == rn.at && rn.mode != rawCount {
 					close(rn.fired)
 					switch rn.mode {
-					case rawDrop:
+					case RawDrop:
 						c.dropNext = true
-					case rawHold:
+					case RawHold:
 						rn.holding = true
 					}
 				}
@@ -222,10 +222,10 @@ func (rn *rawNet) readClient(c *rawConn) {
 			c.up = append(c.up, append([]byte(nil), buf[:n]...))
 		}
 		if err != nil {
-			c.upEOF = true
+			c.UpEOF = true
 		}
 		rn.cond.Broadcast()
-		rn.mu.Unlock()
+		rn.Mu.Unlock()
 		if err != nil {
 			return
 		}
@@ -234,17 +234,17 @@ func (rn *rawNet) readClient(c *rawConn) {
 
 // readServer queues the server's bytes for the client, or, when the
 // client's last chunk is to lose its reply, resets both sides instead.
-func (rn *rawNet) readServer(c *rawConn) {
+func (rn *RawNet) readServer(c *rawConn) {
 	defer rn.wg.Done()
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := c.server.Read(buf)
-		rn.mu.Lock()
+		rn.Mu.Lock()
 		if n > 0 && c.dropNext {
 			c.dropNext, c.dead = false, true
 			rn.dropped++
 			rn.cond.Broadcast()
-			rn.mu.Unlock()
+			rn.Mu.Unlock()
 			reset(c.client)
 			reset(c.server)
 			return
@@ -256,7 +256,7 @@ func (rn *rawNet) readServer(c *rawConn) {
 			c.downEOF = true
 		}
 		rn.cond.Broadcast()
-		rn.mu.Unlock()
+		rn.Mu.Unlock()
 		if err != nil {
 			return
 		}
@@ -265,18 +265,18 @@ func (rn *rawNet) readServer(c *rawConn) {
 
 // write drains one queue of c (up: to the server) while nothing holds it;
 // at the queue's end it closes the other side.
-func (rn *rawNet) write(c *rawConn, up bool) {
+func (rn *RawNet) write(c *rawConn, up bool) {
 	defer rn.wg.Done()
 	dst := c.client
 	if up {
 		dst = c.server
 	}
 	for {
-		rn.mu.Lock()
+		rn.Mu.Lock()
 		for {
 			q, eof := c.down, c.downEOF
 			if up {
-				q, eof = c.up, c.upEOF
+				q, eof = c.up, c.UpEOF
 			}
 			if rn.closed || c.dead || (!rn.holding && (len(q) > 0 || eof)) {
 				break
@@ -284,7 +284,7 @@ func (rn *rawNet) write(c *rawConn, up bool) {
 			rn.cond.Wait()
 		}
 		if rn.closed || c.dead {
-			rn.mu.Unlock()
+			rn.Mu.Unlock()
 			return
 		}
 		var data []byte
@@ -293,29 +293,29 @@ func (rn *rawNet) write(c *rawConn, up bool) {
 		} else if !up && len(c.down) > 0 {
 			data, c.down = c.down[0], c.down[1:]
 		}
-		rn.mu.Unlock()
+		rn.Mu.Unlock()
 		if data == nil { // the feeding side ended and the queue is empty
 			if tc, ok := dst.(*net.TCPConn); ok {
 				_ = tc.CloseWrite()
 			}
 			// Wait for the other direction to end too, then close.
-			rn.mu.Lock()
-			for !rn.closed && !c.dead && !(c.upEOF && c.downEOF) {
+			rn.Mu.Lock()
+			for !rn.closed && !c.dead && !(c.UpEOF && c.downEOF) {
 				rn.cond.Wait()
 			}
 			c.dead = true
-			delete(rn.conns, c)
+			delete(rn.Conns, c)
 			rn.cond.Broadcast()
-			rn.mu.Unlock()
+			rn.Mu.Unlock()
 			_ = c.client.Close()
 			_ = c.server.Close()
 			return
 		}
 		if _, err := dst.Write(data); err != nil {
-			rn.mu.Lock()
+			rn.Mu.Lock()
 			c.dead = true
 			rn.cond.Broadcast()
-			rn.mu.Unlock()
+			rn.Mu.Unlock()
 			_ = c.client.Close()
 			_ = c.server.Close()
 			return
@@ -336,16 +336,16 @@ func reset(conn net.Conn) {
 // them as the ops to fault in turn: the first chunk of A, of B, of C, then
 // the second of each, and so on, so that the first runs fault the start
 // of each client's Lock.
-func (fs *faultSetup) discoverRaw(ctx context.Context, im *registry.Lock) ([]faultOp, error) {
+func (fs *FaultSetup) discoverRaw(ctx context.Context, im *registry.Lock) ([]faultOp, error) {
 	counts := map[string]int{}
-	err := fs.discoveryRun(ctx, im, true, func(ev *event) error {
+	err := fs.discoveryRun(ctx, im, true, func(ev *Event) error {
 		r := ev.runs[0]
 		for _, rn := range r.raw {
-			rn.arm(rawCount, -1)
+			rn.Arm(rawCount, -1)
 		}
-		ev.each(func(r *faultRun) { r.cycleAll(4*ev.sch.ttl+2*time.Second, nil) })
+		ev.each(func(r *FaultRun) { r.cycleAll(4*ev.Sch.Ttl+2*time.Second, nil) })
 		for name, rn := range r.raw {
-			counts[name] = rn.count()
+			counts[name] = rn.Count()
 		}
 		return nil
 	})
@@ -357,7 +357,7 @@ func (fs *faultSetup) discoverRaw(ctx context.Context, im *registry.Lock) ([]fau
 		more := false
 		for _, name := range []string{"A", "B", "C"} {
 			if k < counts[name] {
-				out = append(out, faultOp{op: lockOp{raw: true, chunk: k}, client: name})
+				out = append(out, faultOp{Op: LockOp{raw: true, chunk: k}, Client: name})
 				more = true
 			}
 		}
@@ -371,22 +371,22 @@ func (fs *faultSetup) discoverRaw(ctx context.Context, im *registry.Lock) ([]fau
 // not on Redis: fo's client's fo.op.chunk-th chunk in its turn loses its
 // reply, or is held with everything after it until the client gave up and
 // another client holds the lock (or the window passed), then delivered.
-func (r *faultRun) rawCommandFault(fo faultOp, late bool) {
-	ev := r.ev
-	rn := r.raw[fo.client]
+func (r *FaultRun) rawCommandFault(fo faultOp, late bool) {
+	ev := r.Ev
+	rn := r.raw[fo.Client]
 	if rn == nil {
-		r.failed = "no raw network for " + fo.client
+		r.failed = "no raw network for " + fo.Client
 		return
 	}
-	what := fmt.Sprintf("%s by %s in its turn", fo.op, fo.client)
+	what := fmt.Sprintf("%s by %s in its turn", fo.Op, fo.Client)
 	if late {
-		rn.arm(rawHold, fo.op.chunk)
-		r.fault("armed: hold %s in the network, with everything %s sends after it, until it gave up and another client holds the lock", what, fo.client)
+		rn.Arm(RawHold, fo.Op.chunk)
+		r.fault("armed: hold %s in the network, with everything %s sends after it, until it gave up and another client holds the lock", what, fo.Client)
 	} else {
-		rn.arm(rawDrop, fo.op.chunk)
+		rn.Arm(RawDrop, fo.Op.chunk)
 		r.fault("armed: deliver %s and lose the reply (the connection is reset)", what)
 	}
-	fired := rn.firedC()
+	fired := rn.FiredC()
 	wctx, stop := context.WithCancel(ev.ctx)
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -400,11 +400,11 @@ func (r *faultRun) rawCommandFault(fo faultOp, late bool) {
 			r.fault("request delivered; its reply will be lost")
 			return
 		}
-		r.fault("request held in the network (%s is cut off)", fo.client)
+		r.fault("request held in the network (%s is cut off)", fo.Client)
 		// The client gives up when its call's context ends: Lock's bound,
 		// or Unlock's 5 s.
-		deadline := time.Now().Add(4*ev.sch.ttl + 8*time.Second)
-		for time.Now().Before(deadline) && !r.failedSince(fo.client, at) {
+		deadline := time.Now().Add(4*ev.Sch.Ttl + 8*time.Second)
+		for time.Now().Before(deadline) && !r.failedSince(fo.Client, at) {
 			if !env.SleepCtx(wctx, 5*time.Millisecond) {
 				break
 			}
@@ -415,8 +415,8 @@ func (r *faultRun) rawCommandFault(fo faultOp, late bool) {
 				break
 			}
 		}
-		r.fault("held bytes delivered now, after %s gave up", fo.client)
-		rn.release()
+		r.fault("held bytes delivered now, after %s gave up", fo.Client)
+		rn.Release()
 		r.mu.Lock()
 		r.delivered = time.Now()
 		r.mu.Unlock()
@@ -431,26 +431,26 @@ func (r *faultRun) rawCommandFault(fo faultOp, late bool) {
 		// client's first turn is over.
 		armed := ev.clock.Now()
 		more = func() bool {
-			if !rn.hasFired() {
-				return !r.turnOver(fo.client, armed)
+			if !rn.HasFired() {
+				return !r.turnOver(fo.Client, armed)
 			}
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			return r.delivered.IsZero() || time.Since(r.delivered) < 300*time.Millisecond
 		}
 	}
-	r.cycleAll(4*ev.sch.ttl+2*time.Second, more)
+	r.cycleAll(4*ev.Sch.Ttl+2*time.Second, more)
 	stop()
 	wg.Wait()
-	rn.release()
-	if !rn.hasFired() {
+	rn.Release()
+	if !rn.HasFired() {
 		r.fault("(%s never came: the client sent fewer chunks in this run)", what)
 	}
 }
 
 // turnOver reports whether client's turn that began after at is over: it
 // released the lock or gave up waiting for it.
-func (r *faultRun) turnOver(client string, at time.Duration) bool {
+func (r *FaultRun) turnOver(client string, at time.Duration) bool {
 	for _, e := range r.hist.Events() {
 		if e.Client == client && e.At >= at &&
 			(e.Kind == history.Release || e.Kind == history.Acquire && strings.HasPrefix(e.Text, "gave up")) {

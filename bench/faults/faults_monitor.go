@@ -1,4 +1,4 @@
-package main
+package faults
 
 import (
 	"bufio"
@@ -21,8 +21,8 @@ type monitor struct {
 	conn net.Conn
 	done chan struct{}
 	mu   sync.Mutex
-	ops  []lockOp
-	seen map[lockOp]bool
+	ops  []LockOp
+	seen map[LockOp]bool
 }
 
 func startMonitor(ctx context.Context, addr string) (*monitor, error) {
@@ -43,7 +43,7 @@ func startMonitor(ctx context.Context, addr string) (*monitor, error) {
 		return nil, fmt.Errorf("MONITOR: %q, %v", line, err)
 	}
 	_ = conn.SetReadDeadline(time.Time{})
-	m := &monitor{conn: conn, done: make(chan struct{}), seen: map[lockOp]bool{}}
+	m := &monitor{conn: conn, done: make(chan struct{}), seen: map[LockOp]bool{}}
 	go func() {
 		defer close(m.done)
 		for {
@@ -51,7 +51,7 @@ func startMonitor(ctx context.Context, addr string) (*monitor, error) {
 			if err != nil {
 				return
 			}
-			if op, ok := parseMonitorLine(line); ok {
+			if op, ok := ParseMonitorLine(line); ok {
 				m.mu.Lock()
 				if !m.seen[op] {
 					m.seen[op] = true
@@ -66,7 +66,7 @@ func startMonitor(ctx context.Context, addr string) (*monitor, error) {
 
 // stop ends the monitor and returns what it saw. A moment's grace lets
 // the last commands' lines arrive.
-func (m *monitor) stop() []lockOp {
+func (m *monitor) stop() []LockOp {
 	time.Sleep(50 * time.Millisecond)
 	_ = m.conn.Close()
 	<-m.done
@@ -89,33 +89,33 @@ var protocolCommands = map[string]bool{
 //	+1700000000.123456 [0 127.0.0.1:51234] "evalsha" "3f2a..." "2" "k" ...
 //
 // and returns the command a client sent, if it is one of a lock's.
-func parseMonitorLine(line string) (lockOp, bool) {
+func ParseMonitorLine(line string) (LockOp, bool) {
 	open := strings.IndexByte(line, '[')
 	end := strings.IndexByte(line, ']')
 	if open < 0 || end < open {
-		return lockOp{}, false
+		return LockOp{}, false
 	}
 	if strings.HasSuffix(line[open+1:end], " lua") {
-		return lockOp{}, false // run by a script
+		return LockOp{}, false // run by a script
 	}
 	args := quotedArgs(line[end+1:], 2)
 	if len(args) == 0 {
-		return lockOp{}, false
+		return LockOp{}, false
 	}
 	name := strings.ToUpper(args[0])
 	if protocolCommands[name] || measure.IsAdmin(strings.ToLower(name)) {
-		return lockOp{}, false
+		return LockOp{}, false
 	}
-	op := lockOp{name: name}
+	op := LockOp{Name: name}
 	switch name {
 	case "EVALSHA":
 		if len(args) > 1 {
-			op.sha = strings.ToLower(args[1])
+			op.Sha = strings.ToLower(args[1])
 		}
 	case "EVAL":
 		if len(args) > 1 {
 			sum := sha1.Sum([]byte(args[1]))
-			op.name, op.sha = "EVALSHA", hex.EncodeToString(sum[:])
+			op.Name, op.Sha = "EVALSHA", hex.EncodeToString(sum[:])
 		}
 	}
 	return op, true
