@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/locklab/locklab/bench/registry"
+	"github.com/locklab/locklab/bench/report"
 	"github.com/locklab/locklab/bench/speed"
 )
 
@@ -101,7 +102,7 @@ func TestEndToEnd(t *testing.T) {
 	if sum < 0 || mach < sum || !bytes.Contains(reportMD[sum:mach], []byte("| contended, 2 clients, hold 0 | wait p99 ↓ |")) {
 		t.Errorf("report.md does not open with the summary:\n%s", reportMD)
 	}
-	var m machine
+	var m report.Machine
 	mb, _ := os.ReadFile(filepath.Join(dir, "machine.json"))
 	if err := json.Unmarshal(mb, &m); err != nil || m.RedisBenchmark == nil {
 		t.Fatalf("machine.json: %v, %s", err, mb)

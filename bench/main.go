@@ -30,6 +30,7 @@ import (
 	"github.com/locklab/locklab/bench/faults"
 	"github.com/locklab/locklab/bench/htmlreport"
 	"github.com/locklab/locklab/bench/registry"
+	"github.com/locklab/locklab/bench/report"
 	"github.com/locklab/locklab/bench/speed"
 	"github.com/locklab/locklab/internal/module"
 	"github.com/locklab/locklab/internal/rig"
@@ -109,7 +110,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			_ = os.Remove(dir) // only if still empty
 		}
 	}()
-	mach := describeMachine(args)
+	mach := report.DescribeMachine(args)
 	srv, err := env.StartKinds(ctx, cfg.Addrs, nodes, cfg.Servers)
 	if err != nil {
 		return err
@@ -139,7 +140,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		}
 		bad = append(bad, b...)
 	}
-	if err := writeJSON(filepath.Join(dir, "machine.json"), mach); err != nil {
+	if err := report.WriteJSON(filepath.Join(dir, "machine.json"), mach); err != nil {
 		return err
 	}
 	// report.html beside report.md and faults.md, and its screenshot (bench/htmlreport).
@@ -172,7 +173,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 
 // runSpeed runs the speed scenarios and writes their files; it returns
 // the safe locks that showed violations.
-func runSpeed(ctx context.Context, cfg *speed.Config, mach *machine, srv *env.Servers, cs []speed.Cell, impls []*registry.Lock, dir string, stdout, stderr io.Writer) ([]string, error) {
+func runSpeed(ctx context.Context, cfg *speed.Config, mach *report.Machine, srv *env.Servers, cs []speed.Cell, impls []*registry.Lock, dir string, stdout, stderr io.Writer) ([]string, error) {
 	plan := speed.Steps(cfg.Rounds, cs, impls)
 	fmt.Fprintf(stderr, "bench: %d impls (%s) × %d cells × %d rounds = %d runs of %s; planned about %s plus server start\n",
 		len(impls), strings.Join(implNames(impls), ","), len(cs), cfg.Rounds, len(plan), cfg.Duration,
@@ -219,15 +220,15 @@ func runSpeed(ctx context.Context, cfg *speed.Config, mach *machine, srv *env.Se
 	}
 	prog.Finish()
 
-	res := newResults(cfg, *mach, cs, impls, runs)
-	tables, err := res.write(dir)
+	res := report.NewResults(cfg, *mach, cs, impls, runs)
+	tables, err := res.Write(dir)
 	if err != nil {
 		return nil, err
 	}
 	fmt.Fprint(stdout, tables)
 
 	var bad []string
-	for _, r := range res.rows {
+	for _, r := range res.Rows {
 		if r.Violations > 0 && !registry.Locks[r.Impl].Naive {
 			bad = append(bad, fmt.Sprintf("%s (%s N=%d: %d)", r.Impl, r.Scenario, r.Clients, r.Violations))
 		}
@@ -240,7 +241,7 @@ func runSpeed(ctx context.Context, cfg *speed.Config, mach *machine, srv *env.Se
 
 // runScoreboard runs the fault scoreboard and writes its files; it
 // returns our locks' broken promises.
-func runScoreboard(ctx context.Context, cfg *speed.Config, mach machine, srv *env.Servers, impls []*registry.Lock, dir string, stdout, stderr io.Writer) ([]string, error) {
+func runScoreboard(ctx context.Context, cfg *speed.Config, mach report.Machine, srv *env.Servers, impls []*registry.Lock, dir string, stdout, stderr io.Writer) ([]string, error) {
 	fs := &faults.FaultSetup{Runs: cfg.FaultRuns, Seed: cfg.Seed, Impls: impls, Srv: srv, External: srv.External, AllTimelines: cfg.AllTimelines}
 	for _, sch := range faults.Schedules {
 		if slices.Contains(cfg.Faults, sch.Id) {
@@ -254,16 +255,16 @@ func runScoreboard(ctx context.Context, cfg *speed.Config, mach machine, srv *en
 	if err != nil {
 		return nil, err
 	}
-	fr := &faultReport{mach: mach, setup: fs, cells: cells, took: time.Since(start)}
-	matrix, err := fr.write(dir, cfg.Plots)
+	fr := &report.FaultReport{Mach: mach, Setup: fs, Cells: cells, Took: time.Since(start)}
+	matrix, err := fr.Write(dir, cfg.Plots)
 	if err != nil {
 		return nil, err
 	}
 	fmt.Fprint(stdout, matrix)
-	if b := fr.blind(); len(b) > 0 {
+	if b := fr.Blind(); len(b) > 0 {
 		fmt.Fprintf(stderr, "faults: warning: a naive lock's mistake did not show: %s (see faults.md, The control rows)\n", strings.Join(b, ", "))
 	}
-	if b := fr.brokenPromises(); len(b) > 0 {
+	if b := fr.BrokenPromises(); len(b) > 0 {
 		return []string{"a lock of ours is unsafe under a fault it claims to survive: " + strings.Join(b, ", ")}, nil
 	}
 	return nil, nil

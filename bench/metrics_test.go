@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/bench/registry"
+	"github.com/locklab/locklab/bench/report"
 	"github.com/locklab/locklab/bench/speed"
 	"github.com/locklab/locklab/internal/measure"
 )
@@ -215,7 +216,7 @@ func TestClientCPUPerAcquisition(t *testing.T) {
 	rows := speed.Aggregate(runs, []speed.Cell{c}, []*registry.Lock{ours}, time.Second)
 	got := rows[0]
 	if got.ClientCPUUsPerOp == nil || *got.ClientCPUUsPerOp != 40 {
-		t.Errorf("client CPU/acq = %s; want 40 (the median of 30 and 50 µs; the unread round left out)", fmtOptional(got.ClientCPUUsPerOp))
+		t.Errorf("client CPU/acq = %s; want 40 (the median of 30 and 50 µs; the unread round left out)", report.FmtOptional(got.ClientCPUUsPerOp))
 	}
 	if f := got.PerRound[1]; f.ClientCPUUsPerOp != nil {
 		t.Errorf("round 1, not measured: client CPU/acq = %v; want null", *f.ClientCPUUsPerOp)

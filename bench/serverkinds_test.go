@@ -15,6 +15,7 @@ import (
 
 	"github.com/locklab/locklab/bench/env"
 	"github.com/locklab/locklab/bench/registry"
+	"github.com/locklab/locklab/bench/report"
 	"github.com/locklab/locklab/bench/speed"
 )
 
@@ -120,14 +121,14 @@ func TestServerSectionRatios(t *testing.T) {
 	}
 	cfg := &speed.Config{Duration: time.Second, Rounds: 3, MaxOps: speed.DefaultMaxOps, Ttl: speed.DefaultTTL, Keys: 1024, Rtt: time.Millisecond,
 		Check: "async", Servers: []string{env.ServerRedis, env.ServerValkey}}
-	res := newResults(cfg, machine{}, cs, []*registry.Lock{correct, raw}, runs)
+	res := report.NewResults(cfg, report.Machine{}, cs, []*registry.Lock{correct, raw}, runs)
 
-	for _, r := range res.rows {
+	for _, r := range res.Rows {
 		if r.Server == "" {
 			t.Errorf("row %s %s has no server", r.Impl, r.Scenario)
 		}
 	}
-	sec := res.serverSection()
+	sec := res.ServerSection()
 	for _, want := range []string{
 		"## Valkey / Redis",
 		"| lock | cell | acq/s Redis | Valkey | × | wait p99 Redis | Valkey | × | server CPU/acq Redis | Valkey | × |",
@@ -139,7 +140,7 @@ func TestServerSectionRatios(t *testing.T) {
 		}
 	}
 	// The scenario tables put a lock's rows on both kinds together.
-	tables := res.tables()
+	tables := res.Tables()
 	if !strings.Contains(tables, "| impl | server | N |") ||
 		!regexp.MustCompile(`\| correct \| redis \|[^\n]*\n\| correct \| valkey \|`).MatchString(tables) {
 		t.Errorf("tables do not show correct on redis and on valkey side by side:\n%s", tables)
@@ -148,7 +149,7 @@ func TestServerSectionRatios(t *testing.T) {
 		t.Errorf("the tables' notes do not name the server of the row they are about:\n%s", tables)
 	}
 	cfg.Servers = cfg.Servers[:1]
-	if sec := res.serverSection(); sec != "" {
+	if sec := res.ServerSection(); sec != "" {
 		t.Errorf("serverSection with one kind = %q; want none", sec)
 	}
 }

@@ -12,13 +12,14 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/bench/registry"
+	"github.com/locklab/locklab/bench/report"
 	"github.com/locklab/locklab/bench/speed"
 )
 
 // syntheticResults makes results from made-up runs: every impl in every
 // cell for rounds rounds, with figures drawn from rng, so the summary and
 // the tables are rendered from the same data as in a real run.
-func syntheticResults(t *testing.T, names []string, cs []speed.Cell, rounds int, rng *rand.Rand) *results {
+func syntheticResults(t *testing.T, names []string, cs []speed.Cell, rounds int, rng *rand.Rand) *report.Results {
 	t.Helper()
 	var impls []*registry.Lock
 	for _, n := range names {
@@ -54,8 +55,8 @@ func syntheticResults(t *testing.T, names []string, cs []speed.Cell, rounds int,
 		}
 	}
 	cfg := &speed.Config{Duration: time.Second, Rounds: rounds, MaxOps: speed.DefaultMaxOps, Ttl: speed.DefaultTTL, Keys: 1024, Rtt: time.Millisecond, Check: "async"}
-	mach := machine{Start: time.Unix(0, 0).UTC(), Command: "go run ./bench (synthetic)"}
-	return newResults(cfg, mach, cs, impls, runs)
+	mach := report.Machine{Start: time.Unix(0, 0).UTC(), Command: "go run ./bench (synthetic)"}
+	return report.NewResults(cfg, mach, cs, impls, runs)
 }
 
 // TestSummaryMatchesTables renders the summary and the tables of made-up
@@ -73,11 +74,11 @@ func TestSummaryMatchesTables(t *testing.T) {
 	}
 	for seed := range uint64(4) {
 		res := syntheticResults(t, names, cs, 3, rand.New(rand.NewPCG(seed, 7)))
-		checkSummary(t, res, res.summary(), res.tables())
+		checkSummary(t, res, res.Summary(), res.Tables())
 	}
 }
 
-func checkSummary(t *testing.T, res *results, summary, tables string) {
+func checkSummary(t *testing.T, res *report.Results, summary, tables string) {
 	t.Helper()
 	tabs := parseTables(t, tables)
 	lines := 0
@@ -105,7 +106,7 @@ func checkSummary(t *testing.T, res *results, summary, tables string) {
 		}
 		rows := tabs[sc]
 		c := func(sc string, n int, hold string) speed.Cell {
-			for _, cc := range res.cells {
+			for _, cc := range res.Cells {
 				if cc.Scenario == sc && cc.Clients == n && speed.FmtHold(cc.Hold) == hold {
 					return cc
 				}
@@ -190,7 +191,7 @@ func checkSummary(t *testing.T, res *results, summary, tables string) {
 			}
 			cl := c(sc, n, hold)
 			want := sameRoundFromRows(t, res, ours, peer, cl, figName)
-			if ra, _ := res.rowOf(ours, cl); len(ra.PerRound) > 1 {
+			if ra, _ := res.RowOf(ours, cl); len(ra.PerRound) > 1 {
 				want += aheadFromRows(t, res, ours, peer, cl, figName)
 			}
 			if peerRatio != want {
@@ -206,10 +207,10 @@ func checkSummary(t *testing.T, res *results, summary, tables string) {
 // aaFromRows recomputes the A/A control of cell c from the rows'
 // per-round figures: raw-again's acquisitions per second over floor's,
 // "lowest–highest×".
-func aaFromRows(t *testing.T, res *results, floor string, c speed.Cell) string {
+func aaFromRows(t *testing.T, res *report.Results, floor string, c speed.Cell) string {
 	t.Helper()
-	ra, ok1 := res.rowOf("raw-again", c)
-	rf, ok2 := res.rowOf(floor, c)
+	ra, ok1 := res.RowOf("raw-again", c)
+	rf, ok2 := res.RowOf(floor, c)
 	if !ok1 || !ok2 {
 		t.Fatalf("rows of raw-again and %s in %v missing", floor, c)
 	}
@@ -226,10 +227,10 @@ func aaFromRows(t *testing.T, res *results, floor string, c speed.Cell) string {
 
 // sameRoundFromRows recomputes a same-round ratio from the rows' per-round
 // figures (what summary.json holds).
-func sameRoundFromRows(t *testing.T, res *results, a, b string, c speed.Cell, fig string) string {
+func sameRoundFromRows(t *testing.T, res *report.Results, a, b string, c speed.Cell, fig string) string {
 	t.Helper()
-	ra, ok1 := res.rowOf(a, c)
-	rb, ok2 := res.rowOf(b, c)
+	ra, ok1 := res.RowOf(a, c)
+	rb, ok2 := res.RowOf(b, c)
 	if !ok1 || !ok2 {
 		t.Fatalf("rows of %s and %s in %v missing", a, b, c)
 	}
@@ -248,15 +249,15 @@ func sameRoundFromRows(t *testing.T, res *results, a, b string, c speed.Cell, fi
 	if !ok {
 		return "–"
 	}
-	return fmtRatio(&v)
+	return report.FmtRatio(&v)
 }
 
 // aheadFromRows recounts, from the rows' per-round figures, the rounds in
 // which a did better than b, as the summary prints them.
-func aheadFromRows(t *testing.T, res *results, a, b string, c speed.Cell, fig string) string {
+func aheadFromRows(t *testing.T, res *report.Results, a, b string, c speed.Cell, fig string) string {
 	t.Helper()
-	ra, _ := res.rowOf(a, c)
-	rb, _ := res.rowOf(b, c)
+	ra, _ := res.RowOf(a, c)
+	rb, _ := res.RowOf(b, c)
 	ahead, n := 0, 0
 	for _, fa := range ra.PerRound {
 		for _, fb := range rb.PerRound {
@@ -358,7 +359,7 @@ func TestHeadlineCellsOfTheDefaultPlan(t *testing.T) {
 	}
 	var got []string
 	for _, h := range speed.HeadlineCells(speed.Cells(c)) {
-		got = append(got, summaryLabel(h))
+		got = append(got, report.SummaryLabel(h))
 	}
 	want := []string{
 		"uncontended",
@@ -382,7 +383,7 @@ func TestSummaryOpensWithHeadlinesOnly(t *testing.T) {
 		{Scenario: speed.ScContended, Clients: 32, Hold: time.Millisecond, Keys: 1},
 	}
 	res := syntheticResults(t, []string{"correct", "redislock", "raw", "raw+receipt"}, cs, 2, rand.New(rand.NewPCG(1, 2)))
-	head, every, ok := strings.Cut(res.summary(), "## Every cell")
+	head, every, ok := strings.Cut(res.Summary(), "## Every cell")
 	if !ok {
 		t.Fatal("no Every cell section")
 	}
@@ -390,13 +391,13 @@ func TestSummaryOpensWithHeadlinesOnly(t *testing.T) {
 	for _, c := range cs {
 		wantHead := 0
 		if c == cs[0] || c == cs[3] {
-			wantHead = len(figuresOf(c))
+			wantHead = len(report.FiguresOf(c))
 		}
-		if n := count(head, summaryLabel(c)); n != wantHead {
-			t.Errorf("%s: %d lines in the headline tables, want %d", summaryLabel(c), n, wantHead)
+		if n := count(head, report.SummaryLabel(c)); n != wantHead {
+			t.Errorf("%s: %d lines in the headline tables, want %d", report.SummaryLabel(c), n, wantHead)
 		}
-		if n := count(every, summaryLabel(c)); n != len(figuresOf(c)) {
-			t.Errorf("%s: %d lines under Every cell, want %d", summaryLabel(c), n, len(figuresOf(c)))
+		if n := count(every, report.SummaryLabel(c)); n != len(report.FiguresOf(c)) {
+			t.Errorf("%s: %d lines under Every cell, want %d", report.SummaryLabel(c), n, len(report.FiguresOf(c)))
 		}
 	}
 }

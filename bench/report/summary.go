@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"bytes"
@@ -42,7 +42,7 @@ var (
 // figuresOf returns what the summary compares in cell c: throughput
 // everywhere (pairs/s for fresh keys), and the wait p99 where clients
 // queue for one key.
-func figuresOf(c speed.Cell) []figure {
+func FiguresOf(c speed.Cell) []figure {
 	ops := figOps
 	if c.Keys == 0 {
 		ops.name = "pairs/s"
@@ -91,7 +91,7 @@ type summaryOurs struct {
 }
 
 // summaryLines builds the lines of one group.
-func (res *results) summaryLines(g summaryGroup) (ours []string, lines []summaryLine) {
+func (res *Results) summaryLines(g summaryGroup) (ours []string, lines []summaryLine) {
 	for _, im := range res.impls {
 		if im.Nodes == g.nodes && im.Kind == registry.Ours {
 			ours = append(ours, im.Name)
@@ -100,17 +100,17 @@ func (res *results) summaryLines(g summaryGroup) (ours []string, lines []summary
 	if len(ours) == 0 {
 		return nil, nil
 	}
-	for _, c := range res.cells {
+	for _, c := range res.Cells {
 		rows := map[string]speed.Row{}
 		for _, im := range res.impls {
 			if im.Nodes != g.nodes {
 				continue
 			}
-			if r, ok := res.rowOf(im.Name, c); ok {
+			if r, ok := res.RowOf(im.Name, c); ok {
 				rows[im.Name] = r
 			}
 		}
-		for _, fig := range figuresOf(c) {
+		for _, fig := range FiguresOf(c) {
 			ln := summaryLine{cell: c, fig: fig}
 			if _, ok := rows[g.floor]; ok {
 				ln.floor = g.floor
@@ -182,7 +182,7 @@ func (f figure) better(a, b speed.Row) bool {
 // summary renders the opening summary, one screen: per scenario its
 // headline cell (headlineCells), then the same lines for every cell under
 // "Every cell".
-func (res *results) summary() string {
+func (res *Results) Summary() string {
 	var b bytes.Buffer
 	b.WriteString("## Summary\n\n")
 	b.WriteString("One line per scenario and figure, at its headline cell (the most clients; on one key the longest hold, " +
@@ -204,9 +204,9 @@ func (res *results) summary() string {
 		groups[i].title = g.title
 		groups[i].ours, groups[i].lines = res.summaryLines(g)
 	}
-	head := speed.HeadlineCells(res.cells)
+	head := speed.HeadlineCells(res.Cells)
 	res.summaryTables(&b, groups, func(c speed.Cell) bool { return slices.Contains(head, c) })
-	if len(head) < len(res.cells) {
+	if len(head) < len(res.Cells) {
 		b.WriteString("## Every cell\n\n")
 		res.summaryTables(&b, groups, func(speed.Cell) bool { return true })
 	}
@@ -223,7 +223,7 @@ type summaryTable struct {
 
 // summaryTables writes, for each group of locks, a table of its lines for
 // the cells that keep.
-func (res *results) summaryTables(b *bytes.Buffer, groups []summaryTable, keep func(speed.Cell) bool) {
+func (res *Results) summaryTables(b *bytes.Buffer, groups []summaryTable, keep func(speed.Cell) bool) {
 	for _, g := range groups {
 		ours := g.ours
 		lines := slices.DeleteFunc(slices.Clone(g.lines), func(ln summaryLine) bool { return !keep(ln.cell) })
@@ -241,7 +241,7 @@ func (res *results) summaryTables(b *bytes.Buffer, groups []summaryTable, keep f
 			if ln.fig.higher {
 				arrow = "↑"
 			}
-			fmt.Fprintf(b, "| %s | %s %s | %s | %s | %s | %s |", summaryLabel(ln.cell), ln.fig.name, arrow,
+			fmt.Fprintf(b, "| %s | %s %s | %s | %s | %s | %s |", SummaryLabel(ln.cell), ln.fig.name, arrow,
 				res.named(ln.leader, ln.cell, ln.fig), res.named(ln.bestPeer, ln.cell, ln.fig), res.floorText(ln), res.receiptText(ln))
 			for _, o := range ln.ours {
 				b.WriteString(" " + o.text() + " |")
@@ -253,15 +253,15 @@ func (res *results) summaryTables(b *bytes.Buffer, groups []summaryTable, keep f
 }
 
 // named prints an impl with its figure, as the table shows it.
-func (res *results) named(impl string, c speed.Cell, f figure) string {
+func (res *Results) named(impl string, c speed.Cell, f figure) string {
 	if impl == "" {
 		return "–"
 	}
-	r, _ := res.rowOf(impl, c)
+	r, _ := res.RowOf(impl, c)
 	return impl + " " + f.show(r)
 }
 
-func (res *results) floorText(ln summaryLine) string {
+func (res *Results) floorText(ln summaryLine) string {
 	if ln.fig.name == figP99.name {
 		return "FIFO, each lock's own"
 	}
@@ -274,27 +274,27 @@ func (res *results) floorText(ln summaryLine) string {
 
 // receiptText is the floor with receipts and its ratio to the floor, as
 // its table row shows them.
-func (res *results) receiptText(ln summaryLine) string {
+func (res *Results) receiptText(ln summaryLine) string {
 	if ln.fig.name == figP99.name || ln.receipt == "" {
 		return "–"
 	}
-	r, _ := res.rowOf(ln.receipt, ln.cell)
-	return res.named(ln.receipt, ln.cell, ln.fig) + " (" + fmtRatio(ln.fig.floor(r)) + ")"
+	r, _ := res.RowOf(ln.receipt, ln.cell)
+	return res.named(ln.receipt, ln.cell, ln.fig) + " (" + FmtRatio(ln.fig.floor(r)) + ")"
 }
 
 func (o summaryOurs) text() string {
 	if !o.present {
 		return "–"
 	}
-	ratio := fmtRatio(o.peerRatio)
+	ratio := FmtRatio(o.peerRatio)
 	if o.rounds > 1 {
 		ratio += fmt.Sprintf(" (ahead %d/%d)", o.ahead, o.rounds)
 	}
-	return ratio + " · " + fmtRatio(o.floor)
+	return ratio + " · " + FmtRatio(o.floor)
 }
 
 // summaryLabel names a cell for a reader: "contended, 32 clients, hold 1ms".
-func summaryLabel(c speed.Cell) string {
+func SummaryLabel(c speed.Cell) string {
 	parts := []string{c.Scenario}
 	if c.Keys > 1 {
 		parts = append(parts, fmt.Sprintf("%d clients over %d keys", c.Clients, c.Keys))
@@ -311,19 +311,19 @@ func summaryLabel(c speed.Cell) string {
 }
 
 // rowOf returns impl's row in cell c.
-func (res *results) rowOf(impl string, c speed.Cell) (speed.Row, bool) {
-	i := slices.IndexFunc(res.rows, func(r speed.Row) bool {
+func (res *Results) RowOf(impl string, c speed.Cell) (speed.Row, bool) {
+	i := slices.IndexFunc(res.Rows, func(r speed.Row) bool {
 		return r.Impl == impl && r.Scenario == c.Scenario && r.Clients == c.Clients &&
 			r.HoldUs == float64(c.Hold.Microseconds()) && r.Server == c.Server
 	})
 	if i < 0 {
 		return speed.Row{}, false
 	}
-	return res.rows[i], true
+	return res.Rows[i], true
 }
 
 // runsOf returns impl's runs in cell c.
-func (res *results) runsOf(impl string, c speed.Cell) []*speed.RunResult {
+func (res *Results) runsOf(impl string, c speed.Cell) []*speed.RunResult {
 	var out []*speed.RunResult
 	for _, r := range res.runs {
 		if r.Spec.Impl.Name == impl && r.Spec.Cell == c {
@@ -334,7 +334,7 @@ func (res *results) runsOf(impl string, c speed.Cell) []*speed.RunResult {
 }
 
 // firstServer is the first -server kind ("" without -server).
-func (res *results) firstServer() string {
+func (res *Results) firstServer() string {
 	if len(res.cfg.Servers) == 0 {
 		return ""
 	}
@@ -359,7 +359,7 @@ var serverFigures = []struct {
 // redis,valkey): per lock and cell, each figure on the first kind, on
 // the other, and the median over rounds of their same-round ratio. It is
 // empty with one kind.
-func (res *results) serverSection() string {
+func (res *Results) ServerSection() string {
 	if len(res.cfg.Servers) < 2 {
 		return ""
 	}
@@ -378,21 +378,21 @@ func (res *results) serverSection() string {
 		}
 		b.WriteString("\n|---|---|" + strings.Repeat("---:|---:|---:|", len(serverFigures)) + "\n")
 		for _, im := range res.impls {
-			for _, c := range res.cells {
+			for _, c := range res.Cells {
 				if c.Server != base {
 					continue
 				}
 				oc := c
 				oc.Server = other
-				rb, ok1 := res.rowOf(im.Name, c)
-				ro, ok2 := res.rowOf(im.Name, oc)
+				rb, ok1 := res.RowOf(im.Name, c)
+				ro, ok2 := res.RowOf(im.Name, oc)
 				if !ok1 || !ok2 {
 					continue
 				}
-				fmt.Fprintf(&b, "| %s | %s |", im.Name, summaryLabel(speed.Cell{Scenario: c.Scenario, Clients: c.Clients, Hold: c.Hold, Keys: c.Keys}))
+				fmt.Fprintf(&b, "| %s | %s |", im.Name, SummaryLabel(speed.Cell{Scenario: c.Scenario, Clients: c.Clients, Hold: c.Hold, Keys: c.Keys}))
 				for _, f := range serverFigures {
 					ratio := speed.RoundRatio(res.runsOf(im.Name, oc), res.runsOf(im.Name, c), f.round)
-					fmt.Fprintf(&b, " %s | %s | %s |", f.show(f.med(rb)), f.show(f.med(ro)), fmtRatio(ratio))
+					fmt.Fprintf(&b, " %s | %s | %s |", f.show(f.med(rb)), f.show(f.med(ro)), FmtRatio(ratio))
 				}
 				b.WriteString("\n")
 			}

@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"image/color"
@@ -12,8 +12,8 @@ import (
 
 // lockStyle is a lock's colour and dash pattern, the same in every plot.
 type lockStyle struct {
-	color  color.Color
-	dashes []vg.Length
+	Color  color.Color
+	Dashes []vg.Length
 }
 
 // Line widths: the headline panels' lines (our locks, the best peer, the
@@ -39,7 +39,7 @@ var kindPalettes = map[registry.Kind][]color.Color{
 
 // fifoStyle draws the FIFO floor: black dots, which no lock uses (the
 // floors' dashes are solid, long and short dashes).
-var fifoStyle = draw.LineStyle{Color: rgb(0x000000), Width: vg.Points(2), Dashes: []vg.Length{vg.Points(1.5), vg.Points(3)}}
+var FifoStyle = draw.LineStyle{Color: rgb(0x000000), Width: vg.Points(2), Dashes: []vg.Length{vg.Points(1.5), vg.Points(3)}}
 
 func rgb(v uint32) color.Color {
 	return color.RGBA{R: uint8(v >> 16), G: uint8(v >> 8), B: uint8(v), A: 0xff}
@@ -53,24 +53,24 @@ type lockStyles map[string]lockStyle
 
 // lockInfo is what the plots need to know of a lock: its name, whose it
 // is, how many servers it uses and the raw floor it is measured against.
-type lockInfo struct {
-	name  string
-	kind  registry.Kind
-	nodes int
-	floor string
+type LockInfo struct {
+	Name  string
+	Kind  registry.Kind
+	Nodes int
+	Floor string
 }
 
-func infoOf(im *registry.Lock) lockInfo {
-	return lockInfo{name: im.Name, kind: im.Kind, nodes: im.Nodes, floor: im.Floor()}
+func infoOf(im *registry.Lock) LockInfo {
+	return LockInfo{Name: im.Name, Kind: im.Kind, Nodes: im.Nodes, Floor: im.Floor()}
 }
 
 // registeredLocks returns every registered lock in display order.
-func registeredLocks() []lockInfo {
+func RegisteredLocks() []LockInfo {
 	var names []string
 	for n := range registry.Locks {
 		names = append(names, n)
 	}
-	var out []lockInfo
+	var out []LockInfo
 	for _, n := range registry.Sorted(names) {
 		out = append(out, infoOf(registry.Locks[n]))
 	}
@@ -80,20 +80,20 @@ func registeredLocks() []lockInfo {
 // newLockStyles gives each lock of locks (in display order) a style: the
 // i-th lock of a kind takes colour i mod n of the kind's palette and dash
 // pattern i div n. A lock of an unknown kind is styled as a naive one.
-func newLockStyles(locks []lockInfo) lockStyles {
+func NewLockStyles(locks []LockInfo) lockStyles {
 	st := lockStyles{}
 	seen := map[registry.Kind]int{}
 	for _, l := range locks {
-		if _, dup := st[l.name]; dup {
+		if _, dup := st[l.Name]; dup {
 			continue
 		}
-		k := l.kind
+		k := l.Kind
 		if kindPalettes[k] == nil {
 			k = registry.Naive
 		}
 		pal, i := kindPalettes[k], seen[k]
 		seen[k]++
-		st[l.name] = lockStyle{color: pal[i%len(pal)], dashes: plotutil.Dashes(i / len(pal))}
+		st[l.Name] = lockStyle{Color: pal[i%len(pal)], Dashes: plotutil.Dashes(i / len(pal))}
 	}
 	return st
 }
@@ -103,11 +103,11 @@ func newLockStyles(locks []lockInfo) lockStyles {
 func (st lockStyles) line(name string, bold bool) draw.LineStyle {
 	s, ok := st[name]
 	if !ok {
-		s = lockStyle{color: rgb(0x808080)}
+		s = lockStyle{Color: rgb(0x808080)}
 	}
 	w := thinWidth
 	if bold {
 		w = boldWidth
 	}
-	return draw.LineStyle{Color: s.color, Dashes: s.dashes, Width: w}
+	return draw.LineStyle{Color: s.Color, Dashes: s.Dashes, Width: w}
 }

@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"bytes"
@@ -20,7 +20,7 @@ import (
 )
 
 // machine describes where and how the bench ran, for the report.
-type machine struct {
+type Machine struct {
 	Start        time.Time `json:"start"`
 	Command      string    `json:"command"`
 	CPUs         int       `json:"cpus"`
@@ -46,8 +46,8 @@ var interestingModules = []string{
 	"github.com/HdrHistogram/hdrhistogram-go", "gonum.org/v1/plot",
 }
 
-func describeMachine(args []string) machine {
-	m := machine{
+func DescribeMachine(args []string) Machine {
+	m := Machine{
 		Start:      time.Now().UTC(),
 		Command:    "go run ./bench " + strings.Join(args, " "),
 		CPUs:       runtime.NumCPU(),
@@ -84,33 +84,33 @@ func cpuModel() string {
 }
 
 // results is everything the output files are made from.
-type results struct {
+type Results struct {
 	cfg    *speed.Config
-	mach   machine
-	cells  []speed.Cell
+	mach   Machine
+	Cells  []speed.Cell
 	impls  []*registry.Lock
 	runs   []*speed.RunResult
-	rows   []speed.Row
-	hists  map[speed.GroupKey]*hdrhistogram.Histogram // wait, merged over rounds
+	Rows   []speed.Row
+	Hists  map[speed.GroupKey]*hdrhistogram.Histogram // wait, merged over rounds
 	handof map[speed.GroupKey]*hdrhistogram.Histogram // handoff, merged over rounds
 }
 
-func newResults(cfg *speed.Config, mach machine, cs []speed.Cell, impls []*registry.Lock, runs []*speed.RunResult) *results {
-	res := &results{cfg: cfg, mach: mach, cells: cs, impls: impls, runs: runs,
-		hists: map[speed.GroupKey]*hdrhistogram.Histogram{}, handof: map[speed.GroupKey]*hdrhistogram.Histogram{}}
-	res.rows = speed.Aggregate(runs, cs, impls, cfg.Duration)
+func NewResults(cfg *speed.Config, mach Machine, cs []speed.Cell, impls []*registry.Lock, runs []*speed.RunResult) *Results {
+	res := &Results{cfg: cfg, mach: mach, Cells: cs, impls: impls, runs: runs,
+		Hists: map[speed.GroupKey]*hdrhistogram.Histogram{}, handof: map[speed.GroupKey]*hdrhistogram.Histogram{}}
+	res.Rows = speed.Aggregate(runs, cs, impls, cfg.Duration)
 	for _, r := range runs {
 		k := speed.GroupKey{Impl: r.Spec.Impl.Name, Cell: r.Spec.Cell}
-		if res.hists[k] == nil {
-			res.hists[k], res.handof[k] = speed.NewHist(), speed.NewHist()
+		if res.Hists[k] == nil {
+			res.Hists[k], res.handof[k] = speed.NewHist(), speed.NewHist()
 		}
-		res.hists[k].Merge(r.Wait)
+		res.Hists[k].Merge(r.Wait)
 		res.handof[k].Merge(r.Handoff)
 	}
 	return res
 }
 
-func (res *results) implNames() []string {
+func (res *Results) implNames() []string {
 	names := make([]string, len(res.impls))
 	for i, im := range res.impls {
 		names[i] = im.Name
@@ -120,7 +120,7 @@ func (res *results) implNames() []string {
 
 // write writes every output file into dir and returns the tables for
 // stdout.
-func (res *results) write(dir string) (string, error) {
+func (res *Results) Write(dir string) (string, error) {
 	for _, sub := range []string{"hgrm", "plots"} {
 		if sub == "plots" && !res.cfg.Plots {
 			continue
@@ -129,7 +129,7 @@ func (res *results) write(dir string) (string, error) {
 			return "", err
 		}
 	}
-	js, err := json.MarshalIndent(res.rows, "", "  ")
+	js, err := json.MarshalIndent(res.Rows, "", "  ")
 	if err != nil {
 		return "", err
 	}
@@ -141,11 +141,11 @@ func (res *results) write(dir string) (string, error) {
 	}
 	var plots map[string][]string
 	if res.cfg.Plots {
-		if plots, err = res.writePlots(filepath.Join(dir, "plots")); err != nil {
+		if plots, err = res.WritePlots(filepath.Join(dir, "plots")); err != nil {
 			return "", err
 		}
 	}
-	tables := res.tables()
+	tables := res.Tables()
 	var md bytes.Buffer
 	fmt.Fprintf(&md, "# locklab bench, %s\n\n", res.mach.Start.Format(time.RFC3339))
 	fmt.Fprintf(&md, "Command: `%s`\n\n", res.mach.Command)
@@ -157,8 +157,8 @@ func (res *results) write(dir string) (string, error) {
 	}
 	md.WriteString(verdicts)
 	md.WriteString("## Appendix\n\nEverything else this run measured: the summary of every cell, the machine, the method, the tables and the plots.\n\n")
-	md.WriteString(res.summary())
-	md.WriteString(res.serverSection()) // Valkey/Redis, with -server redis,valkey (summary.go)
+	md.WriteString(res.Summary())
+	md.WriteString(res.ServerSection()) // Valkey/Redis, with -server redis,valkey (summary.go)
 	res.header(&md)
 	md.WriteString(tables)
 	md.WriteString(res.chapterSection()) // the chapter's claims, when locks on other systems ran (chapter.go)
@@ -171,7 +171,7 @@ func (res *results) write(dir string) (string, error) {
 
 // writeHgrm writes one percentile file per histogram, values in ms
 // (PercentilesPrint with 5 ticks per half distance, value scale 1000 on µs).
-func (res *results) writeHgrm(dir string) error {
+func (res *Results) writeHgrm(dir string) error {
 	write := func(name string, h *hdrhistogram.Histogram) error {
 		var b bytes.Buffer
 		if _, err := h.PercentilesPrint(&b, 5, 1000); err != nil {
@@ -179,7 +179,7 @@ func (res *results) writeHgrm(dir string) error {
 		}
 		return os.WriteFile(filepath.Join(dir, name), b.Bytes(), 0o644)
 	}
-	for k, h := range res.hists {
+	for k, h := range res.Hists {
 		stem := k.Cell.Id() + "_" + k.Impl
 		if err := write(stem+".hgrm", h); err != nil {
 			return err
@@ -194,28 +194,28 @@ func (res *results) writeHgrm(dir string) error {
 }
 
 type scenarioHold struct {
-	scenario     string
-	hold         time.Duration
-	multiClients bool
+	Scenario     string
+	Hold         time.Duration
+	MultiClients bool
 }
 
 // scenarioHolds lists the (scenario, hold) groups in cell order.
-func (res *results) scenarioHolds() []scenarioHold {
+func (res *Results) ScenarioHolds() []scenarioHold {
 	var out []scenarioHold
-	for _, c := range res.cells {
-		i := slices.IndexFunc(out, func(g scenarioHold) bool { return g.scenario == c.Scenario && g.hold == c.Hold })
+	for _, c := range res.Cells {
+		i := slices.IndexFunc(out, func(g scenarioHold) bool { return g.Scenario == c.Scenario && g.Hold == c.Hold })
 		if i < 0 {
-			out = append(out, scenarioHold{scenario: c.Scenario, hold: c.Hold})
+			out = append(out, scenarioHold{Scenario: c.Scenario, Hold: c.Hold})
 			continue
 		}
-		out[i].multiClients = true
+		out[i].MultiClients = true
 	}
 	return out
 }
 
-func (res *results) rowsOf(scenario string, hold time.Duration) []speed.Row {
+func (res *Results) RowsOf(scenario string, hold time.Duration) []speed.Row {
 	var out []speed.Row
-	for _, r := range res.rows {
+	for _, r := range res.Rows {
 		// The plots show the first -server kind; the Valkey/Redis table compares them.
 		if r.Scenario == scenario && r.HoldUs == float64(hold.Microseconds()) && r.Server == res.firstServer() {
 			out = append(out, r)
@@ -224,7 +224,7 @@ func (res *results) rowsOf(scenario string, hold time.Duration) []speed.Row {
 	return out
 }
 
-func (res *results) header(b *bytes.Buffer) {
+func (res *Results) header(b *bytes.Buffer) {
 	m, c := res.mach, res.cfg
 	fmt.Fprintf(b, "## Machine and versions\n\n")
 	fmt.Fprintf(b, "| | |\n|---|---|\n")
@@ -350,26 +350,26 @@ func tableColumns(contended bool) []column {
 		{head: "hold (held p50)", val: func(r speed.Row) string { return fmtHoldUs(r.HoldUs) + " (" + fmtUs(r.HeldP50Us) + ")" }},
 		{head: "ops/s", val: fmtOps},
 		{head: "range", val: func(r speed.Row) string { return fmt.Sprintf("%.0f–%.0f", r.OpsPerSecMin, r.OpsPerSecMax) }},
-		{head: "× redsync", val: func(r speed.Row) string { return fmtRatio(r.OpsRatio) }},
-		{head: "× floor", val: func(r speed.Row) string { return fmtRatio(r.OpsFloorRatio) }},
+		{head: "× redsync", val: func(r speed.Row) string { return FmtRatio(r.OpsRatio) }},
+		{head: "× floor", val: func(r speed.Row) string { return FmtRatio(r.OpsFloorRatio) }},
 		{head: "wait p50", val: func(r speed.Row) string { return fmtUs(r.WaitP50Us) }},
 		{head: "p99", val: func(r speed.Row) string { return fmtUs(r.WaitP99Us) }},
-		{head: "p99 × redsync", val: func(r speed.Row) string { return fmtRatio(r.WaitP99Ratio) }},
+		{head: "p99 × redsync", val: func(r speed.Row) string { return FmtRatio(r.WaitP99Ratio) }},
 	}
 	if contended {
 		cols = append(cols,
 			column{head: "FIFO floor", val: fmtFIFOFloor},
-			column{head: "p99 × floor", val: func(r speed.Row) string { return fmtRatio(r.WaitP99FloorRatio) }})
+			column{head: "p99 × floor", val: func(r speed.Row) string { return FmtRatio(r.WaitP99FloorRatio) }})
 	}
 	return append(cols,
 		column{head: "p99.9", val: func(r speed.Row) string { return fmtUs(r.WaitP999Us) }},
-		column{head: "p99.9 × redsync", val: func(r speed.Row) string { return fmtRatio(r.WaitP999Ratio) }},
+		column{head: "p99.9 × redsync", val: func(r speed.Row) string { return FmtRatio(r.WaitP999Ratio) }},
 		column{head: "max (worst)", val: func(r speed.Row) string { return fmtUs(r.WaitMaxUs) + " (" + fmtUs(r.WaitMaxWorstUs) + ")" }},
 		column{head: "cut off (longest)", val: func(r speed.Row) string { return fmt.Sprintf("%d (%s)", r.CutOff, fmtUs(r.CutOffMaxUs)) }},
 		column{head: "Jain", val: func(r speed.Row) string { return fmt.Sprintf("%.3f", r.Jain) }},
 		column{head: "client min/max", val: func(r speed.Row) string { return fmt.Sprintf("%.0f/%.0f", r.PerClientMin, r.PerClientMax) }},
 		column{head: "Redis cmds/acq", val: func(r speed.Row) string { return fmt.Sprintf("%.2f", r.RedisCmdsPerOp) }},
-		column{head: "client cmds/acq", val: func(r speed.Row) string { return fmtOptional(r.ClientCmdsPerOp) }},
+		column{head: "client cmds/acq", val: func(r speed.Row) string { return FmtOptional(r.ClientCmdsPerOp) }},
 		column{head: "server CPU/acq", val: func(r speed.Row) string { return fmtUs(r.ServerCPUUsPerOp) }},
 		column{head: "client CPU/acq", val: func(r speed.Row) string {
 			if r.ClientCPUUsPerOp == nil {
@@ -411,9 +411,9 @@ func isContendedScenario(sc string) bool {
 }
 
 // scenarios returns the row scenarios in cell order.
-func (res *results) scenarios() []string {
+func (res *Results) scenarios() []string {
 	var out []string
-	for _, c := range res.cells {
+	for _, c := range res.Cells {
 		if !slices.Contains(out, c.Scenario) {
 			out = append(out, c.Scenario)
 		}
@@ -422,9 +422,9 @@ func (res *results) scenarios() []string {
 }
 
 // scenarioRows returns the rows of one scenario, by clients then hold.
-func (res *results) scenarioRows(sc string) []speed.Row {
+func (res *Results) scenarioRows(sc string) []speed.Row {
 	var rows []speed.Row
-	for _, r := range res.rows {
+	for _, r := range res.Rows {
 		if r.Scenario == sc {
 			rows = append(rows, r)
 		}
@@ -448,7 +448,7 @@ func (res *results) scenarioRows(sc string) []speed.Row {
 }
 
 // tables renders one table per scenario.
-func (res *results) tables() string {
+func (res *Results) Tables() string {
 	var b bytes.Buffer
 	for _, sc := range res.scenarios() {
 		rows := res.scenarioRows(sc)
@@ -503,7 +503,7 @@ func writeTable(b *bytes.Buffer, cols []column, rows []speed.Row) {
 	}
 }
 
-func (res *results) plotSection(b *bytes.Buffer, plots map[string][]string) {
+func (res *Results) plotSection(b *bytes.Buffer, plots map[string][]string) {
 	if plots == nil {
 		b.WriteString("## Plots\n\nNot drawn (-plots=false). Percentile files (.hgrm, values in ms) are in `hgrm/`.\n")
 		return
@@ -539,7 +539,7 @@ func fmtUs(us float64) string {
 	}
 }
 
-func fmtRatio(v *float64) string {
+func FmtRatio(v *float64) string {
 	if v == nil {
 		return "–"
 	}
@@ -549,14 +549,14 @@ func fmtRatio(v *float64) string {
 	return fmt.Sprintf("%.2f×", *v)
 }
 
-func fmtOptional(v *float64) string {
+func FmtOptional(v *float64) string {
 	if v == nil {
 		return "–"
 	}
 	return fmt.Sprintf("%.2f", *v)
 }
 
-func writeJSON(path string, v any) error {
+func WriteJSON(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err

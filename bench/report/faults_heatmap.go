@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"fmt"
@@ -22,7 +22,7 @@ import (
 // faults across, each cell coloured by its share of unsafe runs (green
 // none, red all), stuck-only cells in purple, cells not run in grey, and
 // labelled with its count.
-func (fr *faultReport) heatmap(dir string) error {
+func (fr *FaultReport) heatmap(dir string) error {
 	const (
 		labelW = 1.6 * vg.Inch
 		cellW  = 0.95 * vg.Inch
@@ -30,15 +30,15 @@ func (fr *faultReport) heatmap(dir string) error {
 		headH  = 0.55 * vg.Inch
 		pad    = 0.1 * vg.Inch
 	)
-	cols, rows := len(fr.setup.Schedules), len(fr.setup.Impls)
+	cols, rows := len(fr.Setup.Schedules), len(fr.Setup.Impls)
 	w := max(labelW+vg.Length(cols)*cellW+2*pad, 7*vg.Inch)
 	h := headH + vg.Length(rows+2)*cellH + 2*pad
 	foot := []string{"unsafe runs of the runs judged; stuck: a waiter past the bound while nobody held the lock;",
 		"refused to run: the lock refused a server that evicts keys"}
-	if slices.ContainsFunc(fr.setup.Schedules, func(s *faults.Schedule) bool { return s.Modeled }) {
+	if slices.ContainsFunc(fr.Setup.Schedules, func(s *faults.Schedule) bool { return s.Modeled }) {
 		foot[1] += "; * modeled"
 	}
-	if slices.ContainsFunc(fr.cells, func(c *faults.CellResult) bool { return c.NotRun == faults.NotApplicable }) {
+	if slices.ContainsFunc(fr.Cells, func(c *faults.CellResult) bool { return c.NotRun == faults.NotApplicable }) {
 		foot[1] += "; –: the fault does not apply to the lock's system"
 	}
 	draw1 := func(dc draw.Canvas) {
@@ -48,7 +48,7 @@ func (fr *faultReport) heatmap(dir string) error {
 				XAlign: x, YAlign: draw.YCenter}
 		}
 		top := h - pad - headH
-		for j, s := range fr.setup.Schedules {
+		for j, s := range fr.Setup.Schedules {
 			x := pad + labelW + vg.Length(j)*cellW + cellW/2
 			t := fmt.Sprintf("%d. %s", s.N, s.Id)
 			if s.Modeled {
@@ -56,10 +56,10 @@ func (fr *faultReport) heatmap(dir string) error {
 			}
 			dc.FillText(sty(8, draw.XCenter), vg.Point{X: x, Y: top + headH/2}, t)
 		}
-		for i, im := range fr.setup.Impls {
+		for i, im := range fr.Setup.Impls {
 			y := top - vg.Length(i+1)*cellH
 			dc.FillText(sty(8, draw.XRight), vg.Point{X: pad + labelW - 6, Y: y + cellH/2}, im.Name)
-			for j, s := range fr.setup.Schedules {
+			for j, s := range fr.Setup.Schedules {
 				c := fr.cell(im.Name, s.Id)
 				x := pad + labelW + vg.Length(j)*cellW
 				dc.FillPolygon(cellColor(c), rect(x+1, y+1, x+cellW-1, y+cellH-1))

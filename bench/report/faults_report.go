@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"bytes"
@@ -13,15 +13,15 @@ import (
 )
 
 // faultReport is everything faults.md and faults.json are made from.
-type faultReport struct {
-	mach  machine
-	setup *faults.FaultSetup
-	cells []*faults.CellResult
-	took  time.Duration
+type FaultReport struct {
+	Mach  Machine
+	Setup *faults.FaultSetup
+	Cells []*faults.CellResult
+	Took  time.Duration
 }
 
-func (fr *faultReport) cell(impl, sch string) *faults.CellResult {
-	for _, c := range fr.cells {
+func (fr *FaultReport) cell(impl, sch string) *faults.CellResult {
+	for _, c := range fr.Cells {
 		if c.Impl.Name == impl && c.Sch.Id == sch {
 			return c
 		}
@@ -31,9 +31,9 @@ func (fr *faultReport) cell(impl, sch string) *faults.CellResult {
 
 // write writes faults.json, faults.md, the timelines and the heatmap into
 // dir, and returns the matrix for stdout.
-func (fr *faultReport) write(dir string, plots bool) (string, error) {
+func (fr *FaultReport) Write(dir string, plots bool) (string, error) {
 	var rows []faults.FaultRow
-	for _, c := range fr.cells {
+	for _, c := range fr.Cells {
 		rows = append(rows, c.Row())
 		for kind, f := range c.First {
 			p := filepath.Join(dir, c.TimelinePath(kind))
@@ -45,16 +45,16 @@ func (fr *faultReport) write(dir string, plots bool) (string, error) {
 			}
 		}
 	}
-	if err := writeJSON(filepath.Join(dir, "faults.json"), rows); err != nil {
+	if err := WriteJSON(filepath.Join(dir, "faults.json"), rows); err != nil {
 		return "", err
 	}
 	matrix := fr.matrix()
 	var md bytes.Buffer
-	fmt.Fprintf(&md, "# locklab fault scoreboard, %s\n\n", fr.mach.Start.Format(time.RFC3339))
-	fmt.Fprintf(&md, "Command: `%s`\n\n", fr.mach.Command)
+	fmt.Fprintf(&md, "# locklab fault scoreboard, %s\n\n", fr.Mach.Start.Format(time.RFC3339))
+	fmt.Fprintf(&md, "Command: `%s`\n\n", fr.Mach.Command)
 	fmt.Fprintf(&md, "Every lock under the same faults, %d seeded runs each (seed %d), judged on the effect on a protected resource; %s in all. "+
-		"Machine: %d × %s, %s, redis-server %s.\n\n", fr.setup.Runs, fr.setup.Seed, fr.took.Round(time.Second),
-		fr.mach.CPUs, fr.mach.CPUModel, fr.mach.GoVersion, fr.mach.RedisVersion)
+		"Machine: %d × %s, %s, redis-server %s.\n\n", fr.Setup.Runs, fr.Setup.Seed, fr.Took.Round(time.Second),
+		fr.Mach.CPUs, fr.Mach.CPUModel, fr.Mach.GoVersion, fr.Mach.RedisVersion)
 	if plots {
 		md.WriteString("![heatmap](faults_heatmap.svg)\n\n")
 	}
@@ -79,20 +79,20 @@ func (fr *faultReport) write(dir string, plots bool) (string, error) {
 }
 
 // matrix renders locks down, faults across.
-func (fr *faultReport) matrix() string {
+func (fr *FaultReport) matrix() string {
 	var b bytes.Buffer
 	b.WriteString("| lock |")
-	for _, s := range fr.setup.Schedules {
+	for _, s := range fr.Setup.Schedules {
 		t := fmt.Sprintf("%d. %s", s.N, s.Title)
 		if s.Modeled {
 			t += " (modeled)"
 		}
 		b.WriteString(" " + t + " |")
 	}
-	b.WriteString("\n|---|" + strings.Repeat("---|", len(fr.setup.Schedules)) + "\n")
-	for _, im := range fr.setup.Impls {
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(fr.Setup.Schedules)) + "\n")
+	for _, im := range fr.Setup.Impls {
 		fmt.Fprintf(&b, "| %s |", im.Name)
-		for _, s := range fr.setup.Schedules {
+		for _, s := range fr.Setup.Schedules {
 			c := fr.cell(im.Name, s.Id)
 			t := c.Text()
 			if kind := c.Linked(); kind != "" {
@@ -132,10 +132,10 @@ lock on etcd; a pooler for a lock on Redis).
 
 // claimsSection lists where our locks' measured cells and their claims
 // disagree.
-func (fr *faultReport) claimsSection(b *bytes.Buffer) {
+func (fr *FaultReport) claimsSection(b *bytes.Buffer) {
 	b.WriteString("## Against the claims\n\n")
 	var broken, unnamed []string
-	for _, c := range fr.cells {
+	for _, c := range fr.Cells {
 		if c.Impl.Kind != registry.Ours || c.NotRun != "" {
 			continue
 		}
@@ -162,9 +162,9 @@ func (fr *faultReport) claimsSection(b *bytes.Buffer) {
 
 // controlSection says whether each naive lock was caught where its one
 // mistake should show: a scoreboard that passes them there is blind.
-func (fr *faultReport) controlSection(b *bytes.Buffer) {
+func (fr *FaultReport) controlSection(b *bytes.Buffer) {
 	var lines []string
-	for _, c := range fr.cells {
+	for _, c := range fr.Cells {
 		cl := registry.ClaimOf(c.Impl.Name, c.Sch.Id)
 		if cl.Verdict != registry.ClaimMistake || c.NotRun != "" {
 			continue
@@ -183,9 +183,9 @@ func (fr *faultReport) controlSection(b *bytes.Buffer) {
 }
 
 // blind lists the naive locks' cells where their mistake did not show.
-func (fr *faultReport) blind() []string {
+func (fr *FaultReport) Blind() []string {
 	var out []string
-	for _, c := range fr.cells {
+	for _, c := range fr.Cells {
 		if registry.ClaimOf(c.Impl.Name, c.Sch.Id).Verdict == registry.ClaimMistake && c.NotRun == "" && c.Runs > 0 && c.Unsafe == 0 && c.Stuck == 0 {
 			out = append(out, c.Impl.Name+" under "+c.Sch.Id)
 		}
@@ -195,9 +195,9 @@ func (fr *faultReport) blind() []string {
 
 // brokenPromises lists our locks' cells that are unsafe (or stuck, for the
 // holder killed) where they claim to survive.
-func (fr *faultReport) brokenPromises() []string {
+func (fr *FaultReport) BrokenPromises() []string {
 	var out []string
-	for _, c := range fr.cells {
+	for _, c := range fr.Cells {
 		if c.Impl.Kind != registry.Ours || c.NotRun != "" {
 			continue
 		}
@@ -209,14 +209,14 @@ func (fr *faultReport) brokenPromises() []string {
 }
 
 // detailSection gives the figures behind every cell.
-func (fr *faultReport) detailSection(b *bytes.Buffer) {
+func (fr *FaultReport) detailSection(b *bytes.Buffer) {
 	b.WriteString("## Figures\n\n")
 	b.WriteString("Per lock and fault: runs judged (inconclusive), unsafe, stuck, runs with overlapping critical sections, lost updates, stale writes accepted by the fenced store, writes it refused, " +
 		"runs in which the holder's lock said it was lost (and of the overlapping runs, how many before the overlap began; – for a lock with no loss signal), the longest stall.\n\n")
 	b.WriteString("| lock | fault | runs | unsafe | stuck | overlaps | lost updates | stale writes accepted | writes refused | told (before overlap) | longest stall |\n")
 	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	for _, im := range fr.setup.Impls {
-		for _, s := range fr.setup.Schedules {
+	for _, im := range fr.Setup.Impls {
+		for _, s := range fr.Setup.Schedules {
 			c := fr.cell(im.Name, s.Id)
 			if c.NotRun != "" {
 				continue
@@ -241,7 +241,7 @@ func (fr *faultReport) detailSection(b *bytes.Buffer) {
 	}
 	b.WriteString("\n")
 	var notes, refusals []string
-	for _, c := range fr.cells {
+	for _, c := range fr.Cells {
 		if c.Inconclusive > 0 {
 			notes = append(notes, fmt.Sprintf("- %s under %s: %d inconclusive, first: %s", c.Impl.Name, c.Sch.Id, c.Inconclusive, c.WhyNot))
 		}
@@ -263,15 +263,15 @@ func (fr *faultReport) detailSection(b *bytes.Buffer) {
 }
 
 // opsSection lists the commands schedules 2 and 3 faulted in turn.
-func (fr *faultReport) opsSection(b *bytes.Buffer) {
-	if len(fr.setup.Ops) == 0 {
+func (fr *FaultReport) opsSection(b *bytes.Buffer) {
+	if len(fr.Setup.Ops) == 0 {
 		return
 	}
 	b.WriteString("## The commands of schedules 2 and 3\n\n")
 	b.WriteString("Found in fault-free runs (MONITOR on server 0, then per-client counts; for the locks on other systems, the chunks of bytes each client sends in its turn, counted through a proxy); run i faults pair i mod K, at its (i div K)+1-th occurrence from that client.\n\n")
-	for _, im := range fr.setup.Impls {
+	for _, im := range fr.Setup.Impls {
 		var parts []string
-		for _, o := range fr.setup.Ops[im.Name] {
+		for _, o := range fr.Setup.Ops[im.Name] {
 			parts = append(parts, o.Op.Short()+" ("+o.Client+")")
 		}
 		fmt.Fprintf(b, "- %s: %s\n", im.Name, strings.Join(parts, ", "))
@@ -279,15 +279,15 @@ func (fr *faultReport) opsSection(b *bytes.Buffer) {
 	b.WriteString("\n")
 }
 
-func (fr *faultReport) scheduleSection(b *bytes.Buffer) {
+func (fr *FaultReport) scheduleSection(b *bytes.Buffer) {
 	b.WriteString("## The schedules\n\n")
-	for _, s := range fr.setup.Schedules {
+	for _, s := range fr.Setup.Schedules {
 		label := "real"
 		if s.Modeled {
 			label = "modeled"
 		}
 		fmt.Fprintf(b, "%d. **%s** (%s; lease %v): %s", s.N, s.Title, label, s.Ttl, s.What)
-		if why := fr.setup.Skip(s); why != "" {
+		if why := fr.Setup.Skip(s); why != "" {
 			fmt.Fprintf(b, " *Not run here: %s.*", why)
 		}
 		b.WriteString("\n")

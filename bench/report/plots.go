@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"fmt"
@@ -30,11 +30,11 @@ type plotFiles map[string][]string
 // add saves c as chart.save does and appends its svg name to section. err
 // is the error of the function that drew c: when it is set, add returns
 // it and saves nothing.
-func (fs plotFiles) add(section, dir, stem string, c *chart, err error) error {
+func (fs plotFiles) add(section, dir, stem string, c *Chart, err error) error {
 	if err != nil {
 		return err
 	}
-	f, err := c.save(dir, stem)
+	f, err := c.Save(dir, stem)
 	if err != nil {
 		return err
 	}
@@ -43,37 +43,37 @@ func (fs plotFiles) add(section, dir, stem string, c *chart, err error) error {
 }
 
 // writePlots draws the plots and returns their svg names by section.
-func (res *results) writePlots(dir string) (map[string][]string, error) {
-	st := newLockStyles(append(registeredLocks(), res.lockInfos()...))
-	locks := res.lockInfos()
+func (res *Results) WritePlots(dir string) (map[string][]string, error) {
+	st := NewLockStyles(append(RegisteredLocks(), res.LockInfos()...))
+	locks := res.LockInfos()
 	out := plotFiles{}
-	for _, c := range res.cells {
+	for _, c := range res.Cells {
 		hs := map[string]*hdrhistogram.Histogram{}
 		for _, l := range locks {
-			hs[l.name] = res.hists[speed.GroupKey{Impl: l.name, Cell: c}]
+			hs[l.Name] = res.Hists[speed.GroupKey{Impl: l.Name, Cell: c}]
 		}
-		ch, err := latencyPlot(c, locks, hs, fifoFloor(res.rows, c), st)
+		ch, err := LatencyPlot(c, locks, hs, FifoFloor(res.Rows, c), st)
 		if err = out.add("latency", dir, "latency_"+c.Id(), ch, err); err != nil {
 			return nil, err
 		}
 	}
-	for _, g := range res.scenarioHolds() {
-		rows := res.rowsOf(g.scenario, g.hold)
-		stem := g.scenario + "_h" + speed.FmtHold(g.hold)
-		label := fmt.Sprintf("%s, hold %s", g.scenario, speed.FmtHold(g.hold))
-		if g.multiClients {
-			ch, err := clientsPlot("throughput: "+label, "acquisitions/s", true, false, rows, locks,
+	for _, g := range res.ScenarioHolds() {
+		rows := res.RowsOf(g.Scenario, g.Hold)
+		stem := g.Scenario + "_h" + speed.FmtHold(g.Hold)
+		label := fmt.Sprintf("%s, hold %s", g.Scenario, speed.FmtHold(g.Hold))
+		if g.MultiClients {
+			ch, err := ClientsPlot("throughput: "+label, "acquisitions/s", true, false, rows, locks,
 				func(r speed.Row) float64 { return r.OpsPerSec }, nil, st)
 			if err = out.add("throughput", dir, "throughput_"+stem, ch, err); err != nil {
 				return nil, err
 			}
-			ch, err = clientsPlot("p99 wait: "+label, "wait p99 (ms)", false, true, rows, locks,
-				func(r speed.Row) float64 { return r.WaitP99Us / 1000 }, fifoFloors(rows), st)
+			ch, err = ClientsPlot("p99 wait: "+label, "wait p99 (ms)", false, true, rows, locks,
+				func(r speed.Row) float64 { return r.WaitP99Us / 1000 }, FifoFloors(rows), st)
 			if err = out.add("p99", dir, "p99_"+stem, ch, err); err != nil {
 				return nil, err
 			}
 		}
-		ch, err := cmdsPlot("commands per acquisition: "+label, rows, locks, st)
+		ch, err := CmdsPlot("commands per acquisition: "+label, rows, locks, st)
 		if err = out.add("cmds", dir, "cmds_"+stem, ch, err); err != nil {
 			return nil, err
 		}
@@ -82,8 +82,8 @@ func (res *results) writePlots(dir string) (map[string][]string, error) {
 }
 
 // lockInfos returns the run's locks in the run's order.
-func (res *results) lockInfos() []lockInfo {
-	out := make([]lockInfo, len(res.impls))
+func (res *Results) LockInfos() []LockInfo {
+	out := make([]LockInfo, len(res.impls))
 	for i, im := range res.impls {
 		out[i] = infoOf(im)
 	}
@@ -97,7 +97,7 @@ func (res *results) lockInfos() []lockInfo {
 // the percentiles). Each row carries that figure with its lock's own held
 // p50 and handoff p50 (row.FIFOFloorUs); the plot draws the lowest of the
 // cell's, a fair queue with the quickest hold and hand-off the cell saw.
-func fifoFloor(rows []speed.Row, c speed.Cell) float64 {
+func FifoFloor(rows []speed.Row, c speed.Cell) float64 {
 	if !c.HasFIFOFloor() {
 		return 0
 	}
@@ -115,7 +115,7 @@ func fifoFloor(rows []speed.Row, c speed.Cell) float64 {
 
 // fifoFloors returns the FIFO floor in ms by client count for rows of one
 // scenario and hold (fifoFloor's lowest per client count); nil if none.
-func fifoFloors(rows []speed.Row) map[int]float64 {
+func FifoFloors(rows []speed.Row) map[int]float64 {
 	var out map[int]float64
 	for _, r := range rows {
 		if r.FIFOFloorUs <= 0 {
@@ -159,12 +159,12 @@ var percentileTicks = plot.ConstantTicks{
 // per implementation: x is 1/(1-q) on a log scale, y the wait in ms (log).
 // fifoUs, when positive, is the cell's FIFO floor (fifoFloor), drawn flat
 // in every panel. The best peer is the one with the lowest p99 wait.
-func latencyPlot(c speed.Cell, locks []lockInfo, hists map[string]*hdrhistogram.Histogram, fifoUs float64, st lockStyles) (*chart, error) {
+func LatencyPlot(c speed.Cell, locks []LockInfo, hists map[string]*hdrhistogram.Histogram, fifoUs float64, st lockStyles) (*Chart, error) {
 	xys := map[string]plotter.XYs{}
-	var present []lockInfo
+	var present []LockInfo
 	maxX := 10.0
 	for _, l := range locks {
-		h := hists[l.name]
+		h := hists[l.Name]
 		if h == nil || h.TotalCount() == 0 {
 			continue
 		}
@@ -179,7 +179,7 @@ func latencyPlot(c speed.Cell, locks []lockInfo, hists map[string]*hdrhistogram.
 			maxX = math.Max(maxX, x)
 		}
 		if len(pts) > 0 {
-			xys[l.name] = pts
+			xys[l.Name] = pts
 			present = append(present, l)
 		}
 	}
@@ -191,37 +191,37 @@ func latencyPlot(c speed.Cell, locks []lockInfo, hists map[string]*hdrhistogram.
 	best := bestOf(func(n string) (float64, bool) {
 		return float64(hists[n].ValueAtQuantile(99)), true
 	}, false)
-	ch := &chart{title: "wait percentiles: " + c.String()}
-	for _, pl := range planPanels(present, extra, best) {
-		pn := newPanel(pl.title)
-		p := pn.plot
+	ch := &Chart{title: "wait percentiles: " + c.String()}
+	for _, pl := range PlanPanels(present, extra, best) {
+		pn := newPanel(pl.Title)
+		p := pn.Plot
 		p.X.Label.Text = "percentile"
 		p.Y.Label.Text = "wait (ms)"
 		p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
 		p.X.Tick.Marker = percentileTicks
 		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-		for _, name := range pl.names {
+		for _, name := range pl.Names {
 			l, err := plotter.NewLine(xys[name])
 			if err != nil {
 				return nil, err
 			}
-			l.LineStyle = st.line(name, pl.bold)
-			pn.styles[name] = l.LineStyle
-			pn.add(legendLabel(name, pl.roles), l)
+			l.LineStyle = st.line(name, pl.Bold)
+			pn.Styles[name] = l.LineStyle
+			pn.add(legendLabel(name, pl.Roles), l)
 		}
 		if fifoUs > 0 {
 			l, err := plotter.NewLine(plotter.XYs{{X: 1, Y: fifoUs / 1000}, {X: maxX, Y: fifoUs / 1000}})
 			if err != nil {
 				return nil, err
 			}
-			l.LineStyle = fifoStyle
+			l.LineStyle = FifoStyle
 			pn.add("FIFO floor "+fmtMs(fifoUs/1000), l)
 		}
-		ch.panels = append(ch.panels, pn)
+		ch.Panels = append(ch.Panels, pn)
 	}
 	ch.shareAxes()
-	for _, pn := range ch.panels {
-		pn.plot.X.Min, pn.plot.X.Max = 1, maxX
+	for _, pn := range ch.Panels {
+		pn.Plot.X.Min, pn.Plot.X.Max = 1, maxX
 	}
 	return ch, nil
 }
@@ -266,7 +266,7 @@ func atMost(rows []speed.Row, get func(speed.Row) float64) func(name string) (fl
 // clients, for the rows of one scenario and hold; higher says whether a
 // higher figure is better (it picks the best peer). fifo, if not nil, is
 // the FIFO floor by client count (fifoFloors), drawn in every panel.
-func clientsPlot(title, ylabel string, higher, logY bool, rows []speed.Row, locks []lockInfo, get func(speed.Row) float64, fifo map[int]float64, st lockStyles) (*chart, error) {
+func ClientsPlot(title, ylabel string, higher, logY bool, rows []speed.Row, locks []LockInfo, get func(speed.Row) float64, fifo map[int]float64, st lockStyles) (*Chart, error) {
 	xs := clientCounts(rows)
 	var ticks plot.ConstantTicks
 	for _, x := range xs {
@@ -279,17 +279,17 @@ func clientsPlot(title, ylabel string, higher, logY bool, rows []speed.Row, lock
 		return y
 	}
 	xys := map[string]plotter.XYs{}
-	var present []lockInfo
+	var present []LockInfo
 	for _, l := range locks {
 		var pts plotter.XYs
 		for _, r := range rows {
-			if r.Impl == l.name {
+			if r.Impl == l.Name {
 				pts = append(pts, plotter.XY{X: float64(r.Clients), Y: val(get(r))})
 			}
 		}
 		if len(pts) > 0 {
 			slices.SortFunc(pts, func(a, b plotter.XY) int { return int(a.X - b.X) })
-			xys[l.name] = pts
+			xys[l.Name] = pts
 			present = append(present, l)
 		}
 	}
@@ -303,10 +303,10 @@ func clientsPlot(title, ylabel string, higher, logY bool, rows []speed.Row, lock
 	if len(fifoXYs) > 0 {
 		extra = 1
 	}
-	ch := &chart{title: title}
-	for _, pl := range planPanels(present, extra, bestOf(atMost(rows, get), higher)) {
-		pn := newPanel(pl.title)
-		p := pn.plot
+	ch := &Chart{title: title}
+	for _, pl := range PlanPanels(present, extra, bestOf(atMost(rows, get), higher)) {
+		pn := newPanel(pl.Title)
+		p := pn.Plot
 		p.X.Label.Text = "clients"
 		p.Y.Label.Text = ylabel
 		p.X.Scale = plot.LogScale{}
@@ -315,29 +315,29 @@ func clientsPlot(title, ylabel string, higher, logY bool, rows []speed.Row, lock
 			p.Y.Scale = plot.LogScale{}
 			p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 		}
-		for _, name := range pl.names {
+		for _, name := range pl.Names {
 			l, pts, err := plotter.NewLinePoints(xys[name])
 			if err != nil {
 				return nil, err
 			}
-			l.LineStyle = st.line(name, pl.bold)
+			l.LineStyle = st.line(name, pl.Bold)
 			pts.Color = l.LineStyle.Color
-			pn.styles[name] = l.LineStyle
-			pn.add(legendLabel(name, pl.roles), l, pts)
+			pn.Styles[name] = l.LineStyle
+			pn.add(legendLabel(name, pl.Roles), l, pts)
 		}
 		if len(fifoXYs) > 0 {
 			l, err := plotter.NewLine(fifoXYs)
 			if err != nil {
 				return nil, err
 			}
-			l.LineStyle = fifoStyle
+			l.LineStyle = FifoStyle
 			pn.add("FIFO floor", l)
 		}
-		ch.panels = append(ch.panels, pn)
+		ch.Panels = append(ch.Panels, pn)
 	}
 	ch.shareAxes()
-	for _, pn := range ch.panels {
-		p := pn.plot
+	for _, pn := range ch.Panels {
+		p := pn.Plot
 		if len(xs) > 0 {
 			p.X.Min, p.X.Max = float64(xs[0])/1.3, float64(xs[len(xs)-1])*1.3
 		}
@@ -353,19 +353,19 @@ func clientsPlot(title, ylabel string, higher, logY bool, rows []speed.Row, lock
 // cmdsPlot draws Redis commands per acquisition as grouped bars: one group
 // per client count, one bar per implementation. The best peer is the one
 // with the fewest commands at the most clients.
-func cmdsPlot(title string, rows []speed.Row, locks []lockInfo, st lockStyles) (*chart, error) {
+func CmdsPlot(title string, rows []speed.Row, locks []LockInfo, st lockStyles) (*Chart, error) {
 	xs := clientCounts(rows)
 	// A lock that sent no Redis command (one on etcd, ZooKeeper or
 	// PostgreSQL) has no bar to draw.
-	var present []lockInfo
+	var present []LockInfo
 	for _, l := range locks {
-		if slices.ContainsFunc(rows, func(r speed.Row) bool { return r.Impl == l.name && r.RedisCmdsPerOp > 0 }) {
+		if slices.ContainsFunc(rows, func(r speed.Row) bool { return r.Impl == l.Name && r.RedisCmdsPerOp > 0 }) {
 			present = append(present, l)
 		}
 	}
-	ch := &chart{title: title}
+	ch := &Chart{title: title}
 	if len(present) == 0 || len(xs) == 0 {
-		ch.panels = append(ch.panels, newPanel(""))
+		ch.Panels = append(ch.Panels, newPanel(""))
 		return ch, nil
 	}
 	top := 0.0
@@ -377,15 +377,15 @@ func cmdsPlot(title string, rows []speed.Row, locks []lockInfo, st lockStyles) (
 		labels[i] = "N=" + strconv.Itoa(x)
 	}
 	best := bestOf(atMost(rows, func(r speed.Row) float64 { return r.RedisCmdsPerOp }), false)
-	for _, pl := range planPanels(present, 0, best) {
-		pn := newPanel(pl.title)
-		p := pn.plot
+	for _, pl := range PlanPanels(present, 0, best) {
+		pn := newPanel(pl.Title)
+		p := pn.Plot
 		p.Y.Label.Text = "Redis commands per acquisition"
 		// One group per data unit; the data area is about 85% of the
 		// panel's plotting width.
 		groupW := (tileW - legendW) * 0.85 / vg.Length(len(xs))
-		w := groupW * 0.8 / vg.Length(len(pl.names))
-		for i, name := range pl.names {
+		w := groupW * 0.8 / vg.Length(len(pl.Names))
+		for i, name := range pl.Names {
 			vals := make(plotter.Values, len(xs))
 			for j, x := range xs {
 				for _, r := range rows {
@@ -400,20 +400,20 @@ func cmdsPlot(title string, rows []speed.Row, locks []lockInfo, st lockStyles) (
 			}
 			// A bar has no dashes of its own: a lock drawn dashed gets a
 			// dashed outline, so two locks of one colour still differ.
-			ls := st.line(name, pl.bold)
+			ls := st.line(name, pl.Bold)
 			b.Color = ls.Color
 			b.LineStyle.Width = 0
 			if len(ls.Dashes) > 0 {
 				b.LineStyle = draw.LineStyle{Color: rgb(0x000000), Width: vg.Points(1.2), Dashes: ls.Dashes}
 			}
-			b.Offset = (vg.Length(i) - vg.Length(len(pl.names)-1)/2) * w
-			pn.styles[name] = ls
-			pn.add(legendLabel(name, pl.roles), b)
+			b.Offset = (vg.Length(i) - vg.Length(len(pl.Names)-1)/2) * w
+			pn.Styles[name] = ls
+			pn.add(legendLabel(name, pl.Roles), b)
 		}
 		p.NominalX(labels...)
 		p.X.Min, p.X.Max = -0.5, float64(len(xs))-0.5
 		p.Y.Min, p.Y.Max = 0, math.Max(top, 1)*1.05
-		ch.panels = append(ch.panels, pn)
+		ch.Panels = append(ch.Panels, pn)
 	}
 	return ch, nil
 }

@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"bytes"
@@ -23,9 +23,9 @@ import (
 
 // chapterSection returns the claims table for report.md, or "" when none
 // of the locks on other systems ran.
-func (res *results) chapterSection() string {
+func (res *Results) chapterSection() string {
 	ran, onOthers := map[string]bool{}, false
-	for _, r := range res.rows {
+	for _, r := range res.Rows {
 		ran[r.Impl] = true
 		if im, ok := registry.Locks[r.Impl]; ok && registry.SystemOf(im) != registry.SysRedis {
 			onOthers = true
@@ -46,7 +46,7 @@ func (res *results) chapterSection() string {
 	}
 
 	keysN := 0
-	for _, r := range res.rows {
+	for _, r := range res.Rows {
 		if r.Scenario == speed.ScKeys && r.HoldUs == 0 {
 			keysN = max(keysN, r.Clients)
 		}
@@ -97,8 +97,8 @@ func (res *results) chapterSection() string {
 
 // chapterRate returns the median ops/s of impl in scenario at n clients,
 // hold 0.
-func (res *results) chapterRate(impl, scenario string, n int) (float64, bool) {
-	for _, r := range res.rows {
+func (res *Results) chapterRate(impl, scenario string, n int) (float64, bool) {
+	for _, r := range res.Rows {
 		if r.Impl == impl && r.Scenario == scenario && r.HoldUs == 0 && (scenario == speed.ScUncontended || r.Clients == n) {
 			return r.OpsPerSec, true
 		}

@@ -1,4 +1,4 @@
-package main
+package report
 
 import (
 	"fmt"
@@ -22,7 +22,7 @@ import (
 // maxPanelLines is the most lines (or bar series) a plot panel draws, the
 // FIFO floor included: past about eight, colours repeat and no reader
 // follows a line. chart.save refuses a panel with more.
-const maxPanelLines = 8
+const MaxPanelLines = 8
 
 // A figure's size: panels in up to two columns, each a tile with its plot
 // on the left and its legend to the right of the plotting area.
@@ -36,11 +36,11 @@ const (
 )
 
 // panelPlan is one panel of a figure: which locks it draws and how.
-type panelPlan struct {
-	title string
-	names []string          // locks, in drawing order
-	roles map[string]string // "best peer" or "floor" for the references
-	bold  bool              // a headline panel: our locks, the best peer, the floor
+type PanelPlan struct {
+	Title string
+	Names []string          // locks, in drawing order
+	Roles map[string]string // "best peer" or "floor" for the references
+	Bold  bool              // a headline panel: our locks, the best peer, the floor
 }
 
 // planPanels splits a figure's locks (in display order, only those with
@@ -51,33 +51,33 @@ type panelPlan struct {
 // ours do not fit in one, they are spread evenly over several panels that
 // each repeat the two references. Every other lock is drawn thin in the
 // small multiples after them, again spread evenly.
-func planPanels(locks []lockInfo, extra int, best func(names []string) string) []panelPlan {
-	byName := map[string]lockInfo{}
+func PlanPanels(locks []LockInfo, extra int, best func(names []string) string) []PanelPlan {
+	byName := map[string]LockInfo{}
 	var nodes []int
 	for _, l := range locks {
-		byName[l.name] = l
-		if !slices.Contains(nodes, l.nodes) {
-			nodes = append(nodes, l.nodes)
+		byName[l.Name] = l
+		if !slices.Contains(nodes, l.Nodes) {
+			nodes = append(nodes, l.Nodes)
 		}
 	}
 	slices.Sort(nodes)
 	used := map[string]bool{}
-	var out []panelPlan
+	var out []PanelPlan
 	for _, n := range nodes {
 		var ours, peers []string
 		floor := ""
 		for _, l := range locks {
-			if l.nodes != n {
+			if l.Nodes != n {
 				continue
 			}
-			switch l.kind {
+			switch l.Kind {
 			case registry.Ours:
-				ours = append(ours, l.name)
-				if _, ok := byName[l.floor]; ok && floor == "" {
-					floor = l.floor
+				ours = append(ours, l.Name)
+				if _, ok := byName[l.Floor]; ok && floor == "" {
+					floor = l.Floor
 				}
 			case registry.Peer:
-				peers = append(peers, l.name)
+				peers = append(peers, l.Name)
 			}
 		}
 		if len(ours) == 0 {
@@ -95,13 +95,13 @@ func planPanels(locks []lockInfo, extra int, best func(names []string) string) [
 			refs = append(refs, floor)
 			roles[floor] = "floor"
 		}
-		chunks := spread(ours, maxPanelLines-extra-len(refs))
+		chunks := spread(ours, MaxPanelLines-extra-len(refs))
 		for i, ch := range chunks {
 			title := serversText(n) + ": ours, best peer, floor"
 			if len(chunks) > 1 {
 				title += fmt.Sprintf(" (%d/%d)", i+1, len(chunks))
 			}
-			out = append(out, panelPlan{title: title, names: append(ch, refs...), roles: roles, bold: true})
+			out = append(out, PanelPlan{Title: title, Names: append(ch, refs...), Roles: roles, Bold: true})
 		}
 		for _, name := range append(ours, refs...) {
 			used[name] = true
@@ -109,11 +109,11 @@ func planPanels(locks []lockInfo, extra int, best func(names []string) string) [
 	}
 	var rest []string
 	for _, l := range locks {
-		if !used[l.name] {
-			rest = append(rest, l.name)
+		if !used[l.Name] {
+			rest = append(rest, l.Name)
 		}
 	}
-	chunks := spread(rest, maxPanelLines-extra)
+	chunks := spread(rest, MaxPanelLines-extra)
 	for i, ch := range chunks {
 		title := "the others"
 		if len(out) == 0 {
@@ -122,7 +122,7 @@ func planPanels(locks []lockInfo, extra int, best func(names []string) string) [
 		if len(chunks) > 1 {
 			title += fmt.Sprintf(" (%d/%d)", i+1, len(chunks))
 		}
-		out = append(out, panelPlan{title: title, names: ch})
+		out = append(out, PanelPlan{Title: title, Names: ch})
 	}
 	return out
 }
@@ -155,11 +155,11 @@ func serversText(n int) string {
 // panel is one plotting area of a chart with its legend, which is drawn
 // beside the plotting area, never over the data.
 type panel struct {
-	plot   *plot.Plot
-	legend plot.Legend
-	lines  int                       // lines and bar series drawn
-	labels []string                  // the legend's entries, in order
-	styles map[string]draw.LineStyle // the style each lock was drawn with
+	Plot   *plot.Plot
+	Legend plot.Legend
+	Lines  int                       // lines and bar series drawn
+	Labels []string                  // the legend's entries, in order
+	Styles map[string]draw.LineStyle // the style each lock was drawn with
 }
 
 func newPanel(title string) *panel {
@@ -171,22 +171,22 @@ func newPanel(title string) *panel {
 	lg.Top, lg.Left = true, true
 	lg.TextStyle.Font.Size = vg.Points(10)
 	lg.Padding = vg.Points(2)
-	return &panel{plot: p, legend: lg, styles: map[string]draw.LineStyle{}}
+	return &panel{Plot: p, Legend: lg, Styles: map[string]draw.LineStyle{}}
 }
 
 // add draws the lines of one lock (or of the FIFO floor) and gives them a
 // legend entry.
 func (pn *panel) add(label string, ps ...plot.Plotter) {
-	pn.plot.Add(ps...)
+	pn.Plot.Add(ps...)
 	var thumbs []plot.Thumbnailer
 	for _, p := range ps {
 		if t, ok := p.(plot.Thumbnailer); ok {
 			thumbs = append(thumbs, t)
 		}
 	}
-	pn.legend.Add(label, thumbs...)
-	pn.labels = append(pn.labels, label)
-	pn.lines++
+	pn.Legend.Add(label, thumbs...)
+	pn.Labels = append(pn.Labels, label)
+	pn.Lines++
 }
 
 // legendLabel names a lock in a legend with its role in the panel.
@@ -198,64 +198,64 @@ func legendLabel(name string, roles map[string]string) string {
 }
 
 // chart is one figure: a title over panels that share their axes' ranges.
-type chart struct {
+type Chart struct {
 	title  string
-	panels []*panel
+	Panels []*panel
 }
 
 // shareAxes gives every panel the union of the panels' axis ranges, so
 // the small multiples read on one scale. Call it after every line is
 // added and before any range of one's own is set.
-func (c *chart) shareAxes() {
+func (c *Chart) shareAxes() {
 	xlo, xhi, ylo, yhi := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1)
-	for _, pn := range c.panels {
-		if pn.lines == 0 {
+	for _, pn := range c.Panels {
+		if pn.Lines == 0 {
 			continue
 		}
-		p := pn.plot
+		p := pn.Plot
 		xlo, xhi = math.Min(xlo, p.X.Min), math.Max(xhi, p.X.Max)
 		ylo, yhi = math.Min(ylo, p.Y.Min), math.Max(yhi, p.Y.Max)
 	}
 	if math.IsInf(xlo, 0) {
 		return
 	}
-	for _, pn := range c.panels {
-		pn.plot.X.Min, pn.plot.X.Max = xlo, xhi
-		pn.plot.Y.Min, pn.plot.Y.Max = ylo, yhi
+	for _, pn := range c.Panels {
+		pn.Plot.X.Min, pn.Plot.X.Max = xlo, xhi
+		pn.Plot.Y.Min, pn.Plot.Y.Max = ylo, yhi
 	}
 }
 
 // check returns an error if a panel draws more than maxPanelLines lines.
-func (c *chart) check() error {
-	for _, pn := range c.panels {
-		if pn.lines > maxPanelLines {
-			return fmt.Errorf("plot %q: panel %q draws %d lines; at most %d are readable", c.title, pn.plot.Title.Text, pn.lines, maxPanelLines)
+func (c *Chart) Check() error {
+	for _, pn := range c.Panels {
+		if pn.Lines > MaxPanelLines {
+			return fmt.Errorf("plot %q: panel %q draws %d lines; at most %d are readable", c.title, pn.Plot.Title.Text, pn.Lines, MaxPanelLines)
 		}
 	}
 	return nil
 }
 
 // size is the chart's width and height.
-func (c *chart) size() (w, h vg.Length) {
-	cols := min(max(len(c.panels), 1), maxTiles)
-	rows := (max(len(c.panels), 1) + cols - 1) / cols
+func (c *Chart) Size() (w, h vg.Length) {
+	cols := min(max(len(c.Panels), 1), maxTiles)
+	rows := (max(len(c.Panels), 1) + cols - 1) / cols
 	return vg.Length(cols) * tileW, titleH + vg.Length(rows)*tileH
 }
 
 // tileLayout is where a panel is drawn: its plot (axes and data) and its
 // legend, which starts to the right of the plot's data area.
 type tileLayout struct {
-	plot, data, legend vg.Rectangle
+	plot, Data, Legend vg.Rectangle
 }
 
 // layout places the panels on dc: under the title, left to right and top
 // to bottom, each tile's plot on the left and its legend on the right,
 // top-aligned with the data area.
-func (c *chart) layout(dc draw.Canvas) []tileLayout {
-	cols := min(max(len(c.panels), 1), maxTiles)
+func (c *Chart) Layout(dc draw.Canvas) []tileLayout {
+	cols := min(max(len(c.Panels), 1), maxTiles)
 	top := dc.Max.Y - titleH
 	var out []tileLayout
-	for i, pn := range c.panels {
+	for i, pn := range c.Panels {
 		r, col := i/cols, i%cols
 		tile := vg.Rectangle{
 			Min: vg.Point{X: dc.Min.X + vg.Length(col)*tileW + tilePad, Y: top - vg.Length(r+1)*tileH + tilePad},
@@ -263,34 +263,34 @@ func (c *chart) layout(dc draw.Canvas) []tileLayout {
 		}
 		pr := tile
 		pr.Max.X -= legendW
-		data := pn.plot.DataCanvas(draw.Canvas{Canvas: dc.Canvas, Rectangle: pr}).Rectangle
+		data := pn.Plot.DataCanvas(draw.Canvas{Canvas: dc.Canvas, Rectangle: pr}).Rectangle
 		lg := vg.Rectangle{Min: vg.Point{X: pr.Max.X + tilePad, Y: data.Min.Y}, Max: vg.Point{X: tile.Max.X, Y: data.Max.Y}}
-		out = append(out, tileLayout{plot: pr, data: data, legend: lg})
+		out = append(out, tileLayout{plot: pr, Data: data, Legend: lg})
 	}
 	return out
 }
 
 // draw draws the chart on dc: its title across the top, then the panels
 // as layout places them.
-func (c *chart) draw(dc draw.Canvas) {
+func (c *Chart) draw(dc draw.Canvas) {
 	dc.SetColor(rgb(0xffffff))
 	dc.Fill(dc.Rectangle.Path())
 	ts := text.Style{Font: font.From(plot.DefaultFont, vg.Points(14)), Handler: plot.DefaultTextHandler, XAlign: draw.XCenter, YAlign: draw.YTop}
 	dc.FillText(ts, vg.Point{X: dc.Center().X, Y: dc.Max.Y - tilePad}, c.title)
-	for i, tl := range c.layout(dc) {
-		pn := c.panels[i]
-		pn.plot.Draw(draw.Canvas{Canvas: dc.Canvas, Rectangle: tl.plot})
-		pn.legend.Draw(draw.Canvas{Canvas: dc.Canvas, Rectangle: tl.legend})
+	for i, tl := range c.Layout(dc) {
+		pn := c.Panels[i]
+		pn.Plot.Draw(draw.Canvas{Canvas: dc.Canvas, Rectangle: tl.plot})
+		pn.Legend.Draw(draw.Canvas{Canvas: dc.Canvas, Rectangle: tl.Legend})
 	}
 }
 
 // save writes the chart as dir/stem.png and dir/stem.svg and returns the
 // svg's base name.
-func (c *chart) save(dir, stem string) (string, error) {
-	if err := c.check(); err != nil {
+func (c *Chart) Save(dir, stem string) (string, error) {
+	if err := c.Check(); err != nil {
 		return "", err
 	}
-	w, h := c.size()
+	w, h := c.Size()
 	for _, ext := range []string{"png", "svg"} {
 		cv, err := draw.NewFormattedCanvas(w, h, ext)
 		if err != nil {
