@@ -22,9 +22,9 @@ func TestStuckAfterScales(t *testing.T) {
 			}
 			r := &faults.FaultRun{Ev: &faults.Event{Sch: s}, Im: im}
 			got, lease := r.StuckAfter(), r.Lease()
-			want := time.Duration(float64(s.StuckAfter) / float64(s.Ttl) * float64(lease))
+			want := time.Duration(float64(s.StuckAfter) / float64(s.TTL) * float64(lease))
 			if got < s.StuckAfter || got != want {
-				t.Errorf("%s on %s: stuckAfter = %v (bound %v, lease %v of the schedule's %v); want %v", s.Id, sys, got, s.StuckAfter, lease, s.Ttl, want)
+				t.Errorf("%s on %s: stuckAfter = %v (bound %v, lease %v of the schedule's %v); want %v", s.ID, sys, got, s.StuckAfter, lease, s.TTL, want)
 			}
 		}
 	}

@@ -31,7 +31,7 @@ func TestSchedulesApplyToTheirSystems(t *testing.T) {
 		var got []string
 		for _, s := range faults.Schedules {
 			if s.AppliesTo(im) {
-				got = append(got, s.Id)
+				got = append(got, s.ID)
 			}
 		}
 		if strings.Join(got, ",") != strings.Join(ids, ",") {

@@ -209,7 +209,7 @@ func runSpeed(ctx context.Context, cfg *speed.Config, mach *report.Machine, srv 
 		}
 		spec := speed.RunSpec{
 			Impl: s.Impl, Cell: s.Cell, Round: s.Round, Duration: cfg.Duration,
-			MaxOps: cfg.MaxOps, Rate: cfg.Rate, Ttl: cfg.Ttl, Addrs: addrs,
+			MaxOps: cfg.MaxOps, Rate: cfg.Rate, TTL: cfg.TTL, Addrs: addrs,
 			Tag: fmt.Sprintf("%s%s:%d", env.KeyRoot, runID, i),
 		}
 		r, err := speed.Execute(ctx, on, led, spec)
@@ -245,7 +245,7 @@ func runSpeed(ctx context.Context, cfg *speed.Config, mach *report.Machine, srv 
 func runScoreboard(ctx context.Context, cfg *speed.Config, mach report.Machine, srv *env.Servers, impls []*registry.Lock, dir string, stdout, stderr io.Writer) ([]string, error) {
 	fs := &faults.FaultSetup{Runs: cfg.FaultRuns, Seed: cfg.Seed, Impls: impls, Srv: srv, External: srv.External, AllTimelines: cfg.AllTimelines}
 	for _, sch := range faults.Schedules {
-		if slices.Contains(cfg.Faults, sch.Id) {
+		if slices.Contains(cfg.Faults, sch.ID) {
 			fs.Schedules = append(fs.Schedules, sch)
 		}
 	}
@@ -381,7 +381,7 @@ func parseFlags(args []string, stderr io.Writer) (*speed.Config, error) {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
 	c := &speed.Config{Out: *out, Duration: *duration, Rounds: *rounds, Keys: *keys, Rtt: *rtt,
-		Rate: *rate, Quick: *quick, Ttl: *ttl, MaxOps: *maxOps, Plots: *plots, Check: *check, Cpuprof: *cpuprof,
+		Rate: *rate, Quick: *quick, TTL: *ttl, MaxOps: *maxOps, Plots: *plots, Check: *check, Cpuprof: *cpuprof,
 		FaultRuns: *faultRuns, Seed: *seed, AllTimelines: *timelines == "all"}
 	if *timelines != "first" && *timelines != "all" {
 		return nil, fmt.Errorf("-fault-timelines must be first or all, got %q", *timelines)

@@ -69,7 +69,7 @@ func plotCharts(t *testing.T, res *report.Results) map[string]*report.Chart {
 		if err != nil {
 			t.Fatalf("latencyPlot(%s) = %v", c, err)
 		}
-		out["latency_"+c.Id()] = ch
+		out["latency_"+c.ID()] = ch
 	}
 	for _, g := range res.ScenarioHolds() {
 		rows := res.RowsOf(g.Scenario, g.Hold)

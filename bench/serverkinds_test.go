@@ -85,11 +85,11 @@ func TestStepsOnEveryServer(t *testing.T) {
 	// the default plan's files keep their names.
 	cfg.Servers = nil
 	for _, c := range speed.Cells(cfg) {
-		if c.Server != "" || strings.Contains(c.Id(), "redis") {
-			t.Errorf("cell %v without -server has server %q, id %s; want none", c, c.Server, c.Id())
+		if c.Server != "" || strings.Contains(c.ID(), "redis") {
+			t.Errorf("cell %v without -server has server %q, id %s; want none", c, c.Server, c.ID())
 		}
 	}
-	if id := (speed.Cell{Scenario: speed.ScContended, Clients: 2, Server: env.ServerValkey}).Id(); id != "contended_c2_h0_valkey" {
+	if id := (speed.Cell{Scenario: speed.ScContended, Clients: 2, Server: env.ServerValkey}).ID(); id != "contended_c2_h0_valkey" {
 		t.Errorf("a Valkey cell's id = %s; want contended_c2_h0_valkey", id)
 	}
 }
@@ -119,7 +119,7 @@ func TestServerSectionRatios(t *testing.T) {
 			runs = append(runs, r, v)
 		}
 	}
-	cfg := &speed.Config{Duration: time.Second, Rounds: 3, MaxOps: speed.DefaultMaxOps, Ttl: speed.DefaultTTL, Keys: 1024, Rtt: time.Millisecond,
+	cfg := &speed.Config{Duration: time.Second, Rounds: 3, MaxOps: speed.DefaultMaxOps, TTL: speed.DefaultTTL, Keys: 1024, Rtt: time.Millisecond,
 		Check: "async", Servers: []string{env.ServerRedis, env.ServerValkey}}
 	res := report.NewResults(cfg, report.Machine{}, cs, []*registry.Lock{correct, raw}, runs)
 

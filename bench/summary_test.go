@@ -54,7 +54,7 @@ func syntheticResults(t *testing.T, names []string, cs []speed.Cell, rounds int,
 			}
 		}
 	}
-	cfg := &speed.Config{Duration: time.Second, Rounds: rounds, MaxOps: speed.DefaultMaxOps, Ttl: speed.DefaultTTL, Keys: 1024, Rtt: time.Millisecond, Check: "async"}
+	cfg := &speed.Config{Duration: time.Second, Rounds: rounds, MaxOps: speed.DefaultMaxOps, TTL: speed.DefaultTTL, Keys: 1024, Rtt: time.Millisecond, Check: "async"}
 	mach := report.Machine{Start: time.Unix(0, 0).UTC(), Command: "go run ./bench (synthetic)"}
 	return report.NewResults(cfg, mach, cs, impls, runs)
 }

@@ -204,7 +204,7 @@ func (fs *FaultSetup) event(ctx context.Context, sch *Schedule, impls []*registr
 	seed := fs.Seed*1000 + uint64(sch.N)*100 + uint64(i)
 	ev := &Event{ctx: ctx, setup: fs, Sch: sch, index: i, seed: seed,
 		rng:       rand.New(rand.NewPCG(seed, 0x10c61ab)),
-		tag:       fmt.Sprintf("%sfaults:%s:%s:%d", env.KeyRoot, env.RandomID(), sch.Id, i),
+		tag:       fmt.Sprintf("%sfaults:%s:%s:%d", env.KeyRoot, env.RandomID(), sch.ID, i),
 		lockAddrs: fs.Srv.Addrs[:faultLockServers],
 		users:     &registry.UserClients{Timeout: userTimeout},
 	}

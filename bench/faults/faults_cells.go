@@ -113,7 +113,7 @@ func (c *CellResult) add(r *FaultRun) {
 func (r *FaultRun) timeline() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s under %d. %s (run %d, seed %d, lease %v)\n%s\n\n", r.Im.Name, r.Ev.Sch.N, r.Ev.Sch.Title,
-		r.Ev.index+1, r.Ev.seed, r.Ev.Sch.Ttl, r.Ev.Sch.What)
+		r.Ev.index+1, r.Ev.seed, r.Ev.Sch.TTL, r.Ev.Sch.What)
 	b.WriteString(history.Render(r.hist.Events(), r.v.Findings))
 	fmt.Fprintf(&b, "\nresource counter at the end: %d\n", r.final)
 	switch {
@@ -159,12 +159,12 @@ type FaultRow struct {
 }
 
 func (c *CellResult) Row() FaultRow {
-	cl := registry.ClaimOf(c.Impl.Name, c.Sch.Id)
-	r := FaultRow{Impl: c.Impl.Name, Kind: string(c.Impl.Kind), Fault: c.Sch.Id, FaultNumber: c.Sch.N, Title: c.Sch.Title,
+	cl := registry.ClaimOf(c.Impl.Name, c.Sch.ID)
+	r := FaultRow{Impl: c.Impl.Name, Kind: string(c.Impl.Kind), Fault: c.Sch.ID, FaultNumber: c.Sch.N, Title: c.Sch.Title,
 		Runs: c.Runs, Inconclusive: c.Inconclusive, InconclusiveWhy: c.WhyNot,
 		UnsafeRuns: c.Unsafe, StuckRuns: c.Stuck, Violations: c.Overlaps, LostUpdates: c.Lost,
 		StaleWritesAccepted: c.Stale, WritesRefused: c.Refused, RefusedToRun: c.Declined, RefusedToRunWhy: c.WhyDeclined, ToldRuns: c.Told, MaxStallMs: float64(c.MaxStall.Microseconds()) / 1000,
-		Modeled: c.Sch.Modeled, NotRun: c.NotRun, Claim: cl.Verdict, ClaimSource: cl.Why, TTLms: c.Sch.Ttl.Milliseconds()}
+		Modeled: c.Sch.Modeled, NotRun: c.NotRun, Claim: cl.Verdict, ClaimSource: cl.Why, TTLms: c.Sch.TTL.Milliseconds()}
 	if c.Impl.LossSignal {
 		n := c.ToldBefore
 		r.ToldBeforeOverlap = &n
@@ -189,9 +189,9 @@ func (c *CellResult) Linked() string {
 func (c *CellResult) TimelinePath(kind string) string {
 	f := c.First[kind]
 	if strings.HasPrefix(kind, "run") {
-		return fmt.Sprintf("timelines/%d-%s/all/%s_%s.txt", c.Sch.N, c.Sch.Id, fileSafe(c.Impl.Name), kind)
+		return fmt.Sprintf("timelines/%d-%s/all/%s_%s.txt", c.Sch.N, c.Sch.ID, fileSafe(c.Impl.Name), kind)
 	}
-	return fmt.Sprintf("timelines/%d-%s/%s_%s_run%d.txt", c.Sch.N, c.Sch.Id, fileSafe(c.Impl.Name), kind, f.index+1)
+	return fmt.Sprintf("timelines/%d-%s/%s_%s_run%d.txt", c.Sch.N, c.Sch.ID, fileSafe(c.Impl.Name), kind, f.index+1)
 }
 
 func fileSafe(s string) string {

@@ -124,7 +124,7 @@ func runCommandFault(ev *Event, late bool) error {
 			// a lock someone holds.
 			more = func() bool { return r.holding(rules) }
 		}
-		r.cycleAll(4*ev.Sch.Ttl+2*time.Second, more)
+		r.cycleAll(4*ev.Sch.TTL+2*time.Second, more)
 		stop()
 		wg.Wait()
 		for _, rule := range rules {
@@ -291,7 +291,7 @@ func (fs *FaultSetup) discover(ctx context.Context, im *registry.Lock) ([]faultO
 		if err != nil {
 			return err
 		}
-		ev.each(func(r *FaultRun) { r.cycleAll(4*ev.Sch.Ttl+2*time.Second, nil) })
+		ev.each(func(r *FaultRun) { r.cycleAll(4*ev.Sch.TTL+2*time.Second, nil) })
 		ops = mon.stop()
 		return nil
 	}); err != nil {
@@ -306,7 +306,7 @@ func (fs *FaultSetup) discover(ctx context.Context, im *registry.Lock) ([]faultO
 				counts[faultOp{op, name}] = r.nets[name][0].Count(op.match())
 			}
 		}
-		ev.each(func(r *FaultRun) { r.cycleAll(4*ev.Sch.Ttl+2*time.Second, nil) })
+		ev.each(func(r *FaultRun) { r.cycleAll(4*ev.Sch.TTL+2*time.Second, nil) })
 		for _, op := range ops {
 			for _, name := range []string{"A", "B", "C"} {
 				if counts[faultOp{op, name}].Hits() > 0 {

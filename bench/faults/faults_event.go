@@ -142,7 +142,7 @@ func (ev *Event) prepare() error {
 	}
 	wg.Wait()
 	if len(ev.live()) == 0 && ev.runs[0].declined == "" {
-		return fmt.Errorf("%s run %d: no lock could be set up: %s", ev.Sch.Id, ev.index+1, ev.runs[0].failed)
+		return fmt.Errorf("%s run %d: no lock could be set up: %s", ev.Sch.ID, ev.index+1, ev.runs[0].failed)
 	}
 	return nil
 }
@@ -158,7 +158,7 @@ func (r *FaultRun) prepare(resAddr string) error {
 	}
 	spec := func(name string, netAddrs []string, res string) actorSpec {
 		return actorSpec{Name: name, Impl: r.Im.Name, Key: r.key, Res: r.res, ResAddr: res, Addrs: netAddrs,
-			TTL: ev.Sch.Ttl, Users: ev.users, ClockBase: ev.clock.Base()}
+			TTL: ev.Sch.TTL, Users: ev.users, ClockBase: ev.clock.Base()}
 	}
 	// Each client has its own network: its own proxies when the schedule
 	// puts faults on connections.
@@ -296,7 +296,7 @@ func (r *FaultRun) contend(bound time.Duration, finished chan error, whenBWrote 
 	})
 	select {
 	case <-wrote:
-	case <-time.After(r.Ev.Sch.faultWindow() + r.Lease() - r.Ev.Sch.Ttl):
+	case <-time.After(r.Ev.Sch.faultWindow() + r.Lease() - r.Ev.Sch.TTL):
 	case <-r.Ev.ctx.Done():
 	}
 	if whenBWrote != nil {
@@ -320,7 +320,7 @@ func (ev *Event) standard(inject func() error) error {
 		return err
 	}
 	ev.each(func(r *FaultRun) {
-		r.contend(ev.Sch.faultWindow()+ev.Sch.Ttl+2*time.Second, finished[r], r.a.Release)
+		r.contend(ev.Sch.faultWindow()+ev.Sch.TTL+2*time.Second, finished[r], r.a.Release)
 	})
 	return nil
 }

@@ -343,7 +343,7 @@ func (fs *FaultSetup) discoverRaw(ctx context.Context, im *registry.Lock) ([]fau
 		for _, rn := range r.raw {
 			rn.Arm(rawCount, -1)
 		}
-		ev.each(func(r *FaultRun) { r.cycleAll(4*ev.Sch.Ttl+2*time.Second, nil) })
+		ev.each(func(r *FaultRun) { r.cycleAll(4*ev.Sch.TTL+2*time.Second, nil) })
 		for name, rn := range r.raw {
 			counts[name] = rn.Count()
 		}
@@ -403,7 +403,7 @@ func (r *FaultRun) rawCommandFault(fo faultOp, late bool) {
 		r.fault("request held in the network (%s is cut off)", fo.Client)
 		// The client gives up when its call's context ends: Lock's bound,
 		// or Unlock's 5 s.
-		deadline := time.Now().Add(4*ev.Sch.Ttl + 8*time.Second)
+		deadline := time.Now().Add(4*ev.Sch.TTL + 8*time.Second)
 		for time.Now().Before(deadline) && !r.failedSince(fo.Client, at) {
 			if !env.SleepCtx(wctx, 5*time.Millisecond) {
 				break
@@ -439,7 +439,7 @@ func (r *FaultRun) rawCommandFault(fo faultOp, late bool) {
 			return r.delivered.IsZero() || time.Since(r.delivered) < 300*time.Millisecond
 		}
 	}
-	r.cycleAll(4*ev.Sch.Ttl+2*time.Second, more)
+	r.cycleAll(4*ev.Sch.TTL+2*time.Second, more)
 	stop()
 	wg.Wait()
 	rn.Release()

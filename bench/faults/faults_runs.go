@@ -23,7 +23,7 @@ func runPause(ev *Event) error {
 			return
 		}
 		r.fault("SIGSTOP A (frozen in its critical section)")
-		r.contend(ev.Sch.faultWindow()+ev.Sch.Ttl+2*time.Second, finished[r], func() {
+		r.contend(ev.Sch.faultWindow()+ev.Sch.TTL+2*time.Second, finished[r], func() {
 			r.fault("SIGCONT A (resumes)")
 			_ = r.child.thaw()
 			r.a.Release()
@@ -45,7 +45,7 @@ func runKill(ev *Event) error {
 		}
 		r.fault("kill -9 A (inside its critical section)")
 		r.hist.Add(history.Event{Client: "A", Kind: history.Exit, Text: "(killed)"})
-		r.contend(4*ev.Sch.Ttl+3*time.Second, nil, nil)
+		r.contend(4*ev.Sch.TTL+3*time.Second, nil, nil)
 	})
 	return nil
 }
@@ -64,7 +64,7 @@ func runLatency(ev *Event) error {
 		}
 		r.fault("A's connections: +%v each way (its lease is %v)", lat, lease)
 		r.a.Release() // A writes now: the write lands lat later
-		r.contend(ev.Sch.faultWindow()+ev.Sch.Ttl+2*time.Second, nil, nil)
+		r.contend(ev.Sch.faultWindow()+ev.Sch.TTL+2*time.Second, nil, nil)
 		select {
 		case <-finished[r]:
 		case <-ev.ctx.Done():

@@ -63,9 +63,9 @@ const etcdMinLease = 2 * time.Second
 // or etcd's minimum when it is longer.
 func (r *FaultRun) Lease() time.Duration {
 	if registry.SystemOf(r.Im) == registry.SysEtcd {
-		return max(r.Ev.Sch.Ttl, etcdMinLease)
+		return max(r.Ev.Sch.TTL, etcdMinLease)
 	}
-	return r.Ev.Sch.Ttl
+	return r.Ev.Sch.TTL
 }
 
 // stuckAfter is the run's bound on a stall: the schedule's, counted in
@@ -74,7 +74,7 @@ func (r *FaultRun) Lease() time.Duration {
 func (r *FaultRun) StuckAfter() time.Duration {
 	// In float64: the product of two Durations overflows int64 nanoseconds
 	// past about 9.2 s² (6 s × 2 s came out negative).
-	return time.Duration(float64(r.Ev.Sch.StuckAfter) / float64(r.Ev.Sch.Ttl) * float64(r.Lease()))
+	return time.Duration(float64(r.Ev.Sch.StuckAfter) / float64(r.Ev.Sch.TTL) * float64(r.Lease()))
 }
 
 // runCrash: schedule 10.
@@ -125,7 +125,7 @@ func runExpiry(ev *Event) error {
 func (r *FaultRun) expiry() {
 	ev := r.Ev
 	ctx := ev.ctx
-	bound := 4*ev.Sch.Ttl + 6*time.Second
+	bound := 4*ev.Sch.TTL + 6*time.Second
 	a := r.a.(*actor)
 	cHolds, injected := make(chan struct{}), make(chan struct{})
 	var once sync.Once
@@ -186,11 +186,11 @@ func (r *FaultRun) expireWaiter(ctx context.Context) error {
 		if err := env.Others.ZkWaitLine(ctx, registry.ZKPath(r.key), 2); err != nil {
 			return err
 		}
-		cut := 3 * r.Ev.Sch.Ttl
+		cut := 3 * r.Ev.Sch.TTL
 		for _, p := range r.aNet[:len(r.aNet)-1] {
 			p.Blackhole()
 		}
-		r.fault("A's claim is in line; A is cut off from ZooKeeper for %v, three times its %v session timeout", cut, r.Ev.Sch.Ttl)
+		r.fault("A's claim is in line; A is cut off from ZooKeeper for %v, three times its %v session timeout", cut, r.Ev.Sch.TTL)
 		ok := env.SleepCtx(ctx, cut)
 		for _, p := range r.aNet[:len(r.aNet)-1] {
 			p.Heal()
@@ -232,7 +232,7 @@ func runPooler(ev *Event) error {
 		return err
 	}
 	ev.faultAll("every client reaches PostgreSQL through PgBouncer in %s pooling", mode)
-	ev.each(func(r *FaultRun) { r.cycleAll(4*ev.Sch.Ttl+2*time.Second, nil) })
+	ev.each(func(r *FaultRun) { r.cycleAll(4*ev.Sch.TTL+2*time.Second, nil) })
 	return nil
 }
 
@@ -263,7 +263,7 @@ func runIsolation(ev *Event) error {
 		for i, a := range []*actor{r.a.(*actor), r.b, r.c} {
 			wg.Go(func() {
 				if env.SleepCtx(ev.ctx, time.Duration(i)*20*time.Millisecond) {
-					a.ledgerCycle(ev.ctx, 4*ev.Sch.Ttl+2*time.Second, holdB)
+					a.ledgerCycle(ev.ctx, 4*ev.Sch.TTL+2*time.Second, holdB)
 				}
 			})
 		}

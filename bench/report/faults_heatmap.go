@@ -50,7 +50,7 @@ func (fr *FaultReport) heatmap(dir string) error {
 		top := h - pad - headH
 		for j, s := range fr.Setup.Schedules {
 			x := pad + labelW + vg.Length(j)*cellW + cellW/2
-			t := fmt.Sprintf("%d. %s", s.N, s.Id)
+			t := fmt.Sprintf("%d. %s", s.N, s.ID)
 			if s.Modeled {
 				t += "*"
 			}
@@ -60,7 +60,7 @@ func (fr *FaultReport) heatmap(dir string) error {
 			y := top - vg.Length(i+1)*cellH
 			dc.FillText(sty(8, draw.XRight), vg.Point{X: pad + labelW - 6, Y: y + cellH/2}, im.Name)
 			for j, s := range fr.Setup.Schedules {
-				c := fr.cell(im.Name, s.Id)
+				c := fr.cell(im.Name, s.ID)
 				x := pad + labelW + vg.Length(j)*cellW
 				dc.FillPolygon(cellColor(c), rect(x+1, y+1, x+cellW-1, y+cellH-1))
 				dc.FillText(sty(7, draw.XCenter), vg.Point{X: x + cellW/2, Y: y + cellH/2}, heatLabel(c))

@@ -22,7 +22,7 @@ type FaultReport struct {
 
 func (fr *FaultReport) cell(impl, sch string) *faults.CellResult {
 	for _, c := range fr.Cells {
-		if c.Impl.Name == impl && c.Sch.Id == sch {
+		if c.Impl.Name == impl && c.Sch.ID == sch {
 			return c
 		}
 	}
@@ -93,12 +93,12 @@ func (fr *FaultReport) matrix() string {
 	for _, im := range fr.Setup.Impls {
 		fmt.Fprintf(&b, "| %s |", im.Name)
 		for _, s := range fr.Setup.Schedules {
-			c := fr.cell(im.Name, s.Id)
+			c := fr.cell(im.Name, s.ID)
 			t := c.Text()
 			if kind := c.Linked(); kind != "" {
 				t = fmt.Sprintf("[%s](%s)", t, c.TimelinePath(kind))
 			}
-			if cl := registry.ClaimOf(im.Name, s.Id); im.Kind == registry.Ours && c.Unsafe > 0 {
+			if cl := registry.ClaimOf(im.Name, s.ID); im.Kind == registry.Ours && c.Unsafe > 0 {
 				switch cl.Verdict {
 				case registry.ClaimSurvives:
 					t += " **promised safe**"
@@ -139,7 +139,7 @@ func (fr *FaultReport) claimsSection(b *bytes.Buffer) {
 		if c.Impl.Kind != registry.Ours || c.NotRun != "" {
 			continue
 		}
-		cl := registry.ClaimOf(c.Impl.Name, c.Sch.Id)
+		cl := registry.ClaimOf(c.Impl.Name, c.Sch.ID)
 		bad := c.Unsafe > 0 || (c.Stuck > 0 && c.Sch.Liveness)
 		switch {
 		case bad && cl.Verdict == registry.ClaimSurvives:
@@ -165,7 +165,7 @@ func (fr *FaultReport) claimsSection(b *bytes.Buffer) {
 func (fr *FaultReport) controlSection(b *bytes.Buffer) {
 	var lines []string
 	for _, c := range fr.Cells {
-		cl := registry.ClaimOf(c.Impl.Name, c.Sch.Id)
+		cl := registry.ClaimOf(c.Impl.Name, c.Sch.ID)
 		if cl.Verdict != registry.ClaimMistake || c.NotRun != "" {
 			continue
 		}
@@ -186,8 +186,8 @@ func (fr *FaultReport) controlSection(b *bytes.Buffer) {
 func (fr *FaultReport) Blind() []string {
 	var out []string
 	for _, c := range fr.Cells {
-		if registry.ClaimOf(c.Impl.Name, c.Sch.Id).Verdict == registry.ClaimMistake && c.NotRun == "" && c.Runs > 0 && c.Unsafe == 0 && c.Stuck == 0 {
-			out = append(out, c.Impl.Name+" under "+c.Sch.Id)
+		if registry.ClaimOf(c.Impl.Name, c.Sch.ID).Verdict == registry.ClaimMistake && c.NotRun == "" && c.Runs > 0 && c.Unsafe == 0 && c.Stuck == 0 {
+			out = append(out, c.Impl.Name+" under "+c.Sch.ID)
 		}
 	}
 	return out
@@ -201,8 +201,8 @@ func (fr *FaultReport) BrokenPromises() []string {
 		if c.Impl.Kind != registry.Ours || c.NotRun != "" {
 			continue
 		}
-		if (c.Unsafe > 0 || (c.Stuck > 0 && c.Sch.Liveness)) && registry.ClaimOf(c.Impl.Name, c.Sch.Id).Verdict == registry.ClaimSurvives {
-			out = append(out, fmt.Sprintf("%s under %s: %s", c.Impl.Name, c.Sch.Id, c.Text()))
+		if (c.Unsafe > 0 || (c.Stuck > 0 && c.Sch.Liveness)) && registry.ClaimOf(c.Impl.Name, c.Sch.ID).Verdict == registry.ClaimSurvives {
+			out = append(out, fmt.Sprintf("%s under %s: %s", c.Impl.Name, c.Sch.ID, c.Text()))
 		}
 	}
 	return out
@@ -217,7 +217,7 @@ func (fr *FaultReport) detailSection(b *bytes.Buffer) {
 	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, im := range fr.Setup.Impls {
 		for _, s := range fr.Setup.Schedules {
-			c := fr.cell(im.Name, s.Id)
+			c := fr.cell(im.Name, s.ID)
 			if c.NotRun != "" {
 				continue
 			}
@@ -235,7 +235,7 @@ func (fr *FaultReport) detailSection(b *bytes.Buffer) {
 			if c.Refused > 0 || c.Fenced {
 				refused = fmt.Sprint(c.Refused)
 			}
-			fmt.Fprintf(b, "| %s | %d. %s | %s | %d | %d | %d | %d | %d | %s | %s | %s |\n", im.Name, s.N, s.Id, runs,
+			fmt.Fprintf(b, "| %s | %d. %s | %s | %d | %d | %d | %d | %d | %s | %s | %s |\n", im.Name, s.N, s.ID, runs,
 				c.Unsafe, c.Stuck, c.Overlaps, c.Lost, c.Stale, refused, told, fmtUs(float64(c.MaxStall.Microseconds())))
 		}
 	}
@@ -243,10 +243,10 @@ func (fr *FaultReport) detailSection(b *bytes.Buffer) {
 	var notes, refusals []string
 	for _, c := range fr.Cells {
 		if c.Inconclusive > 0 {
-			notes = append(notes, fmt.Sprintf("- %s under %s: %d inconclusive, first: %s", c.Impl.Name, c.Sch.Id, c.Inconclusive, c.WhyNot))
+			notes = append(notes, fmt.Sprintf("- %s under %s: %d inconclusive, first: %s", c.Impl.Name, c.Sch.ID, c.Inconclusive, c.WhyNot))
 		}
 		if c.Declined > 0 {
-			refusals = append(refusals, fmt.Sprintf("- %s under %s: refused to run in %d runs (counted safe): %s", c.Impl.Name, c.Sch.Id, c.Declined, c.WhyDeclined))
+			refusals = append(refusals, fmt.Sprintf("- %s under %s: refused to run in %d runs (counted safe): %s", c.Impl.Name, c.Sch.ID, c.Declined, c.WhyDeclined))
 		}
 	}
 	for _, l := range []struct {
@@ -286,7 +286,7 @@ func (fr *FaultReport) scheduleSection(b *bytes.Buffer) {
 		if s.Modeled {
 			label = "modeled"
 		}
-		fmt.Fprintf(b, "%d. **%s** (%s; lease %v): %s", s.N, s.Title, label, s.Ttl, s.What)
+		fmt.Fprintf(b, "%d. **%s** (%s; lease %v): %s", s.N, s.Title, label, s.TTL, s.What)
 		if why := fr.Setup.Skip(s); why != "" {
 			fmt.Fprintf(b, " *Not run here: %s.*", why)
 		}

@@ -53,7 +53,7 @@ func (res *Results) WritePlots(dir string) (map[string][]string, error) {
 			hs[l.Name] = res.Hists[speed.GroupKey{Impl: l.Name, Cell: c}]
 		}
 		ch, err := LatencyPlot(c, locks, hs, FifoFloor(res.Rows, c), st)
-		if err = out.add("latency", dir, "latency_"+c.Id(), ch, err); err != nil {
+		if err = out.add("latency", dir, "latency_"+c.ID(), ch, err); err != nil {
 			return nil, err
 		}
 	}

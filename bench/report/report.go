@@ -180,7 +180,7 @@ func (res *Results) writeHgrm(dir string) error {
 		return os.WriteFile(filepath.Join(dir, name), b.Bytes(), 0o644)
 	}
 	for k, h := range res.Hists {
-		stem := k.Cell.Id() + "_" + k.Impl
+		stem := k.Cell.ID() + "_" + k.Impl
 		if err := write(stem+".hgrm", h); err != nil {
 			return err
 		}
@@ -256,7 +256,7 @@ func (res *Results) header(b *bytes.Buffer) {
 		mode = fmt.Sprintf("open loop, %.0f arrivals/s per run", c.Rate)
 	}
 	fmt.Fprintf(b, "\nSettings: %s; each run %s (at most %d acquisitions), %d round(s), TTL %s for every lock, keys scenario over %d keys, rtt scenario +%s each way, violation check %s.\n\n",
-		mode, c.Duration, c.MaxOps, c.Rounds, c.Ttl, c.Keys, c.Rtt, c.Check)
+		mode, c.Duration, c.MaxOps, c.Rounds, c.TTL, c.Keys, c.Rtt, c.Check)
 	b.WriteString(methodText)
 }
 

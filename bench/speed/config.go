@@ -75,7 +75,7 @@ type Config struct {
 	// (headlineCells): the default plan, unless -full, -quick or an explicit
 	// -scenarios, -clients, -keys-clients or -hold asks for more.
 	Headline bool
-	Ttl      time.Duration
+	TTL      time.Duration
 	MaxOps   int64
 	Plots    bool
 	Check    string // "async" or "sync": how the ledger's updates are sent
@@ -99,8 +99,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("-rtt must be > 0 for the rtt scenario, got %v", c.Rtt)
 	case c.Rate < 0:
 		return fmt.Errorf("-rate must be >= 0, got %v", c.Rate)
-	case c.Ttl <= 0:
-		return fmt.Errorf("-ttl must be > 0, got %v", c.Ttl)
+	case c.TTL <= 0:
+		return fmt.Errorf("-ttl must be > 0, got %v", c.TTL)
 	case c.MaxOps < 1:
 		return fmt.Errorf("-max-ops must be >= 1, got %d", c.MaxOps)
 	case c.Check != "async" && c.Check != "sync":
@@ -119,8 +119,8 @@ func (c *Config) Validate() error {
 		}
 	}
 	for _, h := range c.Holds {
-		if h < 0 || h > c.Ttl/2 {
-			return fmt.Errorf("-hold: %v is out of range 0..ttl/2 (%v)", h, c.Ttl/2)
+		if h < 0 || h > c.TTL/2 {
+			return fmt.Errorf("-hold: %v is out of range 0..ttl/2 (%v)", h, c.TTL/2)
 		}
 	}
 	return nil

@@ -42,7 +42,7 @@ func (c Cell) String() string {
 }
 
 // id is the cell's file-name stem, e.g. "contended_c32_h1ms".
-func (c Cell) Id() string {
+func (c Cell) ID() string {
 	return fmt.Sprintf("%s_c%d_h%s", c.Scenario, c.Clients, FmtHold(c.Hold)) + serverSuffix(c.Server)
 }
 

@@ -51,7 +51,7 @@ type RunSpec struct {
 	Duration time.Duration
 	MaxOps   int64
 	Rate     float64 // open-loop arrivals per second; 0 = closed loop
-	Ttl      time.Duration
+	TTL      time.Duration
 	Tag      string   // unique key prefix of this run
 	Addrs    []string // lock servers as the clients dial them (maybe proxied)
 }
@@ -158,7 +158,7 @@ func (r *runState) stop() {
 // snapshot INFO commandstats, run the load, then snapshot again and clean
 // up. Errors that make the figures meaningless are returned.
 func Execute(ctx context.Context, srv *env.Servers, led *ledger.Ledger, spec RunSpec) (*RunResult, error) {
-	e := registry.Env{Addrs: spec.Addrs, TTL: spec.Ttl, Servers: &env.Others}
+	e := registry.Env{Addrs: spec.Addrs, TTL: spec.TTL, Servers: &env.Others}
 	r := &runState{spec: spec, led: led}
 	nslots := max(spec.Cell.Keys, 1)
 	for i := range nslots {
