@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/locklab/locklab/bench/htmlreport"
 	"github.com/locklab/locklab/bench/registry"
 
 	"github.com/locklab/locklab/internal/history"
@@ -198,33 +199,9 @@ func fileSafe(s string) string {
 	return strings.NewReplacer("+", "-plus-", "/", "-", "*", "x").Replace(s)
 }
 
-// text is the matrix cell: "0/20", "7/20 runs unsafe", "3/20 runs stuck".
+// Text is the cell as faults.md prints it: "0/20", "7/20 runs unsafe",
+// "3/20 runs stuck" (htmlreport.CellText, its long form).
 func (c *CellResult) Text() string {
-	if c.NotRun == NotApplicable {
-		return "–"
-	}
-	if c.NotRun != "" {
-		return "not run"
-	}
-	if c.Runs == 0 {
-		return fmt.Sprintf("inconclusive (%d)", c.Inconclusive)
-	}
-	var s string
-	switch {
-	case c.Unsafe > 0 && c.Stuck > 0:
-		s = fmt.Sprintf("%d/%d runs unsafe, %d stuck", c.Unsafe, c.Runs, c.Stuck)
-	case c.Unsafe > 0:
-		s = fmt.Sprintf("%d/%d runs unsafe", c.Unsafe, c.Runs)
-	case c.Stuck > 0:
-		s = fmt.Sprintf("%d/%d runs stuck", c.Stuck, c.Runs)
-	default:
-		s = fmt.Sprintf("0/%d", c.Runs)
-	}
-	if c.Declined > 0 {
-		s += fmt.Sprintf(" (%d refused to run)", c.Declined)
-	}
-	if c.Inconclusive > 0 {
-		s += fmt.Sprintf(" (+%d inconclusive)", c.Inconclusive)
-	}
-	return s
+	return htmlreport.CellText(htmlreport.CellCounts{NotRun: c.NotRun, Runs: c.Runs, Unsafe: c.Unsafe,
+		Stuck: c.Stuck, Refused: c.Declined, Inconclusive: c.Inconclusive}, true)
 }
