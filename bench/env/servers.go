@@ -68,20 +68,6 @@ func StartKinds(ctx context.Context, addrs []string, n int, kinds []string) (*Se
 	return first, nil
 }
 
-// of returns the servers of kind: s itself for its own kind, else one of
-// s.also; nil if none.
-func (s *Servers) of(kind string) *Servers {
-	if kind == s.Kind {
-		return s
-	}
-	for _, o := range s.Also {
-		if o.Kind == kind {
-			return o
-		}
-	}
-	return nil
-}
-
 // startServersOf starts n rig servers of kind ("": the rig's choice), or
 // uses the first n of addrs (whose kind is then the label kind).
 func startServersOf(ctx context.Context, addrs []string, n int, kind string) (*Servers, error) {

@@ -110,14 +110,6 @@ func NewResults(cfg *speed.Config, mach Machine, cs []speed.Cell, impls []*regis
 	return res
 }
 
-func (res *Results) implNames() []string {
-	names := make([]string, len(res.impls))
-	for i, im := range res.impls {
-		names[i] = im.Name
-	}
-	return names
-}
-
 // write writes every output file into dir and returns the tables for
 // stdout.
 func (res *Results) Write(dir string) (string, error) {
