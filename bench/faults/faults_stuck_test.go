@@ -1,10 +1,9 @@
-package main
+package faults
 
 import (
 	"testing"
 	"time"
 
-	"github.com/locklab/locklab/bench/faults"
 	"github.com/locklab/locklab/bench/registry"
 )
 
@@ -14,13 +13,13 @@ import (
 // nanoseconds and came out negative (every crash run read stuck), and
 // 4 s times 5 s wrapped to 311 ms (restart, eviction, clock).
 func TestStuckAfterScales(t *testing.T) {
-	for _, s := range faults.Schedules {
+	for _, s := range Schedules {
 		for _, sys := range []string{registry.SysRedis, registry.SysEtcd, registry.SysZooKeeper, registry.SysPostgres} {
 			im := &registry.Lock{Name: "test-" + sys, System: sys, Transactional: true}
 			if !s.AppliesTo(im) {
 				continue
 			}
-			r := &faults.FaultRun{Ev: &faults.Event{Sch: s}, Im: im}
+			r := &FaultRun{Ev: &Event{Sch: s}, Im: im}
 			got, lease := r.StuckAfter(), r.Lease()
 			want := time.Duration(float64(s.StuckAfter) / float64(s.TTL) * float64(lease))
 			if got < s.StuckAfter || got != want {

@@ -1,4 +1,4 @@
-package main
+package faults
 
 import (
 	"bytes"
@@ -6,8 +6,6 @@ import (
 	"net"
 	"testing"
 	"time"
-
-	"github.com/locklab/locklab/bench/faults"
 )
 
 // echoServer accepts connections and echoes every read back; each chunk it
@@ -48,7 +46,7 @@ func echoServer(t *testing.T) (addr string, got chan []byte) {
 	return ln.Addr().String(), got
 }
 
-func rawDial(t *testing.T, rn *faults.RawNet, target string) net.Conn {
+func rawDial(t *testing.T, rn *RawNet, target string) net.Conn {
 	t.Helper()
 	addr, err := rn.Listen(target)
 	if err != nil {
@@ -79,10 +77,10 @@ func recvChunk(t *testing.T, got chan []byte) []byte {
 // of getting the answer; the first chunk is answered as usual.
 func TestRawNetLosesTheReplyOfTheArmedChunk(t *testing.T) {
 	target, got := echoServer(t)
-	rn := faults.NewRawNet()
+	rn := NewRawNet()
 	t.Cleanup(rn.Close)
 	c := rawDial(t, rn, target)
-	rn.Arm(faults.RawDrop, 1)
+	rn.Arm(RawDrop, 1)
 	buf := make([]byte, 8)
 	if _, err := c.Write([]byte("one")); err != nil {
 		t.Fatal(err)
@@ -112,10 +110,10 @@ func TestRawNetLosesTheReplyOfTheArmedChunk(t *testing.T) {
 // release the held bytes are delivered, then the close.
 func TestRawNetHoldsUntilRelease(t *testing.T) {
 	target, got := echoServer(t)
-	rn := faults.NewRawNet()
+	rn := NewRawNet()
 	t.Cleanup(rn.Close)
 	c := rawDial(t, rn, target)
-	rn.Arm(faults.RawHold, 0)
+	rn.Arm(RawHold, 0)
 	if _, err := c.Write([]byte("late")); err != nil {
 		t.Fatal(err)
 	}
