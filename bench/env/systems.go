@@ -209,7 +209,7 @@ func warmUp(ctx context.Context, what string, locks func(i int) []registry.Locke
 	return nil
 }
 
-// What the fault scoreboard needs of the servers (faults_systems.go): an
+// What the fault scoreboard needs of the servers (bench/faults/systems.go): an
 // admin client per system, made on first use and closed with the servers,
 // and the faults that act on the servers themselves.
 

@@ -1,5 +1,5 @@
 // Package faults is the fault scoreboard: every lock under every fault
-// schedule (faults_schedules.go: one entry per schedule, each with its run
+// schedule (schedules.go: one entry per schedule, each with its run
 // function), in seeded runs whose clients are actors in this process or
 // in child processes (the same binary, re-executed with env.FaultChildEnv
 // set: its main must call FaultChildMain first), watched by a monitor and

@@ -136,7 +136,7 @@ func (res *results) cellTimeline(f faultRow) string {
 	return best
 }
 
-// fileSafe is the bench's name of a lock in a file name (faults_cells.go).
+// fileSafe is the bench's name of a lock in a file name (bench/faults/cells.go).
 func fileSafe(s string) string {
 	return strings.NewReplacer("+", "-plus-", "/", "-", "*", "x").Replace(s)
 }

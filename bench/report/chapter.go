@@ -18,7 +18,7 @@ import (
 // middle ground and the database's row lock for the most critical work.
 // The table sets each claim beside what this run measured for the lock
 // that stands for it, and beside Redis's own ceiling, measured in the same
-// run by redis-benchmark at the same concurrency (redisbench.go: a bare
+// run by redis-benchmark at the same concurrency (bench/speed/redisbench.go: a bare
 // SET; a lock pair needs at least two commands, so at most half of it).
 
 // chapterSection returns the claims table for report.md, or "" when none

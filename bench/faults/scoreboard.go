@@ -99,7 +99,7 @@ type FaultSetup struct {
 	// run and its first unsafe and stuck ones.
 	AllTimelines bool
 
-	// Every lock's commands, for schedules 2 and 3 (faults_cmd.go).
+	// Every lock's commands, for schedules 2 and 3 (cmd.go).
 	opsOnce sync.Once
 	Ops     map[string][]faultOp
 	opsErr  error

@@ -170,7 +170,7 @@ func (r *FaultRun) prepare(resAddr string) error {
 		var ps []*faultproxy.Proxy
 		targets := append(slices.Clone(addrs), resAddr)
 		if ev.Sch.commandFault && registry.SystemOf(r.Im) != registry.SysRedis {
-			// The lock's servers through a rawNet (faults_rawnet.go);
+			// The lock's servers through a rawNet (rawnet.go);
 			// the resource through a fault proxy, as for every lock.
 			rn := NewRawNet()
 			ev.onClose(rn.Close)

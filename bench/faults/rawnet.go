@@ -16,7 +16,7 @@ import (
 
 // Schedules 2 (lost reply) and 3 (late delivery) fault one request of a
 // lock at a time. For Redis the proxy reads RESP and picks commands by name
-// (faults_cmd.go); etcd's gRPC, ZooKeeper's jute and PostgreSQL's wire
+// (cmd.go); etcd's gRPC, ZooKeeper's jute and PostgreSQL's wire
 // protocol are binary, so for the locks on them a client reaches its
 // servers through a rawNet, which counts what the client sends in chunks
 // (one read of the client's bytes as they arrive: in practice one

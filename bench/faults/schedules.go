@@ -11,8 +11,8 @@ import (
 
 // The fault schedules, as data: adding one is one entry in schedules (its
 // id, number, title, what it does, lease, where it applies) and its run
-// function (faults_runs.go for the holder's and servers' faults,
-// faults_cmd.go for faults of single commands, faults_systems.go for the
+// function (runs.go for the holder's and servers' faults,
+// cmd.go for faults of single commands, systems.go for the
 // faults of etcd, ZooKeeper and PostgreSQL). Nothing else names a
 // schedule: the reports take their columns from this table, and a lock's
 // claims (registry) name the schedules it claims to survive, which
@@ -33,7 +33,7 @@ type Schedule struct {
 	// started (it kills or restarts them, or starts PgBouncer), not -addrs.
 	needsRig string
 	// commandFault: the schedule faults the lock's single commands, each in
-	// turn (found once by watching a fault-free run: faults_cmd.go).
+	// turn (found once by watching a fault-free run: cmd.go).
 	commandFault bool
 	// liveness: a stuck run breaks a claim to survive the schedule, as an
 	// unsafe run does (the holder killed: the claim is that others get in).

@@ -273,6 +273,6 @@ func jumpClock(ctx context.Context, c *redis.Client, pattern string, d time.Dura
 }
 
 // runLostReply and runLate: schedules 2 and 3, which need per-command
-// faults in the proxy; see faults_cmd.go when the build has them.
+// faults in the proxy; see cmd.go when the build has them.
 func runLostReply(ev *Event) error { return runCommandFault(ev, false) }
 func runLate(ev *Event) error      { return runCommandFault(ev, true) }

@@ -20,7 +20,7 @@ import (
 // etcd cluster, a 3-server ZooKeeper ensemble, one PostgreSQL server:
 // systems.go), with real faults: the paused and the killed holder are
 // child processes, latency is the fault proxy's, a lost reply or a late
-// request is a rawNet's (faults_rawnet.go), and a crash is SIGKILL to the
+// request is a rawNet's (rawnet.go), and a crash is SIGKILL to the
 // leader or the server. Their protected resource is the same counter on
 // the resource server, written through the fenced store with their
 // fencing tokens (Fence). Issue 34 adds four schedules for them: a server

@@ -30,7 +30,7 @@ type LockOp struct {
 	Name string // upper case
 	Sha  string // for EVAL/EVALSHA: the script's SHA-1
 	// raw, for a lock not on Redis: the op is the chunk-th chunk (0-based)
-	// a client sends in a turn (faults_rawnet.go).
+	// a client sends in a turn (rawnet.go).
 	raw   bool
 	chunk int
 }
