@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// processCPU returns the CPU time this process has used so far, user and
+// ProcessCPU returns the CPU time this process has used so far, user and
 // system (getrusage), or -1 when it cannot tell.
 func ProcessCPU() time.Duration {
 	var ru syscall.Rusage

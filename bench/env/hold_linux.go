@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// holdFor keeps the lock for d. Where holds cannot overlap (a cell on one
+// HoldFor keeps the lock for d. Where holds cannot overlap (a cell on one
 // key: at most one client holds it), it blocks this goroutine's thread in
 // nanosleep(2), which wakes within tens of microseconds of d; where they
 // can (the keys cell, many clients over many keys), it uses time.Sleep.

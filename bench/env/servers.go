@@ -19,11 +19,11 @@ import (
 	"github.com/locklab/locklab/internal/rig"
 )
 
-// keyRoot prefixes every key the bench writes, so leftovers can be found
+// KeyRoot prefixes every key the bench writes, so leftovers can be found
 // with SCAN and removed.
 const KeyRoot = registry.KeyRoot
 
-// servers are the Redis servers of one bench invocation: rig-started ones
+// Servers are the Redis servers of one bench invocation: rig-started ones
 // or the -addrs given, an admin client for each (INFO, SCAN, cleanup), and
 // the latency proxies of the rtt scenario.
 type Servers struct {
@@ -32,21 +32,21 @@ type Servers struct {
 	Admin    []*redis.Client
 	proxies  []*faultproxy.Proxy // created on first use
 	External bool
-	// kind is the kind of server (-server) these are; "" without -server,
+	// Kind is the kind of server (-server) these are; "" without -server,
 	// the rig's choice (LOCKLAB_SERVER).
 	Kind string
-	// also are the servers of the other kinds of -server redis,valkey,
+	// Also are the servers of the other kinds of -server redis,valkey,
 	// started beside these (the first kind's) with as many nodes; closed
 	// with them.
 	Also []*Servers
 }
 
-// startServers starts n rig servers, or uses the first n of addrs.
+// StartServers starts n rig servers, or uses the first n of addrs.
 func StartServers(ctx context.Context, addrs []string, n int) (*Servers, error) {
 	return startServersOf(ctx, addrs, n, "")
 }
 
-// startKinds starts n rig servers of each kind, the first kind's servers
+// StartKinds starts n rig servers of each kind, the first kind's servers
 // holding the others' in also; with no kinds (no -server) it is
 // startServers.
 func StartKinds(ctx context.Context, addrs []string, n int, kinds []string) (*Servers, error) {
@@ -107,7 +107,7 @@ func startServersOf(ctx context.Context, addrs []string, n int, kind string) (*S
 	return s, nil
 }
 
-// proxied returns the addresses of latency proxies in front of every
+// Proxied returns the addresses of latency proxies in front of every
 // server, each adding rtt each way; the proxies are made on first use.
 func (s *Servers) Proxied(rtt time.Duration) ([]string, error) {
 	if s.proxies == nil {
@@ -127,7 +127,7 @@ func (s *Servers) Proxied(rtt time.Duration) ([]string, error) {
 	return out, nil
 }
 
-// commandstats snapshots INFO commandstats of every server.
+// Commandstats snapshots INFO commandstats of every server.
 func (s *Servers) Commandstats(ctx context.Context) ([]measure.Commands, error) {
 	out := make([]measure.Commands, len(s.Admin))
 	for i, c := range s.Admin {
@@ -142,7 +142,7 @@ func (s *Servers) Commandstats(ctx context.Context) ([]measure.Commands, error) 
 	return out, nil
 }
 
-// cpu returns the CPU time every server process has used so far, summed
+// Cpu returns the CPU time every server process has used so far, summed
 // (INFO cpu; see measure.ParseCPU).
 func (s *Servers) Cpu(ctx context.Context) (time.Duration, error) {
 	var total time.Duration
@@ -160,7 +160,7 @@ func (s *Servers) Cpu(ctx context.Context) (time.Duration, error) {
 	return total, nil
 }
 
-// version returns redis_version of the first server.
+// Version returns redis_version of the first server.
 func (s *Servers) Version(ctx context.Context) string {
 	info, err := s.Admin[0].Info(ctx, "server").Result()
 	if err != nil {
@@ -174,14 +174,14 @@ func (s *Servers) Version(ctx context.Context) string {
 	return "unknown"
 }
 
-// sweep deletes every key matching pattern on every server, with SCAN, and
+// Sweep deletes every key matching pattern on every server, with SCAN, and
 // returns how many there were.
 func (s *Servers) Sweep(ctx context.Context, pattern string) (int, error) {
 	n, _, err := s.SweepTTL(ctx, pattern)
 	return n, err
 }
 
-// sweepTTL is sweep, also counting the keys that had a TTL (they would
+// SweepTTL is sweep, also counting the keys that had a TTL (they would
 // have expired by themselves, such as release receipts and wait queues).
 func (s *Servers) SweepTTL(ctx context.Context, pattern string) (n, expiring int, err error) {
 	for i, c := range s.Admin {
@@ -219,7 +219,7 @@ func (s *Servers) SweepTTL(ctx context.Context, pattern string) (n, expiring int
 	return n, expiring, nil
 }
 
-// close closes proxies, admin clients and rig servers.
+// Close closes proxies, admin clients and rig servers.
 func (s *Servers) Close() {
 	for _, p := range s.proxies {
 		_ = p.Close()
@@ -245,7 +245,7 @@ const (
 
 var ServerKinds = []string{ServerRedis, ServerValkey}
 
-// versions returns each kind's server version (INFO server: valkey_version
+// Versions returns each kind's server version (INFO server: valkey_version
 // for Valkey, which reports redis_version 7.2.4 for its clients' sake).
 func (s *Servers) Versions(ctx context.Context) map[string]string {
 	if s.Kind == "" {
@@ -278,7 +278,7 @@ func (s *Servers) serverVersion(ctx context.Context) string {
 	return v
 }
 
-// randomID returns 8 random hex digits, to tell one run's keys from another's.
+// RandomID returns 8 random hex digits, to tell one run's keys from another's.
 func RandomID() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])

@@ -23,7 +23,7 @@ import (
 	"github.com/locklab/locklab/zklock"
 )
 
-// others are the servers the locks on other systems run against: a
+// Others are the servers the locks on other systems run against: a
 // 3-member etcd cluster, a 3-server ZooKeeper ensemble and a PostgreSQL
 // server, each started by the rig the first time a selected lock connects,
 // with their own defaults (fsync on, the JVM's own settings), and stopped
@@ -110,7 +110,7 @@ func startShared[S sharedServer, A any](s *systemServers, running *S, start func
 	return addr(*running), nil
 }
 
-// versions describes the servers that ran, for the report.
+// Versions describes the servers that ran, for the report.
 func (s *systemServers) Versions(ctx context.Context) []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -129,7 +129,7 @@ func (s *systemServers) Versions(ctx context.Context) []string {
 	return out
 }
 
-// close stops every server that was started.
+// Close stops every server that was started.
 func (s *systemServers) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -213,7 +213,7 @@ func warmUp(ctx context.Context, what string, locks func(i int) []registry.Locke
 // admin client per system, made on first use and closed with the servers,
 // and the faults that act on the servers themselves.
 
-// pgAddr returns the PostgreSQL server's address, starting it if it is not
+// PgAddr returns the PostgreSQL server's address, starting it if it is not
 // running.
 func (s *systemServers) PgAddr() (string, error) {
 	return startShared(s, &s.pg, func() (*rig.Postgres, error) { return rig.NewPostgres(context.Background()) },
@@ -295,7 +295,7 @@ func (s *systemServers) closeAdmins() error {
 	return err
 }
 
-// crash kills sys's leader (etcd, ZooKeeper) or server (PostgreSQL) with
+// Crash kills sys's leader (etcd, ZooKeeper) or server (PostgreSQL) with
 // SIGKILL and restarts it on its data, and says what it did.
 func (s *systemServers) Crash(ctx context.Context, sys string) (string, error) {
 	s.mu.Lock()
@@ -340,7 +340,7 @@ func (s *systemServers) Crash(ctx context.Context, sys string) (string, error) {
 	return "", fmt.Errorf("no %s server is running", sys)
 }
 
-// etcdWaiterLease waits until the lock on key has a second claim in line
+// EtcdWaiterLease waits until the lock on key has a second claim in line
 // (a waiter behind the holder) and returns that claim's lease.
 func (s *systemServers) EtcdWaiterLease(ctx context.Context, key string) (clientv3.LeaseID, error) {
 	c, err := s.etcdAdmin()
@@ -366,7 +366,7 @@ func (s *systemServers) EtcdWaiterLease(ctx context.Context, key string) (client
 	}
 }
 
-// etcdRevoke revokes a lease.
+// EtcdRevoke revokes a lease.
 func (s *systemServers) EtcdRevoke(ctx context.Context, lease clientv3.LeaseID) error {
 	c, err := s.etcdAdmin()
 	if err != nil {
@@ -376,7 +376,7 @@ func (s *systemServers) EtcdRevoke(ctx context.Context, lease clientv3.LeaseID) 
 	return err
 }
 
-// zkWaitLine waits until path has n children (claims in line).
+// ZkWaitLine waits until path has n children (claims in line).
 func (s *systemServers) ZkWaitLine(ctx context.Context, path string, n int) error {
 	c, err := s.zkAdmin()
 	if err != nil {
@@ -393,7 +393,7 @@ func (s *systemServers) ZkWaitLine(ctx context.Context, path string, n int) erro
 	}
 }
 
-// pgWaiter waits until a backend is blocked by backend holder and returns
+// PgWaiter waits until a backend is blocked by backend holder and returns
 // its pid.
 func (s *systemServers) PgWaiter(ctx context.Context, holder uint32) (uint32, error) {
 	p, err := s.pgAdmin(ctx)
@@ -412,7 +412,7 @@ func (s *systemServers) PgWaiter(ctx context.Context, holder uint32) (uint32, er
 	}
 }
 
-// pgTerminate ends a backend with pg_terminate_backend.
+// PgTerminate ends a backend with pg_terminate_backend.
 func (s *systemServers) PgTerminate(ctx context.Context, pid uint32) error {
 	p, err := s.pgAdmin(ctx)
 	if err != nil {
@@ -428,7 +428,7 @@ func (s *systemServers) PgTerminate(ctx context.Context, pid uint32) error {
 	return nil
 }
 
-// pgLedger makes the ledger table of schedule 13, once.
+// PgLedger makes the ledger table of schedule 13, once.
 func (s *systemServers) PgLedger(ctx context.Context) error {
 	p, err := s.pgAdmin(ctx)
 	if err != nil {
@@ -440,7 +440,7 @@ func (s *systemServers) PgLedger(ctx context.Context) error {
 	return err
 }
 
-// pgLedgerCount returns how many distinct entries the ledger has for k.
+// PgLedgerCount returns how many distinct entries the ledger has for k.
 func (s *systemServers) PgLedgerCount(ctx context.Context, k string) (int64, error) {
 	p, err := s.pgAdmin(ctx)
 	if err != nil {
@@ -451,7 +451,7 @@ func (s *systemServers) PgLedgerCount(ctx context.Context, k string) (int64, err
 	return n, err
 }
 
-// pgBouncer returns the address of a PgBouncer (the rig's, PgBouncer's
+// PgBouncer returns the address of a PgBouncer (the rig's, PgBouncer's
 // own pool size) in front of the PostgreSQL server in mode
 // (rig.PoolTransaction or rig.PoolSession), started on first use and
 // closed with the servers.
@@ -475,7 +475,7 @@ func (s *systemServers) PgBouncer(ctx context.Context, mode string) (string, err
 	return b.Addr(), nil
 }
 
-// sleepCtx sleeps d or until ctx ends; it reports whether d passed.
+// SleepCtx sleeps d or until ctx ends; it reports whether d passed.
 func SleepCtx(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -487,11 +487,11 @@ func SleepCtx(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// faultChildEnv carries a child's actorSpec; when set, the program serves
+// FaultChildEnv carries a child's actorSpec; when set, the program serves
 // that actor instead of running the bench (see main and TestMain).
 const FaultChildEnv = "LOCKLAB_BENCH_FAULT_CHILD"
 
-// warmupTimeout bounds the warm-up pass of every client.
+// WarmupTimeout bounds the warm-up pass of every client.
 const WarmupTimeout = 10 * time.Second
 
 // zkWarmSession is the session timeout of the warm-up's ZooKeeper clients:

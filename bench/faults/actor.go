@@ -239,7 +239,7 @@ func (a *actor) finish(ctx context.Context) error {
 	return nil
 }
 
-// release lets finish go on.
+// Release lets finish go on.
 func (a *actor) Release() {
 	select {
 	case <-a.goOn:

@@ -11,7 +11,7 @@ import (
 	"github.com/locklab/locklab/internal/history"
 )
 
-// cellResult is one lock under one schedule over all its runs.
+// CellResult is one lock under one schedule over all its runs.
 type CellResult struct {
 	Impl   *registry.Lock
 	Sch    *Schedule
@@ -130,7 +130,7 @@ func (r *FaultRun) timeline() string {
 	return b.String()
 }
 
-// faultRow is one line of faults.json.
+// FaultRow is one line of faults.json.
 type FaultRow struct {
 	Impl                string  `json:"impl"`
 	Kind                string  `json:"kind"` // ours, peer, naive
@@ -176,7 +176,7 @@ func (c *CellResult) Row() FaultRow {
 	return r
 }
 
-// linked returns the kind of run whose timeline a cell links to: its first
+// Linked returns the kind of run whose timeline a cell links to: its first
 // unsafe run, else its first stuck run; "" for neither.
 func (c *CellResult) Linked() string {
 	for _, k := range []string{tlUnsafe, tlStuck} {

@@ -53,7 +53,7 @@ type holder interface {
 	Close()
 }
 
-// faultChildMain serves one actor over fds 3 and 4, then returns the exit
+// FaultChildMain serves one actor over fds 3 and 4, then returns the exit
 // code.
 func FaultChildMain(specJSON string) int {
 	var spec actorSpec
@@ -273,7 +273,7 @@ func (ra *remoteActor) kill() error {
 
 func (ra *remoteActor) wait() { ra.waitOnce.Do(func() { _ = ra.cmd.Wait() }) }
 
-// close stops the child: its input closes, so it releases what it holds
+// Close stops the child: its input closes, so it releases what it holds
 // and exits; one that does not within 5s is killed.
 func (ra *remoteActor) Close() {
 	_ = ra.out.Close()

@@ -25,7 +25,7 @@ import (
 // a client that sends it), at its (i div K)-th occurrence from that
 // client, on every server of the lock.
 
-// lockOp is one command of a lock's protocol.
+// LockOp is one command of a lock's protocol.
 type LockOp struct {
 	Name string // upper case
 	Sha  string // for EVAL/EVALSHA: the script's SHA-1
@@ -45,7 +45,7 @@ func (o LockOp) String() string {
 	return o.Name
 }
 
-// short names the op in a list: SET, EVALSHA 3f2a1b0c.
+// Short names the op in a list: SET, EVALSHA 3f2a1b0c.
 func (o LockOp) Short() string {
 	if o.raw {
 		return fmt.Sprintf("request %d", o.chunk+1)

@@ -19,7 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// event is one seeded instance of a schedule, for every lock at once.
+// Event is one seeded instance of a schedule, for every lock at once.
 type Event struct {
 	ctx   context.Context
 	setup *FaultSetup
@@ -376,7 +376,7 @@ func (r *FaultRun) fenced() bool {
 	return ok || fence
 }
 
-// close ends the event: clients, children, proxies, cleanups, keys.
+// Close ends the event: clients, children, proxies, cleanups, keys.
 func (ev *Event) Close() {
 	ev.mu.Lock()
 	cl := slices.Clone(ev.cleanup)

@@ -84,7 +84,7 @@ var protocolCommands = map[string]bool{
 	"MONITOR": true,
 }
 
-// parseMonitorLine reads one MONITOR line,
+// ParseMonitorLine reads one MONITOR line,
 //
 //	+1700000000.123456 [0 127.0.0.1:51234] "evalsha" "3f2a..." "2" "k" ...
 //

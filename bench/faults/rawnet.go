@@ -42,7 +42,7 @@ const (
 	RawHold                 // hold it and everything after, both ways, until release
 )
 
-// rawNet is one client's network to the servers of a non-Redis system:
+// RawNet is one client's network to the servers of a non-Redis system:
 // a listener per server, all sharing one count and one fault. Its methods
 // are safe for concurrent use.
 type RawNet struct {
@@ -75,7 +75,7 @@ func NewRawNet() *RawNet {
 	return rn
 }
 
-// listen adds a listener forwarding to target and returns its address.
+// Listen adds a listener forwarding to target and returns its address.
 func (rn *RawNet) Listen(target string) (string, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -94,7 +94,7 @@ func (rn *RawNet) Listen(target string) (string, error) {
 	return ln.Addr().String(), nil
 }
 
-// arm resets the count and sets the fault for the chunk at index at
+// Arm resets the count and sets the fault for the chunk at index at
 // (0-based) from now; rawCount with any at only counts.
 func (rn *RawNet) Arm(mode rawMode, at int) {
 	rn.Mu.Lock()
@@ -103,21 +103,21 @@ func (rn *RawNet) Arm(mode rawMode, at int) {
 	rn.fired = make(chan struct{})
 }
 
-// count returns the chunks the client sent since arm.
+// Count returns the chunks the client sent since arm.
 func (rn *RawNet) Count() int {
 	rn.Mu.Lock()
 	defer rn.Mu.Unlock()
 	return rn.chunks
 }
 
-// firedC returns a channel closed when the armed chunk came.
+// FiredC returns a channel closed when the armed chunk came.
 func (rn *RawNet) FiredC() <-chan struct{} {
 	rn.Mu.Lock()
 	defer rn.Mu.Unlock()
 	return rn.fired
 }
 
-// hasFired reports whether the armed chunk came.
+// HasFired reports whether the armed chunk came.
 func (rn *RawNet) HasFired() bool {
 	select {
 	case <-rn.FiredC():
@@ -127,14 +127,14 @@ func (rn *RawNet) HasFired() bool {
 	}
 }
 
-// isHolding reports whether the client's bytes are held now.
+// IsHolding reports whether the client's bytes are held now.
 func (rn *RawNet) IsHolding() bool {
 	rn.Mu.Lock()
 	defer rn.Mu.Unlock()
 	return rn.holding
 }
 
-// release ends a hold: held bytes flow, and the fault is disarmed.
+// Release ends a hold: held bytes flow, and the fault is disarmed.
 func (rn *RawNet) Release() {
 	rn.Mu.Lock()
 	defer rn.Mu.Unlock()
@@ -143,7 +143,7 @@ func (rn *RawNet) Release() {
 	rn.cond.Broadcast()
 }
 
-// close stops every listener and connection and waits for them.
+// Close stops every listener and connection and waits for them.
 func (rn *RawNet) Close() {
 	rn.Mu.Lock()
 	if rn.closed {

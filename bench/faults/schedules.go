@@ -18,7 +18,7 @@ import (
 // claims (registry) name the schedules it claims to survive, which
 // TestRegistryTraits checks against this table.
 
-// schedule is one fault schedule.
+// Schedule is one fault schedule.
 type Schedule struct {
 	ID      string // the -faults name and the column key
 	N       int    // its number: the column order in faults.md and the README
@@ -35,7 +35,7 @@ type Schedule struct {
 	// commandFault: the schedule faults the lock's single commands, each in
 	// turn (found once by watching a fault-free run: cmd.go).
 	commandFault bool
-	// liveness: a stuck run breaks a claim to survive the schedule, as an
+	// Liveness: a stuck run breaks a claim to survive the schedule, as an
 	// unsafe run does (the holder killed: the claim is that others get in).
 	Liveness bool
 	// tx: the schedule applies only to a lock whose holder works in the
@@ -66,7 +66,7 @@ type Schedule struct {
 // reconfigure server processes.
 const needsControl = "needs control of the server processes (rig servers, not -addrs)"
 
-// schedules are issue 16's nine, for the locks on Redis, in their order,
+// Schedules are issue 16's nine, for the locks on Redis, in their order,
 // then issue 34's four for the locks on etcd, ZooKeeper and PostgreSQL.
 var Schedules []*Schedule
 
@@ -137,7 +137,7 @@ func (s *Schedule) faultWindow() time.Duration {
 	return window
 }
 
-// scheduleIDs returns every schedule's id, in order.
+// ScheduleIDs returns every schedule's id, in order.
 func ScheduleIDs() []string {
 	var out []string
 	for _, s := range Schedules {
@@ -146,7 +146,7 @@ func ScheduleIDs() []string {
 	return out
 }
 
-// scheduleByID returns the schedule with id.
+// ScheduleByID returns the schedule with id.
 func ScheduleByID(id string) *Schedule {
 	for _, s := range Schedules {
 		if s.ID == id {
@@ -156,11 +156,11 @@ func ScheduleByID(id string) *Schedule {
 	return nil
 }
 
-// notApplicable is a cell's notRun when its schedule does not apply to the
+// NotApplicable is a cell's notRun when its schedule does not apply to the
 // lock (a Redis server's failover for a lock on etcd).
 const NotApplicable = htmlreport.NotApplicable
 
-// appliesTo reports whether s applies to im.
+// AppliesTo reports whether s applies to im.
 func (s *Schedule) AppliesTo(im *registry.Lock) bool {
 	on := s.on
 	if on == nil {

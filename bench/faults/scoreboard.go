@@ -27,7 +27,7 @@ import (
 // key, resource and clients, so every lock meets the same faults and a
 // server-wide fault (a failover, a restart, memory pressure) is paid once.
 
-// scFaults is the -scenarios name of the fault scoreboard.
+// ScFaults is the -scenarios name of the fault scoreboard.
 const ScFaults = "faults"
 
 // Defaults of the scoreboard.
@@ -48,7 +48,7 @@ const (
 	eventTimeout = 90 * time.Second
 )
 
-// resolveFaultImpls returns the scoreboard's locks: those named in -impls
+// ResolveFaultImpls returns the scoreboard's locks: those named in -impls
 // (globs allowed), or by default every lock the bench knows, the naive
 // ones last as the control rows. The floors (raw) are not locks to judge.
 func ResolveFaultImpls(list []string) ([]*registry.Lock, error) {
@@ -87,7 +87,7 @@ func ResolveFaultImpls(list []string) ([]*registry.Lock, error) {
 	return out, nil
 }
 
-// faultSetup is what the scoreboard runs with.
+// FaultSetup is what the scoreboard runs with.
 type FaultSetup struct {
 	Runs      int
 	Seed      uint64
@@ -95,7 +95,7 @@ type FaultSetup struct {
 	Impls     []*registry.Lock
 	Srv       *env.Servers // lock servers 0-4 and the resource server 5
 	External  bool
-	// allTimelines keeps every run's timeline, not only each cell's first
+	// AllTimelines keeps every run's timeline, not only each cell's first
 	// run and its first unsafe and stuck ones.
 	AllTimelines bool
 
@@ -112,7 +112,7 @@ const (
 	FaultServers     = 6
 )
 
-// runFaults runs every selected schedule and returns the results.
+// RunFaults runs every selected schedule and returns the results.
 func RunFaults(ctx context.Context, fs *FaultSetup, progress io.Writer) ([]*CellResult, error) {
 	var out []*CellResult
 	for _, sch := range fs.Schedules {
@@ -189,7 +189,7 @@ func RunFaults(ctx context.Context, fs *FaultSetup, progress io.Writer) ([]*Cell
 	return out, nil
 }
 
-// skip says why a schedule cannot run here, or "".
+// Skip says why a schedule cannot run here, or "".
 func (fs *FaultSetup) Skip(sch *Schedule) string {
 	if sch.needsRig != "" && (fs.External || !rig.HasControl()) {
 		return sch.needsRig

@@ -59,7 +59,7 @@ func (ev *Event) systemAddrs(sys string) ([]string, error) {
 // shorter TTL gets this one.
 const etcdMinLease = 2 * time.Second
 
-// lease returns the lease the run's lock actually has: the schedule's TTL,
+// Lease returns the lease the run's lock actually has: the schedule's TTL,
 // or etcd's minimum when it is longer.
 func (r *FaultRun) Lease() time.Duration {
 	if registry.SystemOf(r.Im) == registry.SysEtcd {
@@ -68,7 +68,7 @@ func (r *FaultRun) Lease() time.Duration {
 	return r.Ev.Sch.TTL
 }
 
-// stuckAfter is the run's bound on a stall: the schedule's, counted in
+// StuckAfter is the run's bound on a stall: the schedule's, counted in
 // leases, so a lock whose lease is longer than the schedule's TTL (etcd's
 // shortest is 2 s) gets as many of its own leases.
 func (r *FaultRun) StuckAfter() time.Duration {

@@ -12,7 +12,7 @@ import (
 	"github.com/locklab/locklab/bench/registry"
 )
 
-// faultReport is everything faults.md and faults.json are made from.
+// FaultReport is everything faults.md and faults.json are made from.
 type FaultReport struct {
 	Mach  Machine
 	Setup *faults.FaultSetup
@@ -29,7 +29,7 @@ func (fr *FaultReport) cell(impl, sch string) *faults.CellResult {
 	return nil
 }
 
-// write writes faults.json, faults.md, the timelines and the heatmap into
+// Write writes faults.json, faults.md, the timelines and the heatmap into
 // dir, and returns the matrix for stdout.
 func (fr *FaultReport) Write(dir string, plots bool) (string, error) {
 	var rows []faults.FaultRow
@@ -182,7 +182,7 @@ func (fr *FaultReport) controlSection(b *bytes.Buffer) {
 	b.WriteString("Each naive lock makes one mistake; where it should show, the scoreboard must see it:\n\n" + strings.Join(lines, "\n") + "\n\n")
 }
 
-// blind lists the naive locks' cells where their mistake did not show.
+// Blind lists the naive locks' cells where their mistake did not show.
 func (fr *FaultReport) Blind() []string {
 	var out []string
 	for _, c := range fr.Cells {
@@ -193,7 +193,7 @@ func (fr *FaultReport) Blind() []string {
 	return out
 }
 
-// brokenPromises lists our locks' cells that are unsafe (or stuck, for the
+// BrokenPromises lists our locks' cells that are unsafe (or stuck, for the
 // holder killed) where they claim to survive.
 func (fr *FaultReport) BrokenPromises() []string {
 	var out []string

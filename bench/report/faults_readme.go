@@ -21,7 +21,7 @@ const (
 	ReadmeFaultSnapshot = "testdata/readme/faults.json" // faults.json of a real make faults run
 )
 
-// readmeFaultBlock renders the README's fault tables from the faults.json
+// ReadmeFaultBlock renders the README's fault tables from the faults.json
 // at path: one table for the locks on Redis, one for the locks on etcd,
 // ZooKeeper and PostgreSQL, each with the schedules that apply to any of
 // its locks, in the scoreboard's order.

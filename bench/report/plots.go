@@ -42,7 +42,7 @@ func (fs plotFiles) add(section, dir, stem string, c *Chart, err error) error {
 	return nil
 }
 
-// writePlots draws the plots and returns their svg names by section.
+// WritePlots draws the plots and returns their svg names by section.
 func (res *Results) WritePlots(dir string) (map[string][]string, error) {
 	st := NewLockStyles(append(RegisteredLocks(), res.LockInfos()...))
 	locks := res.LockInfos()
@@ -81,7 +81,7 @@ func (res *Results) WritePlots(dir string) (map[string][]string, error) {
 	return out, nil
 }
 
-// lockInfos returns the run's locks in the run's order.
+// LockInfos returns the run's locks in the run's order.
 func (res *Results) LockInfos() []LockInfo {
 	out := make([]LockInfo, len(res.impls))
 	for i, im := range res.impls {
@@ -90,7 +90,7 @@ func (res *Results) LockInfos() []LockInfo {
 	return out
 }
 
-// fifoFloor returns the FIFO floor of cell c in µs, 0 where it has none.
+// FifoFloor returns the FIFO floor of cell c in µs, 0 where it has none.
 // A perfect FIFO queue hands the lock to the waiters in turn, so with N
 // closed-loop clients each waits for the N-1 ahead of it to hold and hand
 // over: (N-1) x (hold + hand-off), every wait alike (a flat line across
@@ -113,7 +113,7 @@ func FifoFloor(rows []speed.Row, c speed.Cell) float64 {
 	return lo
 }
 
-// fifoFloors returns the FIFO floor in ms by client count for rows of one
+// FifoFloors returns the FIFO floor in ms by client count for rows of one
 // scenario and hold (fifoFloor's lowest per client count); nil if none.
 func FifoFloors(rows []speed.Row) map[int]float64 {
 	var out map[int]float64
@@ -155,7 +155,7 @@ var percentileTicks = plot.ConstantTicks{
 	{Value: 1e3, Label: "99.9%"}, {Value: 1e4, Label: "99.99%"}, {Value: 1e5, Label: "99.999%"},
 }
 
-// latencyPlot draws the wait percentile distribution of one cell, one line
+// LatencyPlot draws the wait percentile distribution of one cell, one line
 // per implementation: x is 1/(1-q) on a log scale, y the wait in ms (log).
 // fifoUs, when positive, is the cell's FIFO floor (fifoFloor), drawn flat
 // in every panel. The best peer is the one with the lowest p99 wait.
@@ -262,7 +262,7 @@ func atMost(rows []speed.Row, get func(speed.Row) float64) func(name string) (fl
 	}
 }
 
-// clientsPlot draws one line per implementation against the number of
+// ClientsPlot draws one line per implementation against the number of
 // clients, for the rows of one scenario and hold; higher says whether a
 // higher figure is better (it picks the best peer). fifo, if not nil, is
 // the FIFO floor by client count (fifoFloors), drawn in every panel.
@@ -350,7 +350,7 @@ func ClientsPlot(title, ylabel string, higher, logY bool, rows []speed.Row, lock
 	return ch, nil
 }
 
-// cmdsPlot draws Redis commands per acquisition as grouped bars: one group
+// CmdsPlot draws Redis commands per acquisition as grouped bars: one group
 // per client count, one bar per implementation. The best peer is the one
 // with the fewest commands at the most clients.
 func CmdsPlot(title string, rows []speed.Row, locks []LockInfo, st lockStyles) (*Chart, error) {

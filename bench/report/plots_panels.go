@@ -19,7 +19,7 @@ import (
 	_ "gonum.org/v1/plot/vg/vgsvg" // the svg format
 )
 
-// maxPanelLines is the most lines (or bar series) a plot panel draws, the
+// MaxPanelLines is the most lines (or bar series) a plot panel draws, the
 // FIFO floor included: past about eight, colours repeat and no reader
 // follows a line. chart.save refuses a panel with more.
 const MaxPanelLines = 8
@@ -35,7 +35,7 @@ const (
 	maxTiles = 2 // columns
 )
 
-// panelPlan is one panel of a figure: which locks it draws and how.
+// PanelPlan is one panel of a figure: which locks it draws and how.
 type PanelPlan struct {
 	Title string
 	Names []string          // locks, in drawing order
@@ -43,7 +43,7 @@ type PanelPlan struct {
 	Bold  bool              // a headline panel: our locks, the best peer, the floor
 }
 
-// planPanels splits a figure's locks (in display order, only those with
+// PlanPanels splits a figure's locks (in display order, only those with
 // data) into panels of at most maxPanelLines lines, extra of which are
 // taken by lines that are not locks (the FIFO floor). For each number of
 // servers with locks of ours, a headline panel draws ours with the best
@@ -197,7 +197,7 @@ func legendLabel(name string, roles map[string]string) string {
 	return name
 }
 
-// chart is one figure: a title over panels that share their axes' ranges.
+// Chart is one figure: a title over panels that share their axes' ranges.
 type Chart struct {
 	title  string
 	Panels []*panel
@@ -225,7 +225,7 @@ func (c *Chart) shareAxes() {
 	}
 }
 
-// check returns an error if a panel draws more than maxPanelLines lines.
+// Check returns an error if a panel draws more than maxPanelLines lines.
 func (c *Chart) Check() error {
 	for _, pn := range c.Panels {
 		if pn.Lines > MaxPanelLines {
@@ -235,7 +235,7 @@ func (c *Chart) Check() error {
 	return nil
 }
 
-// size is the chart's width and height.
+// Size is the chart's width and height.
 func (c *Chart) Size() (w, h vg.Length) {
 	cols := min(max(len(c.Panels), 1), maxTiles)
 	rows := (max(len(c.Panels), 1) + cols - 1) / cols
@@ -248,7 +248,7 @@ type tileLayout struct {
 	plot, Data, Legend vg.Rectangle
 }
 
-// layout places the panels on dc: under the title, left to right and top
+// Layout places the panels on dc: under the title, left to right and top
 // to bottom, each tile's plot on the left and its legend on the right,
 // top-aligned with the data area.
 func (c *Chart) Layout(dc draw.Canvas) []tileLayout {
@@ -284,7 +284,7 @@ func (c *Chart) draw(dc draw.Canvas) {
 	}
 }
 
-// save writes the chart as dir/stem.png and dir/stem.svg and returns the
+// Save writes the chart as dir/stem.png and dir/stem.svg and returns the
 // svg's base name.
 func (c *Chart) Save(dir, stem string) (string, error) {
 	if err := c.Check(); err != nil {

@@ -37,7 +37,7 @@ var kindPalettes = map[registry.Kind][]color.Color{
 	registry.Naive: {rgb(0xe377c2), rgb(0xf7a8d0)},
 }
 
-// fifoStyle draws the FIFO floor: black dots, which no lock uses (the
+// FifoStyle draws the FIFO floor: black dots, which no lock uses (the
 // floors' dashes are solid, long and short dashes).
 var FifoStyle = draw.LineStyle{Color: rgb(0x000000), Width: vg.Points(2), Dashes: []vg.Length{vg.Points(1.5), vg.Points(3)}}
 
@@ -51,7 +51,7 @@ func rgb(v uint32) color.Color {
 // plot of a report and in every report of the same build.
 type lockStyles map[string]lockStyle
 
-// lockInfo is what the plots need to know of a lock: its name, whose it
+// LockInfo is what the plots need to know of a lock: its name, whose it
 // is, how many servers it uses and the raw floor it is measured against.
 type LockInfo struct {
 	Name  string
@@ -64,7 +64,7 @@ func infoOf(im *registry.Lock) LockInfo {
 	return LockInfo{Name: im.Name, Kind: im.Kind, Nodes: im.Nodes, Floor: im.Floor()}
 }
 
-// registeredLocks returns every registered lock in display order.
+// RegisteredLocks returns every registered lock in display order.
 func RegisteredLocks() []LockInfo {
 	var names []string
 	for n := range registry.Locks {
@@ -77,7 +77,7 @@ func RegisteredLocks() []LockInfo {
 	return out
 }
 
-// newLockStyles gives each lock of locks (in display order) a style: the
+// NewLockStyles gives each lock of locks (in display order) a style: the
 // i-th lock of a kind takes colour i mod n of the kind's palette and dash
 // pattern i div n. A lock of an unknown kind is styled as a naive one.
 func NewLockStyles(locks []LockInfo) lockStyles {

@@ -219,10 +219,10 @@ const (
 	ReadmeSnapshot = "testdata/readme" // summary.json, locks.json and machine.json of a real run
 )
 
-// errNoReadmeBlock is returned when a README has no bench block.
+// ErrNoReadmeBlock is returned when a README has no bench block.
 var ErrNoReadmeBlock = errors.New("README.md lacks a generated block's marker")
 
-// readmeBenchBlock renders the README's bench block from the run in dir:
+// ReadmeBenchBlock renders the README's bench block from the run in dir:
 // the command and machine it ran with, then its verdicts and tables, one
 // heading level down (the README's section is a "##").
 func ReadmeBenchBlock(dir string) (string, error) {
@@ -260,17 +260,17 @@ func ReadmeBenchBlock(dir string) (string, error) {
 	return out.String(), nil
 }
 
-// readmeBlock returns the text between the bench markers of readme.
+// ReadmeBlock returns the text between the bench markers of readme.
 func ReadmeBlock(readme string) (string, error) {
 	return BlockBetween(readme, ReadmeBegin, ReadmeEnd)
 }
 
-// replaceReadmeBlock returns readme with its bench block replaced by block.
+// ReplaceReadmeBlock returns readme with its bench block replaced by block.
 func ReplaceReadmeBlock(readme, block string) (string, error) {
 	return ReplaceBetween(readme, ReadmeBegin, ReadmeEnd, block)
 }
 
-// blockBetween returns the text between the markers begin and end of
+// BlockBetween returns the text between the markers begin and end of
 // readme, or errNoReadmeBlock.
 func BlockBetween(readme, begin, end string) (string, error) {
 	_, rest, ok := strings.Cut(readme, begin)
@@ -284,7 +284,7 @@ func BlockBetween(readme, begin, end string) (string, error) {
 	return block, nil
 }
 
-// replaceBetween returns readme with the text between begin and end
+// ReplaceBetween returns readme with the text between begin and end
 // replaced by block.
 func ReplaceBetween(readme, begin, end, block string) (string, error) {
 	before, rest, ok := strings.Cut(readme, begin)

@@ -19,7 +19,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
-// machine describes where and how the bench ran, for the report.
+// Machine describes where and how the bench ran, for the report.
 type Machine struct {
 	Start        time.Time `json:"start"`
 	Command      string    `json:"command"`
@@ -83,7 +83,7 @@ func cpuModel() string {
 	return "unknown"
 }
 
-// results is everything the output files are made from.
+// Results is everything the output files are made from.
 type Results struct {
 	cfg    *speed.Config
 	mach   Machine
@@ -110,7 +110,7 @@ func NewResults(cfg *speed.Config, mach Machine, cs []speed.Cell, impls []*regis
 	return res
 }
 
-// write writes every output file into dir and returns the tables for
+// Write writes every output file into dir and returns the tables for
 // stdout.
 func (res *Results) Write(dir string) (string, error) {
 	for _, sub := range []string{"hgrm", "plots"} {
@@ -191,7 +191,7 @@ type scenarioHold struct {
 	MultiClients bool
 }
 
-// scenarioHolds lists the (scenario, hold) groups in cell order.
+// ScenarioHolds lists the (scenario, hold) groups in cell order.
 func (res *Results) ScenarioHolds() []scenarioHold {
 	var out []scenarioHold
 	for _, c := range res.Cells {
@@ -439,7 +439,7 @@ func (res *Results) scenarioRows(sc string) []speed.Row {
 	return rows
 }
 
-// tables renders one table per scenario.
+// Tables renders one table per scenario.
 func (res *Results) Tables() string {
 	var b bytes.Buffer
 	for _, sc := range res.scenarios() {

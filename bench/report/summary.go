@@ -39,7 +39,7 @@ var (
 		floor: func(r speed.Row) *float64 { return r.WaitP99FloorRatio }}
 )
 
-// figuresOf returns what the summary compares in cell c: throughput
+// FiguresOf returns what the summary compares in cell c: throughput
 // everywhere (pairs/s for fresh keys), and the wait p99 where clients
 // queue for one key.
 func FiguresOf(c speed.Cell) []figure {
@@ -179,7 +179,7 @@ func (f figure) better(a, b speed.Row) bool {
 	return f.med(a) < f.med(b)
 }
 
-// summary renders the opening summary, one screen: per scenario its
+// Summary renders the opening summary, one screen: per scenario its
 // headline cell (headlineCells), then the same lines for every cell under
 // "Every cell".
 func (res *Results) Summary() string {
@@ -293,7 +293,7 @@ func (o summaryOurs) text() string {
 	return ratio + " · " + FmtRatio(o.floor)
 }
 
-// summaryLabel names a cell for a reader: "contended, 32 clients, hold 1ms".
+// SummaryLabel names a cell for a reader: "contended, 32 clients, hold 1ms".
 func SummaryLabel(c speed.Cell) string {
 	parts := []string{c.Scenario}
 	if c.Keys > 1 {
@@ -310,7 +310,7 @@ func SummaryLabel(c speed.Cell) string {
 	return strings.Join(parts, ", ")
 }
 
-// rowOf returns impl's row in cell c.
+// RowOf returns impl's row in cell c.
 func (res *Results) RowOf(impl string, c speed.Cell) (speed.Row, bool) {
 	i := slices.IndexFunc(res.Rows, func(r speed.Row) bool {
 		return r.Impl == impl && r.Scenario == c.Scenario && r.Clients == c.Clients &&
@@ -355,7 +355,7 @@ var serverFigures = []struct {
 	{"server CPU/acq", fmtUs, func(r speed.Row) float64 { return r.ServerCPUUsPerOp }, func(f speed.RoundFigures) float64 { return f.ServerCPUUsPerOp }},
 }
 
-// serverSection compares the kinds of -server (Valkey/Redis with -server
+// ServerSection compares the kinds of -server (Valkey/Redis with -server
 // redis,valkey): per lock and cell, each figure on the first kind, on
 // the other, and the median over rounds of their same-round ratio. It is
 // empty with one kind.

@@ -16,7 +16,7 @@ const (
 
 var AllScenarios = []string{ScUncontended, ScContended, ScKeys, scRTT}
 
-// headlineScenarios are the scenarios of the default plan: those the
+// HeadlineScenarios are the scenarios of the default plan: those the
 // verdicts are taken from (one key under contention, many keys, no
 // contention; five servers and beyond Redis at the contended cell).
 var HeadlineScenarios = []string{ScUncontended, ScContended, ScKeys}
@@ -55,7 +55,7 @@ const (
 
 var QuickClients = []int{8}
 
-// config is the parsed command line.
+// Config is the parsed command line.
 type Config struct {
 	Out       string // results directory; "" means bench/results/<UTC timestamp>
 	Scenarios []string
@@ -71,7 +71,7 @@ type Config struct {
 	Addrs     []string
 	Servers   []string // -server: kinds of Redis server, each lock runs on each; nil = the rig's choice
 	Quick     bool
-	// headline keeps only the headline cell of each scenario
+	// Headline keeps only the headline cell of each scenario
 	// (headlineCells): the default plan, unless -full, -quick or an explicit
 	// -scenarios, -clients, -keys-clients or -hold asks for more.
 	Headline bool

@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// median returns the median of xs (the mean of the middle two for an even
+// Median returns the median of xs (the mean of the middle two for an even
 // count), or 0 for none.
 func Median(xs []float64) float64 {
 	if len(xs) == 0 {
@@ -24,7 +24,7 @@ func Median(xs []float64) float64 {
 	return (s[m-1] + s[m]) / 2
 }
 
-// ratioMedian pairs each round's value with the baseline's value from the
+// RatioMedian pairs each round's value with the baseline's value from the
 // same round, and returns the median of those ratios (sameRoundRatios);
 // with none it reports false.
 func RatioMedian(vals, base map[int]float64) (float64, bool) {
@@ -35,7 +35,7 @@ func RatioMedian(vals, base map[int]float64) (float64, bool) {
 	return Median(rs), true
 }
 
-// sameRoundRatios returns vals over base in each round that has both,
+// SameRoundRatios returns vals over base in each round that has both,
 // sorted. Rounds missing on either side, with a zero baseline, or with a
 // NaN are skipped.
 func SameRoundRatios(vals, base map[int]float64) []float64 {
@@ -51,7 +51,7 @@ func SameRoundRatios(vals, base map[int]float64) []float64 {
 	return rs
 }
 
-// roundFigures are the per-round values rows are built from.
+// RoundFigures are the per-round values rows are built from.
 type RoundFigures struct {
 	Round       int     `json:"round"`
 	OpsPerSec   float64 `json:"ops_per_sec"`
@@ -142,7 +142,7 @@ func computeFigures(r *RunResult) RoundFigures {
 // its own hand-off cost: how much its queue adds beyond waiting its turn.
 func (c Cell) HasFIFOFloor() bool { return c.Keys == 1 && c.Clients >= 2 }
 
-// row is one line of summary.json: one (impl, scenario, clients, hold),
+// Row is one line of summary.json: one (impl, scenario, clients, hold),
 // medians over rounds unless a field says otherwise.
 type Row struct {
 	Impl     string  `json:"impl"`
@@ -226,7 +226,7 @@ type Row struct {
 	PerRound []RoundFigures `json:"per_round"`
 }
 
-// requiredFields are the summary.json fields every row carries (the README's
+// RequiredFields are the summary.json fields every row carries (the README's
 // "What the bench measures" lists them).
 var RequiredFields = []string{
 	"impl", "scenario", "clients", "hold_us", "ops_per_sec", "wait_p50_us",
@@ -234,13 +234,13 @@ var RequiredFields = []string{
 	"gave_up", "violations", "rounds",
 }
 
-// groupKey identifies a row.
+// GroupKey identifies a row.
 type GroupKey struct {
 	Impl string
 	Cell Cell
 }
 
-// aggregate turns the runs into rows, in the order cells and impls were
+// Aggregate turns the runs into rows, in the order cells and impls were
 // given, with same-round ratios to each impl's baseline where it ran.
 func Aggregate(results []*RunResult, cs []Cell, impls []*registry.Lock, dur time.Duration) []Row {
 	byKey := map[GroupKey][]*RunResult{}
@@ -365,7 +365,7 @@ func buildRow(im *registry.Lock, c Cell, rs []*RunResult, dur time.Duration) Row
 	return rw
 }
 
-// perRound maps each run's round to one of its figures.
+// PerRound maps each run's round to one of its figures.
 func PerRound(results []*RunResult, get func(RoundFigures) float64) map[int]float64 {
 	m := map[int]float64{}
 	for _, r := range results {
@@ -374,7 +374,7 @@ func PerRound(results []*RunResult, get func(RoundFigures) float64) map[int]floa
 	return m
 }
 
-// roundRatio is the median over rounds of rs's figure over base's in the
+// RoundRatio is the median over rounds of rs's figure over base's in the
 // same round, or nil when no round has both.
 func RoundRatio(rs, base []*RunResult, get func(RoundFigures) float64) *float64 {
 	v, ok := RatioMedian(PerRound(rs, get), PerRound(base, get))

@@ -16,7 +16,7 @@ const (
 	RowRTTContended   = "rtt-contended"
 )
 
-// cell is one (scenario, clients, hold) configuration; every implementation
+// Cell is one (scenario, clients, hold) configuration; every implementation
 // runs it once per round.
 type Cell struct {
 	Scenario string        // row scenario name (uncontended, contended, keys, rtt-*)
@@ -41,12 +41,12 @@ func (c Cell) String() string {
 	return s
 }
 
-// id is the cell's file-name stem, e.g. "contended_c32_h1ms".
+// ID is the cell's file-name stem, e.g. "contended_c32_h1ms".
 func (c Cell) ID() string {
 	return fmt.Sprintf("%s_c%d_h%s", c.Scenario, c.Clients, FmtHold(c.Hold)) + serverSuffix(c.Server)
 }
 
-// fmtHold prints a hold as in the flag ("0", "1ms", "500µs" as "500us").
+// FmtHold prints a hold as in the flag ("0", "1ms", "500µs" as "500us").
 func FmtHold(d time.Duration) string {
 	if d == 0 {
 		return "0"
@@ -54,13 +54,13 @@ func FmtHold(d time.Duration) string {
 	return strings.ReplaceAll(d.String(), "µ", "u")
 }
 
-// holdsOverlap reports whether clients in c can hold the lock at the same
+// HoldsOverlap reports whether clients in c can hold the lock at the same
 // time: only over many keys. On one key (or a fresh key per pair, with one
 // client) a working lock has one holder at a time. holdFor sleeps
 // differently in the two cases (see hold_linux.go).
 func (c Cell) HoldsOverlap() bool { return c.Keys > 1 }
 
-// cells expands the configuration into the cells to run, in a fixed order.
+// Cells expands the configuration into the cells to run, in a fixed order.
 //   - uncontended: one client, hold 0, a fresh key per pair.
 //   - contended: every -clients value x every -hold, one key.
 //   - keys: every -keys-clients value x every -hold, over -keys keys.
@@ -121,14 +121,14 @@ func rttClients(clients []int) int {
 	return best
 }
 
-// step is one run: one implementation in one cell in one round.
+// Step is one run: one implementation in one cell in one round.
 type Step struct {
 	Round int
 	Cell  Cell
 	Impl  *registry.Lock
 }
 
-// steps orders the runs: rounds outermost, then cells; within a cell the
+// Steps orders the runs: rounds outermost, then cells; within a cell the
 // implementations run back to back (so same-round ratios compare runs made
 // moments apart), in an order rotated by one place each round so that no
 // implementation always runs first or last. With -server redis,valkey a
@@ -151,16 +151,16 @@ func Steps(rounds int, cs []Cell, impls []*registry.Lock) []Step {
 	return out
 }
 
-// perRunOverhead estimates the setup and teardown of one run (clients,
+// PerRunOverhead estimates the setup and teardown of one run (clients,
 // warm-up, INFO snapshots, cleanup), for the plan printed at start.
 const PerRunOverhead = 60 * time.Millisecond
 
-// estimate returns the planned wall time of the steps.
+// Estimate returns the planned wall time of the steps.
 func Estimate(ss []Step, d time.Duration) time.Duration {
 	return time.Duration(len(ss)) * (d + PerRunOverhead)
 }
 
-// dropLoneControl leaves raw-again out of a run of one round (the -quick
+// DropLoneControl leaves raw-again out of a run of one round (the -quick
 // preset) unless -impls names it: one round gives one ratio, not a spread.
 func DropLoneControl(impls []*registry.Lock, cfg *Config) []*registry.Lock {
 	if cfg.Rounds > 1 || len(cfg.Impls) > 0 {
@@ -204,7 +204,7 @@ func rotateServers(cs []Cell, round int) []Cell {
 	return out
 }
 
-// sameBut reports whether a and b are the same cell on different servers.
+// SameBut reports whether a and b are the same cell on different servers.
 func SameBut(a, b Cell) bool {
 	b.Server = a.Server
 	return a == b
@@ -227,7 +227,7 @@ func serverSuffix(kind string) string {
 	return "_" + kind
 }
 
-// headlineCells returns one cell per scenario of cs, in their order: the
+// HeadlineCells returns one cell per scenario of cs, in their order: the
 // one with the most clients, and among those, on one key the longest hold
 // (a queue forms, so waiting is what differs) and over many keys the
 // shortest (contention is low and the lock's own cost is what differs).

@@ -22,7 +22,7 @@ type progress struct {
 	perRun time.Duration // the planned time of one run, for the ETA before any run ended
 }
 
-// newProgress decides between the bar and plain lines.
+// NewProgress decides between the bar and plain lines.
 func NewProgress(w io.Writer, total int, perRun time.Duration) *progress {
 	bar := false
 	if f, ok := w.(*os.File); ok && os.Getenv("CI") != "true" {
@@ -31,7 +31,7 @@ func NewProgress(w io.Writer, total int, perRun time.Duration) *progress {
 	return &progress{w: w, bar: bar, total: total, start: time.Now(), perRun: perRun}
 }
 
-// begin shows that s is starting.
+// Begin shows that s is starting.
 func (p *progress) Begin(s Step, rounds int) {
 	eta := p.eta()
 	label := fmt.Sprintf("%s  %s  round %d/%d", s.Cell, s.Impl.Name, s.Round+1, rounds)
@@ -46,10 +46,10 @@ func (p *progress) Begin(s Step, rounds int) {
 		p.done+1, p.total, label, fmtETA(eta))
 }
 
-// end counts a finished step.
+// End counts a finished step.
 func (p *progress) End() { p.done++ }
 
-// finish clears the bar.
+// Finish clears the bar.
 func (p *progress) Finish() {
 	if p.bar {
 		fmt.Fprint(p.w, "\r\033[K")

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// redisBench is redis-benchmark's SET rate on the first server, measured in
+// RedisBench is redis-benchmark's SET rate on the first server, measured in
 // the same invocation as the locks (once per round, before the round's
 // runs, so it sees the same state of the machine), at each concurrency the
 // cells use. It is the ceiling of the server and the loopback for one
@@ -35,7 +35,7 @@ type setRate struct {
 	p50s     []float64
 }
 
-// newRedisBench looks redis-benchmark up next to the rig's redis-server,
+// NewRedisBench looks redis-benchmark up next to the rig's redis-server,
 // then on PATH; without it the rates are left out, with the reason.
 func NewRedisBench(concurrency []int) *RedisBench {
 	rb := &RedisBench{}
@@ -57,7 +57,7 @@ func NewRedisBench(concurrency []int) *RedisBench {
 // (about 18k SETs/s with one client, 45-100k/s with many).
 func benchRequests(clients int) int { return min(5000+500*clients, 40000) }
 
-// measure runs every concurrency once against addr, writing key (which
+// Measure runs every concurrency once against addr, writing key (which
 // the caller deletes), and records the results.
 func (rb *RedisBench) Measure(ctx context.Context, addr, key string) {
 	if rb.Binary == "" {
@@ -116,7 +116,7 @@ func runRedisBenchmark(ctx context.Context, bin, host, port string, clients, n i
 	return rps, p50, nil
 }
 
-// rate returns the SET rate at clients, if measured.
+// Rate returns the SET rate at clients, if measured.
 func (rb *RedisBench) Rate(clients int) (setRate, bool) {
 	if rb == nil {
 		return setRate{}, false
@@ -129,7 +129,7 @@ func (rb *RedisBench) Rate(clients int) (setRate, bool) {
 	return setRate{}, false
 }
 
-// line describes the rates in one sentence for the report.
+// Line describes the rates in one sentence for the report.
 func (rb *RedisBench) Line() string {
 	if rb == nil {
 		return ""

@@ -27,7 +27,7 @@ const (
 
 func NewHist() *hdrhistogram.Histogram { return hdrhistogram.New(histMinUs, histMaxUs, histSig) }
 
-// record adds d (as µs, clamped into the histogram's range) to h.
+// Record adds d (as µs, clamped into the histogram's range) to h.
 func Record(h *hdrhistogram.Histogram, d time.Duration) {
 	us := d.Microseconds()
 	us = min(max(us, histMinUs), histMaxUs)
@@ -43,7 +43,7 @@ const (
 	attemptsPerOp = 50
 )
 
-// runSpec is one run: one implementation in one cell.
+// RunSpec is one run: one implementation in one cell.
 type RunSpec struct {
 	Impl     *registry.Lock
 	Cell     Cell
@@ -56,7 +56,7 @@ type RunSpec struct {
 	Addrs    []string // lock servers as the clients dial them (maybe proxied)
 }
 
-// runResult is what one run measured.
+// RunResult is what one run measured.
 type RunResult struct {
 	Spec      RunSpec
 	Ops       int64         // acquisitions completed within the run
@@ -153,7 +153,7 @@ func (r *runState) stop() {
 	})
 }
 
-// execute performs one run: make the clients, warm them up (each takes and
+// Execute performs one run: make the clients, warm them up (each takes and
 // releases the lock once, which opens its connections and loads scripts),
 // snapshot INFO commandstats, run the load, then snapshot again and clean
 // up. Errors that make the figures meaningless are returned.
@@ -532,7 +532,7 @@ type ledgers struct {
 	leds []*ledger.Ledger
 }
 
-// dialLedgers dials a ledger on the first server of srv and of each of
+// DialLedgers dials a ledger on the first server of srv and of each of
 // srv.also.
 func DialLedgers(srv *env.Servers, syncMode bool) (*ledgers, error) {
 	l := &ledgers{}
@@ -547,7 +547,7 @@ func DialLedgers(srv *env.Servers, syncMode bool) (*ledgers, error) {
 	return l, nil
 }
 
-// of returns the servers of kind and their ledger; the first kind's for
+// Of returns the servers of kind and their ledger; the first kind's for
 // a kind it does not have.
 func (l *ledgers) Of(kind string) (*env.Servers, *ledger.Ledger) {
 	for i, s := range l.srv {
