@@ -121,7 +121,10 @@ func runFaults(ctx context.Context, fs *faultSetup, progress io.Writer) ([]*cell
 			c := &cellResult{impl: im, sch: sch, all: fs.allTimelines}
 			cells[im.Name] = c
 			out = append(out, c)
-			if sch.appliesTo(im) {
+			if why := sch.whyNot(im); why != "" {
+				c.notRun = why
+				fmt.Fprintf(progress, "faults: %d. %s: %s not run: %s\n", sch.n, sch.title, im.Name, why)
+			} else if sch.appliesTo(im) {
 				impls = append(impls, im)
 			} else {
 				c.notRun = notApplicable

@@ -59,6 +59,9 @@ type schedule struct {
 	runs int
 	// run performs one event.
 	run func(ev *event) error
+	// notFor, if set, says why the schedule cannot run a lock it applies
+	// to (its API lacks what the fault needs), shown as the lock's cell.
+	notFor func(im *registry.Lock) string
 }
 
 // needsControl is needsRig for the schedules that kill, restart or
@@ -125,6 +128,8 @@ func init() {
 			stuckAfter: 4 * time.Second,
 			what:       "default_transaction_isolation is repeatable read (even runs) or serializable (odd runs); A, B and C take the row lock one after the other and append to a ledger in PostgreSQL through the lock's transaction (Tx): read how many entries there are, append the next. An entry committed with a number already taken is a lost update.",
 			run:        runIsolation},
+		{id: "batch-lost", n: 14, title: "batch lost, AutoPipeliner resends", ttl: 3 * time.Second, parallel: 2,
+			stuckAfter: 2 * time.Second, what: batchLostWhat, notFor: noPipeliner, run: runBatchLost},
 	}
 }
 
