@@ -69,7 +69,8 @@ type schedule struct {
 const needsControl = "needs control of the server processes (rig servers, not -addrs)"
 
 // schedules are issue 16's nine, for the locks on Redis, in their order,
-// then issue 34's four for the locks on etcd, ZooKeeper and PostgreSQL.
+// then issue 34's four for the locks on etcd, ZooKeeper and PostgreSQL,
+// then issue 38's lost batch (faults_batch.go), for the locks on Redis.
 var schedules []*schedule
 
 func init() {
