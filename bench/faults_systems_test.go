@@ -21,7 +21,7 @@ func TestSchedulesApplyToTheirSystems(t *testing.T) {
 		"zklock":     every,
 		"pglock":     append(every[:len(every):len(every)], "pooler"),
 		"pglock-row": append(every[:len(every):len(every)], "pooler", "isolation"),
-		"correct":    {"pause", "lost-reply", "late", "failover", "restart", "latency", "eviction", "clock", "kill"},
+		"correct":    {"pause", "lost-reply", "late", "failover", "restart", "latency", "eviction", "clock", "kill", "batch-lost"},
 	}
 	for name, ids := range want {
 		im := registry.Locks[name]

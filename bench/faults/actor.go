@@ -43,6 +43,10 @@ type actorSpec struct {
 	TTL       time.Duration         `json:"ttl"`
 	Users     *registry.UserClients `json:"users"`
 	ClockBase int64                 `json:"clock_base"`
+	// Pipeliners: the lock's commands go through these AutoPipeliners,
+	// shared with other actors of this process (registry.Env.Pipeliners);
+	// never sent to a child process.
+	Pipeliners []*redis.AutoPipeliner `json:"-"`
 }
 
 // actor is an actor in this process.
@@ -74,7 +78,7 @@ func newActor(spec actorSpec, clock history.Clock, record func(history.Event), h
 	if !ok {
 		return nil, fmt.Errorf("faults: no implementation %q", spec.Impl)
 	}
-	con, err := im.Connect(registry.Env{Addrs: spec.Addrs, TTL: spec.TTL, Users: spec.Users, Hook: hook})
+	con, err := im.Connect(registry.Env{Addrs: spec.Addrs, TTL: spec.TTL, Users: spec.Users, Hook: hook, Pipeliners: spec.Pipeliners})
 	if err != nil {
 		return nil, fmt.Errorf("faults: %s client %s: %w", spec.Impl, spec.Name, err)
 	}

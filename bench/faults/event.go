@@ -70,6 +70,9 @@ type FaultRun struct {
 	// ledger: the run's resource is the ledger in PostgreSQL (schedule
 	// 13), not the counter on the resource server.
 	ledger bool
+	// pipeliners: the AutoPipeliners A, B and C share (schedule 14,
+	// batch.go); nil: each client has its own connections.
+	pipeliners []*redis.AutoPipeliner
 
 	mu        sync.Mutex
 	delivered time.Time // schedule 3: when the held copies were delivered
@@ -158,7 +161,7 @@ func (r *FaultRun) prepare(resAddr string) error {
 	}
 	spec := func(name string, netAddrs []string, res string) actorSpec {
 		return actorSpec{Name: name, Impl: r.Im.Name, Key: r.key, Res: r.res, ResAddr: res, Addrs: netAddrs,
-			TTL: ev.Sch.TTL, Users: ev.users, ClockBase: ev.clock.Base()}
+			TTL: ev.Sch.TTL, Users: ev.users, ClockBase: ev.clock.Base(), Pipeliners: r.pipeliners}
 	}
 	// Each client has its own network: its own proxies when the schedule
 	// puts faults on connections.

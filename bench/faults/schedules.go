@@ -60,6 +60,9 @@ type Schedule struct {
 	runs int
 	// run performs one event.
 	run func(ev *Event) error
+	// notFor, if set, says why the schedule cannot run a lock it applies
+	// to (its API lacks what the fault needs), shown as the lock's cell.
+	notFor func(im *registry.Lock) string
 }
 
 // needsControl is needsRig for the schedules that kill, restart or
@@ -67,7 +70,8 @@ type Schedule struct {
 const needsControl = "needs control of the server processes (rig servers, not -addrs)"
 
 // Schedules are issue 16's nine, for the locks on Redis, in their order,
-// then issue 34's four for the locks on etcd, ZooKeeper and PostgreSQL.
+// then issue 34's four for the locks on etcd, ZooKeeper and PostgreSQL,
+// then issue 38's lost batch (batch.go), for the locks on Redis.
 var Schedules []*Schedule
 
 func init() {
@@ -126,6 +130,8 @@ func init() {
 			StuckAfter: 4 * time.Second,
 			What:       "default_transaction_isolation is repeatable read (even runs) or serializable (odd runs); A, B and C take the row lock one after the other and append to a ledger in PostgreSQL through the lock's transaction (Tx): read how many entries there are, append the next. An entry committed with a number already taken is a lost update.",
 			run:        runIsolation},
+		{ID: "batch-lost", N: 14, Title: "batch lost, AutoPipeliner resends", TTL: 3 * time.Second, parallel: 2,
+			StuckAfter: 2 * time.Second, What: batchLostWhat, notFor: noPipeliner, run: runBatchLost},
 	}
 }
 

@@ -122,7 +122,10 @@ func RunFaults(ctx context.Context, fs *FaultSetup, progress io.Writer) ([]*Cell
 			c := &CellResult{Impl: im, Sch: sch, all: fs.AllTimelines}
 			cells[im.Name] = c
 			out = append(out, c)
-			if sch.AppliesTo(im) {
+			if why := sch.whyNot(im); why != "" {
+				c.NotRun = why
+				fmt.Fprintf(progress, "faults: %d. %s: %s not run: %s\n", sch.N, sch.Title, im.Name, why)
+			} else if sch.AppliesTo(im) {
 				impls = append(impls, im)
 			} else {
 				c.NotRun = NotApplicable

@@ -15,7 +15,7 @@ import (
 var addrs []string
 
 func TestMain(m *testing.M) {
-	rig.Main(m, 1, func(nodes []*rig.Node) {
+	rig.Main(m, 5, func(nodes []*rig.Node) {
 		for _, n := range nodes {
 			addrs = append(addrs, n.Addr())
 		}

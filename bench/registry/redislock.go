@@ -26,7 +26,7 @@ func init() {
 func connectRedislock(e Env) (Contender, error) {
 	sent := new(atomic.Int64)
 	c := e.Client(0, sent)
-	rl := redislock.New(c)
+	rl := redislock.New(e.Redis(0, c))
 	opt := &redislock.Options{RetryStrategy: redislock.LinearBackoff(redislockRetry)}
 	return Contender{
 		Locker: func(key string) Locker {

@@ -29,7 +29,7 @@ func connectRedsync(n int) func(Env) (Contender, error) {
 		}
 		pools := make([]rsredis.Pool, n)
 		for i, c := range cs {
-			pools[i] = goredis.NewPool(c)
+			pools[i] = goredis.NewPool(e.Redis(i, c))
 		}
 		rs := redsync.New(pools...)
 		return Contender{

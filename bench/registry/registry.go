@@ -61,6 +61,11 @@ type Env struct {
 	// Servers are the bench's own etcd, ZooKeeper and PostgreSQL servers,
 	// started on first use; nil in a run with no lock on them.
 	Servers Servers
+	// Pipeliners, when set, are go-redis AutoPipeliners on the lock
+	// servers, one per server in Addrs' order, shared by the clients of one
+	// process: the lock's commands go through them (see Redis). A lock
+	// whose API takes none says why in its Lock's NoPipeliner.
+	Pipeliners []*redis.AutoPipeliner
 }
 
 // Client returns a go-redis Client for addrs[i] with the rig's options
@@ -81,12 +86,12 @@ func (e Env) Client(i int, sent *atomic.Int64) *redis.Client {
 
 // OneServer returns the contender of a lock on addrs[0] alone: one
 // client (see client), counting its commands and closed with the
-// contender, and lockOn(client, key) as its lock on each key.
-func (e Env) OneServer(lockOn func(c *redis.Client, key string) Locker) Contender {
+// contender, and lockOn(e.Redis(0, client), key) as its lock on each key.
+func (e Env) OneServer(lockOn func(c redis.UniversalClient, key string) Locker) Contender {
 	sent := new(atomic.Int64)
 	c := e.Client(0, sent)
 	return Contender{
-		Locker: func(key string) Locker { return lockOn(c, key) },
+		Locker: func(key string) Locker { return lockOn(e.Redis(0, c), key) },
 		Close:  c.Close,
 		Sent:   sent,
 	}
@@ -98,6 +103,9 @@ func (e Env) OneServer(lockOn func(c *redis.Client, key string) Locker) Contende
 func (e Env) Clients(name string, n int, sent *atomic.Int64) ([]*redis.Client, error) {
 	if len(e.Addrs) < n {
 		return nil, fmt.Errorf("%s needs %d servers, have %d", name, n, len(e.Addrs))
+	}
+	if e.Pipeliners != nil && len(e.Pipeliners) < n {
+		return nil, fmt.Errorf("%s needs %d servers, have %d AutoPipeliners", name, n, len(e.Pipeliners))
 	}
 	cs := make([]*redis.Client, n)
 	for i := range cs {
@@ -167,6 +175,9 @@ type Lock struct {
 	// Transactional: the lock's holder works in the lock's transaction (its
 	// Locker is a TxLocker), as the isolation schedule needs.
 	Transactional bool
+	// NoPipeliner, for a lock on Redis, says why its API takes no go-redis
+	// AutoPipeliner (Env.Pipeliners): it makes its own client.
+	NoPipeliner string
 	// Order places the lock in the reports' tables and plots (smaller
 	// first: ours, then the peers, then the floors); 0 puts it after every
 	// ordered lock, by name.
