@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/locklab/locklab/bench/registry"
 )
 
 // Scenario names accepted by -scenarios.
@@ -75,6 +77,7 @@ type config struct {
 	rate      float64 // open-loop arrivals per second; 0 = closed loop
 	addrs     []string
 	servers   []string // -server: kinds of Redis server, each lock runs on each; nil = the rig's choice
+	client    []string // -client: kinds of go-redis client (clients.go); nil = the default's choice
 	quick     bool
 	// headline keeps only the headline cell of each scenario
 	// (headlineCells): the default plan, unless -full, -quick or an explicit
@@ -116,6 +119,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		rtt       = fs.Duration("rtt", defaultRTT, "latency the proxy adds each way in the rtt scenario")
 		rate      = fs.Float64("rate", 0, "open loop: arrivals per second per run, latency from the scheduled arrival (0 = closed loop)")
 		server    = fs.String("server", serverRedis, "kinds of Redis server `list`: redis, valkey; with both (redis,valkey) every Redis lock runs on each in every round, and the report gives Valkey/Redis ratios")
+		client    = fs.String("client", registry.Plain, "kinds of go-redis client `list`: plain (each contending client its own pool), autopipe (goroutines of one process sharing one AutoPipeliner per server: rows lock@autopipe); without it, correct, redislock, redsync-1, raw and raw+receipt also run on AutoPipeliners in the contended and keys headline cells")
 		addrs     = fs.String("addrs", "", "external servers host:port,... instead of the rig (5 needed for 5-node locks)")
 		quick     = fs.Bool("quick", false, "smoke preset: 8 clients, one 250ms round of every scenario (explicit flags win)")
 		full      = fs.Bool("full", false, "the whole plan (make bench-full): every scenario (rtt too), every -clients value and -hold; without it (and without -quick, -scenarios, -clients, -keys-clients, -hold) only each scenario's headline cell runs, the one its verdict needs")
@@ -186,6 +190,14 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		}
 		if len(c.servers) > 1 && len(c.addrs) > 0 {
 			return nil, fmt.Errorf("-server %s: with -addrs the servers are given, of one kind; use one -server kind (it labels the rows) or the rig", *server)
+		}
+	}
+	if set["client"] {
+		if c.client, err = parseNames("-client", *client); err != nil {
+			return nil, err
+		}
+		if err := registry.ParseClientKinds(c.client); err != nil {
+			return nil, err
 		}
 	}
 	if *full && c.quick {

@@ -81,7 +81,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		if impls, err = registry.Resolve(cfg.impls); err != nil {
 			return err
 		}
-		impls = dropLoneControl(impls, cfg)
+		impls = withClientKinds(dropLoneControl(impls, cfg), cfg.client)
 		for _, im := range impls {
 			nodes = max(nodes, im.Nodes)
 		}

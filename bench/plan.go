@@ -23,6 +23,7 @@ type cell struct {
 	keys     int           // keys in play; 0 means a fresh key per pair
 	rtt      time.Duration // latency added each way; 0 for direct connections
 	server   string        // kind of Redis server (-server); "" with one kind and no -server
+	autopipe bool          // the locks' runs on AutoPipeliners run here too (autopipeCell)
 }
 
 func (c cell) String() string {
@@ -98,6 +99,10 @@ func cells(c *config) []cell {
 			}
 		}
 	}
+	head := headlineCells(out)
+	for i := range out {
+		out[i].autopipe = autopipeCell(out[i], head, c.client)
+	}
 	if c.headline {
 		out = headlineCells(out)
 	}
@@ -139,7 +144,7 @@ func steps(rounds int, cs []cell, impls []*registry.Lock) []step {
 		for _, c := range rotateServers(cs, r) {
 			for i := range impls {
 				im := impls[(i+r)%len(impls)]
-				if im.Scenarios != nil && !slices.Contains(im.Scenarios, c.scenario) || !runsOn(im, c, cs) {
+				if im.Scenarios != nil && !slices.Contains(im.Scenarios, c.scenario) || !runsOn(im, c, cs) || im.Pipelined && !c.autopipe {
 					continue
 				}
 				out = append(out, step{round: r, cell: c, impl: im})

@@ -24,7 +24,7 @@ func TestDefaultPlanIsTheVerdictsCells(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		impls = dropLoneControl(impls, c)
+		impls = withClientKinds(dropLoneControl(impls, c), c.client)
 		cs := cells(c)
 		return c, cs, steps(c.rounds, cs, impls)
 	}
