@@ -178,6 +178,10 @@ type Lock struct {
 	// NoPipeliner, for a lock on Redis, says why its API takes no go-redis
 	// AutoPipeliner (Env.Pipeliners): it makes its own client.
 	NoPipeliner string
+	// Order places the lock in the reports' tables and plots (smaller
+	// first: ours, then the peers, then the floors); 0 puts it after every
+	// ordered lock, by name.
+	Order int
 	// Pipelined marks the lock's run on go-redis AutoPipeliners, registered
 	// beside every lock on Redis whose NoPipeliner is empty, named after it
 	// with PipelinedSuffix (correct@autopipe): its Connect wants
@@ -188,10 +192,6 @@ type Lock struct {
 	// the lock on AutoPipeliners too, in the cells issue 38's comparison
 	// needs; -client autopipe runs every lock that has a run on them.
 	PipelinedInDefault bool
-	// Order places the lock in the reports' tables and plots (smaller
-	// first: ours, then the peers, then the floors); 0 puts it after every
-	// ordered lock, by name.
-	Order int
 }
 
 // gaveUpOn returns the gaveUp of a lock whose Lock gives up with
