@@ -16,11 +16,12 @@ import (
 // process sharing one AutoPipeliner per server (registry.AutoPipe), in the
 // same cell and round as the rest, in the rotated order.
 //
-// Without -client the default plan runs the locks marked
+// Without -client the default plan (and -full) runs the locks marked
 // PipelinedInDefault on AutoPipeliners in the headline cells of the
-// contended and keys scenarios only (autopipeCell); -client
-// plain,autopipe runs every lock that has a run on AutoPipeliners in
-// every cell, and -client autopipe those runs alone.
+// contended and keys scenarios only (autopipeCell), and any other
+// selection of cells (-scenarios, -clients, -hold, -quick ...) none;
+// -client plain,autopipe runs every lock that has a run on AutoPipeliners
+// in every cell, and -client autopipe those runs alone.
 
 // withClientKinds returns impls (resolved from -impls) as the -client
 // kinds ask: each lock on its own clients when plain is asked for (or

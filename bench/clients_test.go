@@ -95,6 +95,18 @@ func TestClientPlanDefault(t *testing.T) {
 	if len(cs) != 3 {
 		t.Errorf("default plan cells %v; want the three headline cells", cs)
 	}
+	for _, args := range [][]string{{"-scenarios", "contended,keys", "-impls", "correct"}, {"-quick"}, {"-clients", "32"}} {
+		for _, s := range planOf(t, args...) {
+			if s.impl.Pipelined {
+				t.Errorf("%q without -client: runs %s in %s; want the runs on AutoPipeliners only when -client asks", args, s.impl.Name, s.cell)
+				break
+			}
+		}
+	}
+	full := byCell(planOf(t, "-full"))
+	if names := full["keys c=64 hold=0 keys=1024"][0]; !slices.Contains(names, "correct@autopipe") {
+		t.Errorf("-full, keys headline cell: %v; want correct@autopipe there too", names)
+	}
 }
 
 // TestClientPlanBoth: -client plain,autopipe runs every lock that has a

@@ -119,7 +119,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		rtt       = fs.Duration("rtt", defaultRTT, "latency the proxy adds each way in the rtt scenario")
 		rate      = fs.Float64("rate", 0, "open loop: arrivals per second per run, latency from the scheduled arrival (0 = closed loop)")
 		server    = fs.String("server", serverRedis, "kinds of Redis server `list`: redis, valkey; with both (redis,valkey) every Redis lock runs on each in every round, and the report gives Valkey/Redis ratios")
-		client    = fs.String("client", registry.Plain, "kinds of go-redis client `list`: plain (each contending client its own pool), autopipe (goroutines of one process sharing one AutoPipeliner per server: rows lock@autopipe); without it, correct, redislock, redsync-1, raw and raw+receipt also run on AutoPipeliners in the contended and keys headline cells")
+		client    = fs.String("client", registry.Plain, "kinds of go-redis client `list`: plain (each contending client its own pool), autopipe (goroutines of one process sharing one AutoPipeliner per server: rows lock@autopipe); without it, the default plan and -full also run correct, redislock, redsync-1, raw and raw+receipt on AutoPipeliners in the contended and keys headline cells")
 		addrs     = fs.String("addrs", "", "external servers host:port,... instead of the rig (5 needed for 5-node locks)")
 		quick     = fs.Bool("quick", false, "smoke preset: 8 clients, one 250ms round of every scenario (explicit flags win)")
 		full      = fs.Bool("full", false, "the whole plan (make bench-full): every scenario (rtt too), every -clients value and -hold; without it (and without -quick, -scenarios, -clients, -keys-clients, -hold) only each scenario's headline cell runs, the one its verdict needs")
@@ -206,6 +206,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	c.headline = !*full && !c.quick && !set["scenarios"] && !set["clients"] && !set["keys-clients"] && !set["hold"]
 	if c.headline {
 		c.scenarios = headlineScenarios
+	}
+	if !set["client"] && !c.headline && !*full {
+		c.client = []string{registry.Plain} // a selection of cells: AutoPipeliners only when -client asks
 	}
 	if c.quick {
 		if !set["clients"] {
