@@ -83,7 +83,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		if impls, err = registry.Resolve(cfg.Impls); err != nil {
 			return err
 		}
-		impls = speed.DropLoneControl(impls, cfg)
+		impls = speed.WithClientKinds(speed.DropLoneControl(impls, cfg), cfg.Client)
 		for _, im := range impls {
 			nodes = max(nodes, im.Nodes)
 		}
@@ -358,6 +358,7 @@ func parseFlags(args []string, stderr io.Writer) (*speed.Config, error) {
 		rtt       = fs.Duration("rtt", speed.DefaultRTT, "latency the proxy adds each way in the rtt scenario")
 		rate      = fs.Float64("rate", 0, "open loop: arrivals per second per run, latency from the scheduled arrival (0 = closed loop)")
 		server    = fs.String("server", env.ServerRedis, "kinds of Redis server `list`: redis, valkey; with both (redis,valkey) every Redis lock runs on each in every round, and the report gives Valkey/Redis ratios")
+		client    = fs.String("client", registry.Plain, "kinds of go-redis client `list`: plain (each contending client its own pool), autopipe (goroutines of one process sharing one AutoPipeliner per server: rows lock@autopipe); without it, the default plan and -full also run correct, redislock, redsync-1, raw and raw+receipt on AutoPipeliners in the contended and keys headline cells")
 		addrs     = fs.String("addrs", "", "external servers host:port,... instead of the rig (5 needed for 5-node locks)")
 		quick     = fs.Bool("quick", false, "smoke preset: 8 clients, one 250ms round of every scenario (explicit flags win)")
 		full      = fs.Bool("full", false, "the whole plan (make bench-full): every scenario (rtt too), every -clients value and -hold; without it (and without -quick, -scenarios, -clients, -keys-clients, -hold) only each scenario's headline cell runs, the one its verdict needs")
@@ -430,12 +431,23 @@ func parseFlags(args []string, stderr io.Writer) (*speed.Config, error) {
 			return nil, fmt.Errorf("-server %s: with -addrs the servers are given, of one kind; use one -server kind (it labels the rows) or the rig", *server)
 		}
 	}
+	if set["client"] {
+		if c.Client, err = parseNames("-client", *client); err != nil {
+			return nil, err
+		}
+		if err := registry.ParseClientKinds(c.Client); err != nil {
+			return nil, err
+		}
+	}
 	if *full && c.Quick {
 		return nil, errors.New("-full and -quick: pick one")
 	}
 	c.Headline = !*full && !c.Quick && !set["scenarios"] && !set["clients"] && !set["keys-clients"] && !set["hold"]
 	if c.Headline {
 		c.Scenarios = speed.HeadlineScenarios
+	}
+	if !set["client"] && !c.Headline && !*full {
+		c.Client = []string{registry.Plain} // a selection of cells: AutoPipeliners only when -client asks
 	}
 	if c.Quick {
 		if !set["clients"] {

@@ -26,7 +26,7 @@ func TestDefaultPlanIsTheVerdictsCells(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		impls = speed.DropLoneControl(impls, c)
+		impls = speed.WithClientKinds(speed.DropLoneControl(impls, c), c.Client)
 		cs := speed.Cells(c)
 		return c, cs, speed.Steps(c.Rounds, cs, impls)
 	}

@@ -367,3 +367,20 @@ func TestCellTextForms(t *testing.T) {
 		}
 	}
 }
+
+// TestVerdictsLeaveAutoPipelinerRows: with -client autopipe a lock's run
+// on AutoPipeliners is its own row (correct@autopipe, client autopipe);
+// the verdicts are the locks' on their own clients, so such a row is
+// neither the pick nor the best peer, however fast.
+func TestVerdictsLeaveAutoPipelinerRows(t *testing.T) {
+	ap := func(r row) row { r.Impl += "@autopipe"; r.Client = "autopipe"; return r }
+	rows := []row{
+		rw("correct", "contended", 8, 1, 900), rw("redsync-1", "contended", 8, 1, 800),
+		ap(rw("correct", "contended", 8, 1, 9000)), ap(rw("redsync-1", "contended", 8, 1, 8000)),
+	}
+	lock := func(name string) Lock { return testLock(strings.TrimSuffix(name, "@autopipe")) }
+	v := verdicts(rows, lock)[0]
+	if v.Pick != "correct" || strings.Contains(v.Sentence(), "autopipe") {
+		t.Errorf("verdict = %s; want correct on its own clients, no @autopipe row", v.Sentence())
+	}
+}

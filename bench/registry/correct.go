@@ -24,7 +24,7 @@ import (
 // does not (it polls).
 func init() {
 	gaveUp := gaveUpOn(correct.ErrNotObtained)
-	register(&Lock{Name: "correct", Order: 10, Nodes: 1, Connect: connectCorrect(true, false), GaveUp: gaveUp, Claims: correctClaims})
+	register(&Lock{Name: "correct", Order: 10, Nodes: 1, PipelinedInDefault: true, Connect: connectCorrect(true, false), GaveUp: gaveUp, Claims: correctClaims})
 	register(&Lock{Name: "correct-poll", Order: 20, Nodes: 1, Connect: connectCorrect(false, false), GaveUp: gaveUp, Claims: correctClaims})
 	register(&Lock{Name: "correct+keep", Order: 30, LossSignal: true, Nodes: 1, Connect: connectCorrect(true, true), GaveUp: gaveUp, Claims: keepClaims})
 }

@@ -40,7 +40,7 @@ func TestRawReceiptReleaseLostReply(t *testing.T) {
 	} {
 		p, c := locktest.ThroughProxy(t, addrs[0])
 		key := KeyRoot + "test:raw:" + tc.name
-		l := &rawLocker{cs: []*redis.Client{c}, key: key, base: keyslot.Base(key), ttl: time.Minute, script: tc.script}
+		l := &rawLocker{cs: []redis.UniversalClient{c}, key: key, base: keyslot.Base(key), ttl: time.Minute, script: tc.script}
 		if err := tc.script.Load(ctx, c).Err(); err != nil { // so the resend is an EVALSHA too
 			t.Fatal(err)
 		}

@@ -19,8 +19,10 @@ const redislockRetry = time.Millisecond
 // v0.10.0 Obtain is ObtainMulti of one key, whose script runs MSETNX then
 // PEXPIRE, one command more per acquisition than
 // v0.9.4's SET NX PX (and its release checks the token with MGET, not GET).
+// redislock.New takes any redis.Scripter, so it runs on a go-redis
+// AutoPipeliner too (redislock@autopipe).
 func init() {
-	register(&Lock{Name: "redislock", Order: 110, Nodes: 1, Kind: Peer, Connect: connectRedislock, GaveUp: redislockGaveUp})
+	register(&Lock{Name: "redislock", Order: 110, Nodes: 1, PipelinedInDefault: true, Kind: Peer, Connect: connectRedislock, GaveUp: redislockGaveUp})
 }
 
 func connectRedislock(e Env) (Contender, error) {

@@ -182,6 +182,16 @@ type Lock struct {
 	// first: ours, then the peers, then the floors); 0 puts it after every
 	// ordered lock, by name.
 	Order int
+	// Pipelined marks the lock's run on go-redis AutoPipeliners, registered
+	// beside every lock on Redis whose NoPipeliner is empty, named after it
+	// with PipelinedSuffix (correct@autopipe): its Connect wants
+	// Env.Pipeliners set (see Env.OpenPipeliners), and its floor and
+	// baseline are the floor's and the baseline's runs on them.
+	Pipelined bool
+	// PipelinedInDefault: the default plan (make bench, no -client) runs
+	// the lock on AutoPipeliners too, in the cells issue 38's comparison
+	// needs; -client autopipe runs every lock that has a run on them.
+	PipelinedInDefault bool
 }
 
 // gaveUpOn returns the gaveUp of a lock whose Lock gives up with
@@ -204,18 +214,18 @@ const (
 // computed against: redsync-5 for 5-node locks, redsync-1 otherwise.
 func (im *Lock) Baseline() string {
 	if im.Nodes > 1 {
-		return "redsync-5"
+		return "redsync-5" + im.suffix()
 	}
-	return "redsync-1"
+	return "redsync-1" + im.suffix()
 }
 
 // Floor returns the raw Floor for this impl's node count: raw-5 for 5-node
 // locks, raw otherwise.
 func (im *Lock) Floor() string {
 	if im.Nodes > 1 {
-		return "raw-5"
+		return "raw-5" + im.suffix()
 	}
-	return "raw"
+	return "raw" + im.suffix()
 }
 
 var Locks = map[string]*Lock{}
@@ -238,6 +248,9 @@ func register(im *Lock) {
 		im.Kind = Ours
 	}
 	Locks[im.Name] = im
+	if im.System == SysRedis && im.NoPipeliner == "" && !im.Pipelined {
+		register(im.onPipeliners())
+	}
 }
 
 // Sorted returns registered names in display order (naive last).
@@ -259,11 +272,13 @@ func Sorted(names []string) []string {
 	return out
 }
 
-// Default returns every registered safe implementation.
+// Default returns every registered safe implementation on its own
+// clients (the runs on AutoPipeliners are asked for by name, or with
+// OnPipeliners).
 func Default() []string {
 	var names []string
 	for n, im := range Locks {
-		if !im.Naive {
+		if !im.Naive && !im.Pipelined {
 			names = append(names, n)
 		}
 	}
@@ -271,14 +286,18 @@ func Default() []string {
 }
 
 // Resolve turns the -impls list into implementations. An entry may be
-// a glob ("naive-*"); an empty list means every safe implementation.
+// a glob ("naive-*"), which matches the locks on their own clients only
+// (correct* is not correct@autopipe, which its exact name selects); an
+// empty list means every safe implementation.
 func Resolve(list []string) ([]*Lock, error) {
 	if len(list) == 0 {
 		list = Default()
 	}
 	var all []string
-	for n := range Locks {
-		all = append(all, n)
+	for n, im := range Locks {
+		if !im.Pipelined {
+			all = append(all, n)
+		}
 	}
 	all = Sorted(all)
 	var out []*Lock

@@ -73,7 +73,7 @@ func screenTables(rows []speed.Row, locks []htmlreport.Lock) string {
 	}
 	if len(rows) > 0 {
 		first := rows[0].Server
-		rows = slices.DeleteFunc(slices.Clone(rows), func(r speed.Row) bool { return r.Server != first })
+		rows = slices.DeleteFunc(slices.Clone(rows), func(r speed.Row) bool { return r.Server != first || r.Client != "" })
 	}
 	type group struct {
 		nodes  int

@@ -151,6 +151,7 @@ func (res *Results) Write(dir string) (string, error) {
 	md.WriteString("## Appendix\n\nEverything else this run measured: the summary of every cell, the machine, the method, the tables and the plots.\n\n")
 	md.WriteString(res.Summary())
 	md.WriteString(res.ServerSection()) // Valkey/Redis, with -server redis,valkey (summary.go)
+	md.WriteString(res.ClientSection()) // AutoPipeliner / own clients, with -client (clients.go)
 	res.header(&md)
 	md.WriteString(tables)
 	md.WriteString(res.chapterSection()) // the chapter's claims, when locks on other systems ran (chapter.go)

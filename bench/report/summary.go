@@ -61,11 +61,16 @@ type summaryGroup struct {
 	floor   string
 	receipt string // the floor whose release is safe to send twice
 	again   string // the floor run a second time, the A/A control; "" if none
+	client  string // the kind of client of its locks (registry.ClientKinds)
 }
 
+// summaryGroups: a lock run on AutoPipeliners (-client autopipe) is
+// compared with the locks and floors run on them too.
 var summaryGroups = []summaryGroup{
-	{"One server", 1, "raw", "raw+receipt", "raw-again"},
-	{"Five servers", 5, "raw-5", "raw-5+receipt", ""},
+	{"One server", 1, "raw", "raw+receipt", "raw-again", registry.Plain},
+	{"Five servers", 5, "raw-5", "raw-5+receipt", "", registry.Plain},
+	{"One server, on AutoPipeliners", 1, "raw@autopipe", "raw+receipt@autopipe", "raw-again@autopipe", registry.AutoPipe},
+	{"Five servers, on AutoPipeliners", 5, "raw-5@autopipe", "raw-5+receipt@autopipe", "", registry.AutoPipe},
 }
 
 // summaryLine is one line of a summary table, kept as values so a test can
@@ -93,7 +98,7 @@ type summaryOurs struct {
 // summaryLines builds the lines of one group.
 func (res *Results) summaryLines(g summaryGroup) (ours []string, lines []summaryLine) {
 	for _, im := range res.impls {
-		if im.Nodes == g.nodes && im.Kind == registry.Ours {
+		if im.Nodes == g.nodes && im.Kind == registry.Ours && im.ClientKind() == g.client {
 			ours = append(ours, im.Name)
 		}
 	}
@@ -103,7 +108,7 @@ func (res *Results) summaryLines(g summaryGroup) (ours []string, lines []summary
 	for _, c := range res.Cells {
 		rows := map[string]speed.Row{}
 		for _, im := range res.impls {
-			if im.Nodes != g.nodes {
+			if im.Nodes != g.nodes || im.ClientKind() != g.client {
 				continue
 			}
 			if r, ok := res.RowOf(im.Name, c); ok {

@@ -70,6 +70,7 @@ type Config struct {
 	Rate      float64 // open-loop arrivals per second; 0 = closed loop
 	Addrs     []string
 	Servers   []string // -server: kinds of Redis server, each lock runs on each; nil = the rig's choice
+	Client    []string // -client: kinds of go-redis client (clients.go); nil = the default's choice
 	Quick     bool
 	// Headline keeps only the headline cell of each scenario
 	// (headlineCells): the default plan, unless -full, -quick or an explicit

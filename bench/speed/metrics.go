@@ -156,6 +156,9 @@ type Row struct {
 	// Server is the kind of Redis server (-server: redis or valkey);
 	// absent without -server (the rig's choice, Redis unless LOCKLAB_SERVER).
 	Server string `json:"server,omitempty"`
+	// Client is "autopipe" for a lock run on go-redis AutoPipeliners
+	// (-client; its name ends in @autopipe); absent on its own clients.
+	Client string `json:"client,omitempty"`
 
 	OpsPerSec    float64 `json:"ops_per_sec"` // acquisitions (pairs when uncontended) per second
 	OpsPerSecMin float64 `json:"ops_per_sec_min"`
@@ -279,6 +282,7 @@ func buildRow(im *registry.Lock, c Cell, rs []*RunResult, dur time.Duration) Row
 		Impl: im.Name, Scenario: c.Scenario, Clients: c.Clients,
 		HoldUs: float64(c.Hold.Microseconds()), Keys: c.Keys,
 		RTTUs: float64(c.Rtt.Microseconds()), Nodes: im.Nodes, Mode: "closed", Server: c.Server,
+		Client: pipelinedClient(im),
 		Rounds: len(rs), DurationS: dur.Seconds(), RedisCmdMix: map[string]float64{},
 	}
 	var ops, p50, p99, p999, mx, jn, cmin, cmax, cpo, gps, ccpo, hp50, hp99, rp50, rp99, held, scpu, ccpu []float64
@@ -413,4 +417,13 @@ func setRatios(rw *Row, rs, base []*RunResult) {
 	rw.WaitP99Ratio = ratio(func(f RoundFigures) float64 { return f.WaitP99Us })
 	rw.WaitP999Ratio = ratio(func(f RoundFigures) float64 { return f.WaitP999Us })
 	rw.WaitMaxRatio = ratio(func(f RoundFigures) float64 { return f.WaitMaxUs })
+}
+
+// pipelinedClient is Row.Client: "autopipe" for a lock run on
+// AutoPipeliners, "" otherwise.
+func pipelinedClient(im *registry.Lock) string {
+	if im.Pipelined {
+		return registry.AutoPipe
+	}
+	return ""
 }

@@ -25,6 +25,7 @@ type Cell struct {
 	Keys     int           // keys in play; 0 means a fresh key per pair
 	Rtt      time.Duration // latency added each way; 0 for direct connections
 	Server   string        // kind of Redis server (-server); "" with one kind and no -server
+	Autopipe bool          // the locks' runs on AutoPipeliners run here too (autopipeCell)
 }
 
 func (c Cell) String() string {
@@ -100,6 +101,10 @@ func Cells(c *Config) []Cell {
 			}
 		}
 	}
+	head := HeadlineCells(out)
+	for i := range out {
+		out[i].Autopipe = autopipeCell(out[i], head, c.Client)
+	}
 	if c.Headline {
 		out = HeadlineCells(out)
 	}
@@ -141,7 +146,7 @@ func Steps(rounds int, cs []Cell, impls []*registry.Lock) []Step {
 		for _, c := range rotateServers(cs, r) {
 			for i := range impls {
 				im := impls[(i+r)%len(impls)]
-				if im.Scenarios != nil && !slices.Contains(im.Scenarios, c.Scenario) || !runsOn(im, c, cs) {
+				if im.Scenarios != nil && !slices.Contains(im.Scenarios, c.Scenario) || !runsOn(im, c, cs) || im.Pipelined && !c.Autopipe {
 					continue
 				}
 				out = append(out, Step{Round: r, Cell: c, Impl: im})

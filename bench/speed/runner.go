@@ -159,6 +159,15 @@ func (r *runState) stop() {
 // up. Errors that make the figures meaningless are returned.
 func Execute(ctx context.Context, srv *env.Servers, led *ledger.Ledger, spec RunSpec) (*RunResult, error) {
 	e := registry.Env{Addrs: spec.Addrs, TTL: spec.TTL, Servers: &env.Others}
+	var pipes *registry.Pipeliners // the process's AutoPipeliners, for a Pipelined lock
+	if spec.Impl.Pipelined {
+		p, err := e.OpenPipeliners(spec.Impl.Nodes)
+		if err != nil {
+			return nil, err
+		}
+		defer p.Close()
+		pipes, e = p, p.Env
+	}
 	r := &runState{spec: spec, led: led}
 	nslots := max(spec.Cell.Keys, 1)
 	for i := range nslots {
@@ -208,7 +217,7 @@ func Execute(ctx context.Context, srv *env.Servers, led *ledger.Ledger, spec Run
 	if err != nil {
 		return nil, err
 	}
-	sentBefore := sentTotal(workers)
+	sentBefore := sentTotal(workers, pipes)
 
 	r.ctx, r.cancel = context.WithCancel(ctx)
 	defer r.cancel()
@@ -243,7 +252,7 @@ func Execute(ctx context.Context, srv *env.Servers, led *ledger.Ledger, spec Run
 	if err := led.Barrier(barrierTimeout); err != nil {
 		return nil, err
 	}
-	sentAfter := sentTotal(workers)
+	sentAfter := sentTotal(workers, pipes)
 	for i, w := range workers {
 		if err := w.con.Close(); err != nil {
 			return nil, fmt.Errorf("close client %d: %w", i, err)
@@ -335,10 +344,14 @@ func Execute(ctx context.Context, srv *env.Servers, led *ledger.Ledger, spec Run
 	return res, nil
 }
 
-// sentTotal sums the workers' go-redis command counters, or returns -1
-// when a client has none.
-func sentTotal(ws []*worker) int64 {
+// sentTotal sums the workers' go-redis command counters and the shared
+// AutoPipeliners' (pipes, nil for a lock on its own clients), or returns
+// -1 when a client has none.
+func sentTotal(ws []*worker, pipes *registry.Pipeliners) int64 {
 	var n int64
+	if pipes != nil {
+		n += pipes.Sent.Load()
+	}
 	for _, w := range ws {
 		if w.con.Sent == nil {
 			return -1
