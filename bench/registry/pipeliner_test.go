@@ -64,11 +64,23 @@ func TestPipelinersCarryEveryLock(t *testing.T) {
 			if err := l.Unlock(ctx); err != nil {
 				t.Fatalf("Unlock: %v", err)
 			}
-			for i, n := range counts {
-				if n.Hits() == 0 {
-					t.Errorf("server %d: no command of Lock and Unlock went through the AutoPipeliner given in Env.Pipeliners (set NoPipeliner if the lock's API takes none)", i)
+			// A lock on several servers may return at a majority, its
+			// commands to the others still on their way: wait for them.
+			var silent []int // the servers no command reached yet
+			t.Cleanup(func() {
+				if t.Failed() && len(silent) > 0 {
+					t.Logf("servers %v saw no command", silent)
 				}
-			}
+			})
+			locktest.Eventually(t, 5*time.Second, "every server saw a command of Lock and Unlock through the AutoPipeliner given in Env.Pipeliners (set NoPipeliner if the lock's API takes none)", func() bool {
+				silent = silent[:0]
+				for i, n := range counts {
+					if n.Hits() == 0 {
+						silent = append(silent, i)
+					}
+				}
+				return len(silent) == 0
+			})
 			cleanKeys(t, addrs[:im.Nodes], key)
 		})
 	}
