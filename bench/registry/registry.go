@@ -333,9 +333,10 @@ func Resolve(list []string) ([]*Lock, error) {
 // rueidislock) would otherwise release by themselves when the run ends
 // mid-hold, while the bench's holder is still inside its critical section,
 // and the ledger would rightly count the next holder as a violation. If
-// ctx ended while lock waited and lock succeeded all the same, release is
-// called and ctx's error returned. The returned function ends the hold
-// context; call it after unlocking.
+// ctx ended while lock waited, ctx's error is returned (its deadline, say,
+// rather than the hold context's cancellation that lock saw); if lock
+// succeeded all the same, release is called first. The returned function
+// ends the hold context; call it after unlocking.
 func holdPast(ctx context.Context, lock func(context.Context) error, release func()) (context.CancelFunc, error) {
 	hold, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, cancel)
@@ -343,6 +344,8 @@ func holdPast(ctx context.Context, lock func(context.Context) error, release fun
 	if !stop() { // ctx ended during the wait: hold is cancelled too
 		if err == nil {
 			release()
+		}
+		if err == nil || errors.Is(err, context.Canceled) {
 			err = ctx.Err()
 		}
 		cancel()
