@@ -3,13 +3,16 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/locklab/locklab/bench/registry"
 	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/locklab/locklab/bench/env"
+	"github.com/locklab/locklab/bench/registry"
+	"github.com/locklab/locklab/bench/speed"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
@@ -53,14 +56,14 @@ var benchSeq atomic.Int64
 func benchmarkLock(b *testing.B, kind string, contention bool) {
 	im := registry.Locks[kind]
 	ctx := b.Context()
-	e := registry.Env{Addrs: addrs, TTL: defaultTTL, Servers: &others}
-	tag := keyRoot + "gobench:" + randomID() + ":" + strconv.FormatInt(benchSeq.Add(1), 10)
-	srv, err := startServers(ctx, addrs, im.Nodes)
+	e := registry.Env{Addrs: addrs, TTL: speed.DefaultTTL, Servers: &env.Others}
+	tag := env.KeyRoot + "gobench:" + env.RandomID() + ":" + strconv.FormatInt(benchSeq.Add(1), 10)
+	srv, err := env.StartServers(ctx, addrs, im.Nodes)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer srv.close()
-	defer func() { _, _ = srv.sweep(context.Background(), tag+"*") }()
+	defer srv.Close()
+	defer func() { _, _ = srv.Sweep(context.Background(), tag+"*") }()
 
 	n := 1
 	if contention {
@@ -81,7 +84,7 @@ func benchmarkLock(b *testing.B, kind string, contention bool) {
 		}
 	}
 
-	total := newHist()
+	total := speed.NewHist()
 	var failures, timeouts atomic.Int64
 	var lastErr atomic.Value
 	b.ReportAllocs()
@@ -94,7 +97,7 @@ func benchmarkLock(b *testing.B, kind string, contention bool) {
 			if err := l.Lock(ctx); err != nil {
 				b.Fatal(err)
 			}
-			record(total, time.Since(t0))
+			speed.Record(total, time.Since(t0))
 			if err := l.Unlock(ctx); err != nil {
 				b.Fatal(err)
 			}
@@ -105,7 +108,7 @@ func benchmarkLock(b *testing.B, kind string, contention bool) {
 		b.SetParallelism(benchParallelism)
 		b.RunParallel(func(pb *testing.PB) {
 			l := cons[int(next.Add(1)-1)%len(cons)].Locker(tag + ":contended")
-			h := newHist()
+			h := speed.NewHist()
 			defer func() {
 				mu.Lock()
 				total.Merge(h)
@@ -126,7 +129,7 @@ func benchmarkLock(b *testing.B, kind string, contention bool) {
 					cancel()
 					continue
 				}
-				record(h, time.Since(t0))
+				speed.Record(h, time.Since(t0))
 				if err := l.Unlock(ctx); err != nil {
 					failures.Add(1)
 					lastErr.Store(fmt.Errorf("Unlock: %w", err))

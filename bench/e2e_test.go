@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"github.com/locklab/locklab/bench/registry"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/locklab/locklab/bench/registry"
+	"github.com/locklab/locklab/bench/report"
+	"github.com/locklab/locklab/bench/speed"
 )
 
 // runBench runs the program as a user would, with args and -out a new
@@ -41,7 +44,7 @@ func TestEndToEnd(t *testing.T) {
 	rows := checkSchema(t, b, 3)
 	for i, want := range []string{"correct", "redsync-1", "raw"} {
 		r := rows[i]
-		if r["impl"] != want || r["scenario"] != scContended || r["clients"] != 2.0 {
+		if r["impl"] != want || r["scenario"] != speed.ScContended || r["clients"] != 2.0 {
 			t.Errorf("row %d = %v %v N=%v; want %s contended N=2", i, r["impl"], r["scenario"], r["clients"], want)
 		}
 		if r["ops_per_sec"].(float64) <= 0 || r["violations"] != 0.0 || r["redis_cmds_per_op"].(float64) < 2 {
@@ -74,16 +77,16 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("%s: missing or empty (%v)", f, err)
 		}
 	}
-	report, _ := os.ReadFile(filepath.Join(dir, "report.md"))
+	reportMD, _ := os.ReadFile(filepath.Join(dir, "report.md"))
 	for _, want := range []string{"GOMAXPROCS", "redis-server 7", "github.com/go-redsync/redsync/v4", "| correct | 2 |",
 		"| × redsync | × floor |", "| FIFO floor | p99 × floor |", "| server CPU/acq | client CPU/acq |", "redis-benchmark -c 2 SET"} {
-		if !bytes.Contains(report, []byte(want)) {
+		if !bytes.Contains(reportMD, []byte(want)) {
 			t.Errorf("report.md lacks %q", want)
 		}
 	}
 	// The verdicts open it: one sentence per job in its first 40 lines,
 	// before the appendix.
-	lines := strings.SplitN(string(report), "\n", 41)
+	lines := strings.SplitN(string(reportMD), "\n", 41)
 	first40 := strings.Join(lines[:min(40, len(lines))], "\n")
 	for _, want := range []string{"## Verdicts", "- One key under contention (contended, 2 clients, hold 0): pick ", "- Many keys: no verdict",
 		"- No contention: no verdict", "- Five servers", "- Beyond Redis"} {
@@ -91,20 +94,20 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("report.md's first 40 lines lack %q:\n%s", want, first40)
 		}
 	}
-	if v, a := bytes.Index(report, []byte("## Verdicts")), bytes.Index(report, []byte("## Appendix")); v < 0 || a < v {
+	if v, a := bytes.Index(reportMD, []byte("## Verdicts")), bytes.Index(reportMD, []byte("## Appendix")); v < 0 || a < v {
 		t.Errorf("report.md: verdicts at %d, appendix at %d; want the verdicts first", v, a)
 	}
 	// The summary comes first in the appendix, before the machine and the tables.
-	sum, mach := bytes.Index(report, []byte("## Summary")), bytes.Index(report, []byte("## Machine"))
-	if sum < 0 || mach < sum || !bytes.Contains(report[sum:mach], []byte("| contended, 2 clients, hold 0 | wait p99 ↓ |")) {
-		t.Errorf("report.md does not open with the summary:\n%s", report)
+	sum, mach := bytes.Index(reportMD, []byte("## Summary")), bytes.Index(reportMD, []byte("## Machine"))
+	if sum < 0 || mach < sum || !bytes.Contains(reportMD[sum:mach], []byte("| contended, 2 clients, hold 0 | wait p99 ↓ |")) {
+		t.Errorf("report.md does not open with the summary:\n%s", reportMD)
 	}
-	var m machine
+	var m report.Machine
 	mb, _ := os.ReadFile(filepath.Join(dir, "machine.json"))
 	if err := json.Unmarshal(mb, &m); err != nil || m.RedisBenchmark == nil {
 		t.Fatalf("machine.json: %v, %s", err, mb)
 	}
-	if r, ok := m.RedisBenchmark.rate(2); m.RedisBenchmark.Binary != "" && (!ok || r.PerSec <= 0) {
+	if r, ok := m.RedisBenchmark.Rate(2); m.RedisBenchmark.Binary != "" && (!ok || r.PerSec <= 0) {
 		t.Errorf("machine.json has no redis-benchmark rate at 2 clients: %s", mb)
 	}
 	hgrm, _ := os.ReadFile(filepath.Join(dir, "hgrm/contended_c2_h0_correct.hgrm"))

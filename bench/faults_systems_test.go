@@ -2,11 +2,13 @@ package main
 
 import (
 	"encoding/json"
-	"github.com/locklab/locklab/bench/registry"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/locklab/locklab/bench/faults"
+	"github.com/locklab/locklab/bench/registry"
 )
 
 // TestSchedulesApplyToTheirSystems: the locks on etcd, ZooKeeper and
@@ -19,7 +21,7 @@ func TestSchedulesApplyToTheirSystems(t *testing.T) {
 		"zklock":     every,
 		"pglock":     append(every[:len(every):len(every)], "pooler"),
 		"pglock-row": append(every[:len(every):len(every)], "pooler", "isolation"),
-		"correct":    {"pause", "lost-reply", "late", "failover", "restart", "latency", "eviction", "clock", "kill"},
+		"correct":    {"pause", "lost-reply", "late", "failover", "restart", "latency", "eviction", "clock", "kill", "batch-lost"},
 	}
 	for name, ids := range want {
 		im := registry.Locks[name]
@@ -27,9 +29,9 @@ func TestSchedulesApplyToTheirSystems(t *testing.T) {
 			t.Fatalf("no implementation %s", name)
 		}
 		var got []string
-		for _, s := range schedules {
-			if s.appliesTo(im) {
-				got = append(got, s.id)
+		for _, s := range faults.Schedules {
+			if s.AppliesTo(im) {
+				got = append(got, s.ID)
 			}
 		}
 		if strings.Join(got, ",") != strings.Join(ids, ",") {
@@ -55,11 +57,11 @@ func TestFaultsOnOtherSystems(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows []faultRow
+	var rows []faults.FaultRow
 	if err := json.Unmarshal(b, &rows); err != nil {
 		t.Fatal(err)
 	}
-	got := map[string]faultRow{}
+	got := map[string]faults.FaultRow{}
 	for _, r := range rows {
 		got[r.Impl+"/"+r.Fault] = r
 	}
@@ -87,8 +89,8 @@ func TestFaultsOnOtherSystems(t *testing.T) {
 	if !strings.Contains(string(tl), "repeatable read") || !strings.Contains(string(tl), "read 2 entries") {
 		t.Errorf("pglock-row/isolation's timeline does not show three holders appending at repeatable read:\n%s", tl)
 	}
-	if r := got["pglock/isolation"]; r.NotRun != notApplicable {
-		t.Errorf("pglock/isolation: not run %q; want %q", r.NotRun, notApplicable)
+	if r := got["pglock/isolation"]; r.NotRun != faults.NotApplicable {
+		t.Errorf("pglock/isolation: not run %q; want %q", r.NotRun, faults.NotApplicable)
 	}
 	md, err := os.ReadFile(filepath.Join(dir, "faults.md"))
 	if err != nil {
@@ -112,7 +114,7 @@ func TestFaultsPoolerRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows []faultRow
+	var rows []faults.FaultRow
 	if err := json.Unmarshal(b, &rows); err != nil {
 		t.Fatal(err)
 	}

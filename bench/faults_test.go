@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/locklab/locklab/bench/registry"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/locklab/locklab/bench/faults"
+	"github.com/locklab/locklab/bench/registry"
 )
 
 // TestFaultsEndToEnd runs the scoreboard as make faults does, small: two
@@ -26,14 +28,14 @@ func TestFaultsEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows []faultRow
+	var rows []faults.FaultRow
 	if err := json.Unmarshal(b, &rows); err != nil {
 		t.Fatal(err)
 	}
 	if len(rows) != 6 {
 		t.Fatalf("faults.json has %d rows; want 6 (3 locks x 2 schedules):\n%s", len(rows), b)
 	}
-	got := map[string]faultRow{}
+	got := map[string]faults.FaultRow{}
 	for _, r := range rows {
 		got[r.Impl+"/"+r.Fault] = r
 		if r.Runs+r.Inconclusive != 1 {
@@ -92,7 +94,7 @@ func TestFaultsEndToEnd(t *testing.T) {
 	}
 }
 
-func timelineOf(t *testing.T, dir string, r faultRow) string {
+func timelineOf(t *testing.T, dir string, r faults.FaultRow) string {
 	t.Helper()
 	if r.Timeline == "" {
 		return "(no timeline)"

@@ -13,31 +13,33 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/locklab/locklab/bench/registry"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/locklab/locklab/bench/env"
+	"github.com/locklab/locklab/bench/faults"
 	"github.com/locklab/locklab/bench/htmlreport"
+	"github.com/locklab/locklab/bench/registry"
+	"github.com/locklab/locklab/bench/report"
+	"github.com/locklab/locklab/bench/speed"
 	"github.com/locklab/locklab/internal/module"
 	"github.com/locklab/locklab/internal/rig"
 )
 
 func main() {
-	if spec := os.Getenv(faultChildEnv); spec != "" {
-		os.Exit(faultChildMain(spec)) // a fault scoreboard client process
+	if spec := os.Getenv(env.FaultChildEnv); spec != "" {
+		os.Exit(faults.FaultChildMain(spec)) // a fault scoreboard client process
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
@@ -56,8 +58,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if err != nil {
 		return err
 	}
-	if cfg.cpuprof != "" {
-		f, err := os.Create(cfg.cpuprof)
+	if cfg.Cpuprof != "" {
+		f, err := os.Create(cfg.Cpuprof)
 		if err != nil {
 			return err
 		}
@@ -70,37 +72,37 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			err = errors.Join(err, f.Close())
 		}()
 	}
-	wantFaults := slices.Contains(cfg.scenarios, scFaults)
-	cs := cells(cfg)
+	wantFaults := slices.Contains(cfg.Scenarios, faults.ScFaults)
+	cs := speed.Cells(cfg)
 	if len(cs) == 0 && !wantFaults {
 		return errors.New("nothing to run: no cell for these -scenarios and -clients")
 	}
 	var impls, faultImpls []*registry.Lock
 	nodes := 1
 	if len(cs) > 0 {
-		if impls, err = registry.Resolve(cfg.impls); err != nil {
+		if impls, err = registry.Resolve(cfg.Impls); err != nil {
 			return err
 		}
-		impls = dropLoneControl(impls, cfg)
+		impls = speed.WithClientKinds(speed.DropLoneControl(impls, cfg), cfg.Client)
 		for _, im := range impls {
 			nodes = max(nodes, im.Nodes)
 		}
 	}
 	if wantFaults {
-		if faultImpls, err = resolveFaultImpls(cfg.impls); err != nil {
+		if faultImpls, err = faults.ResolveFaultImpls(cfg.Impls); err != nil {
 			return err
 		}
-		nodes = max(nodes, faultServers)
+		nodes = max(nodes, faults.FaultServers)
 	}
-	if len(cfg.addrs) > 0 && len(cfg.addrs) < nodes {
+	if len(cfg.Addrs) > 0 && len(cfg.Addrs) < nodes {
 		why := "the selected locks need"
 		if wantFaults {
 			why = "the fault scoreboard needs (5 lock servers and the resource's)"
 		}
-		return fmt.Errorf("-addrs lists %d servers; %s %d", len(cfg.addrs), why, nodes)
+		return fmt.Errorf("-addrs lists %d servers; %s %d", len(cfg.Addrs), why, nodes)
 	}
 
-	dir, latest, err := resultsDir(cfg.out)
+	dir, latest, err := resultsDir(cfg.Out)
 	if err != nil {
 		return err
 	}
@@ -109,19 +111,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			_ = os.Remove(dir) // only if still empty
 		}
 	}()
-	mach := describeMachine(args)
-	srv, err := startKinds(ctx, cfg.addrs, nodes, cfg.servers)
+	mach := report.DescribeMachine(args)
+	srv, err := env.StartKinds(ctx, cfg.Addrs, nodes, cfg.Servers)
 	if err != nil {
 		return err
 	}
-	defer srv.close()
-	mach.RedisVersion = srv.version(ctx)
-	mach.ServerVersions = srv.versions(ctx)
-	if srv.external {
-		mach.Servers = "external: " + strings.Join(srv.addrs, ",")
+	defer srv.Close()
+	mach.RedisVersion = srv.Version(ctx)
+	mach.ServerVersions = srv.Versions(ctx)
+	if srv.External {
+		mach.Servers = "external: " + strings.Join(srv.Addrs, ",")
 	} else {
 		prov, _ := rig.ProviderName()
-		mach.Servers = fmt.Sprintf("%d servers from the rig, provider %s, no persistence", len(srv.addrs), prov)
+		mach.Servers = fmt.Sprintf("%d servers from the rig, provider %s, no persistence", len(srv.Addrs), prov)
 	}
 
 	var bad []string
@@ -139,13 +141,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		}
 		bad = append(bad, b...)
 	}
-	if err := writeJSON(filepath.Join(dir, "machine.json"), mach); err != nil {
+	if err := report.WriteJSON(filepath.Join(dir, "machine.json"), mach); err != nil {
 		return err
 	}
 	// report.html beside report.md and faults.md, and its screenshot (bench/htmlreport).
 	var rows []htmlreport.Lock
 	for _, im := range registry.Locks {
-		rows = append(rows, htmlreport.Lock{Name: im.Name, Kind: string(im.Kind), Nodes: im.Nodes, System: systemOf(im)})
+		rows = append(rows, htmlreport.Lock{Name: im.Name, Kind: string(im.Kind), Nodes: im.Nodes, System: registry.SystemOf(im)})
 	}
 	if page, err := htmlreport.Write(dir, rows); err != nil {
 		return err
@@ -172,62 +174,62 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 
 // runSpeed runs the speed scenarios and writes their files; it returns
 // the safe locks that showed violations.
-func runSpeed(ctx context.Context, cfg *config, mach *machine, srv *servers, cs []cell, impls []*registry.Lock, dir string, stdout, stderr io.Writer) ([]string, error) {
-	plan := steps(cfg.rounds, cs, impls)
+func runSpeed(ctx context.Context, cfg *speed.Config, mach *report.Machine, srv *env.Servers, cs []speed.Cell, impls []*registry.Lock, dir string, stdout, stderr io.Writer) ([]string, error) {
+	plan := speed.Steps(cfg.Rounds, cs, impls)
 	fmt.Fprintf(stderr, "bench: %d impls (%s) × %d cells × %d rounds = %d runs of %s; planned about %s plus server start\n",
-		len(impls), strings.Join(implNames(impls), ","), len(cs), cfg.rounds, len(plan), cfg.duration,
-		estimate(plan, cfg.duration).Round(time.Second))
-	leds, err := dialLedgers(srv, cfg.check == "sync")
+		len(impls), strings.Join(implNames(impls), ","), len(cs), cfg.Rounds, len(plan), cfg.Duration,
+		speed.Estimate(plan, cfg.Duration).Round(time.Second))
+	leds, err := speed.DialLedgers(srv, cfg.Check == "sync")
 	if err != nil {
 		return nil, err
 	}
-	defer leds.close()
+	defer leds.Close()
 
-	runID := randomID()
-	mach.RedisBenchmark = newRedisBench(benchConcurrency(cs))
-	rbKey := keyRoot + runID + ":redis-benchmark"
-	prog := newProgress(stderr, len(plan), cfg.duration+perRunOverhead)
-	var runs []*runResult
+	runID := env.RandomID()
+	mach.RedisBenchmark = speed.NewRedisBench(benchConcurrency(cs))
+	rbKey := env.KeyRoot + runID + ":redis-benchmark"
+	prog := speed.NewProgress(stderr, len(plan), cfg.Duration+speed.PerRunOverhead)
+	var runs []*speed.RunResult
 	for i, s := range plan {
-		if i == 0 || plan[i-1].round != s.round {
+		if i == 0 || plan[i-1].Round != s.Round {
 			// redis-benchmark in the same state of the machine as the
 			// round's runs.
-			mach.RedisBenchmark.measure(ctx, srv.addrs[0], rbKey)
-			if err := srv.admin[0].Del(ctx, rbKey).Err(); err != nil {
+			mach.RedisBenchmark.Measure(ctx, srv.Addrs[0], rbKey)
+			if err := srv.Admin[0].Del(ctx, rbKey).Err(); err != nil {
 				return nil, fmt.Errorf("delete %s: %w", rbKey, err)
 			}
 		}
-		prog.begin(s, cfg.rounds)
-		on, led := leds.of(s.cell.server) // the servers of the cell's kind (-server)
-		addrs := on.addrs
-		if s.cell.rtt > 0 {
-			if addrs, err = on.proxied(s.cell.rtt); err != nil {
+		prog.Begin(s, cfg.Rounds)
+		on, led := leds.Of(s.Cell.Server) // the servers of the cell's kind (-server)
+		addrs := on.Addrs
+		if s.Cell.Rtt > 0 {
+			if addrs, err = on.Proxied(s.Cell.Rtt); err != nil {
 				return nil, err
 			}
 		}
-		spec := runSpec{
-			impl: s.impl, cell: s.cell, round: s.round, duration: cfg.duration,
-			maxOps: cfg.maxOps, rate: cfg.rate, ttl: cfg.ttl, addrs: addrs,
-			tag: fmt.Sprintf("%s%s:%d", keyRoot, runID, i),
+		spec := speed.RunSpec{
+			Impl: s.Impl, Cell: s.Cell, Round: s.Round, Duration: cfg.Duration,
+			MaxOps: cfg.MaxOps, Rate: cfg.Rate, TTL: cfg.TTL, Addrs: addrs,
+			Tag: fmt.Sprintf("%s%s:%d", env.KeyRoot, runID, i),
 		}
-		r, err := execute(ctx, on, led, spec)
+		r, err := speed.Execute(ctx, on, led, spec)
 		if err != nil {
-			return nil, fmt.Errorf("%s, %s, round %d: %w", s.impl.Name, s.cell, s.round+1, err)
+			return nil, fmt.Errorf("%s, %s, round %d: %w", s.Impl.Name, s.Cell, s.Round+1, err)
 		}
 		runs = append(runs, r)
-		prog.end()
+		prog.End()
 	}
-	prog.finish()
+	prog.Finish()
 
-	res := newResults(cfg, *mach, cs, impls, runs)
-	tables, err := res.write(dir)
+	res := report.NewResults(cfg, *mach, cs, impls, runs)
+	tables, err := res.Write(dir)
 	if err != nil {
 		return nil, err
 	}
 	fmt.Fprint(stdout, tables)
 
 	var bad []string
-	for _, r := range res.rows {
+	for _, r := range res.Rows {
 		if r.Violations > 0 && !registry.Locks[r.Impl].Naive {
 			bad = append(bad, fmt.Sprintf("%s (%s N=%d: %d)", r.Impl, r.Scenario, r.Clients, r.Violations))
 		}
@@ -240,30 +242,30 @@ func runSpeed(ctx context.Context, cfg *config, mach *machine, srv *servers, cs 
 
 // runScoreboard runs the fault scoreboard and writes its files; it
 // returns our locks' broken promises.
-func runScoreboard(ctx context.Context, cfg *config, mach machine, srv *servers, impls []*registry.Lock, dir string, stdout, stderr io.Writer) ([]string, error) {
-	fs := &faultSetup{runs: cfg.faultRuns, seed: cfg.seed, impls: impls, srv: srv, external: srv.external, allTimelines: cfg.allTimelines}
-	for _, sch := range schedules {
-		if slices.Contains(cfg.faults, sch.id) {
-			fs.schedules = append(fs.schedules, sch)
+func runScoreboard(ctx context.Context, cfg *speed.Config, mach report.Machine, srv *env.Servers, impls []*registry.Lock, dir string, stdout, stderr io.Writer) ([]string, error) {
+	fs := &faults.FaultSetup{Runs: cfg.FaultRuns, Seed: cfg.Seed, Impls: impls, Srv: srv, External: srv.External, AllTimelines: cfg.AllTimelines}
+	for _, sch := range faults.Schedules {
+		if slices.Contains(cfg.Faults, sch.ID) {
+			fs.Schedules = append(fs.Schedules, sch)
 		}
 	}
 	fmt.Fprintf(stderr, "faults: %d locks (%s) × %d schedules × %d runs\n", len(impls),
-		strings.Join(implNames(impls), ","), len(fs.schedules), fs.runs)
+		strings.Join(implNames(impls), ","), len(fs.Schedules), fs.Runs)
 	start := time.Now()
-	cells, err := runFaults(ctx, fs, stderr)
+	cells, err := faults.RunFaults(ctx, fs, stderr)
 	if err != nil {
 		return nil, err
 	}
-	fr := &faultReport{mach: mach, setup: fs, cells: cells, took: time.Since(start)}
-	matrix, err := fr.write(dir, cfg.plots)
+	fr := &report.FaultReport{Mach: mach, Setup: fs, Cells: cells, Took: time.Since(start)}
+	matrix, err := fr.Write(dir, cfg.Plots)
 	if err != nil {
 		return nil, err
 	}
 	fmt.Fprint(stdout, matrix)
-	if b := fr.blind(); len(b) > 0 {
+	if b := fr.Blind(); len(b) > 0 {
 		fmt.Fprintf(stderr, "faults: warning: a naive lock's mistake did not show: %s (see faults.md, The control rows)\n", strings.Join(b, ", "))
 	}
-	if b := fr.brokenPromises(); len(b) > 0 {
+	if b := fr.BrokenPromises(); len(b) > 0 {
 		return []string{"a lock of ours is unsafe under a fault it claims to survive: " + strings.Join(b, ", ")}, nil
 	}
 	return nil, nil
@@ -271,11 +273,11 @@ func runScoreboard(ctx context.Context, cfg *config, mach machine, srv *servers,
 
 // benchConcurrency returns the client counts of the cells that talk to the
 // servers directly, for redis-benchmark.
-func benchConcurrency(cs []cell) []int {
+func benchConcurrency(cs []speed.Cell) []int {
 	var out []int
 	for _, c := range cs {
-		if c.rtt == 0 {
-			out = append(out, c.clients)
+		if c.Rtt == 0 {
+			out = append(out, c.Clients)
 		}
 	}
 	return out
@@ -287,12 +289,6 @@ func implNames(impls []*registry.Lock) []string {
 		out[i] = im.Name
 	}
 	return out
-}
-
-func randomID() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // resultsDir creates the output directory: out as given, or
@@ -338,10 +334,203 @@ func pointLatest(latest, dir string) error {
 	return os.Rename(tmp, latest)
 }
 
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
+// parseFlags parses args (without the program name). Explicit flags win
+// over the -quick preset.
+func parseFlags(args []string, stderr io.Writer) (*speed.Config, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: go run ./bench [flags]\n\n"+
+			"Runs every selected lock side by side against rig-started redis-servers (or -addrs),\n"+
+			"writes summary.json, report.md, .hgrm files and plots, and prints the result path.\n\nFlags:\n")
+		fs.PrintDefaults()
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	var (
+		out       = fs.String("out", "", "results `dir` (default bench/results/<UTC timestamp>/, and bench/results/latest points at it)")
+		scenarios = fs.String("scenarios", strings.Join(speed.AllScenarios, ","), "scenarios to run: uncontended, contended, keys, rtt; faults for the fault scoreboard (make faults)")
+		impls     = fs.String("impls", "", "implementations to run, comma-separated; globs allowed (naive-*); default every safe one")
+		clients   = fs.String("clients", joinInts(speed.DefaultClients), "contending clients `list` (contended; rtt uses the largest up to 8)")
+		keysCl    = fs.String("keys-clients", joinInts(speed.DefaultKeysClients), "clients `list` of the keys scenario (many keys, little contention)")
+		holds     = fs.String("hold", "0,1ms", "hold `list`: time each holder keeps the lock")
+		duration  = fs.Duration("duration", speed.DefaultDuration, "length of each run")
+		rounds    = fs.Int("rounds", speed.DefaultRounds, "rounds; each rotates the order of the implementations")
+		keys      = fs.Int("keys", speed.DefaultKeys, "number of keys in the keys scenario")
+		rtt       = fs.Duration("rtt", speed.DefaultRTT, "latency the proxy adds each way in the rtt scenario")
+		rate      = fs.Float64("rate", 0, "open loop: arrivals per second per run, latency from the scheduled arrival (0 = closed loop)")
+		server    = fs.String("server", env.ServerRedis, "kinds of Redis server `list`: redis, valkey; with both (redis,valkey) every Redis lock runs on each in every round, and the report gives Valkey/Redis ratios")
+		client    = fs.String("client", registry.Plain, "kinds of go-redis client `list`: plain (each contending client its own pool), autopipe (goroutines of one process sharing one AutoPipeliner per server: rows lock@autopipe); without it, the default plan and -full also run correct, redislock, redsync-1, raw and raw+receipt on AutoPipeliners in the contended and keys headline cells")
+		addrs     = fs.String("addrs", "", "external servers host:port,... instead of the rig (5 needed for 5-node locks)")
+		quick     = fs.Bool("quick", false, "smoke preset: 8 clients, one 250ms round of every scenario (explicit flags win)")
+		full      = fs.Bool("full", false, "the whole plan (make bench-full): every scenario (rtt too), every -clients value and -hold; without it (and without -quick, -scenarios, -clients, -keys-clients, -hold) only each scenario's headline cell runs, the one its verdict needs")
+		ttl       = fs.Duration("ttl", speed.DefaultTTL, "lease of every lock")
+		maxOps    = fs.Int64("max-ops", speed.DefaultMaxOps, "acquisitions after which a run stops early")
+		plots     = fs.Bool("plots", true, "draw the PNG and SVG plots")
+		cpuprof   = fs.String("cpuprofile", "", "write a CPU profile of the bench process (the clients, not the servers) to `file`")
+		check     = fs.String("check", "async", "violation counter: async (ordered, no added round trip) or sync (each update waits for its reply inside the critical section)")
+		faultsF   = fs.String("faults", strings.Join(faults.ScheduleIDs(), ","), "fault scoreboard: the fault schedules to run")
+		faultRuns = fs.Int("fault-runs", faults.DefaultFaultRuns, "fault scoreboard: seeded runs of every lock under every schedule")
+		seed      = fs.Uint64("seed", 1, "fault scoreboard: the seed of the runs")
+		timelines = fs.String("fault-timelines", "first", "fault scoreboard: timelines to write: first (each cell's first run, first unsafe and first stuck run) or all")
+	)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %q (flags only; see -h)", fs.Args())
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	c := &speed.Config{Out: *out, Duration: *duration, Rounds: *rounds, Keys: *keys, Rtt: *rtt,
+		Rate: *rate, Quick: *quick, TTL: *ttl, MaxOps: *maxOps, Plots: *plots, Check: *check, Cpuprof: *cpuprof,
+		FaultRuns: *faultRuns, Seed: *seed, AllTimelines: *timelines == "all"}
+	if *timelines != "first" && *timelines != "all" {
+		return nil, fmt.Errorf("-fault-timelines must be first or all, got %q", *timelines)
+	}
+	var err error
+	if c.Scenarios, err = parseNames("-scenarios", *scenarios); err != nil {
+		return nil, err
+	}
+	for _, s := range c.Scenarios {
+		if !slices.Contains(speed.AllScenarios, s) && s != faults.ScFaults {
+			return nil, fmt.Errorf("-scenarios: unknown scenario %q; known: %s, %s", s, strings.Join(speed.AllScenarios, ", "), faults.ScFaults)
+		}
+	}
+	if c.Faults, err = parseNames("-faults", *faultsF); err != nil {
+		return nil, err
+	}
+	for _, f := range c.Faults {
+		if faults.ScheduleByID(f) == nil {
+			return nil, fmt.Errorf("-faults: unknown fault schedule %q; known: %s", f, strings.Join(faults.ScheduleIDs(), ", "))
+		}
+	}
+	if strings.TrimSpace(*impls) != "" {
+		if c.Impls, err = parseNames("-impls", *impls); err != nil {
+			return nil, err
+		}
+	}
+	if c.Clients, err = parseInts("-clients", *clients); err != nil {
+		return nil, err
+	}
+	if c.KeysCl, err = parseInts("-keys-clients", *keysCl); err != nil {
+		return nil, err
+	}
+	if c.Holds, err = parseDurations("-hold", *holds); err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(*addrs) != "" {
+		if c.Addrs, err = parseNames("-addrs", *addrs); err != nil {
+			return nil, err
+		}
+	}
+	if set["server"] {
+		if c.Servers, err = parseServers(*server); err != nil {
+			return nil, err
+		}
+		if len(c.Servers) > 1 && len(c.Addrs) > 0 {
+			return nil, fmt.Errorf("-server %s: with -addrs the servers are given, of one kind; use one -server kind (it labels the rows) or the rig", *server)
+		}
+	}
+	if set["client"] {
+		if c.Client, err = parseNames("-client", *client); err != nil {
+			return nil, err
+		}
+		if err := registry.ParseClientKinds(c.Client); err != nil {
+			return nil, err
+		}
+	}
+	if *full && c.Quick {
+		return nil, errors.New("-full and -quick: pick one")
+	}
+	c.Headline = !*full && !c.Quick && !set["scenarios"] && !set["clients"] && !set["keys-clients"] && !set["hold"]
+	if c.Headline {
+		c.Scenarios = speed.HeadlineScenarios
+	}
+	if !set["client"] && !c.Headline && !*full {
+		c.Client = []string{registry.Plain} // a selection of cells: AutoPipeliners only when -client asks
+	}
+	if c.Quick {
+		if !set["clients"] {
+			c.Clients = speed.QuickClients
+		}
+		if !set["duration"] {
+			c.Duration = speed.QuickDuration
+		}
+		if !set["rounds"] {
+			c.Rounds = speed.QuickRounds
+		}
+	}
+	return c, c.Validate()
+}
+
+// parseNames splits a comma-separated list, rejecting empty entries and
+// duplicates.
+func parseNames(flagName, s string) ([]string, error) {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			return nil, fmt.Errorf("%s: empty entry in %q", flagName, s)
+		}
+		if slices.Contains(out, f) {
+			return nil, fmt.Errorf("%s: %q listed twice", flagName, f)
+		}
+		out = append(out, f)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: empty list", flagName)
+	}
+	return out, nil
+}
+
+func parseInts(flagName, s string) ([]int, error) {
+	names, err := parseNames(flagName, s)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int, len(names))
+	for i, n := range names {
+		if out[i], err = strconv.Atoi(n); err != nil {
+			return nil, fmt.Errorf("%s: %q is not an integer", flagName, n)
+		}
+	}
+	return out, nil
+}
+
+func parseDurations(flagName, s string) ([]time.Duration, error) {
+	names, err := parseNames(flagName, s)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]time.Duration, len(names))
+	for i, n := range names {
+		if out[i], err = time.ParseDuration(n); err != nil {
+			return nil, fmt.Errorf("%s: %q is not a duration (e.g. 0, 500us, 1ms)", flagName, n)
+		}
+	}
+	return out, nil
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, n := range v {
+		s[i] = strconv.Itoa(n)
+	}
+	return strings.Join(s, ",")
+}
+
+// parseServers parses -server: known kinds, no repeats. Without the flag
+// the rig picks the kind (LOCKLAB_SERVER, redis by default) and rows carry
+// no server.
+func parseServers(s string) ([]string, error) {
+	kinds, err := parseNames("-server", s)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range kinds {
+		if !slices.Contains(env.ServerKinds, k) {
+			return nil, fmt.Errorf("-server: unknown kind %q; known: %s", k, strings.Join(env.ServerKinds, ", "))
+		}
+	}
+	return kinds, nil
 }

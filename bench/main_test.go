@@ -1,16 +1,18 @@
 package main
 
 import (
-	"github.com/locklab/locklab/bench/registry"
 	"io"
 	"os"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/locklab/locklab/bench/env"
+	"github.com/locklab/locklab/bench/faults"
+	"github.com/locklab/locklab/bench/registry"
+	"github.com/locklab/locklab/bench/speed"
 	"github.com/locklab/locklab/internal/rig"
+	"github.com/redis/go-redis/v9"
 )
 
 // addrs are the shared servers of the package's tests and benchmarks: five,
@@ -18,8 +20,8 @@ import (
 var addrs []string
 
 func TestMain(m *testing.M) {
-	if spec := os.Getenv(faultChildEnv); spec != "" {
-		os.Exit(faultChildMain(spec)) // a fault scoreboard client process
+	if spec := os.Getenv(env.FaultChildEnv); spec != "" {
+		os.Exit(faults.FaultChildMain(spec)) // a fault scoreboard client process
 	}
 	rig.Main(m, 5, func(nodes []*rig.Node) {
 		for _, n := range nodes {
@@ -30,13 +32,13 @@ func TestMain(m *testing.M) {
 
 // oneServer returns the bench's view of the first shared server and a
 // client of it, both closed when t ends.
-func oneServer(t *testing.T) (*servers, *redis.Client) {
+func oneServer(t *testing.T) (*env.Servers, *redis.Client) {
 	t.Helper()
-	srv, err := startServers(t.Context(), addrs, 1)
+	srv, err := env.StartServers(t.Context(), addrs, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(srv.close)
+	t.Cleanup(srv.Close)
 	c := redis.NewClient(rig.ClientOptions(addrs[0]))
 	t.Cleanup(func() { c.Close() })
 	return srv, c
@@ -51,13 +53,13 @@ func TestHoldsOverlapOnlyInTheKeysCell(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, cl := range cells(c) {
-		if got, want := cl.holdsOverlap(), cl.scenario == scKeys; got != want {
+	for _, cl := range speed.Cells(c) {
+		if got, want := cl.HoldsOverlap(), cl.Scenario == speed.ScKeys; got != want {
 			t.Errorf("cell %v: holdsOverlap() = %v; want %v", cl, got, want)
 		}
 	}
-	one := cell{scenario: scKeys, clients: 64, hold: time.Millisecond, keys: 1}
-	if one.holdsOverlap() {
+	one := speed.Cell{Scenario: speed.ScKeys, Clients: 64, Hold: time.Millisecond, Keys: 1}
+	if one.HoldsOverlap() {
 		t.Errorf("cell %v: holdsOverlap() = true; want false (one key, one holder)", one)
 	}
 }
@@ -69,7 +71,7 @@ func TestHoldForLastsAtLeastTheHold(t *testing.T) {
 	for _, overlapping := range []bool{false, true} {
 		for _, d := range []time.Duration{time.Microsecond, 300 * time.Microsecond, 2 * time.Millisecond} {
 			start := time.Now()
-			holdFor(d, overlapping)
+			env.HoldFor(d, overlapping)
 			if got := time.Since(start); got < d {
 				t.Errorf("holdFor(%v, %v) returned after %v", d, overlapping, got)
 			}
@@ -93,11 +95,11 @@ func TestControlNeedsTwoRounds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		impls, err := registry.Resolve(cfg.impls)
+		impls, err := registry.Resolve(cfg.Impls)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := slices.ContainsFunc(dropLoneControl(impls, cfg), func(im *registry.Lock) bool { return im.Name == "raw-again" })
+		got := slices.ContainsFunc(speed.DropLoneControl(impls, cfg), func(im *registry.Lock) bool { return im.Name == "raw-again" })
 		if got != tc.want {
 			t.Errorf("%q: raw-again runs: %v, want %v", tc.args, got, tc.want)
 		}

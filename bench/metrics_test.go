@@ -1,14 +1,16 @@
 package main
 
 import (
-	"github.com/locklab/locklab/bench/registry"
-	"github.com/locklab/locklab/internal/measure"
-
 	"encoding/json"
 	"math"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/locklab/locklab/bench/registry"
+	"github.com/locklab/locklab/bench/report"
+	"github.com/locklab/locklab/bench/speed"
+	"github.com/locklab/locklab/internal/measure"
 )
 
 func TestMedian(t *testing.T) {
@@ -23,7 +25,7 @@ func TestMedian(t *testing.T) {
 	}
 	for _, tt := range tests {
 		in := slices.Clone(tt.xs)
-		if got := median(tt.xs); got != tt.want {
+		if got := speed.Median(tt.xs); got != tt.want {
 			t.Errorf("median(%v) = %v; want %v", tt.xs, got, tt.want)
 		}
 		if !slices.Equal(in, tt.xs) {
@@ -81,7 +83,7 @@ func TestRatioMedian(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := ratioMedian(tt.vals, tt.base)
+			got, ok := speed.RatioMedian(tt.vals, tt.base)
 			if ok != tt.wantOK || math.Abs(got-tt.want) > 1e-12 {
 				t.Errorf("ratioMedian(%v, %v) = %v, %v; want %v, %v", tt.vals, tt.base, got, ok, tt.want, tt.wantOK)
 			}
@@ -90,14 +92,14 @@ func TestRatioMedian(t *testing.T) {
 }
 
 // fakeRun makes a runResult as execute would, without Redis.
-func fakeRun(im *registry.Lock, c cell, round int, ops int64, waitUs []int64, perClient []int64) *runResult {
-	r := &runResult{
-		spec: runSpec{impl: im, cell: c, round: round},
-		ops:  ops, elapsed: time.Second, wait: newHist(), release: newHist(), handoff: newHist(),
-		perClient: perClient, cmds: measure.Commands{"set": ops, "evalsha": ops, "get": ops, "del": ops}, clientCmds: 2 * ops,
+func fakeRun(im *registry.Lock, c speed.Cell, round int, ops int64, waitUs []int64, perClient []int64) *speed.RunResult {
+	r := &speed.RunResult{
+		Spec: speed.RunSpec{Impl: im, Cell: c, Round: round},
+		Ops:  ops, Elapsed: time.Second, Wait: speed.NewHist(), Release: speed.NewHist(), Handoff: speed.NewHist(),
+		PerClient: perClient, Cmds: measure.Commands{"set": ops, "evalsha": ops, "get": ops, "del": ops}, ClientCmds: 2 * ops,
 	}
 	for _, us := range waitUs {
-		record(r.wait, time.Duration(us)*time.Microsecond)
+		speed.Record(r.Wait, time.Duration(us)*time.Microsecond)
 	}
 	return r
 }
@@ -107,8 +109,8 @@ func fakeRun(im *registry.Lock, c cell, round int, ops int64, waitUs []int64, pe
 func TestAggregateRatiosSameRound(t *testing.T) {
 	ours := &registry.Lock{Name: "ours", Nodes: 1}
 	base := registry.Locks["redsync-1"]
-	c := cell{scenario: scContended, clients: 2, hold: time.Millisecond, keys: 1}
-	var runs []*runResult
+	c := speed.Cell{Scenario: speed.ScContended, Clients: 2, Hold: time.Millisecond, Keys: 1}
+	var runs []*speed.RunResult
 	// The machine is twice as fast in round 1; ours is 2x the baseline in
 	// every round.
 	for round, speed := range []int64{1, 2, 1} {
@@ -116,7 +118,7 @@ func TestAggregateRatiosSameRound(t *testing.T) {
 			fakeRun(ours, c, round, 200*speed, []int64{100, 200, 300}, []int64{100 * speed, 100 * speed}),
 			fakeRun(base, c, round, 100*speed, []int64{1000, 2000, 3000}, []int64{50 * speed, 50 * speed}))
 	}
-	rows := aggregate(runs, []cell{c}, []*registry.Lock{ours, base}, time.Second)
+	rows := speed.Aggregate(runs, []speed.Cell{c}, []*registry.Lock{ours, base}, time.Second)
 	if len(rows) != 2 {
 		t.Fatalf("aggregate made %d rows; want 2", len(rows))
 	}
@@ -147,9 +149,9 @@ func TestAggregateRatiosSameRound(t *testing.T) {
 // TestSummarySchema checks that a row carries every field of the
 // summary.json schema, with JSON types a reader can rely on.
 func TestSummarySchema(t *testing.T) {
-	c := cell{scenario: scContended, clients: 2, keys: 1}
-	rows := aggregate([]*runResult{fakeRun(registry.Locks["redsync-1"], c, 0, 10, []int64{5}, []int64{5, 5})},
-		[]cell{c}, []*registry.Lock{registry.Locks["redsync-1"]}, time.Second)
+	c := speed.Cell{Scenario: speed.ScContended, Clients: 2, Keys: 1}
+	rows := speed.Aggregate([]*speed.RunResult{fakeRun(registry.Locks["redsync-1"], c, 0, 10, []int64{5}, []int64{5, 5})},
+		[]speed.Cell{c}, []*registry.Lock{registry.Locks["redsync-1"]}, time.Second)
 	b, err := json.Marshal(rows)
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +171,7 @@ func checkSchema(t *testing.T, b []byte, n int) []map[string]any {
 		t.Fatalf("summary has %d rows; want %d", len(got), n)
 	}
 	for i, r := range got {
-		for _, f := range requiredFields {
+		for _, f := range speed.RequiredFields {
 			v, ok := r[f]
 			if !ok {
 				t.Errorf("row %d lacks %q", i, f)
@@ -187,10 +189,10 @@ func checkSchema(t *testing.T, b []byte, n int) []map[string]any {
 
 func TestStepsRotate(t *testing.T) {
 	a, b, c := &registry.Lock{Name: "a"}, &registry.Lock{Name: "b"}, &registry.Lock{Name: "c"}
-	cs := []cell{{scenario: scContended, clients: 2}}
+	cs := []speed.Cell{{Scenario: speed.ScContended, Clients: 2}}
 	var got []string
-	for _, s := range steps(3, cs, []*registry.Lock{a, b, c}) {
-		got = append(got, s.impl.Name)
+	for _, s := range speed.Steps(3, cs, []*registry.Lock{a, b, c}) {
+		got = append(got, s.Impl.Name)
 	}
 	want := []string{"a", "b", "c", "b", "c", "a", "c", "a", "b"}
 	if !slices.Equal(got, want) {
@@ -204,25 +206,25 @@ func TestStepsRotate(t *testing.T) {
 // has none.
 func TestClientCPUPerAcquisition(t *testing.T) {
 	ours := &registry.Lock{Name: "ours", Nodes: 1}
-	c := cell{scenario: scKeys, clients: 2, keys: 4}
-	var runs []*runResult
+	c := speed.Cell{Scenario: speed.ScKeys, Clients: 2, Keys: 4}
+	var runs []*speed.RunResult
 	for round, cpu := range []time.Duration{3 * time.Millisecond, -1, 5 * time.Millisecond} {
 		r := fakeRun(ours, c, round, 100, []int64{10}, []int64{50, 50})
-		r.clientCPU = cpu
+		r.ClientCPU = cpu
 		runs = append(runs, r)
 	}
-	rows := aggregate(runs, []cell{c}, []*registry.Lock{ours}, time.Second)
+	rows := speed.Aggregate(runs, []speed.Cell{c}, []*registry.Lock{ours}, time.Second)
 	got := rows[0]
 	if got.ClientCPUUsPerOp == nil || *got.ClientCPUUsPerOp != 40 {
-		t.Errorf("client CPU/acq = %s; want 40 (the median of 30 and 50 µs; the unread round left out)", fmtOptional(got.ClientCPUUsPerOp))
+		t.Errorf("client CPU/acq = %s; want 40 (the median of 30 and 50 µs; the unread round left out)", report.FmtOptional(got.ClientCPUUsPerOp))
 	}
 	if f := got.PerRound[1]; f.ClientCPUUsPerOp != nil {
 		t.Errorf("round 1, not measured: client CPU/acq = %v; want null", *f.ClientCPUUsPerOp)
 	}
 	for _, r := range runs {
-		r.clientCPU, r.fig = -1, nil
+		r.ClientCPU, r.Fig = -1, nil
 	}
-	if rows := aggregate(runs, []cell{c}, []*registry.Lock{ours}, time.Second); rows[0].ClientCPUUsPerOp != nil {
+	if rows := speed.Aggregate(runs, []speed.Cell{c}, []*registry.Lock{ours}, time.Second); rows[0].ClientCPUUsPerOp != nil {
 		t.Errorf("no round measured: client CPU/acq = %v; want null", *rows[0].ClientCPUUsPerOp)
 	}
 }

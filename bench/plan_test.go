@@ -1,11 +1,13 @@
 package main
 
 import (
-	"github.com/locklab/locklab/bench/registry"
 	"io"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/locklab/locklab/bench/registry"
+	"github.com/locklab/locklab/bench/speed"
 )
 
 // TestDefaultPlanIsTheVerdictsCells: make bench runs each verdict's
@@ -14,37 +16,37 @@ import (
 // minutes with a minute left for starting the servers; -full keeps every
 // cell, and explicit cell flags keep what they ask for.
 func TestDefaultPlanIsTheVerdictsCells(t *testing.T) {
-	plan := func(args ...string) (*config, []cell, []step) {
+	plan := func(args ...string) (*speed.Config, []speed.Cell, []speed.Step) {
 		t.Helper()
 		c, err := parseFlags(args, io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}
-		impls, err := registry.Resolve(c.impls)
+		impls, err := registry.Resolve(c.Impls)
 		if err != nil {
 			t.Fatal(err)
 		}
-		impls = dropLoneControl(impls, c)
-		cs := cells(c)
-		return c, cs, steps(c.rounds, cs, impls)
+		impls = speed.WithClientKinds(speed.DropLoneControl(impls, c), c.Client)
+		cs := speed.Cells(c)
+		return c, cs, speed.Steps(c.Rounds, cs, impls)
 	}
 	def, cs, ss := plan()
 	_, fullCells, fullSteps := plan("-full")
-	want := slices.DeleteFunc(headlineCells(fullCells), func(c cell) bool { return c.rtt > 0 })
+	want := slices.DeleteFunc(speed.HeadlineCells(fullCells), func(c speed.Cell) bool { return c.Rtt > 0 })
 	if !slices.Equal(cs, want) {
 		t.Errorf("default cells %v; want the headline cells of -full without rtt, %v", cs, want)
 	}
-	if def.rounds != defaultRounds || def.rounds < 2 {
-		t.Errorf("default rounds %d; want %d (the A/A control needs two or more)", def.rounds, defaultRounds)
+	if def.Rounds != speed.DefaultRounds || def.Rounds < 2 {
+		t.Errorf("default rounds %d; want %d (the A/A control needs two or more)", def.Rounds, speed.DefaultRounds)
 	}
-	if !slices.ContainsFunc(ss, func(s step) bool { return s.impl.Name == "raw-again" }) {
+	if !slices.ContainsFunc(ss, func(s speed.Step) bool { return s.Impl.Name == "raw-again" }) {
 		t.Error("the default plan runs no raw-again: the A/A control is gone")
 	}
-	if est := estimate(ss, def.duration); est > 5*time.Minute {
+	if est := speed.Estimate(ss, def.Duration); est > 5*time.Minute {
 		t.Errorf("default plan: %d runs, planned %v; want at most 5m (6m with the servers' start)", len(ss), est)
 	}
 	t.Logf("default: %d cells × %d rounds = %d runs, planned %v; -full: %d cells, %d runs, planned %v",
-		len(cs), def.rounds, len(ss), estimate(ss, def.duration), len(fullCells), len(fullSteps), estimate(fullSteps, def.duration))
+		len(cs), def.Rounds, len(ss), speed.Estimate(ss, def.Duration), len(fullCells), len(fullSteps), speed.Estimate(fullSteps, def.Duration))
 	if len(fullCells) <= len(cs) {
 		t.Errorf("-full runs %d cells, the default %d", len(fullCells), len(cs))
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"github.com/locklab/locklab/bench/registry"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -10,6 +9,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/locklab/locklab/bench/registry"
+	"github.com/locklab/locklab/bench/report"
+	"github.com/locklab/locklab/bench/speed"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"gonum.org/v1/plot/vg"
@@ -23,11 +26,11 @@ const readableLines = 8
 
 // plotCells are the cells the plot tests draw: contended at three client
 // counts (so the plots against clients are drawn) and the keys scenario.
-var plotCells = []cell{
-	{scenario: scContended, clients: 2, hold: time.Millisecond, keys: 1},
-	{scenario: scContended, clients: 8, hold: time.Millisecond, keys: 1},
-	{scenario: scContended, clients: 32, hold: time.Millisecond, keys: 1},
-	{scenario: scKeys, clients: 64, hold: 0, keys: 1024},
+var plotCells = []speed.Cell{
+	{Scenario: speed.ScContended, Clients: 2, Hold: time.Millisecond, Keys: 1},
+	{Scenario: speed.ScContended, Clients: 8, Hold: time.Millisecond, Keys: 1},
+	{Scenario: speed.ScContended, Clients: 32, Hold: time.Millisecond, Keys: 1},
+	{Scenario: speed.ScKeys, Clients: 64, Hold: 0, Keys: 1024},
 }
 
 // allRegistered returns every registered lock's name, naive ones too, in
@@ -42,48 +45,48 @@ func allRegistered() []string {
 
 // plotResults makes syntheticResults whose rows also carry Redis
 // commands per acquisition, as a run's do.
-func plotResults(t *testing.T, names []string, cs []cell, rounds int, rng *rand.Rand) *results {
+func plotResults(t *testing.T, names []string, cs []speed.Cell, rounds int, rng *rand.Rand) *report.Results {
 	t.Helper()
 	res := syntheticResults(t, names, cs, rounds, rng)
-	for i := range res.rows {
-		res.rows[i].RedisCmdsPerOp = 2 + rng.Float64()
+	for i := range res.Rows {
+		res.Rows[i].RedisCmdsPerOp = 2 + rng.Float64()
 	}
 	return res
 }
 
 // plotCharts draws every chart writePlots draws for res, by file stem.
-func plotCharts(t *testing.T, res *results) map[string]*chart {
+func plotCharts(t *testing.T, res *report.Results) map[string]*report.Chart {
 	t.Helper()
-	st := newLockStyles(append(registeredLocks(), res.lockInfos()...))
-	locks := res.lockInfos()
-	out := map[string]*chart{}
-	for _, c := range res.cells {
+	st := report.NewLockStyles(append(report.RegisteredLocks(), res.LockInfos()...))
+	locks := res.LockInfos()
+	out := map[string]*report.Chart{}
+	for _, c := range res.Cells {
 		hs := map[string]*hdrhistogram.Histogram{}
 		for _, l := range locks {
-			hs[l.name] = res.hists[groupKey{l.name, c}]
+			hs[l.Name] = res.Hists[speed.GroupKey{Impl: l.Name, Cell: c}]
 		}
-		ch, err := latencyPlot(c, locks, hs, fifoFloor(res.rows, c), st)
+		ch, err := report.LatencyPlot(c, locks, hs, report.FifoFloor(res.Rows, c), st)
 		if err != nil {
 			t.Fatalf("latencyPlot(%s) = %v", c, err)
 		}
-		out["latency_"+c.id()] = ch
+		out["latency_"+c.ID()] = ch
 	}
-	for _, g := range res.scenarioHolds() {
-		rows := res.rowsOf(g.scenario, g.hold)
-		stem := g.scenario + "_h" + fmtHold(g.hold)
-		if g.multiClients {
-			ch, err := clientsPlot("throughput", "acquisitions/s", true, false, rows, locks, func(r row) float64 { return r.OpsPerSec }, nil, st)
+	for _, g := range res.ScenarioHolds() {
+		rows := res.RowsOf(g.Scenario, g.Hold)
+		stem := g.Scenario + "_h" + speed.FmtHold(g.Hold)
+		if g.MultiClients {
+			ch, err := report.ClientsPlot("throughput", "acquisitions/s", true, false, rows, locks, func(r speed.Row) float64 { return r.OpsPerSec }, nil, st)
 			if err != nil {
 				t.Fatalf("clientsPlot(throughput %s) = %v", stem, err)
 			}
 			out["throughput_"+stem] = ch
-			ch, err = clientsPlot("p99", "wait p99 (ms)", false, true, rows, locks, func(r row) float64 { return r.WaitP99Us / 1000 }, fifoFloors(rows), st)
+			ch, err = report.ClientsPlot("p99", "wait p99 (ms)", false, true, rows, locks, func(r speed.Row) float64 { return r.WaitP99Us / 1000 }, report.FifoFloors(rows), st)
 			if err != nil {
 				t.Fatalf("clientsPlot(p99 %s) = %v", stem, err)
 			}
 			out["p99_"+stem] = ch
 		}
-		ch, err := cmdsPlot("cmds", rows, locks, st)
+		ch, err := report.CmdsPlot("cmds", rows, locks, st)
 		if err != nil {
 			t.Fatalf("cmdsPlot(%s) = %v", stem, err)
 		}
@@ -103,15 +106,15 @@ func TestPlotPanelsAtMostEightLines(t *testing.T) {
 	}
 	res := plotResults(t, names, plotCells, 1, rand.New(rand.NewPCG(1, 2)))
 	for stem, ch := range plotCharts(t, res) {
-		if err := ch.check(); err != nil {
+		if err := ch.Check(); err != nil {
 			t.Errorf("%s: %v", stem, err)
 		}
 		drawn := map[string]bool{}
-		for _, pn := range ch.panels {
-			if pn.lines > readableLines {
-				t.Errorf("%s: panel %q draws %d lines (%q); want at most %d", stem, pn.plot.Title.Text, pn.lines, pn.labels, readableLines)
+		for _, pn := range ch.Panels {
+			if pn.Lines > readableLines {
+				t.Errorf("%s: panel %q draws %d lines (%q); want at most %d", stem, pn.Plot.Title.Text, pn.Lines, pn.Labels, readableLines)
 			}
-			for n := range pn.styles {
+			for n := range pn.Styles {
 				drawn[n] = true
 			}
 		}
@@ -128,46 +131,46 @@ func TestPlotPanelsAtMostEightLines(t *testing.T) {
 // headline panels of ours with the best peer and floor of their number of
 // servers, and ours spread evenly.
 func TestPlotPlanPanels(t *testing.T) {
-	var locks []lockInfo
+	var locks []report.LockInfo
 	add := func(kind registry.Kind, nodes, n int) {
 		for i := range n {
 			floor := "raw"
 			if nodes > 1 {
 				floor = "raw-5"
 			}
-			locks = append(locks, lockInfo{name: fmt.Sprintf("%s-%d-%d", kind, nodes, i), kind: kind, nodes: nodes, floor: floor})
+			locks = append(locks, report.LockInfo{Name: fmt.Sprintf("%s-%d-%d", kind, nodes, i), Kind: kind, Nodes: nodes, Floor: floor})
 		}
 	}
 	add(registry.Ours, 1, 13)
 	add(registry.Ours, 5, 2)
 	add(registry.Peer, 1, 5)
 	add(registry.Peer, 5, 1)
-	locks = append(locks, lockInfo{name: "raw", kind: registry.Floor, nodes: 1, floor: "raw"},
-		lockInfo{name: "raw-5", kind: registry.Floor, nodes: 5, floor: "raw-5"})
+	locks = append(locks, report.LockInfo{Name: "raw", Kind: registry.Floor, Nodes: 1, Floor: "raw"},
+		report.LockInfo{Name: "raw-5", Kind: registry.Floor, Nodes: 5, Floor: "raw-5"})
 	add(registry.Floor, 1, 3)
 	add(registry.Naive, 1, 4)
 	best := func(names []string) string { return names[len(names)-1] } // the last peer
 	for extra := range 2 {
-		plans := planPanels(locks, extra, best)
+		plans := report.PlanPanels(locks, extra, best)
 		seen := map[string]int{}
 		for _, pl := range plans {
-			if got := len(pl.names) + extra; got > readableLines {
-				t.Errorf("extra %d: panel %q draws %d lines; want at most %d", extra, pl.title, got, readableLines)
+			if got := len(pl.Names) + extra; got > readableLines {
+				t.Errorf("extra %d: panel %q draws %d lines; want at most %d", extra, pl.Title, got, readableLines)
 			}
-			for _, n := range pl.names {
+			for _, n := range pl.Names {
 				seen[n]++
 			}
 		}
 		for _, l := range locks {
-			if seen[l.name] == 0 {
-				t.Errorf("extra %d: %s is in no panel", extra, l.name)
+			if seen[l.Name] == 0 {
+				t.Errorf("extra %d: %s is in no panel", extra, l.Name)
 			}
 		}
 		// One server: 13 of ours, 2 references, so 3 panels of 4-5 of ours
 		// (extra 1: 5 lines for ours) or 3 of 4-5 (extra 0: 6 lines).
-		var head []panelPlan
+		var head []report.PanelPlan
 		for _, pl := range plans {
-			if strings.HasPrefix(pl.title, "one server") {
+			if strings.HasPrefix(pl.Title, "one server") {
 				head = append(head, pl)
 			}
 		}
@@ -175,18 +178,18 @@ func TestPlotPlanPanels(t *testing.T) {
 			t.Fatalf("extra %d: %d one-server headline panels; want 3", extra, len(head))
 		}
 		for _, pl := range head {
-			if !pl.bold || pl.roles["peer-1-4"] != "best peer" || pl.roles["raw"] != "floor" {
-				t.Errorf("extra %d: panel %q: bold %v, roles %v; want bold with peer-1-4 the best peer and raw the floor", extra, pl.title, pl.bold, pl.roles)
+			if !pl.Bold || pl.Roles["peer-1-4"] != "best peer" || pl.Roles["raw"] != "floor" {
+				t.Errorf("extra %d: panel %q: bold %v, roles %v; want bold with peer-1-4 the best peer and raw the floor", extra, pl.Title, pl.Bold, pl.Roles)
 			}
-			if !slices.Contains(pl.names, "peer-1-4") || !slices.Contains(pl.names, "raw") {
-				t.Errorf("extra %d: panel %q draws %q; want the best peer and the floor in it", extra, pl.title, pl.names)
+			if !slices.Contains(pl.Names, "peer-1-4") || !slices.Contains(pl.Names, "raw") {
+				t.Errorf("extra %d: panel %q draws %q; want the best peer and the floor in it", extra, pl.Title, pl.Names)
 			}
-			if ours := len(pl.names) - 2; ours < 4 || ours > 5 {
-				t.Errorf("extra %d: panel %q draws %d of ours; want 4 or 5 (13 spread over 3)", extra, pl.title, ours)
+			if ours := len(pl.Names) - 2; ours < 4 || ours > 5 {
+				t.Errorf("extra %d: panel %q draws %d of ours; want 4 or 5 (13 spread over 3)", extra, pl.Title, ours)
 			}
 		}
-		five := slices.IndexFunc(plans, func(pl panelPlan) bool { return strings.HasPrefix(pl.title, "five servers") })
-		if five < 0 || !slices.Equal(plans[five].names, []string{"ours-5-0", "ours-5-1", "peer-5-0", "raw-5"}) {
+		five := slices.IndexFunc(plans, func(pl report.PanelPlan) bool { return strings.HasPrefix(pl.Title, "five servers") })
+		if five < 0 || !slices.Equal(plans[five].Names, []string{"ours-5-0", "ours-5-1", "peer-5-0", "raw-5"}) {
 			t.Errorf("extra %d: the five-server panel is %v; want ours-5-0, ours-5-1, peer-5-0, raw-5", extra, plans)
 		}
 	}
@@ -195,30 +198,30 @@ func TestPlotPlanPanels(t *testing.T) {
 // TestPlotChartRefusesNinthLine checks that a chart whose panel draws
 // more than maxPanelLines lines is not saved.
 func TestPlotChartRefusesNinthLine(t *testing.T) {
-	locks := make([]lockInfo, maxPanelLines+1)
+	locks := make([]report.LockInfo, report.MaxPanelLines+1)
 	hs := map[string]*hdrhistogram.Histogram{}
 	for i := range locks {
-		locks[i] = lockInfo{name: fmt.Sprintf("peer-%d", i), kind: registry.Peer, nodes: 1, floor: "raw"}
-		h := newHist()
-		record(h, time.Millisecond)
-		hs[locks[i].name] = h
+		locks[i] = report.LockInfo{Name: fmt.Sprintf("peer-%d", i), Kind: registry.Peer, Nodes: 1, Floor: "raw"}
+		h := speed.NewHist()
+		speed.Record(h, time.Millisecond)
+		hs[locks[i].Name] = h
 	}
-	ch, err := latencyPlot(plotCells[0], locks, hs, 0, newLockStyles(locks))
+	ch, err := report.LatencyPlot(plotCells[0], locks, hs, 0, report.NewLockStyles(locks))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, pn := range ch.panels {
-		if pn.lines > readableLines {
-			t.Fatalf("panel %q draws %d lines", pn.plot.Title.Text, pn.lines)
+	for _, pn := range ch.Panels {
+		if pn.Lines > readableLines {
+			t.Fatalf("panel %q draws %d lines", pn.Plot.Title.Text, pn.Lines)
 		}
 	}
 	// A panel filled by hand past the limit.
-	pn := ch.panels[0]
-	for pn.lines <= maxPanelLines {
-		pn.lines++
+	pn := ch.Panels[0]
+	for pn.Lines <= report.MaxPanelLines {
+		pn.Lines++
 	}
-	if _, err := ch.save(t.TempDir(), "too_many"); err == nil || !strings.Contains(err.Error(), "at most 8") {
-		t.Errorf("save of a panel with %d lines = %v; want an error saying at most 8", pn.lines, err)
+	if _, err := ch.Save(t.TempDir(), "too_many"); err == nil || !strings.Contains(err.Error(), "at most 8") {
+		t.Errorf("save of a panel with %d lines = %v; want an error saying at most 8", pn.Lines, err)
 	}
 }
 
@@ -234,8 +237,8 @@ func TestPlotSameStyleEverywhere(t *testing.T) {
 		return style{fmt.Sprint(ls.Color), fmt.Sprint(ls.Dashes)}
 	}
 	want := map[string]style{}
-	for n, s := range newLockStyles(registeredLocks()) {
-		want[n] = style{fmt.Sprint(s.color), fmt.Sprint(s.dashes)}
+	for n, s := range report.NewLockStyles(report.RegisteredLocks()) {
+		want[n] = style{fmt.Sprint(s.Color), fmt.Sprint(s.Dashes)}
 	}
 	owner := map[style]string{}
 	for n, s := range want {
@@ -244,7 +247,7 @@ func TestPlotSameStyleEverywhere(t *testing.T) {
 		}
 		owner[s] = n
 	}
-	if o, dup := owner[key(fifoStyle)]; dup {
+	if o, dup := owner[key(report.FifoStyle)]; dup {
 		t.Errorf("%s is drawn as the FIFO floor is", o)
 	}
 	runs := map[string][]string{
@@ -255,14 +258,14 @@ func TestPlotSameStyleEverywhere(t *testing.T) {
 		res := plotResults(t, names, plotCells, 1, rand.New(rand.NewPCG(3, 4)))
 		plots := 0
 		for stem, ch := range plotCharts(t, res) {
-			for _, pn := range ch.panels {
-				for n, ls := range pn.styles {
+			for _, pn := range ch.Panels {
+				for n, ls := range pn.Styles {
 					if got := key(ls); got != want[n] {
 						t.Errorf("%s, %s: %s drawn with %v; want %v as in every plot", run, stem, n, got, want[n])
 					}
 				}
 			}
-			if _, ok := ch.panels[0].styles["correct"]; ok {
+			if _, ok := ch.Panels[0].Styles["correct"]; ok {
 				plots++
 			}
 		}
@@ -277,19 +280,19 @@ func TestPlotSameStyleEverywhere(t *testing.T) {
 func TestPlotLegendOutsideData(t *testing.T) {
 	res := plotResults(t, allRegistered(), plotCells, 1, rand.New(rand.NewPCG(5, 6)))
 	for stem, ch := range plotCharts(t, res) {
-		w, h := ch.size()
+		w, h := ch.Size()
 		dc := draw.NewCanvas(nil, w, h) // layout only measures
-		for i, tl := range ch.layout(dc) {
-			if tl.legend.Min.X < tl.data.Max.X {
-				t.Errorf("%s panel %d: legend starts at x=%v, inside the data area ending at x=%v", stem, i, tl.legend.Min.X, tl.data.Max.X)
+		for i, tl := range ch.Layout(dc) {
+			if tl.Legend.Min.X < tl.Data.Max.X {
+				t.Errorf("%s panel %d: legend starts at x=%v, inside the data area ending at x=%v", stem, i, tl.Legend.Min.X, tl.Data.Max.X)
 			}
-			if tl.legend.Max.X > w || tl.legend.Min.Y < 0 || tl.legend.Max.Y > h {
-				t.Errorf("%s panel %d: legend %v outside the figure %vx%v", stem, i, tl.legend, w, h)
+			if tl.Legend.Max.X > w || tl.Legend.Min.Y < 0 || tl.Legend.Max.Y > h {
+				t.Errorf("%s panel %d: legend %v outside the figure %vx%v", stem, i, tl.Legend, w, h)
 			}
-			pn := ch.panels[i]
-			need := vg.Length(len(pn.labels)) * (pn.legend.TextStyle.Rectangle("M").Max.Y + pn.legend.Padding)
-			if need > tl.legend.Size().Y {
-				t.Errorf("%s panel %d: %d legend entries need %v; the legend has %v", stem, i, len(pn.labels), need, tl.legend.Size().Y)
+			pn := ch.Panels[i]
+			need := vg.Length(len(pn.Labels)) * (pn.Legend.TextStyle.Rectangle("M").Max.Y + pn.Legend.Padding)
+			if need > tl.Legend.Size().Y {
+				t.Errorf("%s panel %d: %d legend entries need %v; the legend has %v", stem, i, len(pn.Labels), need, tl.Legend.Size().Y)
 			}
 		}
 	}
@@ -301,27 +304,27 @@ func TestPlotLegendOutsideData(t *testing.T) {
 // cell's wait plots and of the p99 plot, and in no other plot.
 func TestPlotFIFOFloor(t *testing.T) {
 	c8 := plotCells[1]
-	rows := []row{
-		{Impl: "a", Scenario: scContended, Clients: 8, HoldUs: 1000, FIFOFloorUs: 7 * (1000 + 200)},
-		{Impl: "b", Scenario: scContended, Clients: 8, HoldUs: 1000, FIFOFloorUs: 7 * (1000 + 50)},
-		{Impl: "c", Scenario: scContended, Clients: 8, HoldUs: 1000}, // no hand-off seen
-		{Impl: "a", Scenario: scContended, Clients: 2, HoldUs: 1000, FIFOFloorUs: 1 * (1000 + 40)},
-		{Impl: "a", Scenario: scKeys, Clients: 64, HoldUs: 0},
+	rows := []speed.Row{
+		{Impl: "a", Scenario: speed.ScContended, Clients: 8, HoldUs: 1000, FIFOFloorUs: 7 * (1000 + 200)},
+		{Impl: "b", Scenario: speed.ScContended, Clients: 8, HoldUs: 1000, FIFOFloorUs: 7 * (1000 + 50)},
+		{Impl: "c", Scenario: speed.ScContended, Clients: 8, HoldUs: 1000}, // no hand-off seen
+		{Impl: "a", Scenario: speed.ScContended, Clients: 2, HoldUs: 1000, FIFOFloorUs: 1 * (1000 + 40)},
+		{Impl: "a", Scenario: speed.ScKeys, Clients: 64, HoldUs: 0},
 	}
 	for _, tc := range []struct {
-		c    cell
+		c    speed.Cell
 		want float64
 	}{
 		{c8, 7 * 1050},
 		{plotCells[0], 1040},
 		{plotCells[3], 0},
-		{cell{scenario: scContended, clients: 1, hold: time.Millisecond, keys: 1}, 0},
+		{speed.Cell{Scenario: speed.ScContended, Clients: 1, Hold: time.Millisecond, Keys: 1}, 0},
 	} {
-		if got := fifoFloor(rows, tc.c); got != tc.want {
+		if got := report.FifoFloor(rows, tc.c); got != tc.want {
 			t.Errorf("fifoFloor(%s) = %v; want %v", tc.c, got, tc.want)
 		}
 	}
-	if got, want := fifoFloors(rows), map[int]float64{8: 7.35, 2: 1.04}; fmt.Sprint(got) != fmt.Sprint(want) {
+	if got, want := report.FifoFloors(rows), map[int]float64{8: 7.35, 2: 1.04}; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("fifoFloors = %v; want %v", got, want)
 	}
 
@@ -329,10 +332,10 @@ func TestPlotFIFOFloor(t *testing.T) {
 	for stem, ch := range plotCharts(t, res) {
 		wantFloor := strings.HasPrefix(stem, "p99_contended") ||
 			strings.HasPrefix(stem, "latency_contended") && !strings.Contains(stem, "_c1_")
-		for _, pn := range ch.panels {
-			has := slices.ContainsFunc(pn.labels, func(l string) bool { return strings.HasPrefix(l, "FIFO floor") })
+		for _, pn := range ch.Panels {
+			has := slices.ContainsFunc(pn.Labels, func(l string) bool { return strings.HasPrefix(l, "FIFO floor") })
 			if has != wantFloor {
-				t.Errorf("%s, panel %q: FIFO floor drawn %v; want %v (legend %q)", stem, pn.plot.Title.Text, has, wantFloor, pn.labels)
+				t.Errorf("%s, panel %q: FIFO floor drawn %v; want %v (legend %q)", stem, pn.Plot.Title.Text, has, wantFloor, pn.Labels)
 			}
 		}
 	}
@@ -343,7 +346,7 @@ func TestPlotFIFOFloor(t *testing.T) {
 func TestPlotWritePlots(t *testing.T) {
 	res := plotResults(t, allRegistered(), plotCells, 1, rand.New(rand.NewPCG(9, 10)))
 	dir := t.TempDir()
-	files, err := res.writePlots(dir)
+	files, err := res.WritePlots(dir)
 	if err != nil {
 		t.Fatalf("writePlots = %v", err)
 	}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/locklab/locklab/bench/report"
 )
 
 var updateReadme = flag.Bool("update", false, "rewrite README.md's generated blocks (bench, faults) from bench/testdata/readme")
@@ -14,11 +16,11 @@ var updateReadme = flag.Bool("update", false, "rewrite README.md's generated blo
 // --> and <!-- bench:end -->) is what the run checked in under
 // testdata/readme gives; with -update it rewrites the block.
 func TestReadmeBenchBlock(t *testing.T) {
-	want, err := readmeBenchBlock(readmeSnapshot)
+	want, err := report.ReadmeBenchBlock(report.ReadmeSnapshot)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkReadme(t, readmeBegin, readmeEnd, want, "TestReadmeBenchBlock", readmeSnapshot)
+	checkReadme(t, report.ReadmeBegin, report.ReadmeEnd, want, "TestReadmeBenchBlock", report.ReadmeSnapshot)
 }
 
 // checkReadme fails t when README.md's text between begin and end is not
@@ -31,7 +33,7 @@ func checkReadme(t *testing.T, begin, end, want, test, snapshot string) {
 		t.Fatal(err)
 	}
 	if *updateReadme {
-		out, err := replaceBetween(string(b), begin, end, want)
+		out, err := report.ReplaceBetween(string(b), begin, end, want)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -40,7 +42,7 @@ func checkReadme(t *testing.T, begin, end, want, test, snapshot string) {
 		}
 		return
 	}
-	got, err := blockBetween(string(b), begin, end)
+	got, err := report.BlockBetween(string(b), begin, end)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,23 +54,23 @@ func checkReadme(t *testing.T, begin, end, want, test, snapshot string) {
 // TestReadmeBlockMarkers: a README without both markers is a clear error,
 // and a replaced block keeps the text around it.
 func TestReadmeBlockMarkers(t *testing.T) {
-	for _, s := range []string{"", "a " + readmeBegin + " b", "a " + readmeEnd + " b"} {
-		if _, err := readmeBlock(s); !errors.Is(err, errNoReadmeBlock) {
+	for _, s := range []string{"", "a " + report.ReadmeBegin + " b", "a " + report.ReadmeEnd + " b"} {
+		if _, err := report.ReadmeBlock(s); !errors.Is(err, report.ErrNoReadmeBlock) {
 			t.Errorf("readmeBlock(%q) = %v; want errNoReadmeBlock", s, err)
 		}
-		if _, err := replaceReadmeBlock(s, "x"); !errors.Is(err, errNoReadmeBlock) {
+		if _, err := report.ReplaceReadmeBlock(s, "x"); !errors.Is(err, report.ErrNoReadmeBlock) {
 			t.Errorf("replaceReadmeBlock(%q) = %v; want errNoReadmeBlock", s, err)
 		}
 	}
-	in := "head\n" + readmeBegin + "\nold\n" + readmeEnd + "\ntail\n"
-	out, err := replaceReadmeBlock(in, "\nnew\n")
+	in := "head\n" + report.ReadmeBegin + "\nold\n" + report.ReadmeEnd + "\ntail\n"
+	out, err := report.ReplaceReadmeBlock(in, "\nnew\n")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "head\n" + readmeBegin + "\nnew\n" + readmeEnd + "\ntail\n"; out != want {
+	if want := "head\n" + report.ReadmeBegin + "\nnew\n" + report.ReadmeEnd + "\ntail\n"; out != want {
 		t.Errorf("replaceReadmeBlock = %q; want %q", out, want)
 	}
-	if got, _ := readmeBlock(out); got != "\nnew\n" {
+	if got, _ := report.ReadmeBlock(out); got != "\nnew\n" {
 		t.Errorf("readmeBlock after replace = %q", got)
 	}
 }
@@ -77,7 +79,7 @@ func TestReadmeBlockMarkers(t *testing.T) {
 // has one sentence per job, the same as htmlreport's, before any table.
 func TestVerdictSectionOpensWithVerdicts(t *testing.T) {
 	const dir = "htmlreport/testdata/results"
-	block, err := readmeBenchBlock(dir)
+	block, err := report.ReadmeBenchBlock(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,9 +103,9 @@ func TestVerdictSectionOpensWithVerdicts(t *testing.T) {
 // --> and <!-- faults:end -->) are what the faults.json checked in under
 // testdata/readme gives; with -update it rewrites them.
 func TestReadmeFaultBlock(t *testing.T) {
-	want, err := readmeFaultBlock(readmeFaultSnapshot)
+	want, err := report.ReadmeFaultBlock(report.ReadmeFaultSnapshot)
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkReadme(t, readmeFaultBegin, readmeFaultEnd, want, "TestReadmeFaultBlock", readmeFaultSnapshot)
+	checkReadme(t, report.ReadmeFaultBegin, report.ReadmeFaultEnd, want, "TestReadmeFaultBlock", report.ReadmeFaultSnapshot)
 }

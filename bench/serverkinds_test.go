@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"github.com/locklab/locklab/bench/registry"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +12,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/locklab/locklab/bench/env"
+	"github.com/locklab/locklab/bench/registry"
+	"github.com/locklab/locklab/bench/report"
+	"github.com/locklab/locklab/bench/speed"
 )
 
 // TestServerFlag: -server takes redis, valkey or both; without it rows
@@ -42,8 +46,8 @@ func TestServerFlag(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || !slices.Equal(c.servers, tt.want) {
-			t.Errorf("parseFlags(%q): servers %q, %v; want %q", tt.args, c.servers, err, tt.want)
+		if err != nil || !slices.Equal(c.Servers, tt.want) {
+			t.Errorf("parseFlags(%q): servers %q, %v; want %q", tt.args, c.Servers, err, tt.want)
 		}
 	}
 }
@@ -54,15 +58,15 @@ func TestServerFlag(t *testing.T) {
 func TestStepsOnEveryServer(t *testing.T) {
 	a, b := &registry.Lock{Name: "a"}, &registry.Lock{Name: "b"}
 	e := &registry.Lock{Name: "etcd-test", System: registry.SysEtcd}
-	cfg := &config{scenarios: []string{scUncontended, scContended}, clients: []int{2}, holds: []time.Duration{0},
-		servers: []string{serverRedis, serverValkey}}
-	cs := cells(cfg)
-	if len(cs) != 4 || cs[0].server != serverRedis || cs[1].server != serverValkey || !sameBut(cs[0], cs[1]) {
+	cfg := &speed.Config{Scenarios: []string{speed.ScUncontended, speed.ScContended}, Clients: []int{2}, Holds: []time.Duration{0},
+		Servers: []string{env.ServerRedis, env.ServerValkey}}
+	cs := speed.Cells(cfg)
+	if len(cs) != 4 || cs[0].Server != env.ServerRedis || cs[1].Server != env.ServerValkey || !speed.SameBut(cs[0], cs[1]) {
 		t.Fatalf("cells = %v; want each cell on redis then valkey", cs)
 	}
 	var got []string
-	for _, s := range steps(2, cs, []*registry.Lock{a, b, e}) {
-		got = append(got, fmt.Sprintf("%d %s %s %s", s.round, s.cell.scenario, s.cell.server, s.impl.Name))
+	for _, s := range speed.Steps(2, cs, []*registry.Lock{a, b, e}) {
+		got = append(got, fmt.Sprintf("%d %s %s %s", s.Round, s.Cell.Scenario, s.Cell.Server, s.Impl.Name))
 	}
 	want := []string{
 		"0 uncontended redis a", "0 uncontended redis b", "0 uncontended redis etcd-test",
@@ -79,13 +83,13 @@ func TestStepsOnEveryServer(t *testing.T) {
 	}
 	// Without -server, the plan is today's: no server in any cell, and
 	// the default plan's files keep their names.
-	cfg.servers = nil
-	for _, c := range cells(cfg) {
-		if c.server != "" || strings.Contains(c.id(), "redis") {
-			t.Errorf("cell %v without -server has server %q, id %s; want none", c, c.server, c.id())
+	cfg.Servers = nil
+	for _, c := range speed.Cells(cfg) {
+		if c.Server != "" || strings.Contains(c.ID(), "redis") {
+			t.Errorf("cell %v without -server has server %q, id %s; want none", c, c.Server, c.ID())
 		}
 	}
-	if id := (cell{scenario: scContended, clients: 2, server: serverValkey}).id(); id != "contended_c2_h0_valkey" {
+	if id := (speed.Cell{Scenario: speed.ScContended, Clients: 2, Server: env.ServerValkey}).ID(); id != "contended_c2_h0_valkey" {
 		t.Errorf("a Valkey cell's id = %s; want contended_c2_h0_valkey", id)
 	}
 }
@@ -96,35 +100,35 @@ func TestStepsOnEveryServer(t *testing.T) {
 // there is no table.
 func TestServerSectionRatios(t *testing.T) {
 	correct, raw := registry.Locks["correct"], registry.Locks["raw"]
-	base := cell{scenario: scContended, clients: 2, keys: 1}
+	base := speed.Cell{Scenario: speed.ScContended, Clients: 2, Keys: 1}
 	onRedis, onValkey := base, base
-	onRedis.server, onValkey.server = serverRedis, serverValkey
-	cs := []cell{onRedis, onValkey}
+	onRedis.Server, onValkey.Server = env.ServerRedis, env.ServerValkey
+	cs := []speed.Cell{onRedis, onValkey}
 	// Ops per round: correct on Redis 1000, 2000, 4000; on Valkey 1100,
 	// 1800, 4400. Same-round ratios 1.1, 0.9, 1.1: median 1.10 (the
 	// medians' ratio would be 1800/2000 = 0.90).
 	redisOps, valkeyOps := []int64{1000, 2000, 4000}, []int64{1100, 1800, 4400}
-	var runs []*runResult
+	var runs []*speed.RunResult
 	for round := range 3 {
 		for _, im := range []*registry.Lock{correct, raw} {
 			r := fakeRun(im, onRedis, round, redisOps[round], []int64{100, 200}, []int64{redisOps[round] / 2, redisOps[round] / 2})
-			r.serverCPU = time.Duration(redisOps[round]) * 10 * time.Microsecond
+			r.ServerCPU = time.Duration(redisOps[round]) * 10 * time.Microsecond
 			v := fakeRun(im, onValkey, round, valkeyOps[round], []int64{100, 400}, []int64{valkeyOps[round] / 2, valkeyOps[round] / 2})
-			v.serverCPU = time.Duration(valkeyOps[round]) * 15 * time.Microsecond
-			v.expiring = 10
+			v.ServerCPU = time.Duration(valkeyOps[round]) * 15 * time.Microsecond
+			v.Expiring = 10
 			runs = append(runs, r, v)
 		}
 	}
-	cfg := &config{duration: time.Second, rounds: 3, maxOps: defaultMaxOps, ttl: defaultTTL, keys: 1024, rtt: time.Millisecond,
-		check: "async", servers: []string{serverRedis, serverValkey}}
-	res := newResults(cfg, machine{}, cs, []*registry.Lock{correct, raw}, runs)
+	cfg := &speed.Config{Duration: time.Second, Rounds: 3, MaxOps: speed.DefaultMaxOps, TTL: speed.DefaultTTL, Keys: 1024, Rtt: time.Millisecond,
+		Check: "async", Servers: []string{env.ServerRedis, env.ServerValkey}}
+	res := report.NewResults(cfg, report.Machine{}, cs, []*registry.Lock{correct, raw}, runs)
 
-	for _, r := range res.rows {
+	for _, r := range res.Rows {
 		if r.Server == "" {
 			t.Errorf("row %s %s has no server", r.Impl, r.Scenario)
 		}
 	}
-	sec := res.serverSection()
+	sec := res.ServerSection()
 	for _, want := range []string{
 		"## Valkey / Redis",
 		"| lock | cell | acq/s Redis | Valkey | × | wait p99 Redis | Valkey | × | server CPU/acq Redis | Valkey | × |",
@@ -136,7 +140,7 @@ func TestServerSectionRatios(t *testing.T) {
 		}
 	}
 	// The scenario tables put a lock's rows on both kinds together.
-	tables := res.tables()
+	tables := res.Tables()
 	if !strings.Contains(tables, "| impl | server | N |") ||
 		!regexp.MustCompile(`\| correct \| redis \|[^\n]*\n\| correct \| valkey \|`).MatchString(tables) {
 		t.Errorf("tables do not show correct on redis and on valkey side by side:\n%s", tables)
@@ -144,8 +148,8 @@ func TestServerSectionRatios(t *testing.T) {
 	if !strings.Contains(tables, "- correct on valkey N=2 hold 0: 30 keys with a TTL") || strings.Contains(tables, "- correct on redis N=2") {
 		t.Errorf("the tables' notes do not name the server of the row they are about:\n%s", tables)
 	}
-	cfg.servers = cfg.servers[:1]
-	if sec := res.serverSection(); sec != "" {
+	cfg.Servers = cfg.Servers[:1]
+	if sec := res.ServerSection(); sec != "" {
 		t.Errorf("serverSection with one kind = %q; want none", sec)
 	}
 }
@@ -166,7 +170,7 @@ func TestServerKindsEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rows []row
+	var rows []speed.Row
 	if err := json.Unmarshal(b, &rows); err != nil {
 		t.Fatal(err)
 	}
@@ -179,8 +183,8 @@ func TestServerKindsEndToEnd(t *testing.T) {
 		}
 	}
 	for _, im := range []string{"correct", "redislock", "raw"} {
-		for _, sc := range []string{scUncontended, scContended} {
-			for _, k := range []string{serverRedis, serverValkey} {
+		for _, sc := range []string{speed.ScUncontended, speed.ScContended} {
+			for _, k := range []string{env.ServerRedis, env.ServerValkey} {
 				if !got[im+" "+sc+" "+k] {
 					t.Errorf("no row for %s %s on %s; rows: %v", im, sc, k, got)
 				}

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/locklab/locklab/bench/env"
 	"github.com/locklab/locklab/internal/measure"
+	"github.com/redis/go-redis/v9"
 )
 
 // TestCommandstatsCountsScriptInnerCommands checks, on a real server, that
@@ -16,13 +16,13 @@ import (
 func TestCommandstatsCountsScriptInnerCommands(t *testing.T) {
 	ctx := t.Context()
 	srv, c := oneServer(t)
-	key := keyRoot + "test:cmdstats"
+	key := env.KeyRoot + "test:cmdstats"
 	release := redis.NewScript(`if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`)
 	if err := release.Load(ctx, c).Err(); err != nil { // SCRIPT LOAD before the snapshot
 		t.Fatal(err)
 	}
 
-	before, err := srv.commandstats(ctx)
+	before, err := srv.Commandstats(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,10 +32,10 @@ func TestCommandstatsCountsScriptInnerCommands(t *testing.T) {
 	if err := release.Run(ctx, c, []string{key}, "tok").Err(); err != nil { // EVALSHA + GET + DEL
 		t.Fatal(err)
 	}
-	if _, err := srv.commandstats(ctx); err != nil { // an extra INFO in between
+	if _, err := srv.Commandstats(ctx); err != nil { // an extra INFO in between
 		t.Fatal(err)
 	}
-	after, err := srv.commandstats(ctx)
+	after, err := srv.Commandstats(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

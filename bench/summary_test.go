@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"github.com/locklab/locklab/bench/registry"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -11,12 +10,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/locklab/locklab/bench/registry"
+	"github.com/locklab/locklab/bench/report"
+	"github.com/locklab/locklab/bench/speed"
 )
 
 // syntheticResults makes results from made-up runs: every impl in every
 // cell for rounds rounds, with figures drawn from rng, so the summary and
 // the tables are rendered from the same data as in a real run.
-func syntheticResults(t *testing.T, names []string, cs []cell, rounds int, rng *rand.Rand) *results {
+func syntheticResults(t *testing.T, names []string, cs []speed.Cell, rounds int, rng *rand.Rand) *report.Results {
 	t.Helper()
 	var impls []*registry.Lock
 	for _, n := range names {
@@ -26,34 +29,34 @@ func syntheticResults(t *testing.T, names []string, cs []cell, rounds int, rng *
 		}
 		impls = append(impls, im)
 	}
-	var runs []*runResult
+	var runs []*speed.RunResult
 	for round := range rounds {
 		for _, c := range cs {
 			for _, im := range impls {
-				r := &runResult{
-					spec: runSpec{impl: im, cell: c, round: round},
-					ops:  int64(500 + rng.IntN(20000)), elapsed: time.Second,
-					wait: newHist(), release: newHist(), handoff: newHist(), held: newHist(),
-					perClient: make([]int64, c.clients),
+				r := &speed.RunResult{
+					Spec: speed.RunSpec{Impl: im, Cell: c, Round: round},
+					Ops:  int64(500 + rng.IntN(20000)), Elapsed: time.Second,
+					Wait: speed.NewHist(), Release: speed.NewHist(), Handoff: speed.NewHist(), Held: speed.NewHist(),
+					PerClient: make([]int64, c.Clients),
 				}
 				for range 200 {
-					record(r.wait, time.Duration(50+rng.IntN(200_000))*time.Microsecond)
-					record(r.release, time.Duration(50+rng.IntN(200))*time.Microsecond)
-					record(r.held, c.hold+time.Duration(rng.IntN(100))*time.Microsecond)
-					if c.keys == 1 && c.clients > 1 {
-						record(r.handoff, time.Duration(100+rng.IntN(300))*time.Microsecond)
+					speed.Record(r.Wait, time.Duration(50+rng.IntN(200_000))*time.Microsecond)
+					speed.Record(r.Release, time.Duration(50+rng.IntN(200))*time.Microsecond)
+					speed.Record(r.Held, c.Hold+time.Duration(rng.IntN(100))*time.Microsecond)
+					if c.Keys == 1 && c.Clients > 1 {
+						speed.Record(r.Handoff, time.Duration(100+rng.IntN(300))*time.Microsecond)
 					}
 				}
-				for i := range r.perClient {
-					r.perClient[i] = r.ops / int64(c.clients)
+				for i := range r.PerClient {
+					r.PerClient[i] = r.Ops / int64(c.Clients)
 				}
 				runs = append(runs, r)
 			}
 		}
 	}
-	cfg := &config{duration: time.Second, rounds: rounds, maxOps: defaultMaxOps, ttl: defaultTTL, keys: 1024, rtt: time.Millisecond, check: "async"}
-	mach := machine{Start: time.Unix(0, 0).UTC(), Command: "go run ./bench (synthetic)"}
-	return newResults(cfg, mach, cs, impls, runs)
+	cfg := &speed.Config{Duration: time.Second, Rounds: rounds, MaxOps: speed.DefaultMaxOps, TTL: speed.DefaultTTL, Keys: 1024, Rtt: time.Millisecond, Check: "async"}
+	mach := report.Machine{Start: time.Unix(0, 0).UTC(), Command: "go run ./bench (synthetic)"}
+	return report.NewResults(cfg, mach, cs, impls, runs)
 }
 
 // TestSummaryMatchesTables renders the summary and the tables of made-up
@@ -63,19 +66,19 @@ func syntheticResults(t *testing.T, names []string, cs []cell, rounds int, rng *
 // peer" is the same-round median recomputed from summary.json's rounds.
 func TestSummaryMatchesTables(t *testing.T) {
 	names := []string{"correct", "correct-poll", "redsync-1", "redislock", "rueidislock", "raw", "raw-again", "raw+receipt", "redlock-5", "redsync-5", "raw-5", "raw-5+receipt"}
-	cs := []cell{
-		{scenario: scUncontended, clients: 1},
-		{scenario: scContended, clients: 8, hold: time.Millisecond, keys: 1},
-		{scenario: scContended, clients: 32, keys: 1},
-		{scenario: scKeys, clients: 64, keys: 1024},
+	cs := []speed.Cell{
+		{Scenario: speed.ScUncontended, Clients: 1},
+		{Scenario: speed.ScContended, Clients: 8, Hold: time.Millisecond, Keys: 1},
+		{Scenario: speed.ScContended, Clients: 32, Keys: 1},
+		{Scenario: speed.ScKeys, Clients: 64, Keys: 1024},
 	}
 	for seed := range uint64(4) {
 		res := syntheticResults(t, names, cs, 3, rand.New(rand.NewPCG(seed, 7)))
-		checkSummary(t, res, res.summary(), res.tables())
+		checkSummary(t, res, res.Summary(), res.Tables())
 	}
 }
 
-func checkSummary(t *testing.T, res *results, summary, tables string) {
+func checkSummary(t *testing.T, res *report.Results, summary, tables string) {
 	t.Helper()
 	tabs := parseTables(t, tables)
 	lines := 0
@@ -102,14 +105,14 @@ func checkSummary(t *testing.T, res *results, summary, tables string) {
 			col, floorCol = "p99", "p99 × floor"
 		}
 		rows := tabs[sc]
-		c := func(sc string, n int, hold string) cell {
-			for _, cc := range res.cells {
-				if cc.scenario == sc && cc.clients == n && fmtHold(cc.hold) == hold {
+		c := func(sc string, n int, hold string) speed.Cell {
+			for _, cc := range res.Cells {
+				if cc.Scenario == sc && cc.Clients == n && speed.FmtHold(cc.Hold) == hold {
 					return cc
 				}
 			}
 			t.Fatalf("%q: no cell %s N=%d hold %s", ln, sc, n, hold)
-			return cell{}
+			return speed.Cell{}
 		}
 		find := func(impl string) map[string]string {
 			for _, r := range rows {
@@ -188,7 +191,7 @@ func checkSummary(t *testing.T, res *results, summary, tables string) {
 			}
 			cl := c(sc, n, hold)
 			want := sameRoundFromRows(t, res, ours, peer, cl, figName)
-			if ra, _ := res.rowOf(ours, cl); len(ra.PerRound) > 1 {
+			if ra, _ := res.RowOf(ours, cl); len(ra.PerRound) > 1 {
 				want += aheadFromRows(t, res, ours, peer, cl, figName)
 			}
 			if peerRatio != want {
@@ -204,10 +207,10 @@ func checkSummary(t *testing.T, res *results, summary, tables string) {
 // aaFromRows recomputes the A/A control of cell c from the rows'
 // per-round figures: raw-again's acquisitions per second over floor's,
 // "lowest–highest×".
-func aaFromRows(t *testing.T, res *results, floor string, c cell) string {
+func aaFromRows(t *testing.T, res *report.Results, floor string, c speed.Cell) string {
 	t.Helper()
-	ra, ok1 := res.rowOf("raw-again", c)
-	rf, ok2 := res.rowOf(floor, c)
+	ra, ok1 := res.RowOf("raw-again", c)
+	rf, ok2 := res.RowOf(floor, c)
 	if !ok1 || !ok2 {
 		t.Fatalf("rows of raw-again and %s in %v missing", floor, c)
 	}
@@ -224,14 +227,14 @@ func aaFromRows(t *testing.T, res *results, floor string, c cell) string {
 
 // sameRoundFromRows recomputes a same-round ratio from the rows' per-round
 // figures (what summary.json holds).
-func sameRoundFromRows(t *testing.T, res *results, a, b string, c cell, fig string) string {
+func sameRoundFromRows(t *testing.T, res *report.Results, a, b string, c speed.Cell, fig string) string {
 	t.Helper()
-	ra, ok1 := res.rowOf(a, c)
-	rb, ok2 := res.rowOf(b, c)
+	ra, ok1 := res.RowOf(a, c)
+	rb, ok2 := res.RowOf(b, c)
 	if !ok1 || !ok2 {
 		t.Fatalf("rows of %s and %s in %v missing", a, b, c)
 	}
-	pick := func(r row) map[int]float64 {
+	pick := func(r speed.Row) map[int]float64 {
 		m := map[int]float64{}
 		for _, f := range r.PerRound {
 			if fig == "wait p99" {
@@ -242,19 +245,19 @@ func sameRoundFromRows(t *testing.T, res *results, a, b string, c cell, fig stri
 		}
 		return m
 	}
-	v, ok := ratioMedian(pick(ra), pick(rb))
+	v, ok := speed.RatioMedian(pick(ra), pick(rb))
 	if !ok {
 		return "–"
 	}
-	return fmtRatio(&v)
+	return report.FmtRatio(&v)
 }
 
 // aheadFromRows recounts, from the rows' per-round figures, the rounds in
 // which a did better than b, as the summary prints them.
-func aheadFromRows(t *testing.T, res *results, a, b string, c cell, fig string) string {
+func aheadFromRows(t *testing.T, res *report.Results, a, b string, c speed.Cell, fig string) string {
 	t.Helper()
-	ra, _ := res.rowOf(a, c)
-	rb, _ := res.rowOf(b, c)
+	ra, _ := res.RowOf(a, c)
+	rb, _ := res.RowOf(b, c)
 	ahead, n := 0, 0
 	for _, fa := range ra.PerRound {
 		for _, fb := range rb.PerRound {
@@ -355,8 +358,8 @@ func TestHeadlineCellsOfTheDefaultPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []string
-	for _, h := range headlineCells(cells(c)) {
-		got = append(got, summaryLabel(h))
+	for _, h := range speed.HeadlineCells(speed.Cells(c)) {
+		got = append(got, report.SummaryLabel(h))
 	}
 	want := []string{
 		"uncontended",
@@ -373,14 +376,14 @@ func TestHeadlineCellsOfTheDefaultPlan(t *testing.T) {
 // TestSummaryOpensWithHeadlinesOnly: the summary's first tables hold the
 // headline cells only, and every cell follows under "Every cell".
 func TestSummaryOpensWithHeadlinesOnly(t *testing.T) {
-	cs := []cell{
-		{scenario: scUncontended, clients: 1},
-		{scenario: scContended, clients: 8, hold: time.Millisecond, keys: 1},
-		{scenario: scContended, clients: 32, keys: 1},
-		{scenario: scContended, clients: 32, hold: time.Millisecond, keys: 1},
+	cs := []speed.Cell{
+		{Scenario: speed.ScUncontended, Clients: 1},
+		{Scenario: speed.ScContended, Clients: 8, Hold: time.Millisecond, Keys: 1},
+		{Scenario: speed.ScContended, Clients: 32, Keys: 1},
+		{Scenario: speed.ScContended, Clients: 32, Hold: time.Millisecond, Keys: 1},
 	}
 	res := syntheticResults(t, []string{"correct", "redislock", "raw", "raw+receipt"}, cs, 2, rand.New(rand.NewPCG(1, 2)))
-	head, every, ok := strings.Cut(res.summary(), "## Every cell")
+	head, every, ok := strings.Cut(res.Summary(), "## Every cell")
 	if !ok {
 		t.Fatal("no Every cell section")
 	}
@@ -388,13 +391,13 @@ func TestSummaryOpensWithHeadlinesOnly(t *testing.T) {
 	for _, c := range cs {
 		wantHead := 0
 		if c == cs[0] || c == cs[3] {
-			wantHead = len(c.figures())
+			wantHead = len(report.FiguresOf(c))
 		}
-		if n := count(head, summaryLabel(c)); n != wantHead {
-			t.Errorf("%s: %d lines in the headline tables, want %d", summaryLabel(c), n, wantHead)
+		if n := count(head, report.SummaryLabel(c)); n != wantHead {
+			t.Errorf("%s: %d lines in the headline tables, want %d", report.SummaryLabel(c), n, wantHead)
 		}
-		if n := count(every, summaryLabel(c)); n != len(c.figures()) {
-			t.Errorf("%s: %d lines under Every cell, want %d", summaryLabel(c), n, len(c.figures()))
+		if n := count(every, report.SummaryLabel(c)); n != len(report.FiguresOf(c)) {
+			t.Errorf("%s: %d lines under Every cell, want %d", report.SummaryLabel(c), n, len(report.FiguresOf(c)))
 		}
 	}
 }

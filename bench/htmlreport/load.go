@@ -37,6 +37,7 @@ type row struct {
 	Keys              int      `json:"keys"`
 	Nodes             int      `json:"nodes"`
 	Server            string   `json:"server"` // "redis" or "valkey" with -server; else ""
+	Client            string   `json:"client"` // "autopipe" for a lock on AutoPipeliners (-client); else ""
 	OpsPerSec         float64  `json:"ops_per_sec"`
 	OpsPerSecMin      float64  `json:"ops_per_sec_min"`
 	OpsPerSecMax      float64  `json:"ops_per_sec_max"`

@@ -43,7 +43,7 @@ func (res *results) matrix(timelines map[string]string) *matrixView {
 				continue
 			}
 			fr := res.faults[i]
-			c := matrixCell{Text: cellText(fr), Class: cellClass(fr), Title: fr.Title}
+			c := matrixCell{Text: CellText(CellCounts{fr.NotRun, fr.Runs, fr.UnsafeRuns, fr.StuckRuns, fr.RefusedToRun, fr.Inconclusive}, false), Class: cellClass(fr), Title: fr.Title}
 			if fr.Claim != "" {
 				c.Title += "; claim: " + fr.Claim
 			}
@@ -62,33 +62,48 @@ func (res *results) matrix(timelines map[string]string) *matrixView {
 // bench writes it, the matrix draws such a cell as –.
 const NotApplicable = "does not apply to this lock's system"
 
-// cellText is the matrix cell as faults.md prints it: "0/20",
-// "7/20 unsafe", "3/20 stuck".
-func cellText(f faultRow) string {
+// CellCounts are the figures of one cell of the fault matrix (one lock
+// under one schedule), as a faults.json row gives them.
+type CellCounts struct {
+	NotRun                                     string // why the cell was not run; NotApplicable draws –
+	Runs, Unsafe, Stuck, Refused, Inconclusive int
+}
+
+// CellText is the text of a fault matrix cell, the one wording of faults.md
+// and report.html: "0/20", "7/20 unsafe", "3/20 stuck", "2/18 unsafe,
+// 1 stuck (+2 inconclusive)", "–" where the schedule does not apply,
+// "not run", "inconclusive (n)" when no run could be judged. long is
+// faults.md's form, which says "runs unsafe" and "(n refused to run)";
+// report.html's matrix cells say "unsafe" and "(n refused)".
+func CellText(c CellCounts, long bool) string {
 	switch {
-	case f.NotRun == NotApplicable:
+	case c.NotRun == NotApplicable:
 		return "–"
-	case f.NotRun != "":
+	case c.NotRun != "":
 		return "not run"
-	case f.Runs == 0:
-		return fmt.Sprintf("inconclusive (%d)", f.Inconclusive)
+	case c.Runs == 0:
+		return fmt.Sprintf("inconclusive (%d)", c.Inconclusive)
+	}
+	runs, refused := "", "refused"
+	if long {
+		runs, refused = "runs ", "refused to run"
 	}
 	var s string
 	switch {
-	case f.UnsafeRuns > 0 && f.StuckRuns > 0:
-		s = fmt.Sprintf("%d/%d unsafe, %d stuck", f.UnsafeRuns, f.Runs, f.StuckRuns)
-	case f.UnsafeRuns > 0:
-		s = fmt.Sprintf("%d/%d unsafe", f.UnsafeRuns, f.Runs)
-	case f.StuckRuns > 0:
-		s = fmt.Sprintf("%d/%d stuck", f.StuckRuns, f.Runs)
+	case c.Unsafe > 0 && c.Stuck > 0:
+		s = fmt.Sprintf("%d/%d %sunsafe, %d stuck", c.Unsafe, c.Runs, runs, c.Stuck)
+	case c.Unsafe > 0:
+		s = fmt.Sprintf("%d/%d %sunsafe", c.Unsafe, c.Runs, runs)
+	case c.Stuck > 0:
+		s = fmt.Sprintf("%d/%d %sstuck", c.Stuck, c.Runs, runs)
 	default:
-		s = fmt.Sprintf("0/%d", f.Runs)
+		s = fmt.Sprintf("0/%d", c.Runs)
 	}
-	if f.RefusedToRun > 0 {
-		s += fmt.Sprintf(" (%d refused)", f.RefusedToRun)
+	if c.Refused > 0 {
+		s += fmt.Sprintf(" (%d %s)", c.Refused, refused)
 	}
-	if f.Inconclusive > 0 {
-		s += fmt.Sprintf(" (+%d inconclusive)", f.Inconclusive)
+	if c.Inconclusive > 0 {
+		s += fmt.Sprintf(" (+%d inconclusive)", c.Inconclusive)
 	}
 	return s
 }
@@ -121,7 +136,7 @@ func (res *results) cellTimeline(f faultRow) string {
 	return best
 }
 
-// fileSafe is the bench's name of a lock in a file name (faults_cells.go).
+// fileSafe is the bench's name of a lock in a file name (bench/faults/cells.go).
 func fileSafe(s string) string {
 	return strings.NewReplacer("+", "-plus-", "/", "-", "*", "x").Replace(s)
 }

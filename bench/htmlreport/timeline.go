@@ -9,7 +9,7 @@ import (
 	"unicode/utf8"
 )
 
-// A timeline file (bench/faults_cells.go, drawn by internal/history's
+// A timeline file (bench/faults/cells.go, drawn by internal/history's
 // Render) reads:
 //
 //	<title lines>

@@ -140,11 +140,13 @@ func VerdictsOf(summary []byte, locks []Lock) ([]Verdict, error) {
 //
 // With -server redis,valkey every cell ran on each kind of server; the
 // verdicts are the first kind's (the locks on other systems ran on it
-// alone), and each verdict's cell names it.
+// alone), and each verdict's cell names it. They are the locks' on their
+// own clients: the runs on AutoPipeliners (-client) are compared in the
+// report's own section.
 func verdicts(rows []row, lockOf func(string) Lock) []Verdict {
 	if len(rows) > 0 {
 		first := rows[0].Server
-		rows = slices.DeleteFunc(slices.Clone(rows), func(r row) bool { return r.Server != first })
+		rows = slices.DeleteFunc(slices.Clone(rows), func(r row) bool { return r.Server != first || r.Client != "" })
 	}
 	var out []Verdict
 	for _, j := range jobs {

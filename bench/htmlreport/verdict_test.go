@@ -335,10 +335,52 @@ func TestBetterUnderContention(t *testing.T) {
 // lock, as the bench writes it in faults.json, reads –, not "not run" (it
 // read "not run" while the two sides spelled it differently).
 func TestCellTextNotApplicable(t *testing.T) {
-	if got := cellText(faultRow{NotRun: NotApplicable}); got != "–" {
-		t.Errorf("cellText(not applicable) = %q; want –", got)
+	for _, long := range []bool{false, true} {
+		if got := CellText(CellCounts{NotRun: NotApplicable}, long); got != "–" {
+			t.Errorf("CellText(not applicable, long %v) = %q; want –", long, got)
+		}
+		if got := CellText(CellCounts{NotRun: "needs PgBouncer started by the rig"}, long); got != "not run" {
+			t.Errorf("CellText(not run, long %v) = %q; want not run", long, got)
+		}
 	}
-	if got := cellText(faultRow{NotRun: "needs PgBouncer started by the rig"}); got != "not run" {
-		t.Errorf("cellText(not run) = %q; want not run", got)
+}
+
+// TestCellTextForms: report.html's matrix cells are the short form of
+// faults.md's: the same figures, without "runs" and "to run".
+func TestCellTextForms(t *testing.T) {
+	for _, tt := range []struct {
+		c           CellCounts
+		short, long string
+	}{
+		{CellCounts{Runs: 20}, "0/20", "0/20"},
+		{CellCounts{Runs: 20, Unsafe: 7}, "7/20 unsafe", "7/20 runs unsafe"},
+		{CellCounts{Runs: 20, Stuck: 3}, "3/20 stuck", "3/20 runs stuck"},
+		{CellCounts{Runs: 18, Unsafe: 2, Stuck: 1, Inconclusive: 2}, "2/18 unsafe, 1 stuck (+2 inconclusive)", "2/18 runs unsafe, 1 stuck (+2 inconclusive)"},
+		{CellCounts{Runs: 3, Refused: 1}, "0/3 (1 refused)", "0/3 (1 refused to run)"},
+		{CellCounts{Inconclusive: 4}, "inconclusive (4)", "inconclusive (4)"},
+	} {
+		if got := CellText(tt.c, false); got != tt.short {
+			t.Errorf("CellText(%+v, short) = %q; want %q", tt.c, got, tt.short)
+		}
+		if got := CellText(tt.c, true); got != tt.long {
+			t.Errorf("CellText(%+v, long) = %q; want %q", tt.c, got, tt.long)
+		}
+	}
+}
+
+// TestVerdictsLeaveAutoPipelinerRows: with -client autopipe a lock's run
+// on AutoPipeliners is its own row (correct@autopipe, client autopipe);
+// the verdicts are the locks' on their own clients, so such a row is
+// neither the pick nor the best peer, however fast.
+func TestVerdictsLeaveAutoPipelinerRows(t *testing.T) {
+	ap := func(r row) row { r.Impl += "@autopipe"; r.Client = "autopipe"; return r }
+	rows := []row{
+		rw("correct", "contended", 8, 1, 900), rw("redsync-1", "contended", 8, 1, 800),
+		ap(rw("correct", "contended", 8, 1, 9000)), ap(rw("redsync-1", "contended", 8, 1, 8000)),
+	}
+	lock := func(name string) Lock { return testLock(strings.TrimSuffix(name, "@autopipe")) }
+	v := verdicts(rows, lock)[0]
+	if v.Pick != "correct" || strings.Contains(v.Sentence(), "autopipe") {
+		t.Errorf("verdict = %s; want correct on its own clients, no @autopipe row", v.Sentence())
 	}
 }

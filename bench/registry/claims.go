@@ -52,3 +52,24 @@ func ClaimOf(impl, schedule string) Claim {
 	}
 	return Claim{Verdict: ClaimUnstated}
 }
+
+// ChapterClaim is one row of report.md's table of the chapter's throughput
+// claims: a claim, the lock measured for it, and the rate that would make
+// it true.
+type ChapterClaim struct {
+	System, Claim, Impl string
+	Want                float64 // acquisitions/s the claim amounts to; 0: no figure claimed
+}
+
+// ChapterClaims are the throughput claims of "分布式锁完全指南：从 SETNX 到
+// Redisson" (section 35.5.2), in the table's order, each with the
+// registered lock that stands for it.
+var ChapterClaims = []ChapterClaim{
+	{"Redis", "high: 100k+ QPS", "correct", 100_000},
+	{"Redis (redsync, the peer)", "high: 100k+ QPS", "redsync-1", 100_000},
+	{"ZooKeeper", "moderate: tens of thousands of QPS", "zklock", 10_000},
+	{"etcd", "the middle ground (no figure)", "etcdlock", 0},
+	{"etcd (concurrency.Mutex, the chapter's example)", "the middle ground (no figure)", "etcd-mutex", 0},
+	{"PostgreSQL row lock", "the most critical work (no figure)", "pglock-row", 0},
+	{"PostgreSQL advisory lock", "(not in the chapter)", "pglock", 0},
+}

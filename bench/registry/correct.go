@@ -24,7 +24,7 @@ import (
 // does not (it polls).
 func init() {
 	gaveUp := gaveUpOn(correct.ErrNotObtained)
-	register(&Lock{Name: "correct", Order: 10, Nodes: 1, Connect: connectCorrect(true, false), GaveUp: gaveUp, Claims: correctClaims})
+	register(&Lock{Name: "correct", Order: 10, Nodes: 1, PipelinedInDefault: true, Connect: connectCorrect(true, false), GaveUp: gaveUp, Claims: correctClaims})
 	register(&Lock{Name: "correct-poll", Order: 20, Nodes: 1, Connect: connectCorrect(false, false), GaveUp: gaveUp, Claims: correctClaims})
 	register(&Lock{Name: "correct+keep", Order: 30, LossSignal: true, Nodes: 1, Connect: connectCorrect(true, true), GaveUp: gaveUp, Claims: keepClaims})
 }
@@ -33,10 +33,11 @@ func connectCorrect(notify, keep bool) func(e Env) (Contender, error) {
 	return func(e Env) (Contender, error) {
 		sent := new(atomic.Int64)
 		c := e.Client(0, sent)
+		lc := e.Redis(0, c)
 		opts := []correct.Option{correct.WithTTL(e.TTL)}
 		closeAll := c.Close
 		if notify {
-			n, err := correct.NewNotifier(context.Background(), c)
+			n, err := correct.NewNotifier(context.Background(), lc)
 			if err != nil {
 				_ = c.Close()
 				return Contender{}, err
@@ -46,7 +47,7 @@ func connectCorrect(notify, keep bool) func(e Env) (Contender, error) {
 		}
 		return Contender{
 			Locker: func(key string) Locker {
-				m := correct.New(c, key, opts...)
+				m := correct.New(lc, key, opts...)
 				if keep {
 					return &keptLocker{m: m, ttl: e.TTL}
 				}

@@ -14,7 +14,7 @@ func init() {
 }
 
 func connectFencing(e Env) (Contender, error) {
-	return e.OneServer(func(c *redis.Client, key string) Locker { return fencing.New(c, key, fencing.WithTTL(e.TTL)) }), nil
+	return e.OneServer(func(c redis.UniversalClient, key string) Locker { return fencing.New(c, key, fencing.WithTTL(e.TTL)) }), nil
 }
 
 // fencingClaims: the store refuses a stale token, whatever the timing; only

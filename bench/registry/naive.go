@@ -44,7 +44,7 @@ func init() {
 
 func connectNaive(mk func(naive.Client, string, ...naive.Option) Locker) func(Env) (Contender, error) {
 	return func(e Env) (Contender, error) {
-		return e.OneServer(func(c *redis.Client, key string) Locker {
+		return e.OneServer(func(c redis.UniversalClient, key string) Locker {
 			opts := []naive.Option{naive.WithTTL(e.TTL)}
 			if e.Hook != nil {
 				opts = append(opts, naive.WithHook(e.Hook))

@@ -46,10 +46,10 @@ import (
 // what the machine allows for its round trips.
 func init() {
 	gaveUp := func(error) bool { return false }
-	register(&Lock{Name: "raw", Order: 130, Nodes: 1, Kind: Floor, Connect: connectRaw(1, rawRelease), GaveUp: gaveUp})
+	register(&Lock{Name: "raw", Order: 130, Nodes: 1, PipelinedInDefault: true, Kind: Floor, Connect: connectRaw(1, rawRelease), GaveUp: gaveUp})
 	register(&Lock{Name: "raw-5", Order: 160, Nodes: 5, Kind: Floor, Connect: connectRaw(5, rawRelease), GaveUp: gaveUp})
 	register(&Lock{Name: "raw-again", Order: 140, Nodes: 1, Kind: Floor, Connect: connectRaw(1, rawRelease), GaveUp: gaveUp})
-	register(&Lock{Name: "raw+receipt", Order: 150, Nodes: 1, Kind: Floor, Connect: connectRaw(1, rawReleaseReceipt), GaveUp: gaveUp})
+	register(&Lock{Name: "raw+receipt", Order: 150, Nodes: 1, PipelinedInDefault: true, Kind: Floor, Connect: connectRaw(1, rawReleaseReceipt), GaveUp: gaveUp})
 	register(&Lock{Name: "raw-5+receipt", Order: 170, Nodes: 5, Kind: Floor, Connect: connectRaw(5, rawReleaseReceipt), GaveUp: gaveUp})
 }
 
@@ -77,9 +77,13 @@ func connectRaw(n int, script *redis.Script) func(e Env) (Contender, error) {
 		if err != nil {
 			return Contender{}, err
 		}
+		lcs := make([]redis.UniversalClient, n)
+		for i, c := range cs {
+			lcs[i] = e.Redis(i, c)
+		}
 		return Contender{
 			Locker: func(key string) Locker {
-				return &rawLocker{cs: cs, key: key, base: keyslot.Base(key), ttl: e.TTL, script: script}
+				return &rawLocker{cs: lcs, key: key, base: keyslot.Base(key), ttl: e.TTL, script: script}
 			},
 			Close: func() error { return closeAll(cs) },
 			Sent:  sent,
@@ -88,7 +92,7 @@ func connectRaw(n int, script *redis.Script) func(e Env) (Contender, error) {
 }
 
 type rawLocker struct {
-	cs     []*redis.Client
+	cs     []redis.UniversalClient
 	key    string
 	base   string // keyslot.Base(key), for receipts
 	ttl    time.Duration
@@ -127,7 +131,7 @@ func (l *rawLocker) set(ctx context.Context, tok string) (bool, error) {
 		}
 		return err == nil, err
 	}
-	oks := l.each(func(c *redis.Client) error {
+	oks := l.each(func(c redis.UniversalClient) error {
 		return c.SetArgs(ctx, l.key, tok, redis.SetArgs{Mode: "NX", TTL: l.ttl}).Err()
 	})
 	if oks > len(l.cs)/2 {
@@ -138,7 +142,7 @@ func (l *rawLocker) set(ctx context.Context, tok string) (bool, error) {
 }
 
 // each runs fn on every client in parallel and counts the nil errors.
-func (l *rawLocker) each(fn func(c *redis.Client) error) int {
+func (l *rawLocker) each(fn func(c redis.UniversalClient) error) int {
 	var wg sync.WaitGroup
 	var oks atomic.Int64
 	for _, c := range l.cs {
@@ -164,7 +168,7 @@ func (l *rawLocker) release(ctx context.Context, tok string) int {
 		}
 		return 1
 	}
-	return l.each(func(c *redis.Client) error {
+	return l.each(func(c redis.UniversalClient) error {
 		n, err := l.script.Run(ctx, c, keys, args...).Int()
 		if err == nil && n == 0 {
 			return redis.Nil

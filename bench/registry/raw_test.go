@@ -15,7 +15,7 @@ import (
 var addrs []string
 
 func TestMain(m *testing.M) {
-	rig.Main(m, 1, func(nodes []*rig.Node) {
+	rig.Main(m, 5, func(nodes []*rig.Node) {
 		for _, n := range nodes {
 			addrs = append(addrs, n.Addr())
 		}
@@ -40,7 +40,7 @@ func TestRawReceiptReleaseLostReply(t *testing.T) {
 	} {
 		p, c := locktest.ThroughProxy(t, addrs[0])
 		key := KeyRoot + "test:raw:" + tc.name
-		l := &rawLocker{cs: []*redis.Client{c}, key: key, base: keyslot.Base(key), ttl: time.Minute, script: tc.script}
+		l := &rawLocker{cs: []redis.UniversalClient{c}, key: key, base: keyslot.Base(key), ttl: time.Minute, script: tc.script}
 		if err := tc.script.Load(ctx, c).Err(); err != nil { // so the resend is an EVALSHA too
 			t.Fatal(err)
 		}

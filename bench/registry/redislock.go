@@ -19,14 +19,16 @@ const redislockRetry = time.Millisecond
 // v0.10.0 Obtain is ObtainMulti of one key, whose script runs MSETNX then
 // PEXPIRE, one command more per acquisition than
 // v0.9.4's SET NX PX (and its release checks the token with MGET, not GET).
+// redislock.New takes any redis.Scripter, so it runs on a go-redis
+// AutoPipeliner too (redislock@autopipe).
 func init() {
-	register(&Lock{Name: "redislock", Order: 110, Nodes: 1, Kind: Peer, Connect: connectRedislock, GaveUp: redislockGaveUp})
+	register(&Lock{Name: "redislock", Order: 110, Nodes: 1, PipelinedInDefault: true, Kind: Peer, Connect: connectRedislock, GaveUp: redislockGaveUp})
 }
 
 func connectRedislock(e Env) (Contender, error) {
 	sent := new(atomic.Int64)
 	c := e.Client(0, sent)
-	rl := redislock.New(c)
+	rl := redislock.New(e.Redis(0, c))
 	opt := &redislock.Options{RetryStrategy: redislock.LinearBackoff(redislockRetry)}
 	return Contender{
 		Locker: func(key string) Locker {

@@ -39,7 +39,7 @@ func connectRedlock(notify bool) func(e Env) (Contender, error) {
 		clients := make([]redlock.Client, len(cs))
 		subs := make([]redlock.NotifyClient, len(cs))
 		for i, c := range cs {
-			clients[i], subs[i] = c, c
+			clients[i], subs[i] = e.Redis(i, c), e.Redis(i, c)
 		}
 		opts := []redlock.Option{redlock.WithTTL(e.TTL)}
 		// Lock and Unlock return at a majority; before the clients close,

@@ -14,9 +14,11 @@ import (
 // redsync with its library defaults (8s expiry, 32 tries, a random
 // 50-250ms delay between tries), over 1 pool and over 5 pools (Redlock,
 // quorum 3), through its go-redis v9 pool adapter. Only the expiry is set,
-// to the bench's common TTL (8s, its own default, unless -ttl).
+// to the bench's common TTL (8s, its own default, unless -ttl). The
+// adapter (goredis.NewPool) takes a redis.UniversalClient, which a
+// go-redis AutoPipeliner is: redsync runs on one too (redsync-1@autopipe).
 func init() {
-	register(&Lock{Name: "redsync-1", Order: 90, Nodes: 1, Kind: Peer, Connect: connectRedsync(1), GaveUp: redsyncGaveUp})
+	register(&Lock{Name: "redsync-1", Order: 90, Nodes: 1, PipelinedInDefault: true, Kind: Peer, Connect: connectRedsync(1), GaveUp: redsyncGaveUp})
 	register(&Lock{Name: "redsync-5", Order: 100, Nodes: 5, Kind: Peer, Connect: connectRedsync(5), GaveUp: redsyncGaveUp})
 }
 
@@ -29,7 +31,7 @@ func connectRedsync(n int) func(Env) (Contender, error) {
 		}
 		pools := make([]rsredis.Pool, n)
 		for i, c := range cs {
-			pools[i] = goredis.NewPool(c)
+			pools[i] = goredis.NewPool(e.Redis(i, c))
 		}
 		rs := redsync.New(pools...)
 		return Contender{

@@ -17,7 +17,7 @@ func init() {
 
 func connectReentrant(e Env) (Contender, error) {
 	owner := reentrant.NewOwner()
-	return e.OneServer(func(c *redis.Client, key string) Locker {
+	return e.OneServer(func(c redis.UniversalClient, key string) Locker {
 		return &reentrantLocker{m: reentrant.New(c, key, reentrant.WithTTL(e.TTL)), owner: owner}
 	}), nil
 }

@@ -61,6 +61,11 @@ type Env struct {
 	// Servers are the bench's own etcd, ZooKeeper and PostgreSQL servers,
 	// started on first use; nil in a run with no lock on them.
 	Servers Servers
+	// Pipeliners, when set, are go-redis AutoPipeliners on the lock
+	// servers, one per server in Addrs' order, shared by the clients of one
+	// process: the lock's commands go through them (see Redis). A lock
+	// whose API takes none says why in its Lock's NoPipeliner.
+	Pipeliners []*redis.AutoPipeliner
 }
 
 // Client returns a go-redis Client for addrs[i] with the rig's options
@@ -81,12 +86,12 @@ func (e Env) Client(i int, sent *atomic.Int64) *redis.Client {
 
 // OneServer returns the contender of a lock on addrs[0] alone: one
 // client (see client), counting its commands and closed with the
-// contender, and lockOn(client, key) as its lock on each key.
-func (e Env) OneServer(lockOn func(c *redis.Client, key string) Locker) Contender {
+// contender, and lockOn(e.Redis(0, client), key) as its lock on each key.
+func (e Env) OneServer(lockOn func(c redis.UniversalClient, key string) Locker) Contender {
 	sent := new(atomic.Int64)
 	c := e.Client(0, sent)
 	return Contender{
-		Locker: func(key string) Locker { return lockOn(c, key) },
+		Locker: func(key string) Locker { return lockOn(e.Redis(0, c), key) },
 		Close:  c.Close,
 		Sent:   sent,
 	}
@@ -98,6 +103,9 @@ func (e Env) OneServer(lockOn func(c *redis.Client, key string) Locker) Contende
 func (e Env) Clients(name string, n int, sent *atomic.Int64) ([]*redis.Client, error) {
 	if len(e.Addrs) < n {
 		return nil, fmt.Errorf("%s needs %d servers, have %d", name, n, len(e.Addrs))
+	}
+	if e.Pipeliners != nil && len(e.Pipeliners) < n {
+		return nil, fmt.Errorf("%s needs %d servers, have %d AutoPipeliners", name, n, len(e.Pipeliners))
 	}
 	cs := make([]*redis.Client, n)
 	for i := range cs {
@@ -167,10 +175,23 @@ type Lock struct {
 	// Transactional: the lock's holder works in the lock's transaction (its
 	// Locker is a TxLocker), as the isolation schedule needs.
 	Transactional bool
+	// NoPipeliner, for a lock on Redis, says why its API takes no go-redis
+	// AutoPipeliner (Env.Pipeliners): it makes its own client.
+	NoPipeliner string
 	// Order places the lock in the reports' tables and plots (smaller
 	// first: ours, then the peers, then the floors); 0 puts it after every
 	// ordered lock, by name.
 	Order int
+	// Pipelined marks the lock's run on go-redis AutoPipeliners, registered
+	// beside every lock on Redis whose NoPipeliner is empty, named after it
+	// with PipelinedSuffix (correct@autopipe): its Connect wants
+	// Env.Pipeliners set (see Env.OpenPipeliners), and its floor and
+	// baseline are the floor's and the baseline's runs on them.
+	Pipelined bool
+	// PipelinedInDefault: the default plan (make bench, no -client) runs
+	// the lock on AutoPipeliners too, in the cells issue 38's comparison
+	// needs; -client autopipe runs every lock that has a run on them.
+	PipelinedInDefault bool
 }
 
 // gaveUpOn returns the gaveUp of a lock whose Lock gives up with
@@ -193,18 +214,18 @@ const (
 // computed against: redsync-5 for 5-node locks, redsync-1 otherwise.
 func (im *Lock) Baseline() string {
 	if im.Nodes > 1 {
-		return "redsync-5"
+		return "redsync-5" + im.suffix()
 	}
-	return "redsync-1"
+	return "redsync-1" + im.suffix()
 }
 
 // Floor returns the raw Floor for this impl's node count: raw-5 for 5-node
 // locks, raw otherwise.
 func (im *Lock) Floor() string {
 	if im.Nodes > 1 {
-		return "raw-5"
+		return "raw-5" + im.suffix()
 	}
-	return "raw"
+	return "raw" + im.suffix()
 }
 
 var Locks = map[string]*Lock{}
@@ -227,6 +248,9 @@ func register(im *Lock) {
 		im.Kind = Ours
 	}
 	Locks[im.Name] = im
+	if im.System == SysRedis && im.NoPipeliner == "" && !im.Pipelined {
+		register(im.onPipeliners())
+	}
 }
 
 // Sorted returns registered names in display order (naive last).
@@ -248,11 +272,13 @@ func Sorted(names []string) []string {
 	return out
 }
 
-// Default returns every registered safe implementation.
+// Default returns every registered safe implementation on its own
+// clients (the runs on AutoPipeliners are asked for by name, or with
+// OnPipeliners).
 func Default() []string {
 	var names []string
 	for n, im := range Locks {
-		if !im.Naive {
+		if !im.Naive && !im.Pipelined {
 			names = append(names, n)
 		}
 	}
@@ -260,14 +286,18 @@ func Default() []string {
 }
 
 // Resolve turns the -impls list into implementations. An entry may be
-// a glob ("naive-*"); an empty list means every safe implementation.
+// a glob ("naive-*"), which matches the locks on their own clients only
+// (correct* is not correct@autopipe, which its exact name selects); an
+// empty list means every safe implementation.
 func Resolve(list []string) ([]*Lock, error) {
 	if len(list) == 0 {
 		list = Default()
 	}
 	var all []string
-	for n := range Locks {
-		all = append(all, n)
+	for n, im := range Locks {
+		if !im.Pipelined {
+			all = append(all, n)
+		}
 	}
 	all = Sorted(all)
 	var out []*Lock
@@ -303,9 +333,10 @@ func Resolve(list []string) ([]*Lock, error) {
 // rueidislock) would otherwise release by themselves when the run ends
 // mid-hold, while the bench's holder is still inside its critical section,
 // and the ledger would rightly count the next holder as a violation. If
-// ctx ended while lock waited and lock succeeded all the same, release is
-// called and ctx's error returned. The returned function ends the hold
-// context; call it after unlocking.
+// ctx ended while lock waited, ctx's error is returned (its deadline, say,
+// rather than the hold context's cancellation that lock saw); if lock
+// succeeded all the same, release is called first. The returned function
+// ends the hold context; call it after unlocking.
 func holdPast(ctx context.Context, lock func(context.Context) error, release func()) (context.CancelFunc, error) {
 	hold, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := context.AfterFunc(ctx, cancel)
@@ -313,6 +344,8 @@ func holdPast(ctx context.Context, lock func(context.Context) error, release fun
 	if !stop() { // ctx ended during the wait: hold is cancelled too
 		if err == nil {
 			release()
+		}
+		if err == nil || errors.Is(err, context.Canceled) {
 			err = ctx.Err()
 		}
 		cancel()

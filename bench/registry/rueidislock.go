@@ -16,8 +16,18 @@ import (
 // defaults. Waiters sleep until a client-side-caching invalidation arrives;
 // WithContext never gives up while its context lives.
 func init() {
-	register(&Lock{Name: "rueidislock", Order: 120, LossSignal: true, Nodes: 1, Kind: Peer, Connect: connectRueidislock, GaveUp: func(error) bool { return false }})
+	register(&Lock{Name: "rueidislock", Order: 120, LossSignal: true, Nodes: 1, Kind: Peer, Connect: connectRueidislock, GaveUp: func(error) bool { return false },
+		NoPipeliner: rueidislockNoPipeliner})
 }
+
+// rueidislockNoPipeliner: rueidislock.NewLocker takes rueidis.ClientOption
+// and makes its own rueidis client, never a go-redis one. That client
+// pipelines by design (concurrent commands share a connection); when the
+// connection is lost, every command in flight on it fails with the error,
+// and rueidis sends again only the commands it marks retryable (read-only
+// ones: client.go, cmd.IsRetryable), not rueidislock's acquire and release
+// scripts (EVALSHA): its writes are not run twice.
+const rueidislockNoPipeliner = "its API takes no go-redis AutoPipeliner: NewLocker takes rueidis.ClientOption and makes its own rueidis client, which pipelines by design but on a lost connection fails the commands in flight and resends only read-only ones, not rueidislock's scripts"
 
 func connectRueidislock(e Env) (Contender, error) {
 	opt := rueidis.ClientOption{

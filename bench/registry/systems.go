@@ -18,6 +18,15 @@ const (
 	SysPostgres  = "postgres"
 )
 
+// SystemOf returns the system l runs on (Redis for a lock registered
+// without one, as a test's may be).
+func SystemOf(l *Lock) string {
+	if l.System == "" {
+		return SysRedis
+	}
+	return l.System
+}
+
 // OtherScenarios are the speed scenarios the locks on etcd, ZooKeeper and
 // PostgreSQL run in (rtt's proxies sit in front of the Redis servers only).
 // The bench's scenario names; TestRegistryTraits checks they are known.

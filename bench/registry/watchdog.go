@@ -17,7 +17,7 @@ func init() {
 }
 
 func connectWatchdog(e Env) (Contender, error) {
-	return e.OneServer(func(c *redis.Client, key string) Locker {
+	return e.OneServer(func(c redis.UniversalClient, key string) Locker {
 		return &watchdogLocker{m: watchdog.New(c, key, watchdog.WithTTL(e.TTL))}
 	}), nil
 }
