@@ -65,6 +65,14 @@ formed() {
 	case "$info" in *cluster_state:ok*) ;; *) return 1 ;; esac
 	case "$info" in *cluster_known_nodes:6*) ;; *) return 1 ;; esac
 	case "$info" in *cluster_size:3*) ;; *) return 1 ;; esac
+	# Three shards: each node's table lists three primaries and three
+	# replicas, every link up. cluster_state:ok comes first: until gossip
+	# has told a node of a replica's role, it lists that replica as a
+	# primary of its own, and CLUSTER SHARDS counts it as a fourth shard
+	# (seen in CI: "CLUSTER SHARDS lists 4 shards; want 3").
+	cli "$1" cluster nodes 2>/dev/null | tr -d '\r' | awk '
+		$3 ~ /master/ { m++ } $3 ~ /slave/ { s++ } $8 != "connected" || $3 ~ /fail|handshake|noaddr/ { bad++ }
+		END { exit !(m == 3 && s == 3 && !bad) }'
 }
 
 if ! formed 1; then
