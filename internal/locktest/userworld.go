@@ -523,14 +523,7 @@ func runFault[C any](t *testing.T, k Kind[C], w World[C], f Fault[C], key string
 		}
 
 	case v == unlockIgnored:
-		if !j.gotLock(lockNow(ctx, j.a, w.Call), "before the fault", true) {
-			t.FailNow()
-		}
-		heal := f.Inject(t, faulty)
-		cctx, cancel := context.WithTimeout(ctx, w.Call)
-		err := j.a.Unlock(cctx)
-		cancel()
-		heal()
+		err := j.unlockUnderFault(ctx, t, func() func() { return f.Inject(t, faulty) }, w.Call)
 		j.afterIgnored(ctx, err, what)
 
 	case f.During == DuringLock:
@@ -572,14 +565,7 @@ func runFault[C any](t *testing.T, k Kind[C], w World[C], f Fault[C], key string
 		}
 
 	case f.During == DuringUnlock:
-		if !j.gotLock(lockNow(ctx, j.a, w.Call), "before the fault", true) {
-			t.FailNow()
-		}
-		heal := f.Inject(t, faulty)
-		cctx, cancel := context.WithTimeout(ctx, w.Call)
-		err := j.a.Unlock(cctx)
-		cancel()
-		heal()
+		err := j.unlockUnderFault(ctx, t, func() func() { return f.Inject(t, faulty) }, w.Call)
 		switch {
 		case err == nil:
 		case errors.Is(err, k.ErrNotHeld) && f.Ends:
@@ -629,6 +615,20 @@ func runFault[C any](t *testing.T, k Kind[C], w World[C], f Fault[C], key string
 // ignores the answer and does nothing more, as a worker whose deferred
 // Unlock drops its error does: b gets the lock within the kind's Detach
 // (else the lock stays taken until a's session ends), and releases it.
+// unlockUnderFault takes the lock for a, then calls a's Unlock, bounded by
+// call, while inject's fault is on, and returns what Unlock said.
+func (j *judge[C]) unlockUnderFault(ctx context.Context, t *testing.T, inject func() func(), call time.Duration) error {
+	if !j.gotLock(lockNow(ctx, j.a, call), "before the fault", true) {
+		t.FailNow()
+	}
+	heal := inject()
+	cctx, cancel := context.WithTimeout(ctx, call)
+	err := j.a.Unlock(cctx)
+	cancel()
+	heal()
+	return err
+}
+
 func (j *judge[C]) afterIgnored(ctx context.Context, err error, what string) {
 	t := j.t
 	t.Helper()
