@@ -47,6 +47,10 @@ type actorSpec struct {
 	// shared with other actors of this process (registry.Env.Pipeliners);
 	// never sent to a child process.
 	Pipeliners []*redis.AutoPipeliner `json:"-"`
+	// Probe: the lock's Redis servers as the harness dials them (no
+	// proxy), read around a release that fails (effect.go); empty for a
+	// lock on another system.
+	Probe []string `json:"probe,omitempty"`
 }
 
 // actor is an actor in this process.
@@ -58,6 +62,7 @@ type actor struct {
 	l      registry.Locker
 	res    *redis.Client
 	hook   func(ctx context.Context, point string)
+	probe  []*redis.Client // the lock's servers, unproxied (effect.go)
 
 	read int64 // the value read in this hold
 
@@ -85,7 +90,7 @@ func newActor(spec actorSpec, clock history.Clock, record func(history.Event), h
 	o := rig.ClientOptions(spec.ResAddr)
 	o.ReadTimeout, o.WriteTimeout = resourceTimeout, resourceTimeout
 	a := &actor{spec: spec, clock: clock, record: record, con: con, l: con.Locker(spec.Key),
-		res: redis.NewClient(o), hook: hook, goOn: make(chan struct{})}
+		res: redis.NewClient(o), hook: hook, goOn: make(chan struct{}), probe: probeClients(spec.Probe)}
 	return a, nil
 }
 
@@ -324,9 +329,17 @@ func (a *actor) writeRes(ctx context.Context) {
 	a.event(e)
 }
 
+// unlock releases the lock and records the release; when the Unlock
+// returns an error on a lock whose token the servers can be searched for,
+// it also records whether the release took effect (effect.go).
 func (a *actor) unlock() {
 	a.halt()
 	tok, fence := registry.Tokens(a.l)
+	var before map[string]bool
+	read := tok != "" && len(a.probe) > 0
+	if read {
+		before, _ = holding(context.Background(), a.probe, a.spec.Key, tok)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	err := a.l.Unlock(ctx)
 	cancel()
@@ -335,6 +348,12 @@ func (a *actor) unlock() {
 		e.Token, e.Fence, e.Text = "", 0, shortErr(err)
 	}
 	a.event(e)
+	if err != nil && read {
+		after, _ := holding(context.Background(), a.probe, a.spec.Key, tok)
+		if text := releaseEffect(before, after, len(a.probe)); text != "" {
+			a.note("%s", text)
+		}
+	}
 }
 
 // halt closes a.stop, once, when it is set.
@@ -357,6 +376,9 @@ func (a *actor) Close() {
 		_ = a.con.Close()
 	}
 	_ = a.res.Close()
+	for _, c := range a.probe {
+		_ = c.Close()
+	}
 }
 
 // fencedWrite is the fenced store's write: the rule of fencing.Store
