@@ -63,6 +63,9 @@ type actor struct {
 	res    *redis.Client
 	hook   func(ctx context.Context, point string)
 	probe  []*redis.Client // the lock's servers, unproxied (effect.go)
+	// before: where the holder's token was on the lock's servers, read
+	// by exit for the next unlock; nil when not read.
+	before map[string]bool
 
 	read int64 // the value read in this hold
 
@@ -243,7 +246,7 @@ func (a *actor) finish(ctx context.Context) error {
 		return ctx.Err()
 	}
 	a.writeRes(ctx)
-	a.event(history.Event{Kind: history.Exit})
+	a.exit()
 	a.unlock()
 	return nil
 }
@@ -277,7 +280,7 @@ func (a *actor) cycle(ctx context.Context, bound, hold time.Duration, wrote func
 		case <-ctx.Done():
 		}
 	}
-	a.event(history.Event{Kind: history.Exit})
+	a.exit()
 	a.unlock()
 	return true
 }
@@ -329,17 +332,27 @@ func (a *actor) writeRes(ctx context.Context) {
 	a.event(e)
 }
 
+// exit leaves the critical section: it reads where the holder's token is
+// on the lock's servers, for unlock to tell whether a failed release took
+// effect, and records the exit. The read is inside the critical section,
+// so that its time does not count as a stall.
+func (a *actor) exit() {
+	a.before = nil
+	if tok, _ := registry.Tokens(a.l); tok != "" && len(a.probe) > 0 {
+		a.before, _ = holding(context.Background(), a.probe, a.spec.Key, tok)
+	}
+	a.event(history.Event{Kind: history.Exit})
+}
+
 // unlock releases the lock and records the release; when the Unlock
-// returns an error on a lock whose token the servers can be searched for,
-// it also records whether the release took effect (effect.go).
+// returns an error and exit read where the token was, it also records
+// whether the release took effect (effect.go).
 func (a *actor) unlock() {
 	a.halt()
 	tok, fence := registry.Tokens(a.l)
-	var before map[string]bool
-	read := tok != "" && len(a.probe) > 0
-	if read {
-		before, _ = holding(context.Background(), a.probe, a.spec.Key, tok)
-	}
+	before := a.before
+	a.before = nil
+	read := tok != "" && len(a.probe) > 0 && before != nil
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	err := a.l.Unlock(ctx)
 	cancel()
