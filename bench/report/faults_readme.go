@@ -48,12 +48,21 @@ type FaultMerge struct {
 // go run ./bench -scenarios faults -faults ID, then go test ./bench -run
 // TestReadmeFaultBlock -merge-faults DIR -update.
 func MergeFaultRun(snapshot, merges, dir string) ([]FaultMerge, error) {
+	// The rows are kept as they are written (raw), so that a row of an
+	// older run keeps the fields it has and gains none it never measured.
+	var runRaw, oldRaw []json.RawMessage
 	var run, old []faults.FaultRow
-	if err := readJSON(filepath.Join(dir, "faults.json"), &run); err != nil {
-		return nil, err
-	}
-	if err := readJSON(snapshot, &old); err != nil {
-		return nil, err
+	for _, f := range []struct {
+		path string
+		raw  *[]json.RawMessage
+		rows *[]faults.FaultRow
+	}{{filepath.Join(dir, "faults.json"), &runRaw, &run}, {snapshot, &oldRaw, &old}} {
+		if err := readJSON(f.path, f.raw); err != nil {
+			return nil, err
+		}
+		if err := readJSON(f.path, f.rows); err != nil {
+			return nil, err
+		}
 	}
 	var mach Machine
 	if err := readJSON(filepath.Join(dir, "machine.json"), &mach); err != nil {
@@ -88,8 +97,13 @@ func MergeFaultRun(snapshot, merges, dir string) ([]FaultMerge, error) {
 	if len(order) == 0 {
 		return nil, fmt.Errorf("%s/faults.json: no rows", dir)
 	}
-	rows := slices.DeleteFunc(old, func(r faults.FaultRow) bool { return measured[r.Fault] != nil })
-	rows = append(rows, run...)
+	var rows []json.RawMessage
+	for i, r := range old {
+		if measured[r.Fault] == nil {
+			rows = append(rows, oldRaw[i])
+		}
+	}
+	rows = append(rows, runRaw...)
 	if err := WriteJSON(snapshot, rows); err != nil {
 		return nil, err
 	}

@@ -56,7 +56,10 @@ func TestMergeFaultRun(t *testing.T) {
 		return faults.FaultRow{Impl: impl, Kind: "ours", Fault: fault, FaultNumber: n, Title: fault + " title", Runs: runs, UnsafeRuns: unsafe}
 	}
 	old := []faults.FaultRow{row("correct", "pause", 1, 20, 20), row("correct", "batch-lost", 14, 3, 1)}
-	if err := WriteJSON(snap, old); err != nil {
+	// The older rows as an older run wrote them: no releases fields.
+	oldText := `[{"impl": "correct", "kind": "ours", "fault": "pause", "fault_number": 1, "title": "pause title", "runs": 20, "unsafe_runs": 20},
+		{"impl": "correct", "kind": "ours", "fault": "batch-lost", "fault_number": 14, "title": "batch-lost title", "runs": 3, "unsafe_runs": 1}]`
+	if err := os.WriteFile(snap, []byte(oldText), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	fresh := row("correct", "batch-lost", 14, 20, 0)
@@ -84,6 +87,9 @@ func TestMergeFaultRun(t *testing.T) {
 	}
 	if len(rows) != 2 || rows[0] != old[0] || rows[1] != fresh {
 		t.Errorf("snapshot after merge = %+v; want pause kept and batch-lost replaced", rows)
+	}
+	if b, _ := os.ReadFile(snap); strings.Count(string(b), `"releases"`) != 1 {
+		t.Errorf("snapshot after merge:\n%s\nwant the releases field in the merged row only: a kept row gains no field its run never measured", b)
 	}
 	block, err := ReadmeFaultBlock(snap, merges)
 	if err != nil {
