@@ -39,6 +39,12 @@ func TestFaultsBatchLost(t *testing.T) {
 		t.Errorf("correct: %d/%d unsafe, %d stuck, %d inconclusive (%s); want 3 runs judged, none unsafe or stuck\n%s",
 			r.UnsafeRuns, r.Runs, r.StuckRuns, r.Inconclusive, r.InconclusiveWhy, timelineOf(t, dir, r))
 	}
+	// The releases are counted, and ours, whose scripts answer right when
+	// run twice, has none reported failed that took effect.
+	if r := got["correct"]; r.Releases < r.Runs || r.ReleasesFailed != 0 || r.ReleasesFailedTookEffect != 0 {
+		t.Errorf("correct: %d releases, %d reported failed, %d of them took effect; want one release a run at least, none failed",
+			r.Releases, r.ReleasesFailed, r.ReleasesFailedTookEffect)
+	}
 	r := got["naive-setnx-expire"]
 	if r.Runs != 3 || r.StuckRuns == 0 || r.Timeline == "" {
 		t.Errorf("naive-setnx-expire: %d/%d stuck, %d inconclusive (%s), timeline %q; want stuck in a run of 3, with its timeline",

@@ -12,6 +12,8 @@ import (
 
 var updateReadme = flag.Bool("update", false, "rewrite README.md's generated blocks (bench, faults) from bench/testdata/readme")
 
+var mergeFaults = flag.String("merge-faults", "", "with -update: merge the fault scoreboard's run in `dir` (a run of some schedules alone: its faults.json and machine.json) into bench/testdata/readme/faults.json, replacing those schedules' rows and keeping the others, and record the run in faults_merged.json")
+
 // TestReadmeBenchBlock: README.md's bench block (between <!-- bench:begin
 // --> and <!-- bench:end -->) is what the run checked in under
 // testdata/readme gives; with -update it rewrites the block.
@@ -102,8 +104,22 @@ func TestVerdictSectionOpensWithVerdicts(t *testing.T) {
 // TestReadmeFaultBlock: README.md's fault tables (between <!-- faults:begin
 // --> and <!-- faults:end -->) are what the faults.json checked in under
 // testdata/readme gives; with -update it rewrites them.
+//
+// With -merge-faults DIR -update it first merges the run in DIR into the
+// snapshot (report.MergeFaultRun): how one schedule's column is measured
+// again without the whole make faults.
 func TestReadmeFaultBlock(t *testing.T) {
-	want, err := report.ReadmeFaultBlock(report.ReadmeFaultSnapshot)
+	if *mergeFaults != "" {
+		if !*updateReadme {
+			t.Fatal("-merge-faults rewrites the snapshot: give -update too")
+		}
+		recs, err := report.MergeFaultRun(report.ReadmeFaultSnapshot, report.ReadmeFaultMerges, *mergeFaults)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("merged into %s: %+v", report.ReadmeFaultSnapshot, recs)
+	}
+	want, err := report.ReadmeFaultBlock(report.ReadmeFaultSnapshot, report.ReadmeFaultMerges)
 	if err != nil {
 		t.Fatal(err)
 	}

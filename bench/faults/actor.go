@@ -47,6 +47,10 @@ type actorSpec struct {
 	// shared with other actors of this process (registry.Env.Pipeliners);
 	// never sent to a child process.
 	Pipeliners []*redis.AutoPipeliner `json:"-"`
+	// Probe: the lock's Redis servers as the harness dials them (no
+	// proxy), read around a release that fails (effect.go); empty for a
+	// lock on another system.
+	Probe []string `json:"probe,omitempty"`
 }
 
 // actor is an actor in this process.
@@ -58,6 +62,10 @@ type actor struct {
 	l      registry.Locker
 	res    *redis.Client
 	hook   func(ctx context.Context, point string)
+	probe  []*redis.Client // the lock's servers, unproxied (effect.go)
+	// before: where the holder's token was on the lock's servers, read
+	// by exit for the next unlock; nil when not read.
+	before map[string]bool
 
 	read int64 // the value read in this hold
 
@@ -85,7 +93,7 @@ func newActor(spec actorSpec, clock history.Clock, record func(history.Event), h
 	o := rig.ClientOptions(spec.ResAddr)
 	o.ReadTimeout, o.WriteTimeout = resourceTimeout, resourceTimeout
 	a := &actor{spec: spec, clock: clock, record: record, con: con, l: con.Locker(spec.Key),
-		res: redis.NewClient(o), hook: hook, goOn: make(chan struct{})}
+		res: redis.NewClient(o), hook: hook, goOn: make(chan struct{}), probe: probeClients(spec.Probe)}
 	return a, nil
 }
 
@@ -238,7 +246,7 @@ func (a *actor) finish(ctx context.Context) error {
 		return ctx.Err()
 	}
 	a.writeRes(ctx)
-	a.event(history.Event{Kind: history.Exit})
+	a.exit()
 	a.unlock()
 	return nil
 }
@@ -272,7 +280,7 @@ func (a *actor) cycle(ctx context.Context, bound, hold time.Duration, wrote func
 		case <-ctx.Done():
 		}
 	}
-	a.event(history.Event{Kind: history.Exit})
+	a.exit()
 	a.unlock()
 	return true
 }
@@ -324,9 +332,27 @@ func (a *actor) writeRes(ctx context.Context) {
 	a.event(e)
 }
 
+// exit leaves the critical section: it reads where the holder's token is
+// on the lock's servers, for unlock to tell whether a failed release took
+// effect, and records the exit. The read is inside the critical section,
+// so that its time does not count as a stall.
+func (a *actor) exit() {
+	a.before = nil
+	if tok, _ := registry.Tokens(a.l); tok != "" && len(a.probe) > 0 {
+		a.before, _ = holding(context.Background(), a.probe, a.spec.Key, tok)
+	}
+	a.event(history.Event{Kind: history.Exit})
+}
+
+// unlock releases the lock and records the release; when the Unlock
+// returns an error and exit read where the token was, it also records
+// whether the release took effect (effect.go).
 func (a *actor) unlock() {
 	a.halt()
 	tok, fence := registry.Tokens(a.l)
+	before := a.before
+	a.before = nil
+	read := tok != "" && len(a.probe) > 0 && before != nil
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	err := a.l.Unlock(ctx)
 	cancel()
@@ -335,6 +361,12 @@ func (a *actor) unlock() {
 		e.Token, e.Fence, e.Text = "", 0, shortErr(err)
 	}
 	a.event(e)
+	if err != nil && read {
+		after, _ := holding(context.Background(), a.probe, a.spec.Key, tok)
+		if text := releaseEffect(before, after, len(a.probe)); text != "" {
+			a.note("%s", text)
+		}
+	}
 }
 
 // halt closes a.stop, once, when it is set.
@@ -357,6 +389,9 @@ func (a *actor) Close() {
 		_ = a.con.Close()
 	}
 	_ = a.res.Close()
+	for _, c := range a.probe {
+		_ = c.Close()
+	}
 }
 
 // fencedWrite is the fenced store's write: the rule of fencing.Store

@@ -15,6 +15,8 @@ func TestCellText(t *testing.T) {
 		{CellResult{Runs: 20, Stuck: 3}, "3/20 runs stuck"},
 		{CellResult{Runs: 18, Unsafe: 2, Stuck: 1, Inconclusive: 2}, "2/18 runs unsafe, 1 stuck (+2 inconclusive)"},
 		{CellResult{NotRun: "why"}, "not run"},
+		{CellResult{Runs: 20, Releases: 310, ReleasesFailed: 45, FailedTookEffect: 42}, "0/20; 42 of 310 releases reported failed that took effect"},
+		{CellResult{Runs: 20, Releases: 310, ReleasesFailed: 3}, "0/20"},
 	} {
 		if got := tt.c.Text(); got != tt.want {
 			t.Errorf("text(%+v) = %q; want %q", tt.c, got, tt.want)

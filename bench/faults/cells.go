@@ -32,6 +32,10 @@ type CellResult struct {
 	Told         int
 	ToldBefore   int
 	MaxStall     time.Duration
+	// Releases: Unlocks that returned; ReleasesFailed: those that returned
+	// an error; FailedTookEffect: those of them that released the lock all
+	// the same (judge.Verdict): a defect for the caller, not unsafe.
+	Releases, ReleasesFailed, FailedTookEffect int
 
 	// The lowest-numbered run of each kind, with its timeline.
 	First map[string]firstRun
@@ -49,6 +53,8 @@ const (
 	tlUnsafe  = "unsafe"
 	tlStuck   = "stuck"
 	tlExample = "example"
+	// tlFalseFail: a run with a release reported failed that took effect.
+	tlFalseFail = "release-failed"
 )
 
 func (c *CellResult) add(r *FaultRun) {
@@ -89,6 +95,9 @@ func (c *CellResult) add(r *FaultRun) {
 		c.ToldBefore++
 	}
 	c.MaxStall = max(c.MaxStall, v.MaxStall)
+	c.Releases += v.Releases
+	c.ReleasesFailed += v.ReleasesFailed
+	c.FailedTookEffect += v.FailedTookEffect
 	keep := func(kind string) {
 		if c.First == nil {
 			c.First = map[string]firstRun{}
@@ -108,6 +117,9 @@ func (c *CellResult) add(r *FaultRun) {
 	if v.Stuck {
 		keep(tlStuck)
 	}
+	if v.FailedTookEffect > 0 {
+		keep(tlFalseFail)
+	}
 }
 
 // timeline renders the run's history with what was found.
@@ -126,6 +138,9 @@ func (r *FaultRun) timeline() string {
 		b.WriteString("verdict: safe: the critical sections overlapped, but the fenced store refused every out-of-order write\n")
 	default:
 		b.WriteString("verdict: safe\n")
+	}
+	if n := r.v.FailedTookEffect; n > 0 {
+		fmt.Fprintf(&b, "also: %d of %d releases reported failed that took effect (Unlock returned an error, yet the lock was released): a defect for the caller, not a safety violation\n", n, r.v.Releases)
 	}
 	return b.String()
 }
@@ -151,12 +166,19 @@ type FaultRow struct {
 	ToldRuns            int     `json:"told_runs"`           // runs in which a holder's lock said it was lost
 	ToldBeforeOverlap   *int    `json:"told_before_overlap"` // overlapping runs in which the holder was told before the overlap began; null: the lock has no loss signal
 	MaxStallMs          float64 `json:"max_stall_ms"`
-	Modeled             bool    `json:"modeled"`
-	NotRun              string  `json:"not_run,omitempty"`
-	Claim               string  `json:"claim"` // survives, named, unstated
-	ClaimSource         string  `json:"claim_source,omitempty"`
-	Timeline            string  `json:"timeline,omitempty"` // the first unsafe (else stuck) run's timeline
-	TTLms               int64   `json:"ttl_ms"`
+	// Releases: Unlocks that returned; ReleasesFailed: those that returned
+	// an error; ReleasesFailedTookEffect: those of them after which the
+	// lock's servers no longer held the holder's token (a release
+	// reported failed that took effect: a defect, not unsafe).
+	Releases                 int    `json:"releases"`
+	ReleasesFailed           int    `json:"releases_failed"`
+	ReleasesFailedTookEffect int    `json:"releases_failed_took_effect"`
+	Modeled                  bool   `json:"modeled"`
+	NotRun                   string `json:"not_run,omitempty"`
+	Claim                    string `json:"claim"` // survives, named, unstated
+	ClaimSource              string `json:"claim_source,omitempty"`
+	Timeline                 string `json:"timeline,omitempty"` // the first unsafe (else stuck, else release reported failed that took effect) run's timeline
+	TTLms                    int64  `json:"ttl_ms"`
 }
 
 func (c *CellResult) Row() FaultRow {
@@ -165,6 +187,7 @@ func (c *CellResult) Row() FaultRow {
 		Runs: c.Runs, Inconclusive: c.Inconclusive, InconclusiveWhy: c.WhyNot,
 		UnsafeRuns: c.Unsafe, StuckRuns: c.Stuck, Violations: c.Overlaps, LostUpdates: c.Lost,
 		StaleWritesAccepted: c.Stale, WritesRefused: c.Refused, RefusedToRun: c.Declined, RefusedToRunWhy: c.WhyDeclined, ToldRuns: c.Told, MaxStallMs: float64(c.MaxStall.Microseconds()) / 1000,
+		Releases: c.Releases, ReleasesFailed: c.ReleasesFailed, ReleasesFailedTookEffect: c.FailedTookEffect,
 		Modeled: c.Sch.Modeled, NotRun: c.NotRun, Claim: cl.Verdict, ClaimSource: cl.Why, TTLms: c.Sch.TTL.Milliseconds()}
 	if c.Impl.LossSignal {
 		n := c.ToldBefore
@@ -177,9 +200,10 @@ func (c *CellResult) Row() FaultRow {
 }
 
 // Linked returns the kind of run whose timeline a cell links to: its first
-// unsafe run, else its first stuck run; "" for neither.
+// unsafe run, else its first stuck run, else its first run with a release
+// reported failed that took effect; "" for none.
 func (c *CellResult) Linked() string {
-	for _, k := range []string{tlUnsafe, tlStuck} {
+	for _, k := range []string{tlUnsafe, tlStuck, tlFalseFail} {
 		if _, ok := c.First[k]; ok {
 			return k
 		}
@@ -200,8 +224,10 @@ func fileSafe(s string) string {
 }
 
 // Text is the cell as faults.md prints it: "0/20", "7/20 runs unsafe",
-// "3/20 runs stuck" (htmlreport.CellText, its long form).
+// "3/20 runs stuck", "0/20; 42 of 310 releases reported failed that took
+// effect" (htmlreport.CellText, its long form).
 func (c *CellResult) Text() string {
 	return htmlreport.CellText(htmlreport.CellCounts{NotRun: c.NotRun, Runs: c.Runs, Unsafe: c.Unsafe,
-		Stuck: c.Stuck, Refused: c.Declined, Inconclusive: c.Inconclusive}, true)
+		Stuck: c.Stuck, Refused: c.Declined, Inconclusive: c.Inconclusive,
+		Releases: c.Releases, FailedTookEffect: c.FailedTookEffect}, true)
 }

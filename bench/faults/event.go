@@ -159,9 +159,13 @@ func (r *FaultRun) prepare(resAddr string) error {
 			return err
 		}
 	}
+	var probe []string // the lock's Redis servers, read around a failed release
+	if registry.SystemOf(r.Im) == registry.SysRedis {
+		probe = addrs
+	}
 	spec := func(name string, netAddrs []string, res string) actorSpec {
 		return actorSpec{Name: name, Impl: r.Im.Name, Key: r.key, Res: r.res, ResAddr: res, Addrs: netAddrs,
-			TTL: ev.Sch.TTL, Users: ev.users, ClockBase: ev.clock.Base(), Pipeliners: r.pipeliners}
+			TTL: ev.Sch.TTL, Users: ev.users, ClockBase: ev.clock.Base(), Pipeliners: r.pipeliners, Probe: probe}
 	}
 	// Each client has its own network: its own proxies when the schedule
 	// puts faults on connections.

@@ -73,10 +73,14 @@ type faultRow struct {
 	StuckRuns    int     `json:"stuck_runs"`
 	RefusedToRun int     `json:"refused_to_run"`
 	MaxStallMs   float64 `json:"max_stall_ms"`
-	Modeled      bool    `json:"modeled"`
-	NotRun       string  `json:"not_run"`
-	Claim        string  `json:"claim"`
-	Timeline     string  `json:"timeline"`
+	Releases     int     `json:"releases"`
+	// ReleasesFailedTookEffect: Unlocks that returned an error although
+	// the lock was released.
+	ReleasesFailedTookEffect int    `json:"releases_failed_took_effect"`
+	Modeled                  bool   `json:"modeled"`
+	NotRun                   string `json:"not_run"`
+	Claim                    string `json:"claim"`
+	Timeline                 string `json:"timeline"`
 }
 
 // results is what one results directory holds, read.

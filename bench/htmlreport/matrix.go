@@ -43,7 +43,8 @@ func (res *results) matrix(timelines map[string]string) *matrixView {
 				continue
 			}
 			fr := res.faults[i]
-			c := matrixCell{Text: CellText(CellCounts{fr.NotRun, fr.Runs, fr.UnsafeRuns, fr.StuckRuns, fr.RefusedToRun, fr.Inconclusive}, false), Class: cellClass(fr), Title: fr.Title}
+			c := matrixCell{Text: CellText(CellCounts{NotRun: fr.NotRun, Runs: fr.Runs, Unsafe: fr.UnsafeRuns, Stuck: fr.StuckRuns, Refused: fr.RefusedToRun,
+				Inconclusive: fr.Inconclusive, Releases: fr.Releases, FailedTookEffect: fr.ReleasesFailedTookEffect}, false), Class: cellClass(fr), Title: fr.Title}
 			if fr.Claim != "" {
 				c.Title += "; claim: " + fr.Claim
 			}
@@ -67,6 +68,10 @@ const NotApplicable = "does not apply to this lock's system"
 type CellCounts struct {
 	NotRun                                     string // why the cell was not run; NotApplicable draws –
 	Runs, Unsafe, Stuck, Refused, Inconclusive int
+	// Releases: the Unlocks of the judged runs; FailedTookEffect: those
+	// that returned an error although the lock was released (a defect
+	// for the caller, not a safety violation).
+	Releases, FailedTookEffect int
 }
 
 // CellText is the text of a fault matrix cell, the one wording of faults.md
@@ -74,7 +79,10 @@ type CellCounts struct {
 // 1 stuck (+2 inconclusive)", "–" where the schedule does not apply,
 // "not run", "inconclusive (n)" when no run could be judged. long is
 // faults.md's form, which says "runs unsafe" and "(n refused to run)";
-// report.html's matrix cells say "unsafe" and "(n refused)".
+// report.html's matrix cells say "unsafe" and "(n refused)". Releases
+// reported failed that took effect follow, apart from the safety figure:
+// "0/20; 42 of 310 releases reported failed that took effect" (long),
+// "0/20; 42/310 failed releases took effect" (short).
 func CellText(c CellCounts, long bool) string {
 	switch {
 	case c.NotRun == NotApplicable:
@@ -104,6 +112,13 @@ func CellText(c CellCounts, long bool) string {
 	}
 	if c.Inconclusive > 0 {
 		s += fmt.Sprintf(" (+%d inconclusive)", c.Inconclusive)
+	}
+	if c.FailedTookEffect > 0 {
+		if long {
+			s += fmt.Sprintf("; %d of %d releases reported failed that took effect", c.FailedTookEffect, c.Releases)
+		} else {
+			s += fmt.Sprintf("; %d/%d failed releases took effect", c.FailedTookEffect, c.Releases)
+		}
 	}
 	return s
 }

@@ -358,6 +358,8 @@ func TestCellTextForms(t *testing.T) {
 		{CellCounts{Runs: 18, Unsafe: 2, Stuck: 1, Inconclusive: 2}, "2/18 unsafe, 1 stuck (+2 inconclusive)", "2/18 runs unsafe, 1 stuck (+2 inconclusive)"},
 		{CellCounts{Runs: 3, Refused: 1}, "0/3 (1 refused)", "0/3 (1 refused to run)"},
 		{CellCounts{Inconclusive: 4}, "inconclusive (4)", "inconclusive (4)"},
+		{CellCounts{Runs: 20, Releases: 310, FailedTookEffect: 42}, "0/20; 42/310 failed releases took effect", "0/20; 42 of 310 releases reported failed that took effect"},
+		{CellCounts{Runs: 20, Stuck: 2, Releases: 300, FailedTookEffect: 1}, "2/20 stuck; 1/300 failed releases took effect", "2/20 runs stuck; 1 of 300 releases reported failed that took effect"},
 	} {
 		if got := CellText(tt.c, false); got != tt.short {
 			t.Errorf("CellText(%+v, short) = %q; want %q", tt.c, got, tt.short)

@@ -38,13 +38,35 @@ type Verdict struct {
 	Stuck    bool
 	// Unsafe: an overlap (for locks without fencing tokens), a lost
 	// update or an accepted stale write.
-	Unsafe   bool
-	Findings []history.Finding
+	Unsafe bool
+	// Releases: the Unlocks that returned; ReleasesFailed: those that
+	// returned an error; FailedTookEffect: those of the failed ones that
+	// released the lock all the same, as the harness read it on the lock's
+	// servers right after (a note starting TookEffectPrefix). A release
+	// reported failed that took effect is a defect for the caller (a
+	// retry loop, an alert, a second release), not a safety violation:
+	// it counts in neither Unsafe nor Stuck. A failed release that did
+	// not take effect leaves the key to its lease: a waiter held up by it
+	// shows as a stall.
+	Releases, ReleasesFailed, FailedTookEffect int
+	Findings                                   []history.Finding
 }
 
 // ToldPrefix starts the note an actor records when its lock says it is
 // lost.
 const ToldPrefix = "told:"
+
+// The notes an actor records right after an Unlock that returned an
+// error, from reading the lock's keys on its servers (not from the
+// error): before the Unlock the holder's token was there, and now it is
+// on none of them (TookEffectPrefix), or still on some (NoEffectPrefix).
+// A failed Unlock whose token was already gone before it is a right
+// answer, noted with LostBeforePrefix.
+const (
+	TookEffectPrefix = "release took effect:"
+	NoEffectPrefix   = "release did not take effect:"
+	LostBeforePrefix = "release read:"
+)
 
 // Run reads one run's history. final is the resource's value at the
 // end; fenced says the lock gives fencing tokens (an overlap is then
@@ -65,7 +87,24 @@ func Run(events []history.Event, final int64, fenced bool, stuckAfter time.Durat
 	v.Findings = append(v.Findings, stale...)
 
 	accepted := 0
+	failedRelease := map[string]bool{} // the client's last event was a failed release
 	for _, e := range ev {
+		if e.Client != "" {
+			switch {
+			case e.Kind == history.Release:
+				v.Releases++
+				if !e.OK {
+					v.ReleasesFailed++
+				}
+				failedRelease[e.Client] = !e.OK
+				continue
+			case e.Kind == history.Note && strings.HasPrefix(e.Text, TookEffectPrefix) && failedRelease[e.Client]:
+				// Counted, not a finding: the timeline's findings are
+				// violations, and this is none (the note shows it).
+				v.FailedTookEffect++
+			}
+			failedRelease[e.Client] = false
+		}
 		if e.Kind == history.Write && e.OK {
 			accepted++
 		}

@@ -83,3 +83,46 @@ func TestJudge(t *testing.T) {
 		})
 	}
 }
+
+// TestReleasesReportedFailed: an Unlock that returned an error counts as
+// a release reported failed; it counts as one that took effect only when
+// the harness's read of the lock's servers right after says the token is
+// gone (TookEffectPrefix), whatever the error said; neither is unsafe nor
+// stuck. A failed release whose token was already gone before it
+// (LostBeforePrefix), or is still there (NoEffectPrefix), did not take
+// effect; a took-effect note after a release that succeeded is not one.
+func TestReleasesReportedFailed(t *testing.T) {
+	W, A, E, X, R, N := history.Want, history.Acquire, history.Enter, history.Exit, history.Release, history.Note
+	hist := []history.Event{
+		// A: its release ran twice (the batch was lost); the second run
+		// found nothing and Unlock said "not held"; the key is gone.
+		ev(0, "A", W, false, "", 0), ev(1, "A", A, true, "", 0), ev(2, "A", E, false, "", 0), ev(3, "A", X, false, "", 0),
+		ev(4, "A", R, false, "redislock: lock not held", 0), ev(5, "A", N, false, TookEffectPrefix+" its token is on none of the lock's servers", 0),
+		// B: a release that failed and left the key: not taken effect.
+		ev(6, "B", W, false, "", 0), ev(7, "B", A, true, "", 0), ev(8, "B", E, false, "", 0), ev(9, "B", X, false, "", 0),
+		ev(10, "B", R, false, "i/o timeout", 0), ev(11, "B", N, false, NoEffectPrefix+" its token is still on 1 of 1 servers", 0),
+		// C: its lease had run out before its Unlock, which said so rightly.
+		ev(20, "C", W, false, "", 0), ev(21, "C", A, true, "", 0), ev(22, "C", E, false, "", 0), ev(23, "C", X, false, "", 0),
+		ev(24, "C", R, false, "lock not held", 0), ev(25, "C", N, false, LostBeforePrefix+" its token was on no server before Unlock", 0),
+		// A again: a release that succeeded; a stray took-effect note
+		// after it is no failed release.
+		ev(30, "A", W, false, "", 0), ev(31, "A", A, true, "", 0), ev(32, "A", E, false, "", 0), ev(33, "A", X, false, "", 0),
+		ev(34, "A", R, true, "", 0), ev(35, "A", N, false, TookEffectPrefix+" (stray)", 0),
+		// B: a second failed release that took effect, its note after
+		// another client's event.
+		ev(40, "B", W, false, "", 0), ev(41, "B", A, true, "", 0), ev(42, "B", E, false, "", 0), ev(43, "B", X, false, "", 0),
+		ev(44, "B", R, false, "redsync: lock already expired", 0), ev(45, "C", W, false, "", 0),
+		ev(46, "B", N, false, TookEffectPrefix+" its token is on none of the lock's servers", 0),
+		ev(47, "C", A, true, "", 0), ev(48, "C", E, false, "", 0), ev(49, "C", X, false, "", 0), ev(50, "C", R, true, "", 0),
+	}
+	v := Run(hist, 0, false, time.Second)
+	if v.Releases != 6 || v.ReleasesFailed != 4 || v.FailedTookEffect != 2 {
+		t.Errorf("releases %d, reported failed %d, of them took effect %d; want 6, 4, 2", v.Releases, v.ReleasesFailed, v.FailedTookEffect)
+	}
+	if v.Unsafe || v.Stuck {
+		t.Errorf("unsafe %v, stuck %v; a release reported failed that took effect is neither", v.Unsafe, v.Stuck)
+	}
+	if len(v.Findings) != 0 {
+		t.Errorf("findings %v; want none: the timeline's findings are violations, and a release reported failed is none", v.Findings)
+	}
+}

@@ -20,15 +20,25 @@ const (
 type Claim struct {
 	Verdict string
 	Why     string
+	// FalseFailures: the lock's code, under this schedule, returns an
+	// error from Unlock although the release took effect (its release
+	// run twice answers "not held" the second time): a defect for the
+	// caller, not a safety violation. False: the claim is that every
+	// Unlock that took effect says so. faults.md sets it against the runs'
+	// releases reported failed that took effect.
+	FalseFailures bool
 }
 
 // claims maps a schedule id to the lock's claim about it. Missing
 // schedules are unstated.
 type Claims map[string]Claim
 
-func survives(why string) Claim { return Claim{ClaimSurvives, why} }
-func names(why string) Claim    { return Claim{ClaimNamed, why} }
-func mistake(why string) Claim  { return Claim{ClaimMistake, why} }
+func survives(why string) Claim { return Claim{Verdict: ClaimSurvives, Why: why} }
+func names(why string) Claim    { return Claim{Verdict: ClaimNamed, Why: why} }
+func mistake(why string) Claim  { return Claim{Verdict: ClaimMistake, Why: why} }
+
+// reportsFailed returns c with FalseFailures set.
+func (c Claim) reportsFailed() Claim { c.FalseFailures = true; return c }
 
 // with returns a copy of c with the given schedules' claims replaced, for
 // a variant that differs from its base lock on a few schedules.

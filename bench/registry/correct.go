@@ -112,6 +112,7 @@ var correctClaims = Claims{
 	"eviction":   survives(`eviction: Lock refuses a server that evicts`),
 	"clock":      names(`a clock jump on the server: it ends the lock early`),
 	"kill":       survives(`a killed holder: its key expires after the TTL`),
+	"batch-lost": survives(`a batch of the AutoPipeliner sent twice: every script answers right when run twice (the acquire finds its own token, the release and the hand-off answer from their receipt), so no second run changes the key or says "not held"`),
 }
 
 // keepClaims: correct renewed by watchdog.Keep; a paused holder stops

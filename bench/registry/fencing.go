@@ -29,4 +29,5 @@ var fencingClaims = Claims{
 	"eviction":   survives(`eviction: Lock refuses a server that evicts`),
 	"clock":      survives(`a clock jump on the server: the store refuses the late write`),
 	"kill":       survives(`a killed holder`),
+	"batch-lost": survives(`a batch of the AutoPipeliner sent twice: the acquire run twice returns the same token, the release answers from its receipt`),
 }

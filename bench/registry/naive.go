@@ -22,17 +22,21 @@ func init() {
 	}{
 		{"naive-setnx-expire", func(c naive.Client, k string, o ...naive.Option) Locker { return naive.NewSetNXThenExpire(c, k, o...) }, Claims{
 			"lost-reply": mistake("SETNX's reply lost, go-redis re-sends it: refused, so no EXPIRE ever follows and the key never expires"),
+			"batch-lost": mistake("SETNX in a lost batch, sent again, answers 0 to the client that set the key: no EXPIRE follows and the key never expires"),
 		}},
 		{"naive-getset", func(c naive.Client, k string, o ...naive.Option) Locker { return naive.NewGetThenSet(c, k, o...) }, Claims{
-			"kill": mistake("B and C both see the dead holder's key gone (GET) and both SET it"),
+			"kill":       mistake("B and C both see the dead holder's key gone (GET) and both SET it"),
+			"batch-lost": mistake("two clients' GETs, in one batch of the shared AutoPipeliner, both find the key free and both SET it (no NX): lost batch or not"),
 		}},
 		{"naive-blinddel", func(c naive.Client, k string, o ...naive.Option) Locker { return naive.NewBlindDelete(c, k, o...) }, Claims{
-			"pause":   mistake("A resumes and DELs B's lock: C gets in while B is inside"),
-			"latency": mistake("A's DEL lands late and deletes B's lock"),
-			"late":    mistake("a DEL delivered late deletes the next holder's lock"),
+			"pause":      mistake("A resumes and DELs B's lock: C gets in while B is inside"),
+			"latency":    mistake("A's DEL lands late and deletes B's lock"),
+			"late":       mistake("a DEL delivered late deletes the next holder's lock"),
+			"batch-lost": mistake("the DEL in a lost batch, sent again, deletes the key of whoever took the lock after the first run"),
 		}},
 		{"naive-getdel", func(c naive.Client, k string, o ...naive.Option) Locker { return naive.NewGetThenDelete(c, k, o...) }, Claims{
-			"late": mistake("the DEL after the owner check is delivered late, when the key is the next holder's"),
+			"late":       mistake("the DEL after the owner check is delivered late, when the key is the next holder's"),
+			"batch-lost": mistake("the DEL after the owner check, in a lost batch sent again, deletes the key of whoever took the lock after the first run"),
 		}},
 		{"naive-renewal", func(c naive.Client, k string, o ...naive.Option) Locker { return naive.NewBlindRenewal(c, k, o...) }, Claims{
 			"pause": mistake("A resumes; its blind EXPIRE renews B's lock and A is never told"),

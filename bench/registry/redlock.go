@@ -93,4 +93,5 @@ var redlockClaims = Claims{
 	"eviction":   survives(`eviction: Lock refuses nodes that evict`),
 	"clock":      survives(`a clock jump on one node`),
 	"kill":       survives(`a killed holder: its keys expire after the TTL`),
+	"batch-lost": survives(`a batch of a node's AutoPipeliner sent twice: the node's take refuses a released token, and its release and extend answer from their receipt`),
 }

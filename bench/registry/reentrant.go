@@ -47,4 +47,5 @@ var reentrantClaims = Claims{
 	"eviction":   survives(`eviction: Lock refuses a server that evicts`),
 	"clock":      names(`a clock jump on the server`),
 	"kill":       survives(`a killed holder: a hold lasts at most the TTL after its owner's last call`),
+	"batch-lost": survives(`a batch of the AutoPipeliner sent twice: each acquire and release leaves a receipt with its answer, and its second run answers from it, counting nothing twice`),
 }

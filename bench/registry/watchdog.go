@@ -60,4 +60,5 @@ var watchdogClaims = Claims{
 	"eviction":   survives(`eviction: Lock refuses a server that evicts`),
 	"clock":      names(`a clock jump on the server`),
 	"kill":       survives(`a killed holder: its short lease dies with the process`),
+	"batch-lost": survives(`a batch of the AutoPipeliner sent twice: the release answers from its receipt, the extend sets the same TTL again`),
 }

@@ -126,7 +126,16 @@ locks, an unsafe cell says whether the lock **claims** to survive that fault
 (its claims in the bench's lock registry), **names** it as a fault it does not
 survive, or does not say *(no claim)*: see "Against the claims" below. A cell reading – is a fault
 that does not apply to the lock's system (a Redis server's failover for a
-lock on etcd; a pooler for a lock on Redis).
+lock on etcd; a pooler for a lock on Redis). After the safety figure a cell
+may say "N of M releases reported failed that took effect": of the M
+Unlocks in its runs, N returned an error although the lock was released
+(read on the lock's servers right after: the holder's token was on none of
+them). That is a defect for the caller (a retry loop, an alert, a second
+release on an error path), not a safety violation, and it is counted apart
+from unsafe and stuck; a release reported failed that did not take effect
+leaves the key to its lease, which shows as stuck if someone waits past the
+bound. Only the locks on Redis whose owner token the bench can read are
+checked (not fencing's numbered token, nor the locks on other systems).
 
 `
 
@@ -136,7 +145,7 @@ func (fr *FaultReport) claimsSection(b *bytes.Buffer) {
 	b.WriteString("## Against the claims\n\n")
 	var broken, unnamed []string
 	for _, c := range fr.Cells {
-		if c.Impl.Kind != registry.Ours || c.NotRun != "" {
+		if c.NotRun != "" || c.Impl.Kind == registry.Naive {
 			continue
 		}
 		cl := registry.ClaimOf(c.Impl.Name, c.Sch.ID)
@@ -144,12 +153,16 @@ func (fr *FaultReport) claimsSection(b *bytes.Buffer) {
 		switch {
 		case bad && cl.Verdict == registry.ClaimSurvives:
 			broken = append(broken, fmt.Sprintf("- **%s** under %d. %s: %s; it claims to survive it (%s).", c.Impl.Name, c.Sch.N, c.Sch.Title, c.Text(), cl.Why))
-		case c.Unsafe > 0 && cl.Verdict == registry.ClaimUnstated:
+		case c.Impl.Kind == registry.Ours && c.Unsafe > 0 && cl.Verdict == registry.ClaimUnstated:
 			unnamed = append(unnamed, fmt.Sprintf("- %s under %d. %s: %s; it makes no claim about this fault.", c.Impl.Name, c.Sch.N, c.Sch.Title, c.Text()))
+		}
+		if line := releaseClaim(c, cl); line != "" {
+			broken = append(broken, line)
 		}
 	}
 	if len(broken) == 0 && len(unnamed) == 0 {
-		b.WriteString("Every unsafe cell of our locks is a fault its claims name, and every fault a lock claims to survive measured 0 unsafe runs.\n\n")
+		b.WriteString("Every unsafe cell of our locks is a fault its claims name, every fault a lock claims to survive measured 0 unsafe runs, " +
+			"and every lock's releases reported failed that took effect are where its claims say.\n\n")
 		return
 	}
 	if len(broken) > 0 {
@@ -158,6 +171,22 @@ func (fr *FaultReport) claimsSection(b *bytes.Buffer) {
 	if len(unnamed) > 0 {
 		b.WriteString("Unsafe where the claims are silent (the lock's registry entry should name the fault):\n\n" + strings.Join(unnamed, "\n") + "\n\n")
 	}
+}
+
+// releaseClaim sets a cell's releases reported failed that took effect
+// against the lock's claim about the schedule (Claim.FalseFailures), for a
+// lock that states one: a line when they disagree, else "".
+func releaseClaim(c *faults.CellResult, cl registry.Claim) string {
+	switch {
+	case cl.Verdict == registry.ClaimUnstated || c.Runs == 0:
+		return ""
+	case !cl.FalseFailures && c.FailedTookEffect > 0:
+		return fmt.Sprintf("- **%s** under %d. %s: %s; its claim says every release that takes effect says so (%s).", c.Impl.Name, c.Sch.N, c.Sch.Title, c.Text(), cl.Why)
+	case cl.FalseFailures && c.FailedTookEffect == 0:
+		return fmt.Sprintf("- **%s** under %d. %s: %s, no release reported failed that took effect in %d releases; its claim says its code reports some (%s): the claim is wrong, or the runs did not reach it.",
+			c.Impl.Name, c.Sch.N, c.Sch.Title, c.Text(), c.Releases, cl.Why)
+	}
+	return ""
 }
 
 // controlSection says whether each naive lock was caught where its one
@@ -212,9 +241,10 @@ func (fr *FaultReport) BrokenPromises() []string {
 func (fr *FaultReport) detailSection(b *bytes.Buffer) {
 	b.WriteString("## Figures\n\n")
 	b.WriteString("Per lock and fault: runs judged (inconclusive), unsafe, stuck, runs with overlapping critical sections, lost updates, stale writes accepted by the fenced store, writes it refused, " +
-		"runs in which the holder's lock said it was lost (and of the overlapping runs, how many before the overlap began; – for a lock with no loss signal), the longest stall.\n\n")
-	b.WriteString("| lock | fault | runs | unsafe | stuck | overlaps | lost updates | stale writes accepted | writes refused | told (before overlap) | longest stall |\n")
-	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+		"runs in which the holder's lock said it was lost (and of the overlapping runs, how many before the overlap began; – for a lock with no loss signal), the longest stall, " +
+		"and the releases: of the Unlocks, how many returned an error, and of those how many took effect all the same (the lock was released; a defect, not unsafe).\n\n")
+	b.WriteString("| lock | fault | runs | unsafe | stuck | overlaps | lost updates | stale writes accepted | writes refused | told (before overlap) | longest stall | releases: failed (took effect) |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, im := range fr.Setup.Impls {
 		for _, s := range fr.Setup.Schedules {
 			c := fr.cell(im.Name, s.ID)
@@ -235,8 +265,9 @@ func (fr *FaultReport) detailSection(b *bytes.Buffer) {
 			if c.Refused > 0 || c.Fenced {
 				refused = fmt.Sprint(c.Refused)
 			}
-			fmt.Fprintf(b, "| %s | %d. %s | %s | %d | %d | %d | %d | %d | %s | %s | %s |\n", im.Name, s.N, s.ID, runs,
-				c.Unsafe, c.Stuck, c.Overlaps, c.Lost, c.Stale, refused, told, fmtUs(float64(c.MaxStall.Microseconds())))
+			fmt.Fprintf(b, "| %s | %d. %s | %s | %d | %d | %d | %d | %d | %s | %s | %s | %d: %d (%d) |\n", im.Name, s.N, s.ID, runs,
+				c.Unsafe, c.Stuck, c.Overlaps, c.Lost, c.Stale, refused, told, fmtUs(float64(c.MaxStall.Microseconds())),
+				c.Releases, c.ReleasesFailed, c.FailedTookEffect)
 		}
 	}
 	b.WriteString("\n")
