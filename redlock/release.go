@@ -133,21 +133,29 @@ func receiptFor(ttl time.Duration) string {
 	return strconv.FormatInt(max(retry.ReceiptTTL, ttl).Milliseconds(), 10)
 }
 
-// runRelease runs release.lua on c, and once more after a transport error
-// (the connection broke: the reply may be lost although the script ran):
+// runRelease runs release.lua on c, and again after a transport error
+// (the connection broke: the reply may be lost although the script ran),
+// up to releaseAsks times in all while ctx (the per-node timeout) lives:
 // the script answers a repeat from its receipt, as the first run did, so
-// the second answer says what happened. On a client whose retries are off
+// the next answer says what happened. On a client whose retries are off
 // (go-redis MaxRetries -1, a ClusterClient's node clients) a lost reply
 // otherwise counted as a failed node: Unlock said "quorum unreachable" of
-// a lock it had released. go-redis on its defaults sends it again itself.
-// An error reply, a timeout (see sweep) and ctx's end are answers.
+// a lock it had released; asked only once more, it still did when an
+// AutoPipeliner's resent batch lost its connection too (the scoreboard's
+// batch-lost schedule: redlock-5-poll, 1 of 347 releases). A node that
+// resets every connection fails each ask at once, so the asks end within
+// the round. An error reply, a timeout (see sweep) and ctx's end are
+// answers.
 func runRelease(ctx context.Context, c Client, keys []string, args ...any) (int64, error) {
 	code, err := releaseScript.Run(ctx, c, keys, args...).Int64()
-	if lostReply(ctx, err) {
+	for ask := 1; ask < releaseAsks && lostReply(ctx, err); ask++ {
 		code, err = releaseScript.Run(ctx, c, keys, args...).Int64()
 	}
 	return code, err
 }
+
+// releaseAsks bounds how often runRelease asks one node in one round.
+const releaseAsks = 4
 
 // lostReply reports whether err may be a reply lost with its connection:
 // an error that is neither the server's answer, nor a timeout, nor ctx's
