@@ -409,7 +409,7 @@ func parseFlags(args []string, stderr io.Writer) (*speed.Config, error) {
 		maxOps    = fs.Int64("max-ops", speed.DefaultMaxOps, "acquisitions after which a run stops early")
 		plots     = fs.Bool("plots", true, "draw the PNG and SVG plots")
 		cpuprof   = fs.String("cpuprofile", "", "write a CPU profile of the bench process (the clients, not the servers) to `file`")
-		check     = fs.String("check", "async", "violation counter: async (ordered, no added round trip) or sync (each update waits for its reply inside the critical section)")
+		check     = fs.String("check", "async", "violation counter: async (ordered, no added round trip) or sync (each update waits for its reply inside the critical section; -worker implies it)")
 		faultsF   = fs.String("faults", strings.Join(faults.ScheduleIDs(), ","), "fault scoreboard: the fault schedules to run")
 		faultRuns = fs.Int("fault-runs", faults.DefaultFaultRuns, "fault scoreboard: seeded runs of every lock under every schedule")
 		seed      = fs.Uint64("seed", 1, "fault scoreboard: the seed of the runs")
