@@ -84,7 +84,7 @@ func noBenchKeys(t *testing.T, addr string) {
 	t.Helper()
 	c := redis.NewClient(rig.ClientOptions(addr))
 	defer c.Close()
-	keys, _, err := c.Scan(t.Context(), 0, env.KeyRoot+"*", 100_000).Result()
+	keys, _, err := c.Scan(t.Context(), 0, "*"+env.KeyRoot+"*", 100_000).Result() // fencing: {key}:...
 	if err != nil {
 		t.Fatalf("SCAN on %s: %v", addr, err)
 	}
