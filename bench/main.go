@@ -54,6 +54,9 @@ func main() {
 
 // run is the whole program, with its streams, so tests can call it.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	if len(args) > 0 && args[0] == "merge" {
+		return runMerge(ctx, args[1:], stdout, stderr) // workers.go
+	}
 	cfg, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
@@ -84,6 +87,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			return err
 		}
 		impls = speed.WithClientKinds(speed.DropLoneControl(impls, cfg), cfg.Client)
+		if err := checkWorkerImpls(cfg, impls); err != nil {
+			return err
+		}
 		for _, im := range impls {
 			nodes = max(nodes, im.Nodes)
 		}
@@ -144,15 +150,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if err := report.WriteJSON(filepath.Join(dir, "machine.json"), mach); err != nil {
 		return err
 	}
-	// report.html beside report.md and faults.md, and its screenshot (bench/htmlreport).
-	var rows []htmlreport.Lock
-	for _, im := range registry.Locks {
-		rows = append(rows, htmlreport.Lock{Name: im.Name, Kind: string(im.Kind), Nodes: im.Nodes, System: registry.SystemOf(im)})
+	if cfg.Workers > 0 { // a worker: its segment, for bench merge
+		fmt.Fprintf(stdout, "segment: %s (worker %d of %d, run id %s)\n", filepath.Join(dir, segmentFile), cfg.Worker, cfg.Workers, cfg.RunID)
+		return nil
 	}
-	if page, err := htmlreport.Write(dir, rows); err != nil {
+	if err := writeHTML(ctx, dir, stderr); err != nil {
 		return err
-	} else if err := htmlreport.Check(ctx, page, filepath.Join(dir, "report.png")); err != nil {
-		fmt.Fprintf(stderr, "bench: report.html: %v\n", err)
 	}
 	if latest != "" {
 		if err := pointLatest(latest, dir); err != nil {
@@ -172,6 +175,35 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	return nil
 }
 
+// writeHTML writes report.html beside report.md and faults.md, and its
+// screenshot (bench/htmlreport).
+func writeHTML(ctx context.Context, dir string, stderr io.Writer) error {
+	var rows []htmlreport.Lock
+	for _, im := range registry.Locks {
+		rows = append(rows, htmlreport.Lock{Name: im.Name, Kind: string(im.Kind), Nodes: im.Nodes, System: registry.SystemOf(im)})
+	}
+	if page, err := htmlreport.Write(dir, rows); err != nil {
+		return err
+	} else if err := htmlreport.Check(ctx, page, filepath.Join(dir, "report.png")); err != nil {
+		fmt.Fprintf(stderr, "bench: report.html: %v\n", err)
+	}
+	return nil
+}
+
+// unsafeRows names the safe locks whose rows show violations.
+func unsafeRows(rows []speed.Row) []string {
+	var bad []string
+	for _, r := range rows {
+		if r.Violations > 0 && !registry.Locks[r.Impl].Naive {
+			bad = append(bad, fmt.Sprintf("%s (%s N=%d: %d)", r.Impl, r.Scenario, r.Clients, r.Violations))
+		}
+	}
+	if len(bad) > 0 {
+		return []string{"mutual exclusion violated by a lock that claims to be safe: " + strings.Join(bad, ", ")}
+	}
+	return nil
+}
+
 // runSpeed runs the speed scenarios and writes their files; it returns
 // the safe locks that showed violations.
 func runSpeed(ctx context.Context, cfg *speed.Config, mach *report.Machine, srv *env.Servers, cs []speed.Cell, impls []*registry.Lock, dir string, stdout, stderr io.Writer) ([]string, error) {
@@ -186,12 +218,19 @@ func runSpeed(ctx context.Context, cfg *speed.Config, mach *report.Machine, srv 
 	defer leds.Close()
 
 	runID := env.RandomID()
+	var group *speed.Group // -worker: the workers' barriers (workers.go)
+	if cfg.Workers > 0 {
+		runID = cfg.RunID
+		if group, err = startWorker(ctx, cfg, srv, stderr); err != nil {
+			return nil, err
+		}
+	}
 	mach.RedisBenchmark = speed.NewRedisBench(benchConcurrency(cs))
 	rbKey := env.KeyRoot + runID + ":redis-benchmark"
 	prog := speed.NewProgress(stderr, len(plan), cfg.Duration+speed.PerRunOverhead)
 	var runs []*speed.RunResult
 	for i, s := range plan {
-		if i == 0 || plan[i-1].Round != s.Round {
+		if (i == 0 || plan[i-1].Round != s.Round) && (group == nil || group.Lead()) {
 			// redis-benchmark in the same state of the machine as the
 			// round's runs.
 			mach.RedisBenchmark.Measure(ctx, srv.Addrs[0], rbKey)
@@ -210,7 +249,8 @@ func runSpeed(ctx context.Context, cfg *speed.Config, mach *report.Machine, srv 
 		spec := speed.RunSpec{
 			Impl: s.Impl, Cell: s.Cell, Round: s.Round, Duration: cfg.Duration,
 			MaxOps: cfg.MaxOps, Rate: cfg.Rate, TTL: cfg.TTL, Addrs: addrs,
-			Tag: fmt.Sprintf("%s%s:%d", env.KeyRoot, runID, i),
+			Tag:   fmt.Sprintf("%s%s:%d", env.KeyRoot, runID, i),
+			Group: group, Step: i,
 		}
 		r, err := speed.Execute(ctx, on, led, spec)
 		if err != nil {
@@ -220,6 +260,9 @@ func runSpeed(ctx context.Context, cfg *speed.Config, mach *report.Machine, srv 
 		prog.End()
 	}
 	prog.Finish()
+	if group != nil {
+		return nil, writeSegment(ctx, dir, cfg, group, *mach, cs, impls, plan, runs)
+	}
 
 	res := report.NewResults(cfg, *mach, cs, impls, runs)
 	tables, err := res.Write(dir)
@@ -227,17 +270,7 @@ func runSpeed(ctx context.Context, cfg *speed.Config, mach *report.Machine, srv 
 		return nil, err
 	}
 	fmt.Fprint(stdout, tables)
-
-	var bad []string
-	for _, r := range res.Rows {
-		if r.Violations > 0 && !registry.Locks[r.Impl].Naive {
-			bad = append(bad, fmt.Sprintf("%s (%s N=%d: %d)", r.Impl, r.Scenario, r.Clients, r.Violations))
-		}
-	}
-	if len(bad) > 0 {
-		return []string{"mutual exclusion violated by a lock that claims to be safe: " + strings.Join(bad, ", ")}, nil
-	}
-	return nil, nil
+	return unsafeRows(res.Rows), nil
 }
 
 // runScoreboard runs the fault scoreboard and writes its files; it
@@ -340,9 +373,12 @@ func parseFlags(args []string, stderr io.Writer) (*speed.Config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: go run ./bench [flags]\n\n"+
+		fmt.Fprintf(stderr, "usage: go run ./bench [flags]\n"+
+			"       go run ./bench merge [-out DIR] DIR...   (the segments of -worker runs into one report)\n\n"+
 			"Runs every selected lock side by side against rig-started redis-servers (or -addrs),\n"+
-			"writes summary.json, report.md, .hgrm files and plots, and prints the result path.\n\nFlags:\n")
+			"writes summary.json, report.md, .hgrm files and plots, and prints the result path.\n"+
+			"With -worker i/N -run-id ID, N processes (on other machines too) split every cell's\n"+
+			"clients against the same -addrs, each writes a segment, and merge makes the report.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	var (
@@ -371,6 +407,7 @@ func parseFlags(args []string, stderr io.Writer) (*speed.Config, error) {
 		faultRuns = fs.Int("fault-runs", faults.DefaultFaultRuns, "fault scoreboard: seeded runs of every lock under every schedule")
 		seed      = fs.Uint64("seed", 1, "fault scoreboard: the seed of the runs")
 		timelines = fs.String("fault-timelines", "first", "fault scoreboard: timelines to write: first (each cell's first run, first unsafe and first stuck run) or all")
+		wf        = addWorkerFlags(fs) // -worker, -run-id, -start, -barrier-timeout (workers.go)
 	)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -459,6 +496,9 @@ func parseFlags(args []string, stderr io.Writer) (*speed.Config, error) {
 		if !set["rounds"] {
 			c.Rounds = speed.QuickRounds
 		}
+	}
+	if err := wf.apply(c, set); err != nil {
+		return nil, err
 	}
 	return c, c.Validate()
 }

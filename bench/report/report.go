@@ -37,6 +37,11 @@ type Machine struct {
 	// RedisBenchmark is redis-benchmark's SET rate on the first server at
 	// each concurrency of the run, measured in the same run.
 	RedisBenchmark *speed.RedisBench `json:"redis_benchmark,omitempty"`
+	// Workers and RunID are set on a bench split across workers and merged
+	// (-worker i/N, bench merge): the machine, the command and
+	// redis-benchmark above are worker 1's.
+	Workers int    `json:"workers,omitempty"`
+	RunID   string `json:"run_id,omitempty"`
 }
 
 // interestingModules are listed with their versions in the report.
@@ -121,6 +126,9 @@ func (res *Results) Write(dir string) (string, error) {
 			return "", err
 		}
 	}
+	for i := range res.Rows {
+		res.Rows[i].Workers, res.Rows[i].RunID = res.mach.Workers, res.mach.RunID
+	}
 	js, err := json.MarshalIndent(res.Rows, "", "  ")
 	if err != nil {
 		return "", err
@@ -141,6 +149,14 @@ func (res *Results) Write(dir string) (string, error) {
 	var md bytes.Buffer
 	fmt.Fprintf(&md, "# locklab bench, %s\n\n", res.mach.Start.Format(time.RFC3339))
 	fmt.Fprintf(&md, "Command: `%s`\n\n", res.mach.Command)
+	if w := res.mach.Workers; w > 0 {
+		fmt.Fprintf(&md, "Workers: %d workers, run id %s, merged with `go run ./bench merge`. Each cell's clients were split\n"+
+			"across the workers, which started each run together (barriers on the first server); the command\n"+
+			"above, the machine and redis-benchmark are worker 1's. The server figures (commands, server CPU)\n"+
+			"are the deployment's, taken by worker 1 around every worker's load; client CPU/acq is all\n"+
+			"the workers' CPU over all their acquisitions; hand-offs are seen only between two clients of\n"+
+			"one worker.\n\n", w, res.mach.RunID)
+	}
 	// The verdicts first (the same as report.html's, htmlreport.VerdictsOf),
 	// with the tables that fit a screen; the rest is the appendix.
 	verdicts, err := verdictSection(js, htmlLocks())

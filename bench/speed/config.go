@@ -81,6 +81,14 @@ type Config struct {
 	Plots    bool
 	Check    string // "async" or "sync": how the ledger's updates are sent
 	Cpuprof  string // write a CPU profile of the bench process here
+	// A bench split across workers (-worker i/N, split.go): this process
+	// is worker Worker of Workers (0 and 0 in a single process), RunID
+	// names the shared keys, Start is when the workers begin (zero: at
+	// once), BarrierTimeout bounds each wait at a barrier.
+	Worker, Workers int
+	RunID           string
+	Start           time.Time
+	BarrierTimeout  time.Duration
 	// The fault scoreboard (-scenarios faults).
 	Faults       []string // schedule ids
 	FaultRuns    int

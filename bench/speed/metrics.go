@@ -227,6 +227,11 @@ type Row struct {
 	Saturated     *bool    `json:"saturated,omitempty"`       // open loop: arrivals fell behind
 
 	PerRound []RoundFigures `json:"per_round"`
+
+	// Workers and RunID: a bench split across workers (-worker i/N) and
+	// merged; absent from a single process's rows.
+	Workers int    `json:"workers,omitempty"`
+	RunID   string `json:"run_id,omitempty"`
 }
 
 // RequiredFields are the summary.json fields every row carries (the README's

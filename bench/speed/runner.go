@@ -54,6 +54,11 @@ type RunSpec struct {
 	TTL      time.Duration
 	Tag      string   // unique key prefix of this run
 	Addrs    []string // lock servers as the clients dial them (maybe proxied)
+	// Group is this worker's group in a bench split across workers
+	// (-worker, split.go), nil in a single process; Step is the run's
+	// index in the plan, which names its barriers.
+	Group *Group
+	Step  int
 }
 
 // RunResult is what one run measured.
@@ -73,13 +78,16 @@ type RunResult struct {
 	lastErr   string
 	// violations counts holders that entered while another was inside.
 	violations int64
-	Cmds       measure.Commands // server commands (admin and ledger excluded), all servers
-	ClientCmds int64            // commands handed to go-redis; -1 when not measurable
-	ServerCPU  time.Duration    // CPU the servers used during the run (the ledger's INCR and DECR included)
-	ClientCPU  time.Duration    // CPU this process used during the load; -1 when not measurable (see processCPU)
-	leftover   int              // keys without a TTL still present after the run (deleted)
-	Expiring   int              // keys with a TTL still present after the run (deleted)
-	Fig        *RoundFigures    // figures(r), once computed
+	// ledgerIncr and ledgerDecr are the violation counter's updates from
+	// this process (a worker's: subtracted at the merge, split.go).
+	ledgerIncr, ledgerDecr int64
+	Cmds                   measure.Commands // server commands (admin and ledger excluded), all servers
+	ClientCmds             int64            // commands handed to go-redis; -1 when not measurable
+	ServerCPU              time.Duration    // CPU the servers used during the run (the ledger's INCR and DECR included)
+	ClientCPU              time.Duration    // CPU this process used during the load; -1 when not measurable (see processCPU)
+	leftover               int              // keys without a TTL still present after the run (deleted)
+	Expiring               int              // keys with a TTL still present after the run (deleted)
+	Fig                    *RoundFigures    // figures(r), once computed
 
 	// Open loop only.
 	offered   float64
@@ -177,9 +185,14 @@ func Execute(ctx context.Context, srv *env.Servers, led *ledger.Ledger, spec Run
 
 	// Whatever happens, leave no key behind: the ledger's counters have no
 	// TTL. The success path cleans up itself, counting what it finds.
+	// In a split bench only worker 1 cleans up, after every worker is done
+	// (a sweep in the middle of another worker's run would delete its
+	// lock keys from under it).
+	g := spec.Group
+	lead := g == nil || g.Lead()
 	cleaned := false
 	defer func() {
-		if !cleaned {
+		if !cleaned && lead {
 			_ = led.Barrier(2 * time.Second) // queued INCRs would recreate a counter
 			bg, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
@@ -187,7 +200,11 @@ func Execute(ctx context.Context, srv *env.Servers, led *ledger.Ledger, spec Run
 		}
 	}()
 
-	workers := make([]*worker, spec.Cell.Clients)
+	nclients, firstID := spec.Cell.Clients, 0
+	if g != nil {
+		nclients, firstID = Share(spec.Cell.Clients, g.I, g.N)
+	}
+	workers := make([]*worker, nclients)
 	defer func() {
 		for _, w := range workers {
 			if w != nil && w.con.Close != nil {
@@ -196,26 +213,42 @@ func Execute(ctx context.Context, srv *env.Servers, led *ledger.Ledger, spec Run
 		}
 	}()
 	for i := range workers {
+		id := firstID + i // the client's index in the cell, across workers
 		con, err := spec.Impl.Connect(e)
 		if err != nil {
-			return nil, fmt.Errorf("connect client %d: %w", i, err)
+			return nil, fmt.Errorf("connect client %d: %w", id, err)
 		}
 		workers[i] = &worker{
-			id: i, con: con, lockers: map[string]registry.Locker{},
-			rng:  rand.New(rand.NewPCG(uint64(spec.Round)+1, uint64(i)+1)),
+			id: id, con: con, lockers: map[string]registry.Locker{},
+			rng:  rand.New(rand.NewPCG(uint64(spec.Round)+1, uint64(id)+1)),
 			wait: NewHist(), release: NewHist(), handoff: NewHist(), held: NewHist(),
 		}
 	}
 	if err := r.warmUp(ctx, workers); err != nil {
 		return nil, err
 	}
-	before, err := srv.Commandstats(ctx)
-	if err != nil {
-		return nil, err
+	if g != nil {
+		if err := g.Ready(ctx, spec.Step); err != nil {
+			return nil, err
+		}
 	}
-	cpuBefore, err := srv.Cpu(ctx)
-	if err != nil {
-		return nil, err
+	var (
+		before    []measure.Commands
+		cpuBefore time.Duration
+		err       error
+	)
+	if lead { // the servers' figures: worker 1's, for the whole deployment
+		if before, err = srv.Commandstats(ctx); err != nil {
+			return nil, err
+		}
+		if cpuBefore, err = srv.Cpu(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if g != nil {
+		if err := g.Go(ctx, spec.Step); err != nil {
+			return nil, err
+		}
 	}
 	sentBefore := sentTotal(workers, pipes)
 
@@ -259,13 +292,20 @@ func Execute(ctx context.Context, srv *env.Servers, led *ledger.Ledger, spec Run
 		}
 		w.con.Close = nil
 	}
-	after, err := srv.Commandstats(ctx)
-	if err != nil {
-		return nil, err
+	if g != nil {
+		if err := g.Done(ctx, spec.Step); err != nil {
+			return nil, err
+		}
 	}
-	cpuAfter, err := srv.Cpu(ctx)
-	if err != nil {
-		return nil, err
+	var after []measure.Commands
+	var cpuAfter time.Duration
+	if lead {
+		if after, err = srv.Commandstats(ctx); err != nil {
+			return nil, err
+		}
+		if cpuAfter, err = srv.Cpu(ctx); err != nil {
+			return nil, err
+		}
 	}
 
 	res := &RunResult{
@@ -293,10 +333,22 @@ func Execute(ctx context.Context, srv *env.Servers, led *ledger.Ledger, spec Run
 	if sentBefore >= 0 {
 		res.ClientCmds = sentAfter - sentBefore
 	}
+	if nclients == 0 {
+		res.Elapsed = 0 // an idle worker: the others' runs give the length
+	}
 	for i := range after {
 		res.Cmds.Add(measure.Delta(before[i], after[i]))
 	}
-	own := measure.Commands{"incr": r.tally.Enters.Load(), "decr": r.tally.Exits.Load()}
+	res.ledgerIncr, res.ledgerDecr = r.tally.Enters.Load(), r.tally.Exits.Load()
+	own := measure.Commands{"incr": res.ledgerIncr, "decr": res.ledgerDecr}
+	if g != nil {
+		// Every worker's counter updates come out at the merge; the
+		// barrier's SETs in the window come out here.
+		own = measure.Commands{}
+		if lead {
+			own["set"] = g.windowSets()
+		}
+	}
 	if err := res.Cmds.Subtract(own); err != nil {
 		return nil, err
 	}
@@ -325,6 +377,10 @@ func Execute(ctx context.Context, srv *env.Servers, led *ledger.Ledger, spec Run
 		}
 	}
 
+	if !lead {
+		cleaned = true // worker 1 cleans up
+		return res, nil
+	}
 	// Clean up: the occupancy counters, then any key the lock left behind.
 	occ := make([]string, len(r.slots))
 	for i, s := range r.slots {
@@ -336,6 +392,11 @@ func Execute(ctx context.Context, srv *env.Servers, led *ledger.Ledger, spec Run
 	left, expiring, err := srv.SweepTTL(ctx, "*"+spec.Tag+"*")
 	if err != nil {
 		return nil, err
+	}
+	if g != nil {
+		if err := g.Clear(ctx, spec.Step); err != nil {
+			return nil, err
+		}
 	}
 	cleaned = true
 	if !spec.Impl.KeepsKeys {
