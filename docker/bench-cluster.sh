@@ -123,11 +123,13 @@ rfc3339_in() {
 }
 
 # ops_of SUMMARY prints "impl ops_per_sec" for each row of a summary.json
-# (the bench writes one field a line; "impl" opens each row).
+# (an array of rows, a field a line, each row's own fields indented four
+# spaces, its rounds' deeper; a row with a hold is named impl/hold).
 ops_of() {
 	awk -F': *' '
-		/"impl":/ { gsub(/[",]/, "", $2); impl = $2 }
-		/"ops_per_sec":/ { gsub(/,/, "", $2); print impl, $2 }' "$1"
+		/^    "impl":/ { gsub(/[",]/, "", $2); impl = $2 }
+		/^    "hold_us":/ { gsub(/,/, "", $2); hold = $2 + 0 }
+		/^    "ops_per_sec":/ { gsub(/,/, "", $2); printf "%s %.0f\n", impl (hold ? "/hold" hold "us" : ""), $2 }' "$1"
 }
 
 # run_workers N DIR runs workers w1..wN into DIR, merges their segments
