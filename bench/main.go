@@ -206,7 +206,7 @@ func unsafeRows(rows []speed.Row) []string {
 
 // runSpeed runs the speed scenarios and writes their files; it returns
 // the safe locks that showed violations.
-func runSpeed(ctx context.Context, cfg *speed.Config, mach *report.Machine, srv *env.Servers, cs []speed.Cell, impls []*registry.Lock, dir string, stdout, stderr io.Writer) ([]string, error) {
+func runSpeed(ctx context.Context, cfg *speed.Config, mach *report.Machine, srv *env.Servers, cs []speed.Cell, impls []*registry.Lock, dir string, stdout, stderr io.Writer) (_ []string, err error) {
 	plan := speed.Steps(cfg.Rounds, cs, impls)
 	fmt.Fprintf(stderr, "bench: %d impls (%s) × %d cells × %d rounds = %d runs of %s; planned about %s plus server start\n",
 		len(impls), strings.Join(implNames(impls), ","), len(cs), cfg.Rounds, len(plan), cfg.Duration,
@@ -224,6 +224,13 @@ func runSpeed(ctx context.Context, cfg *speed.Config, mach *report.Machine, srv 
 		if group, err = startWorker(ctx, cfg, srv, stderr); err != nil {
 			return nil, err
 		}
+		defer func() {
+			if err != nil { // leave no barrier key of ours behind
+				bg, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				err = errors.Join(err, group.Abandon(bg))
+			}
+		}()
 	}
 	mach.RedisBenchmark = speed.NewRedisBench(benchConcurrency(cs))
 	rbKey := env.KeyRoot + runID + ":redis-benchmark"
@@ -402,7 +409,7 @@ func parseFlags(args []string, stderr io.Writer) (*speed.Config, error) {
 		maxOps    = fs.Int64("max-ops", speed.DefaultMaxOps, "acquisitions after which a run stops early")
 		plots     = fs.Bool("plots", true, "draw the PNG and SVG plots")
 		cpuprof   = fs.String("cpuprofile", "", "write a CPU profile of the bench process (the clients, not the servers) to `file`")
-		check     = fs.String("check", "async", "violation counter: async (ordered, no added round trip) or sync (each update waits for its reply inside the critical section)")
+		check     = fs.String("check", "async", "violation counter: async (ordered, no added round trip) or sync (each update waits for its reply inside the critical section; -worker implies it)")
 		faultsF   = fs.String("faults", strings.Join(faults.ScheduleIDs(), ","), "fault scoreboard: the fault schedules to run")
 		faultRuns = fs.Int("fault-runs", faults.DefaultFaultRuns, "fault scoreboard: seeded runs of every lock under every schedule")
 		seed      = fs.Uint64("seed", 1, "fault scoreboard: the seed of the runs")

@@ -231,13 +231,26 @@ func (g *Group) Clear(ctx context.Context, step int) error {
 
 // Sweep deletes every barrier key of the group: worker 1 calls it after
 // the last run, when every worker is past its last barrier.
-func (g *Group) Sweep(ctx context.Context) error {
+func (g *Group) Sweep(ctx context.Context) error { return g.sweep(ctx, g.KeyPrefix()+"*") }
+
+// Abandon deletes this worker's own barrier keys (worker 1's "go" keys
+// too), when it fails: the run is over for the others as well, who will
+// fail at a barrier naming it.
+func (g *Group) Abandon(ctx context.Context) error {
+	err := g.sweep(ctx, g.KeyPrefix()+"*:w"+strconv.Itoa(g.I))
+	if g.Lead() {
+		err = errors.Join(err, g.sweep(ctx, g.KeyPrefix()+"*:go"))
+	}
+	return err
+}
+
+func (g *Group) sweep(ctx context.Context, pattern string) error {
 	var cursor uint64
 	for iter := 0; ; iter++ {
 		if iter > 100_000 {
 			return errors.New("barrier sweep: SCAN did not finish")
 		}
-		keys, next, err := g.admin.Scan(ctx, cursor, g.KeyPrefix()+"*", 1000).Result()
+		keys, next, err := g.admin.Scan(ctx, cursor, pattern, 1000).Result()
 		if err != nil {
 			return fmt.Errorf("barrier sweep: SCAN: %w", err)
 		}
