@@ -86,6 +86,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		if impls, err = registry.Resolve(cfg.Impls); err != nil {
 			return err
 		}
+		if impls, err = fitImpls(impls, cfg, stderr); err != nil { // a cluster or Sentinel group (deploy.go)
+			return err
+		}
 		impls = speed.WithClientKinds(speed.DropLoneControl(impls, cfg), cfg.Client)
 		if err := checkWorkerImpls(cfg, impls); err != nil {
 			return err
@@ -118,7 +121,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		}
 	}()
 	mach := report.DescribeMachine(args)
-	srv, err := env.StartKinds(ctx, cfg.Addrs, nodes, cfg.Servers)
+	srv, err := startServers(ctx, cfg, nodes)
 	if err != nil {
 		return err
 	}
@@ -126,7 +129,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	mach.RedisVersion = srv.Version(ctx)
 	mach.ServerVersions = srv.Versions(ctx)
 	if srv.External {
-		mach.Servers = "external: " + strings.Join(srv.Addrs, ",")
+		mach.Servers = describeServers(srv)
 	} else {
 		prov, _ := rig.ProviderName()
 		mach.Servers = fmt.Sprintf("%d servers from the rig, provider %s, no persistence", len(srv.Addrs), prov)
@@ -233,7 +236,7 @@ func runSpeed(ctx context.Context, cfg *speed.Config, mach *report.Machine, srv 
 		}()
 	}
 	mach.RedisBenchmark = speed.NewRedisBench(benchConcurrency(cs))
-	rbKey := env.KeyRoot + runID + ":redis-benchmark"
+	rbKey := env.KeyRoot + runID + ":redis-benchmark" + srv.Tag // on the first server (a cluster's: srv.Tag)
 	prog := speed.NewProgress(stderr, len(plan), cfg.Duration+speed.PerRunOverhead)
 	var runs []*speed.RunResult
 	for i, s := range plan {
@@ -402,7 +405,7 @@ func parseFlags(args []string, stderr io.Writer) (*speed.Config, error) {
 		rate      = fs.Float64("rate", 0, "open loop: arrivals per second per run, latency from the scheduled arrival (0 = closed loop)")
 		server    = fs.String("server", env.ServerRedis, "kinds of Redis server `list`: redis, valkey; with both (redis,valkey) every Redis lock runs on each in every round, and the report gives Valkey/Redis ratios")
 		client    = fs.String("client", registry.Plain, "kinds of go-redis client `list`: plain (each contending client its own pool), autopipe (goroutines of one process sharing one AutoPipeliner per server: rows lock@autopipe); without it, the default plan and -full also run correct, redislock, redsync-1, raw and raw+receipt on AutoPipeliners in the contended and keys headline cells")
-		addrs     = fs.String("addrs", "", "external servers host:port,... instead of the rig (5 needed for 5-node locks)")
+		addrs     = fs.String("addrs", "", addrsUsage)
 		quick     = fs.Bool("quick", false, "smoke preset: 8 clients, one 250ms round of every scenario (explicit flags win)")
 		full      = fs.Bool("full", false, "the whole plan (make bench-full): every scenario (rtt too), every -clients value and -hold; without it (and without -quick, -scenarios, -clients, -keys-clients, -hold) only each scenario's headline cell runs, the one its verdict needs")
 		ttl       = fs.Duration("ttl", speed.DefaultTTL, "lease of every lock")
@@ -462,16 +465,14 @@ func parseFlags(args []string, stderr io.Writer) (*speed.Config, error) {
 	if c.Holds, err = parseDurations("-hold", *holds); err != nil {
 		return nil, err
 	}
-	if strings.TrimSpace(*addrs) != "" {
-		if c.Addrs, err = parseNames("-addrs", *addrs); err != nil {
-			return nil, err
-		}
+	if c.Addrs, c.Deploy, err = parseAddrs(*addrs); err != nil { // deploy.go
+		return nil, err
 	}
 	if set["server"] {
 		if c.Servers, err = parseServers(*server); err != nil {
 			return nil, err
 		}
-		if len(c.Servers) > 1 && len(c.Addrs) > 0 {
+		if len(c.Servers) > 1 && (len(c.Addrs) > 0 || c.Deploy.Set()) {
 			return nil, fmt.Errorf("-server %s: with -addrs the servers are given, of one kind; use one -server kind (it labels the rows) or the rig", *server)
 		}
 	}
@@ -503,6 +504,9 @@ func parseFlags(args []string, stderr io.Writer) (*speed.Config, error) {
 		if !set["rounds"] {
 			c.Rounds = speed.QuickRounds
 		}
+	}
+	if err := fitScenarios(c, set["scenarios"], stderr); err != nil { // deploy.go
+		return nil, err
 	}
 	if err := wf.apply(c, set); err != nil {
 		return nil, err

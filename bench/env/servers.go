@@ -39,6 +39,13 @@ type Servers struct {
 	// started beside these (the first kind's) with as many nodes; closed
 	// with them.
 	Also []*Servers
+	// Deploy, when Set, is the cluster or Sentinel group the locks run on
+	// (StartDeployed); Addrs and Admin are then its primaries.
+	Deploy registry.Deployment
+	// Tag is a hash tag ("{7}") whose slot the first primary serves, for
+	// the keys the bench sends to Addrs[0] itself (its ledger's counters,
+	// redis-benchmark's key) on a cluster; "" elsewhere.
+	Tag string
 }
 
 // StartServers starts n rig servers, or uses the first n of addrs.
@@ -110,6 +117,9 @@ func startServersOf(ctx context.Context, addrs []string, n int, kind string) (*S
 // Proxied returns the addresses of latency proxies in front of every
 // server, each adding rtt each way; the proxies are made on first use.
 func (s *Servers) Proxied(rtt time.Duration) ([]string, error) {
+	if s.Deploy.Set() {
+		return nil, fmt.Errorf("the rtt scenario's proxies sit in front of standalone servers; %s is reached at the addresses its nodes or sentinels report", s.Deploy)
+	}
 	if s.proxies == nil {
 		for _, a := range s.Addrs {
 			p, err := faultproxy.New(a)
@@ -200,7 +210,9 @@ func (s *Servers) SweepTTL(ctx context.Context, pattern string) (n, expiring int
 				for j, k := range keys {
 					ttls[j] = p.PTTL(ctx, k)
 				}
-				p.Del(ctx, keys...)
+				for _, k := range keys {
+					p.Del(ctx, k) // one key a DEL: a cluster refuses keys of several slots (CROSSSLOT)
+				}
 				if _, err := p.Exec(ctx); err != nil {
 					return n, expiring, fmt.Errorf("PTTL+DEL on %s: %w", s.Addrs[i], err)
 				}

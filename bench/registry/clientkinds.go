@@ -101,7 +101,7 @@ type Pipeliners struct {
 	// Sent counts the commands the process handed to go-redis through
 	// them (a batch counts each of its commands).
 	Sent    *atomic.Int64
-	clients []*redis.Client
+	clients []redis.UniversalClient
 	aps     []*redis.AutoPipeliner
 }
 

@@ -24,10 +24,14 @@ import (
 // does not (it polls).
 func init() {
 	gaveUp := gaveUpOn(correct.ErrNotObtained)
-	register(&Lock{Name: "correct", Order: 10, Nodes: 1, PipelinedInDefault: true, Connect: connectCorrect(true, false), GaveUp: gaveUp, Claims: correctClaims})
+	register(&Lock{Name: "correct", Order: 10, Nodes: 1, PipelinedInDefault: true, Connect: connectCorrect(true, false), GaveUp: gaveUp, Claims: correctClaims, NoCluster: notifierNoCluster})
 	register(&Lock{Name: "correct-poll", Order: 20, Nodes: 1, Connect: connectCorrect(false, false), GaveUp: gaveUp, Claims: correctClaims})
-	register(&Lock{Name: "correct+keep", Order: 30, LossSignal: true, Nodes: 1, Connect: connectCorrect(true, true), GaveUp: gaveUp, Claims: keepClaims})
+	register(&Lock{Name: "correct+keep", Order: 30, LossSignal: true, Nodes: 1, Connect: connectCorrect(true, true), GaveUp: gaveUp, Claims: keepClaims, NoCluster: notifierNoCluster})
 }
+
+// notifierNoCluster: correct.NewNotifier refuses a Redis Cluster (see
+// internal/preflight.Clustered).
+const notifierNoCluster = "its Notifier refuses a Redis Cluster (the hand-off's PUBLISH counts only the key's node's subscribers, so it can pass a waiter by as gone that still takes the lock); correct-poll is the same lock waiting by polling, which runs there"
 
 func connectCorrect(notify, keep bool) func(e Env) (Contender, error) {
 	return func(e Env) (Contender, error) {

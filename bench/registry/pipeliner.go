@@ -7,7 +7,7 @@ import "github.com/redis/go-redis/v9"
 // AutoPipeliner on that server, whose batches carry the commands of every
 // client that shares it. A Connect that sends through Redis runs on an
 // AutoPipeliner; one that cannot says why in its Lock's NoPipeliner.
-func (e Env) Redis(i int, c *redis.Client) redis.UniversalClient {
+func (e Env) Redis(i int, c redis.UniversalClient) redis.UniversalClient {
 	if e.Pipeliners != nil {
 		return e.Pipeliners[i]
 	}

@@ -66,16 +66,26 @@ type Env struct {
 	// process: the lock's commands go through them (see Redis). A lock
 	// whose API takes none says why in its Lock's NoPipeliner.
 	Pipeliners []*redis.AutoPipeliner
+	// Deployment, when Set (-addrs cluster://... or sentinel://...), is
+	// how server 0 is reached: a ClusterClient on the cluster or a
+	// FailoverClient through the sentinels, not Addrs[0] (which is then
+	// the first primary, for the bench's own counters).
+	Deployment
 }
 
-// Client returns a go-redis Client for addrs[i] with the rig's options
+// Client returns a go-redis client for addrs[i] with the rig's options
 // (2s timeouts, no retries, context deadlines honoured), or as users run
 // them when e.users is set, and a hook that counts commands into sent.
-func (e Env) Client(i int, sent *atomic.Int64) *redis.Client {
-	var c *redis.Client
-	if e.Users != nil {
+// Server 0 on a Deployment is a ClusterClient or a FailoverClient (see
+// Deployment); every other server is a *redis.Client.
+func (e Env) Client(i int, sent *atomic.Int64) redis.UniversalClient {
+	var c redis.UniversalClient
+	switch {
+	case e.Users != nil:
 		c = e.Users.Client(i, e.Addrs[i])
-	} else {
+	case i == 0 && e.Deployment.Set():
+		c = e.Deployment.client(rigOptions())
+	default:
 		c = redis.NewClient(rig.ClientOptions(e.Addrs[i]))
 	}
 	if sent != nil {
@@ -100,14 +110,17 @@ func (e Env) OneServer(lockOn func(c redis.UniversalClient, key string) Locker) 
 // Clients returns go-redis Clients (see client) for the first n servers,
 // or, when there are fewer, an error saying that the lock named name needs
 // n of them.
-func (e Env) Clients(name string, n int, sent *atomic.Int64) ([]*redis.Client, error) {
+func (e Env) Clients(name string, n int, sent *atomic.Int64) ([]redis.UniversalClient, error) {
+	if n > 1 && e.Deployment.Set() {
+		return nil, fmt.Errorf("%s needs %d independent servers: %s", name, n, e.Deployment.what())
+	}
 	if len(e.Addrs) < n {
 		return nil, fmt.Errorf("%s needs %d servers, have %d", name, n, len(e.Addrs))
 	}
 	if e.Pipeliners != nil && len(e.Pipeliners) < n {
 		return nil, fmt.Errorf("%s needs %d servers, have %d AutoPipeliners", name, n, len(e.Pipeliners))
 	}
-	cs := make([]*redis.Client, n)
+	cs := make([]redis.UniversalClient, n)
 	for i := range cs {
 		cs[i] = e.Client(i, sent)
 	}
@@ -115,7 +128,7 @@ func (e Env) Clients(name string, n int, sent *atomic.Int64) ([]*redis.Client, e
 }
 
 // closeAll closes every client and returns the first error.
-func closeAll(cs []*redis.Client) error {
+func closeAll(cs []redis.UniversalClient) error {
 	var first error
 	for _, c := range cs {
 		if err := c.Close(); err != nil && first == nil {
@@ -178,6 +191,9 @@ type Lock struct {
 	// NoPipeliner, for a lock on Redis, says why its API takes no go-redis
 	// AutoPipeliner (Env.Pipeliners): it makes its own client.
 	NoPipeliner string
+	// NoCluster, for a lock on one Redis server, says why it cannot run on
+	// a Redis Cluster (-addrs cluster://...): the bench leaves it out there.
+	NoCluster string
 	// Order places the lock in the reports' tables and plots (smaller
 	// first: ours, then the peers, then the floors); 0 puts it after every
 	// ordered lock, by name.

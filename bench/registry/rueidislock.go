@@ -35,6 +35,7 @@ func connectRueidislock(e Env) (Contender, error) {
 		DisableRetry: true,
 		Dialer:       net.Dialer{Timeout: 2 * time.Second},
 	}
+	e.Deployment.rueidis(&opt) // a cluster's seeds, or the sentinels
 	if e.Users != nil {
 		opt = e.Users.Rueidis(e.Addrs[0])
 	}

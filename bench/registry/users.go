@@ -38,10 +38,7 @@ type Sentinel struct {
 // Client returns a go-redis Client for server i at addr.
 func (u *UserClients) Client(i int, addr string) *redis.Client {
 	if i == 0 && u.Sentinel != nil {
-		return redis.NewFailoverClient(&redis.FailoverOptions{
-			MasterName: u.Sentinel.Master, SentinelAddrs: u.Sentinel.Addrs,
-			DialTimeout: u.Timeout, ReadTimeout: u.Timeout, WriteTimeout: u.Timeout,
-		})
+		return u.Sentinel.client(&redis.UniversalOptions{DialTimeout: u.Timeout, ReadTimeout: u.Timeout, WriteTimeout: u.Timeout})
 	}
 	o := rig.UserOptions(addr)
 	o.DialTimeout, o.ReadTimeout, o.WriteTimeout = u.Timeout, u.Timeout, u.Timeout
@@ -54,8 +51,7 @@ func (u *UserClients) Client(i int, addr string) *redis.Client {
 func (u *UserClients) Rueidis(addr string) rueidis.ClientOption {
 	opt := rueidis.ClientOption{InitAddress: []string{addr}}
 	if u.Sentinel != nil {
-		opt.InitAddress = u.Sentinel.Addrs
-		opt.Sentinel = rueidis.SentinelOption{MasterSet: u.Sentinel.Master}
+		u.Sentinel.rueidis(&opt)
 	}
 	return opt
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/locklab/locklab/bench/registry"
 )
 
 // Scenario names accepted by -scenarios.
@@ -69,8 +71,9 @@ type Config struct {
 	Rtt       time.Duration
 	Rate      float64 // open-loop arrivals per second; 0 = closed loop
 	Addrs     []string
-	Servers   []string // -server: kinds of Redis server, each lock runs on each; nil = the rig's choice
-	Client    []string // -client: kinds of go-redis client (clients.go); nil = the default's choice
+	Deploy    registry.Deployment // -addrs cluster://... or sentinel://...; Addrs is then empty
+	Servers   []string            // -server: kinds of Redis server, each lock runs on each; nil = the rig's choice
+	Client    []string            // -client: kinds of go-redis client (clients.go); nil = the default's choice
 	Quick     bool
 	// Headline keeps only the headline cell of each scenario
 	// (headlineCells): the default plan, unless -full, -quick or an explicit

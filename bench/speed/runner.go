@@ -166,7 +166,7 @@ func (r *runState) stop() {
 // snapshot INFO commandstats, run the load, then snapshot again and clean
 // up. Errors that make the figures meaningless are returned.
 func Execute(ctx context.Context, srv *env.Servers, led *ledger.Ledger, spec RunSpec) (*RunResult, error) {
-	e := registry.Env{Addrs: spec.Addrs, TTL: spec.TTL, Servers: &env.Others}
+	e := registry.Env{Addrs: spec.Addrs, TTL: spec.TTL, Servers: &env.Others, Deployment: srv.Deploy}
 	var pipes *registry.Pipeliners // the process's AutoPipeliners, for a Pipelined lock
 	if spec.Impl.Pipelined {
 		p, err := e.OpenPipeliners(spec.Impl.Nodes)
@@ -180,7 +180,9 @@ func Execute(ctx context.Context, srv *env.Servers, led *ledger.Ledger, spec Run
 	nslots := max(spec.Cell.Keys, 1)
 	for i := range nslots {
 		k := spec.Tag + ":k" + strconv.Itoa(i)
-		r.slots = append(r.slots, &slot{key: k, occKey: spec.Tag + ":occ" + strconv.Itoa(i)})
+		// The ledger's counters live on the first server (on a cluster,
+		// in a slot it serves: srv.Tag).
+		r.slots = append(r.slots, &slot{key: k, occKey: spec.Tag + ":occ" + strconv.Itoa(i) + srv.Tag})
 	}
 
 	// Whatever happens, leave no key behind: the ledger's counters have no

@@ -101,6 +101,12 @@ func (n *Node) Client(opts ...func(*redis.Options)) *redis.Client {
 // context timeouts on, no CLIENT SETINFO on connect.
 func ClientOptions(addr string) *redis.Options { return clientDefaults(addr).Simple() }
 
+// UniversalOptions returns the settings of [ClientOptions] for addrs, as
+// go-redis's universal options: .Cluster() for a Redis Cluster seeded with
+// addrs, or, with MasterName set, .Failover() for a Sentinel group's
+// primary reached through the sentinels at addrs.
+func UniversalOptions(addrs ...string) *redis.UniversalOptions { return clientDefaults(addrs...) }
+
 // clientDefaults are the settings of every client the rig makes, for one
 // node ([ClientOptions]) or for a cluster ([Cluster.Client]): go-redis
 // turns them into either kind of options.
@@ -132,7 +138,11 @@ func UserOptions(addr string) *redis.Options {
 // goroutine that sends it, before it is sent: how tests and the bench
 // count what a lock costs. seen must be safe for concurrent use if c is
 // used from several goroutines.
-func OnCommand(c *redis.Client, seen func(name string)) { c.AddHook(commandHook(seen)) }
+// c is a *redis.Client or any other go-redis client (a ClusterClient
+// counts every command once, whichever node it goes to).
+func OnCommand(c interface{ AddHook(redis.Hook) }, seen func(name string)) {
+	c.AddHook(commandHook(seen))
+}
 
 type commandHook func(name string)
 
