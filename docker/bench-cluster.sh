@@ -14,10 +14,11 @@
 # Each run brings the cluster up (docker/cluster.sh up) unless it is up
 # already, starts workers w1..wN with -worker i/N, one run id and one
 # -start, waits for them (LOCKLAB_BENCH_TIMEOUT seconds at most, 300 by
-# default), fails on any worker's non-zero exit (with its log), runs
+# default), fails on any worker's non-zero exit (the others stopped, its
+# log shown), runs
 # `go run ./bench merge -out DIR/merged DIR/w1 ...`, and checks that the
-# merged summary.json has a row of each lock (correct, redislock), made of
-# N workers, with no violation. It takes down what it started: the worker
+# merged summary.json has a row of each lock of the plan (-impls), made
+# of N workers, with no violation. It takes down what it started: the worker
 # containers always, the cluster if it was not up before.
 #
 # The results stay in LOCKLAB_BENCH_RESULTS (default
@@ -65,8 +66,11 @@ done <"$file"
 [ "$mode" = ratio ] && n=$most
 timeout_s=${LOCKLAB_BENCH_TIMEOUT:-300}
 [[ "$timeout_s" =~ ^[0-9]+$ ]] && [ "$timeout_s" -gt 0 ] || die "LOCKLAB_BENCH_TIMEOUT=$timeout_s: want a number of seconds"
-# The plan's clients, for the ratio's legend.
+# The plan's clients, for the ratio's legend, and its locks, each of
+# which the merged report must have.
 clients=$(sed -nE 's/.*"-keys-clients", "([0-9]+)".*/\1/p' "$file" | sed -n 1p)
+impls=$(sed -nE 's/.*"-impls", "([^"]+)".*/\1/p' "$file" | sed -n 1p)
+[ -n "$clients" ] && [ -n "$impls" ] || die "$file: no -keys-clients or -impls in w1's command"
 
 command -v docker >/dev/null 2>&1 || die "docker is not on PATH: install Docker (https://docs.docker.com/engine/install/) or Docker Desktop"
 if docker compose version >/dev/null 2>&1; then
@@ -114,7 +118,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+t0=$SECONDS
 docker/cluster.sh up
+echo "bench-cluster: the cluster is up in $((SECONDS - t0)) s"
 
 # rfc3339_in S prints the UTC time S seconds from now (GNU or BSD date).
 rfc3339_in() {
@@ -135,7 +141,7 @@ ops_of() {
 # run_workers N DIR runs workers w1..wN into DIR, merges their segments
 # into DIR/merged and checks it.
 run_workers() {
-	local n=$1 dir=$2 i svcs=() segs=()
+	local n=$1 dir=$2 i svcs=() segs=() failed
 	for i in $(seq 1 "$n"); do
 		svcs+=("w$i")
 		segs+=("$dir/w$i")
@@ -148,25 +154,39 @@ run_workers() {
 	export LOCKLAB_BENCH_START
 	LOCKLAB_BENCH_START=$(rfc3339_in 5)
 	echo "bench-cluster: $n worker(s), run $LOCKLAB_BENCH_RUN, start $LOCKLAB_BENCH_START, into $dir"
+	local t0=$SECONDS
 	workers_up=1
 	dc up -d --no-color "${svcs[@]}" >/dev/null 2>"$dir/compose.log" || { cat "$dir/compose.log" >&2; die "docker-compose up ${svcs[*]} failed"; }
-	local ids id status deadline=$((SECONDS + timeout_s)) pending
+	local ids id status deadline=$((SECONDS + timeout_s)) pending stopped=
 	ids=$(dc ps -q "${svcs[@]}")
 	[ "$(echo "$ids" | wc -w)" -eq "$n" ] || die "$n workers started but $(echo "$ids" | wc -w) containers found"
 	while :; do
-		pending=
+		pending= failed=
 		for id in $ids; do
-			status=$(docker inspect -f '{{.State.Status}}' "$id")
-			case "$status" in exited | dead) ;; *) pending=1 ;; esac
+			status=$(docker inspect -f '{{.State.Status}} {{.State.ExitCode}}' "$id")
+			case "$status" in
+			"exited 0") ;;
+			exited* | dead*) failed=1 ;;
+			*) pending=1 ;;
+			esac
 		done
 		[ -z "$pending" ] && break
+		# A worker that failed leaves the others waiting at a barrier
+		# until -barrier-timeout: stop them (SIGTERM; they clean up).
+		if [ -n "$failed" ] && [ -z "$stopped" ]; then
+			echo "bench-cluster: a worker failed; stopping the others" >&2
+			dc stop -t 10 >/dev/null 2>&1 || true
+			stopped=1
+			continue
+		fi
 		if [ $SECONDS -ge $deadline ]; then
 			dc logs --no-color --tail 20 >&2 || true
 			die "the workers are not done after $timeout_s s (LOCKLAB_BENCH_TIMEOUT)"
 		fi
 		sleep 0.5
 	done
-	local failed= code
+	local code
+	failed=
 	for i in $(seq 1 "$n"); do
 		id=$(dc ps -q "w$i")
 		docker logs "$id" >"$dir/w$i.log" 2>&1 || true
@@ -180,9 +200,12 @@ run_workers() {
 	dc down >/dev/null 2>&1 || die "docker-compose -p $project down failed"
 	workers_up=
 	[ -z "$failed" ] || die "a worker failed (above)"
+	echo "bench-cluster: $n worker(s) done in $((SECONDS - t0)) s; merging"
 
+	t0=$SECONDS
 	"$GO" run ./bench merge -out "$dir/merged" "${segs[@]}" >"$dir/merge.log" 2>&1 ||
 		{ cat "$dir/merge.log" >&2; die "go run ./bench merge failed"; }
+	echo "bench-cluster: go run ./bench merge in $((SECONDS - t0)) s"
 	check_merged "$n" "$dir/merged/summary.json"
 }
 
@@ -191,8 +214,8 @@ run_workers() {
 check_merged() {
 	local n=$1 sum=$2 impl rows bad workers
 	[ -s "$sum" ] || die "the merge wrote no $sum"
-	for impl in correct redislock; do
-		rows=$(grep -cE "\"impl\": *\"$impl\"" "$sum" || true)
+	for impl in ${impls//,/ }; do
+		rows=$(grep -cE "^    \"impl\": *\"$impl\"" "$sum" || true)
 		[ "$rows" -gt 0 ] || die "$sum has no row of $impl"
 	done
 	workers=$(grep -oE '"workers": *[0-9]+' "$sum" | grep -oE '[0-9]+$' | sort -u | tr '\n' ' ')
