@@ -249,6 +249,7 @@ done | awk -v n="$n" '
 	END {
 		for (im in impls) {
 			one = median(ops[im, 1]); many = median(ops[im, n])
-			printf "  %-10s 1 worker:%s  %d workers:%s  median %.0f vs %.0f, ratio %.2f\n", im, ops[im, 1], n, ops[im, n], one, many, one > 0 ? many / one : 0
+			ratio = one > 0 ? many / one : 0
+			printf "  %-12s 1 worker:%s  %d workers:%s  median %.0f vs %.0f, ratio %.2f\n", im, ops[im, 1], n, ops[im, n], one, many, ratio
 		}
 	}'
