@@ -150,6 +150,10 @@ sentinel_stack() {
 cluster_stack() {
 	up_stacks+=(cluster)
 	docker/build.sh bench
+	# Formed once for both tests: the workers' test (first) leaves a
+	# cluster it found up, the stack test takes it down when done.
+	local out
+	out=$(docker/cluster.sh up 2>&1) || { echo "$out"; return 1; }
 	$GO test -tags compose -count=1 -v -run 'Cluster' ./internal/composetest/ | grep -E '^(---|ok|FAIL|PASS)|stack_test|cluster'
 }
 
