@@ -218,6 +218,28 @@ func TestWorkerBarrierTimeout(t *testing.T) {
 	}
 }
 
+// TestWorkerRunIDUsedTwice: a barrier key already set (a worker started
+// twice, or a run id reused after a failed run) is refused by name, and
+// the key, not this worker's, stays.
+func TestWorkerRunIDUsedTwice(t *testing.T) {
+	nd := rig.Start(t)
+	admin := redis.NewClient(rig.ClientOptions(nd.Addr()))
+	t.Cleanup(func() { admin.Close() })
+	stale := "locklab:bench:twice:sync:0:ready:w1"
+	if err := admin.Set(t.Context(), stale, "1", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	err := run(t.Context(), []string{"-scenarios", "contended", "-impls", "raw", "-clients", "2", "-hold", "0",
+		"-duration", "200ms", "-rounds", "1", "-addrs", nd.Addr(), "-run-id", "twice", "-barrier-timeout", "5s",
+		"-worker", "1/1", "-out", t.TempDir()}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), stale+" is already set") {
+		t.Fatalf("worker 1/1 of a used run id: %v; want the stale barrier key refused", err)
+	}
+	if left := benchKeys(t, admin); !slices.Equal(left, []string{stale}) {
+		t.Errorf("keys after the refusal: %v; want only the stale one (not this worker's to delete)", left)
+	}
+}
+
 // TestWorkerFlagErrors: bad -worker, -run-id and company are refused with
 // a clear error, before any server is touched.
 func TestWorkerFlagErrors(t *testing.T) {

@@ -80,6 +80,7 @@ type Group struct {
 	// answers MOVED. Empty on plain servers.
 	Tag   string
 	admin *redis.Client
+	mine  []string // the barrier keys this worker set (Abandon)
 }
 
 // NewGroup returns worker i of n's group, its barriers on admin's server.
@@ -121,6 +122,7 @@ func (g *Group) arrive(ctx context.Context, step int, stage string, worker int) 
 		return fmt.Errorf("barrier %s of run %d: %s is already set: worker %d of run id %s started twice, or the run id was used by a run that failed (pick a new -run-id, or delete %s* after %s)",
 			stage, step+1, k, g.I, g.RunID, env.KeyRoot+g.RunID+":", barrierTTL)
 	}
+	g.mine = append(g.mine, k)
 	return nil
 }
 
@@ -238,15 +240,17 @@ func (g *Group) Clear(ctx context.Context, step int) error {
 // the last run, when every worker is past its last barrier.
 func (g *Group) Sweep(ctx context.Context) error { return g.sweep(ctx, g.KeyPrefix()+"*") }
 
-// Abandon deletes this worker's own barrier keys (worker 1's "go" keys
-// too), when it fails: the run is over for the others as well, who will
-// fail at a barrier naming it.
+// Abandon deletes the barrier keys this worker set (not another's, such
+// as those of the same worker started twice), when it fails: the run is
+// over for the others as well, who will fail at a barrier naming it.
 func (g *Group) Abandon(ctx context.Context) error {
-	err := g.sweep(ctx, g.KeyPrefix()+"*:w"+strconv.Itoa(g.I))
-	if g.Lead() {
-		err = errors.Join(err, g.sweep(ctx, g.KeyPrefix()+"*:go"))
+	if len(g.mine) == 0 {
+		return nil
 	}
-	return err
+	if err := g.admin.Del(ctx, g.mine...).Err(); err != nil {
+		return fmt.Errorf("delete worker %d's barrier keys: %w", g.I, err)
+	}
+	return nil
 }
 
 func (g *Group) sweep(ctx context.Context, pattern string) error {
