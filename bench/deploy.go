@@ -27,7 +27,7 @@ const scRTT = "rtt"
 const addrsUsage = "external servers instead of the rig: host:port,... (standalone servers; 5 needed for 5-node locks), " +
 	"cluster://host:port,... (a Redis Cluster's seed nodes: the single-server locks run on a ClusterClient, admin on every primary), or " +
 	"sentinel://MASTER@host:port,... (the sentinels of group MASTER: the single-server locks reach its primary through them); " +
-	"a cluster or Sentinel group is one deployment: the locks on 5 servers (redlock*, redsync-5, raw-5*), and on a cluster correct and correct+keep (their Notifier refuses one), " +
+	"a cluster or Sentinel group is one deployment: the locks on 5 servers (redlock*, redsync-5, raw-5*), and on a cluster correct and correct+keep (their Notifier refuses one) and rueidislock (see its NoCluster), " +
 	"are left out of the default selection and refused by name, and so are the rtt scenario (its proxies front standalone servers) and the fault scoreboard"
 
 // parseAddrs parses -addrs: standalone servers (addrs), or a cluster's seeds

@@ -20,19 +20,20 @@ import (
 
 // deployImpls are the locks the deployment tests run (with -client
 // plain,autopipe, each also on a ClusterClient's AutoPipeliner, a
-// FailoverClient's on Sentinel, but rueidislock): correct-poll, fencing
-// (its hash-tagged counter), rueidislock (rueidis finding the deployment
-// itself) and the floor.
-const deployImpls = "correct-poll,fencing,rueidislock,raw"
+// FailoverClient's on Sentinel): correct-poll, fencing (its hash-tagged
+// counter) and the floor; and on Sentinel rueidislock (rueidis finding the
+// primary through the sentinels; on a cluster it is left out, see its
+// NoCluster).
+const deployImpls = "correct-poll,fencing,raw"
 
 // runDeployed runs the bench as `go run ./bench -addrs <addrs> -quick`
 // would, tiny, on deployImpls, and checks what any deployment must show:
 // rows for every lock in every cell but rtt (left out), a lock's commands
 // counted (raw sends SET and EVALSHA per acquisition: 2 a op), server CPU,
 // no violation, no leftover key. It returns the results directory.
-func runDeployed(t *testing.T, addrs string) string {
+func runDeployed(t *testing.T, addrs, impls string) string {
 	t.Helper()
-	dir, _, stderr := runBench(t, "-addrs", addrs, "-quick", "-impls", deployImpls, "-client", "plain,autopipe",
+	dir, _, stderr := runBench(t, "-addrs", addrs, "-quick", "-impls", impls, "-client", "plain,autopipe",
 		"-clients", "4", "-keys-clients", "4", "-hold", "0", "-duration", "200ms", "-plots=false")
 	if !strings.Contains(stderr, "the rtt scenario is left out") {
 		t.Errorf("stderr does not say the rtt scenario is left out:\n%s", stderr)
@@ -68,7 +69,7 @@ func runDeployed(t *testing.T, addrs string) string {
 			t.Errorf("%s: redis_cmds_per_op %.2f; want >= %v (commands on every primary counted)", name, c, want)
 		}
 	}
-	for _, want := range append(strings.Split(deployImpls, ","), "raw@autopipe", "fencing@autopipe", "uncontended", "contended", "keys") {
+	for _, want := range append(strings.Split(impls, ","), "raw@autopipe", "fencing@autopipe", "uncontended", "contended", "keys") {
 		if !seen[want] {
 			t.Errorf("no row of %s in the summary (%d rows)", want, len(rows))
 		}
@@ -84,7 +85,7 @@ func noBenchKeys(t *testing.T, addr string) {
 	t.Helper()
 	c := redis.NewClient(rig.ClientOptions(addr))
 	defer c.Close()
-	keys, _, err := c.Scan(t.Context(), 0, env.KeyRoot+"*", 100_000).Result()
+	keys, _, err := c.Scan(t.Context(), 0, "*"+env.KeyRoot+"*", 100_000).Result() // fencing: {key}:...
 	if err != nil {
 		t.Fatalf("SCAN on %s: %v", addr, err)
 	}
@@ -123,7 +124,7 @@ func TestClusterAddrs(t *testing.T) {
 	for _, a := range primaries {
 		before[a] = setCalls(t, a)
 	}
-	dir := runDeployed(t, "cluster://"+strings.Join(cl.Addrs()[:2], ","))
+	dir := runDeployed(t, "cluster://"+strings.Join(cl.Addrs()[:2], ","), deployImpls)
 	for _, a := range primaries {
 		if n := setCalls(t, a) - before[a]; n < 10 {
 			t.Errorf("primary %s saw %d SETs during the run; want the locks' keys on every primary", a, n)
@@ -158,7 +159,7 @@ func TestSentinelAddrs(t *testing.T) {
 		t.Fatal(err)
 	}
 	sn := rig.StartSentinels(t, primary, 3)
-	dir := runDeployed(t, "sentinel://"+sn.MasterName()+"@"+strings.Join(sn.Addrs(), ","))
+	dir := runDeployed(t, "sentinel://"+sn.MasterName()+"@"+strings.Join(sn.Addrs(), ","), deployImpls+",rueidislock")
 	noBenchKeys(t, primary.Addr())
 	var mach struct {
 		Servers string `json:"servers"`
@@ -224,6 +225,7 @@ func TestBadAddrs(t *testing.T) {
 		{[]string{"-addrs", "sentinel://m@127.0.0.1:1", "-impls", "correct,redsync-5"}, "redsync-5 needs 5 independent servers: a Sentinel group is one primary"},
 		{[]string{"-addrs", cluster, "-impls", "raw-5*"}, "no selected lock runs on cluster://127.0.0.1:1"},
 		{[]string{"-addrs", cluster, "-impls", "correct+keep"}, "correct+keep cannot run on a Redis Cluster: its Notifier refuses a Redis Cluster"},
+		{[]string{"-addrs", cluster, "-impls", "rueidislock"}, "rueidislock cannot run on a Redis Cluster"},
 	}
 	for _, tt := range tests {
 		err := run(t.Context(), append(tt.args, "-out", t.TempDir()), io.Discard, io.Discard)
