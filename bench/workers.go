@@ -128,7 +128,9 @@ func startWorker(ctx context.Context, c *speed.Config, srv *env.Servers, stderr 
 		}
 	}
 	fmt.Fprintf(stderr, "bench: worker %d/%d of run id %s\n", c.Worker, c.Workers, c.RunID)
-	return speed.NewGroup(c.Worker, c.Workers, c.RunID, c.BarrierTimeout, srv.Admin[0]), nil
+	g := speed.NewGroup(c.Worker, c.Workers, c.RunID, c.BarrierTimeout, srv.Admin[0])
+	g.Tag = srv.Tag // a cluster's first primary's slot (env.StartDeployed)
+	return g, nil
 }
 
 // segment is what a worker writes: its plan, and what it measured of each

@@ -14,6 +14,10 @@
 #   docker/build.sh dev --offline
 #                              the same Dockerfile on locklab/dev-base:local
 #                              (built first): no registry at all
+#   docker/build.sh bench      locklab/bench:local, FROM scratch: the bench as
+#                              one static binary (CGO_ENABLED=0, for the
+#                              engine's OS and CPU), a worker for
+#                              compose/bench-workers.yaml (about 50 MB)
 #
 # redis and dev-base need Linux (the binaries are copied as they are, so
 # they must match the engine's architecture); dev-base needs Debian or
@@ -26,6 +30,7 @@ cd "$(dirname "$0")/.."
 REDIS_IMAGE=${REDIS_IMAGE:-locklab/redis:local}
 DEV_BASE_IMAGE=${DEV_BASE_IMAGE:-locklab/dev-base:local}
 DEV_IMAGE=${DEV_IMAGE:-locklab/dev:local}
+BENCH_IMAGE=${BENCH_IMAGE:-locklab/bench:local}
 
 die() {
 	echo "docker/build.sh: $*" >&2
@@ -296,8 +301,50 @@ build_dev() {
 	echo "built $DEV_IMAGE; run it: make dev (a shell), make dev CMD='go test ./labs/...'"
 }
 
+# build_bench builds the bench worker image: go build with CGO_ENABLED=0
+# (net's pure-Go resolver, no libc), for the engine's architecture, so it
+# runs FROM scratch anywhere the engine runs Linux containers. The check
+# runs the image: a binary that needed a loader or libc would not start.
+build_bench() {
+	need_docker
+	local go=${GO:-go}
+	command -v "$go" >/dev/null 2>&1 || { [ -x /usr/local/go/bin/go ] && go=/usr/local/go/bin/go; } ||
+		die "the bench image is built from this checkout with Go, and go is not on PATH (nor in /usr/local/go/bin): install Go 1.26 (https://go.dev/dl/)"
+	local os arch
+	os=$(docker version -f '{{.Server.Os}}') || die "docker version failed"
+	arch=$(docker version -f '{{.Server.Arch}}') || die "docker version failed"
+	[ "$os" = linux ] || die "the engine runs $os containers; the bench image is a Linux one"
+
+	local ctx
+	ctx=$(mktemp -d)
+	trap 'rm -rf "$ctx"; trap - RETURN' RETURN
+	mkdir -p "$ctx/rootfs/usr/local/bin" "$ctx/rootfs/tmp" "$ctx/rootfs/etc"
+	chmod 1777 "$ctx/rootfs/tmp"
+	local t0=$SECONDS
+	CGO_ENABLED=0 GOOS=linux GOARCH=$arch "$go" build -ldflags='-s -w' -o "$ctx/rootfs/usr/local/bin/bench" ./bench ||
+		die "CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build ./bench failed"
+	echo "bench: CGO_ENABLED=0 GOOS=linux GOARCH=$arch go build ./bench in $((SECONDS - t0)) s"
+	printf 'root:x:0:0:root:/root:/sbin/nologin\nnobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n' >"$ctx/rootfs/etc/passwd"
+	printf 'root:x:0:\nnogroup:x:65534:\n' >"$ctx/rootfs/etc/group"
+	cp docker/bench.Dockerfile "$ctx/Dockerfile"
+
+	local old
+	old=$(image_id "$BENCH_IMAGE")
+	docker_build -t "$BENCH_IMAGE" --label "org.locklab.bench-commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" "$ctx"
+	drop_old "$BENCH_IMAGE" "$old"
+	# A check that it runs with nothing beside it: -h prints the usage.
+	local got
+	got=$(docker run --rm "$BENCH_IMAGE" -h 2>&1) || true
+	case "$got" in
+	*"usage: go run ./bench"*) ;;
+	*) die "$BENCH_IMAGE was built but does not run: $got" ;;
+	esac
+	echo "built $BENCH_IMAGE ($(docker image inspect -f '{{.Size}}' "$BENCH_IMAGE" | awk '{printf "%.1f MB", $1/1e6}')): a static bench for $os/$arch; compose/bench-workers.yaml runs it (docker/bench-cluster.sh)"
+}
+
 case "${1:-}" in
 redis) build_redis ;;
+bench) build_bench ;;
 dev-base) build_dev_base ;;
 dev) build_dev "${2:-}" ;;
 *)

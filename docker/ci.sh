@@ -18,7 +18,12 @@
 #                primaries, a replica each), brought up, served locks
 #                through a ClusterClient and its AutoPipeliner on every
 #                primary, and taken down, by its test
-#                (internal/composetest, TestClusterStackServesLocks)
+#                (internal/composetest, TestClusterStackServesLocks);
+#                then locklab/bench:local (docker/build.sh bench) and a
+#                bench split across three worker containers on the
+#                cluster's network, merged into one report on the host
+#                (docker/bench-cluster.sh workers 3, by
+#                TestClusterBenchWorkersMerge)
 #   6. dev       the dev container built offline (docker/build.sh dev
 #                --offline), then labs 00, 07, 08, 13 and 14 run in it with
 #                -race (docker/dev.sh): Redis, Sentinel and replication,
@@ -60,7 +65,12 @@ costs=()
 up_stacks=()
 
 cleanup() {
-	local rc=$? s
+	local rc=$? s left
+	# Bench workers a killed docker/bench-cluster.sh left on the
+	# cluster's network, before the cluster (and its network) goes.
+	left=$(docker ps -aq --filter label=com.docker.compose.project=locklab-benchworkers 2>/dev/null || true)
+	# shellcheck disable=SC2086
+	[ -z "$left" ] || docker rm -f $left >/dev/null 2>&1 || true
 	for s in "${up_stacks[@]}"; do
 		docker/compose.sh down "$s" >/dev/null 2>&1 || true
 	done
@@ -139,6 +149,11 @@ sentinel_stack() {
 
 cluster_stack() {
 	up_stacks+=(cluster)
+	docker/build.sh bench
+	# Formed once for both tests: the workers' test (first) leaves a
+	# cluster it found up, the stack test takes it down when done.
+	local out
+	out=$(docker/cluster.sh up 2>&1) || { echo "$out"; return 1; }
 	$GO test -tags compose -count=1 -v -run 'Cluster' ./internal/composetest/ | grep -E '^(---|ok|FAIL|PASS)|stack_test|cluster'
 }
 
@@ -193,7 +208,8 @@ no_leftovers() {
 	local left
 	left=$(docker ps -aq --filter label=org.locklab.rig; docker ps -aq --filter label=com.docker.compose.project=locklab-redlock;
 		docker ps -aq --filter label=com.docker.compose.project=locklab-sentinel;
-		docker ps -aq --filter label=com.docker.compose.project=locklab-cluster)
+		docker ps -aq --filter label=com.docker.compose.project=locklab-cluster;
+		docker ps -aq --filter label=com.docker.compose.project=locklab-benchworkers)
 	if [ -n "$left" ]; then
 		docker ps -a --filter label=org.locklab.rig
 		echo "containers left behind: $left"

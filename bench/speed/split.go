@@ -74,8 +74,13 @@ type Group struct {
 	I, N    int
 	RunID   string
 	Timeout time.Duration // each barrier wait
-	admin   *redis.Client
-	mine    []string // the barrier keys this worker set (Abandon)
+	// Tag is a hash tag of a slot the first server serves ("{7}"), in
+	// every barrier key: on a Redis Cluster (env.Servers.Tag) the keys
+	// must live on the primary the admin client talks to, or each SET
+	// answers MOVED. Empty on plain servers.
+	Tag   string
+	admin *redis.Client
+	mine  []string // the barrier keys this worker set (Abandon)
 }
 
 // NewGroup returns worker i of n's group, its barriers on admin's server.
@@ -90,7 +95,7 @@ func (g *Group) Lead() bool { return g.I == 1 }
 // KeyPrefix is the root of the group's barrier keys. It is under the
 // bench's KeyRoot (a leftover sweep finds them) but apart from the runs'
 // own keys (KeyRoot+RunID+":"+step), so no run's sweep touches it.
-func (g *Group) KeyPrefix() string { return env.KeyRoot + g.RunID + ":sync:" }
+func (g *Group) KeyPrefix() string { return env.KeyRoot + g.RunID + ":sync" + g.Tag + ":" }
 
 func (g *Group) key(step int, stage string, worker int) string {
 	k := g.KeyPrefix() + strconv.Itoa(step) + ":" + stage

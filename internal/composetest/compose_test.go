@@ -28,7 +28,15 @@ func composePath(name string) string { return filepath.Join(root, "compose", nam
 // the project (-p locklab-<stack>).
 type composeFile struct {
 	Services map[string]service `yaml:"services"`
+	Networks map[string]network `yaml:"networks"`
 	Extra    map[string]any     `yaml:",inline"` // only x-... extension fields
+}
+
+// network is a top-level network: bench-workers.yaml joins the Cluster
+// stack's, made by another project (external).
+type network struct {
+	External bool   `yaml:"external"`
+	Name     string `yaml:"name"`
 }
 
 type service struct {
@@ -37,6 +45,7 @@ type service struct {
 	Ports       []string             `yaml:"ports"`
 	NetworkMode string               `yaml:"network_mode"`
 	Volumes     []string             `yaml:"volumes"`
+	User        string               `yaml:"user"`
 	Restart     string               `yaml:"restart"`
 	DependsOn   map[string]dependsOn `yaml:"depends_on"`
 	Healthcheck struct {

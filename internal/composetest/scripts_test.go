@@ -57,7 +57,8 @@ func pathWithout(t *testing.T) string {
 
 // TestScriptsNameTheFixWithoutDocker: with no docker command, or an engine
 // that does not answer, each way in (make dev, make up, make images, make
-// dev-image) fails at once, saying what to install or start.
+// dev-image, the bench image and its workers on the cluster) fails at
+// once, saying what to install or start.
 func TestScriptsNameTheFixWithoutDocker(t *testing.T) {
 	runs := []struct {
 		name string
@@ -67,6 +68,8 @@ func TestScriptsNameTheFixWithoutDocker(t *testing.T) {
 		{"compose.sh", []string{"up", "redlock"}},
 		{"build.sh", []string{"redis"}},
 		{"build.sh", []string{"dev"}},
+		{"build.sh", []string{"bench"}},
+		{"bench-cluster.sh", []string{"workers", "3"}},
 	}
 	t.Run("no docker command", func(t *testing.T) {
 		path := pathWithout(t)
