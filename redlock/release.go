@@ -132,6 +132,9 @@ func (r *releases) answered(i int, code int64) {
 func (r *releases) merge(res result) (result, <-chan struct{}) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if !slices.ContainsFunc(res.replies, func(rp reply) bool { return rp.err != nil || rp.pending }) {
+		return res, r.changed // every node answered this round: the common case, no copy
+	}
 	out := result{replies: slices.Clone(res.replies), ok: res.ok}
 	for i := range out.replies {
 		rp := &out.replies[i]
