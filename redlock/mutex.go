@@ -225,10 +225,13 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 // had expired). Like Lock, it tolerates a failed minority silently: the
 // nodes that answered then form a majority without our token. A node
 // whose reply was lost with its connection (on a client whose retries are
-// off) is asked again once: the release answers a repeat as its first run
-// did, so Unlock reports a release that took effect as one. Nodes that
-// only did not answer within the per-node timeout (busy, not down) are sent
-// the release again, after a growing pause, for up to 2s; a node still
+// off) is asked again, up to 4 times while the per-node timeout lasts: the
+// release answers a repeat as its first run did, so Unlock reports a
+// release that took effect as one. Nodes that only did not answer within
+// the per-node timeout (busy, not down) are sent the release again, after
+// a growing pause, for up to 2s; an answer that comes after its round's
+// per-node timeout (a client that runs a command on past its context, as
+// go-redis's AutoPipeliner does) counts within those 2s. A node still
 // without an answer when Unlock returns (its release may never have been
 // sent: its client's connections were all in use) goes on being sent it in
 // the background, after a growing pause, until it answers or a TTL has
@@ -271,20 +274,31 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	if cleanup != nil {
 		enough = 0
 	}
-	swept := make([]atomic.Bool, len(m.clients)) // one background release per node, however many rounds
-	res := m.release(ctx, tok, cleanup, now, enough, swept)
+	tr := newReleases(len(m.clients)) // one background release per node, however many rounds; late answers
+	start := time.Now()
+	res := m.release(ctx, tok, cleanup, now, enough, tr)
 	// Nodes too busy to answer in time: send the release again (its
 	// receipt makes a second run answer as the first), for up to the
 	// release timeout after the first, rather than leave the lock to its
-	// TTL. Attempt 1 is the release just sent. ctx's cancellation does not
-	// end the loop (a release runs for a cancelled caller too), so Repeat
-	// can only end done or exhausted: res says which.
+	// TTL. Attempt 1 is the release just sent. A node that answered a
+	// round after its per-node timeout (an AutoPipeliner's command runs on
+	// past it, and a lost batch sent again can take longer) has answered:
+	// every round counts it. ctx's cancellation does not end the loop (a
+	// release runs for a cancelled caller too), so Repeat can only end
+	// done or exhausted: res says which.
 	_ = retry.Repeat(context.WithoutCancel(ctx), m.resend(retry.ReleaseTimeout, retry.ReleaseTimeout), func(_ context.Context, n int) (bool, error) {
 		if n > 1 {
-			res = m.release(ctx, tok, cleanup, now, enough, swept)
+			if res, _ = tr.merge(res); !m.busy(res) {
+				return true, nil
+			}
+			res = m.release(ctx, tok, cleanup, now, enough, tr)
 		}
+		res, _ = tr.merge(res)
 		return !m.busy(res), nil
 	})
+	// Repeat starts no pause that would end past the release timeout; the
+	// calls still running may answer in what is left of it.
+	res = m.awaitLate(tr, res, start.Add(retry.ReleaseTimeout))
 	switch {
 	case m.unreachable(res):
 		return m.quorumErr("unlock", res)
@@ -295,6 +309,27 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	}
 	m.f.Report(observe.Released, time.Since(since), nil)
 	return nil
+}
+
+// awaitLate waits, while the nodes missing for a majority only did not
+// answer in time, until late answers make res no longer busy, or until
+// deadline. It returns res with the answers merged.
+func (m *Mutex) awaitLate(tr *releases, res result, deadline time.Time) result {
+	res, changed := tr.merge(res)
+	if !m.busy(res) {
+		return res
+	}
+	wait := time.NewTimer(time.Until(deadline))
+	defer wait.Stop()
+	for m.busy(res) {
+		select {
+		case <-changed:
+		case <-wait.C:
+			return res
+		}
+		res, changed = tr.merge(res)
+	}
+	return res
 }
 
 // hold records attempt a as held until until, with the nodes known to hold

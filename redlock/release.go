@@ -3,7 +3,9 @@ package redlock
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -52,9 +54,12 @@ type nodeCleanup struct {
 //
 // A node that does not answer in time, whether the round waited for it or
 // had already returned, is sent the release again in the background (see
-// sweep), once per node for all the rounds that share swept (nil: this
-// round only).
-func (m *Mutex) release(ctx context.Context, tok string, cleanup []nodeCleanup, now []bool, enough int, swept []atomic.Bool) result {
+// sweep), once per node for all the rounds that share tr (nil: this round
+// only). A node's answer that comes after its round returned (an
+// AutoPipeliner runs a queued command on its own context, past the
+// per-node timeout) is kept in tr for the rounds' caller (see
+// releases.merge).
+func (m *Mutex) release(ctx context.Context, tok string, cleanup []nodeCleanup, now []bool, enough int, tr *releases) result {
 	m.f.At(ctx, HookBeforeRelease)
 	plain := []any{tok, m.receiptMS} // read concurrently, never written
 	keys := m.releaseKeys(tok)
@@ -74,12 +79,15 @@ func (m *Mutex) release(ctx context.Context, tok string, cleanup []nodeCleanup, 
 		}
 		return runRelease(ctx, c, keys, args...)
 	}
-	if swept == nil {
-		swept = make([]atomic.Bool, len(m.clients))
+	if tr == nil {
+		tr = newReleases(len(m.clients))
 	}
 	values := context.WithoutCancel(ctx)
-	res := m.fanOut(values, enough, call, func(i int, _ int64, err error) {
-		if isTimeout(err) && swept[i].CompareAndSwap(false, true) {
+	res := m.fanOut(values, enough, call, func(i int, code int64, err error) {
+		if err == nil {
+			tr.answered(i, code)
+		}
+		if isTimeout(err) && tr.swept[i].CompareAndSwap(false, true) {
 			m.sweep(values, i, call)
 		}
 	}, nil)
@@ -87,6 +95,60 @@ func (m *Mutex) release(ctx context.Context, tok string, cleanup []nodeCleanup, 
 		m.contended.Store(res.count(2) > 0)
 	}
 	return res
+}
+
+// releases is what the release rounds of one Unlock share: which nodes
+// were handed to sweep, and each node's answer from any of the rounds,
+// late ones included. The release script answers a repeat from its
+// receipt, so any answer of a node says what the release did there.
+type releases struct {
+	swept []atomic.Bool // node i was handed to sweep
+
+	mu      sync.Mutex
+	codes   []int64       // node i's answer, where has[i]
+	has     []bool        // node i answered some round
+	changed chan struct{} // closed, and replaced, when a node answers
+}
+
+func newReleases(n int) *releases {
+	return &releases{swept: make([]atomic.Bool, n), codes: make([]int64, n), has: make([]bool, n), changed: make(chan struct{})}
+}
+
+// answered records that node i answered a release with code.
+func (r *releases) answered(i int, code int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.has[i] {
+		return
+	}
+	r.codes[i], r.has[i] = code, true
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+// merge returns res with the nodes that failed or were pending in it but
+// answered some round since (after its per-node timeout, say) counted as
+// answered, and a channel closed when another node answers.
+func (r *releases) merge(res result) (result, <-chan struct{}) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !slices.ContainsFunc(res.replies, func(rp reply) bool { return rp.err != nil || rp.pending }) {
+		return res, r.changed // every node answered this round: the common case, no copy
+	}
+	out := result{replies: slices.Clone(res.replies), ok: res.ok}
+	for i := range out.replies {
+		rp := &out.replies[i]
+		if (rp.err != nil || rp.pending) && r.has[i] {
+			*rp = reply{code: r.codes[i]}
+			if rp.code > 0 {
+				out.ok++
+			}
+		}
+		if rp.err != nil {
+			out.failed = append(out.failed, rp.err)
+		}
+	}
+	return out, r.changed
 }
 
 // sweep sends node i's release, call, again in the background after it
