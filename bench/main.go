@@ -157,13 +157,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		fmt.Fprintf(stdout, "segment: %s (worker %d of %d, run id %s)\n", filepath.Join(dir, segmentFile), cfg.Worker, cfg.Workers, cfg.RunID)
 		return nil
 	}
-	if err := writeHTML(ctx, dir, stderr); err != nil {
+	if err := publish(ctx, dir, latest, stderr); err != nil {
 		return err
-	}
-	if latest != "" {
-		if err := pointLatest(latest, dir); err != nil {
-			return err
-		}
 	}
 	fmt.Fprintf(stdout, "results: %s\n", dir)
 	if len(cs) > 0 {
@@ -174,6 +169,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	}
 	if len(bad) > 0 {
 		return errors.New(strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// publish finishes a results directory the same way for a run and a
+// merge: report.html (writeHTML), then bench/results/latest pointed at dir
+// when latest is set (resultsDir's default place).
+func publish(ctx context.Context, dir, latest string, stderr io.Writer) error {
+	if err := writeHTML(ctx, dir, stderr); err != nil {
+		return err
+	}
+	if latest != "" {
+		return pointLatest(latest, dir)
 	}
 	return nil
 }

@@ -360,13 +360,8 @@ func runMerge(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	if err := report.WriteJSON(filepath.Join(dir, "machine.json"), mach); err != nil {
 		return err
 	}
-	if err := writeHTML(ctx, dir, stderr); err != nil {
+	if err := publish(ctx, dir, latest, stderr); err != nil {
 		return err
-	}
-	if latest != "" {
-		if err := pointLatest(latest, dir); err != nil {
-			return err
-		}
 	}
 	fmt.Fprintf(stdout, "results: %s (%d workers, run id %s)\n", dir, mach.Workers, mach.RunID)
 	fmt.Fprintf(stdout, "report:  %s\n", filepath.Join(dir, "report.md"))
