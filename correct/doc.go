@@ -4,9 +4,10 @@
 //
 // Use it where one Redis server (or a primary with replicas) is the lock
 // service and an occasional second holder after a failover is tolerable.
-// Every acquisition writes a fresh 128-bit random token with one command,
-// SET key token NX PX ttl, and only that token's holder can delete or
-// extend the key:
+// Every acquisition writes a fresh 128-bit random token with one command
+// (a script that does SET key token NX PX ttl, and refuses a token
+// already released), and only that token's holder can delete or extend
+// the key:
 //
 //	m := correct.New(client, "lock:order:1001", correct.WithTTL(10*time.Second))
 //	if err := m.Lock(ctx); err != nil {
@@ -30,7 +31,9 @@
 //
 // It survives a reply lost and the command sent again (go-redis does that
 // on its default options; every command here answers a second run as the
-// first), a command delivered late, a holder that crashes (its key expires
+// first), a command delivered late (an acquisition landing after its
+// Lock gave up takes nothing: the give-up's release marks its token
+// released for a TTL), a holder that crashes (its key expires
 // after the TTL), and a server that may evict keys (Lock refuses it; see
 // below).
 //
@@ -51,7 +54,7 @@
 // Lock refuses a server with maxmemory and any policy but noeviction
 // ([ErrEviction]; [WithEvictionCheck] turns the check off) and a user who
 // may not run the scripts ([ErrNoScripting]). The ACL a lock user needs:
-// SET, EVALSHA and EVAL, and for the scripts GET, DEL, LPOP, LREM, LPOS,
+// EVALSHA and EVAL, and for the scripts GET, DEL, LPOP, LREM, LPOS,
 // RPUSH, SET, PEXPIRE, PTTL and PUBLISH, on the key, "<base>:q" and
 // "<base>:r:*" (see [New]); with a Notifier, SUBSCRIBE to "correct:w:*".
 // Redis 7.0 or later is required.
@@ -72,10 +75,10 @@
 // A *redis.AutoPipeliner (client.AutoPipeline()) works too, with every
 // promise above kept. The Mutex waits for each command only until the
 // context ends (Lock returns by its deadline, plus the 2s bound of the
-// clean-up of a SET left unanswered), and a batch sent again whole after a
+// clean-up of an acquisition left unanswered), and a batch sent again whole after a
 // network error is one more command run twice. One configured with
 // Unordered: true is refused (an error wrapping [ErrInvalid]): there a
-// release could overtake the SET it follows. A [Notifier] subscribes
+// release could overtake the acquisition it follows. A [Notifier] subscribes
 // through the AutoPipeliner's own client.
 //
 // The locklab lab labs/07-failover shows a failover handing the lock to a

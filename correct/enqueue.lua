@@ -3,6 +3,7 @@
 --
 -- KEYS[1]  the lock key
 -- KEYS[2]  the wait queue (see handoff.lua)
+-- KEYS[3]  ARGV[1]'s receipt, "<base>:r:<ARGV[1]>" (see release.lua)
 -- ARGV[1]  the waiter's token: "<notifier id>.<ttl ms>.<random>"
 -- ARGV[2]  the waiter's TTL in milliseconds
 -- ARGV[3]  the prefix of waiters' channels ("correct:w:")
@@ -11,7 +12,9 @@
 -- Returns 2 when the key already holds ARGV[1]: it was handed to us (this
 --           is a second run of the script: its first reply was lost);
 --         1 when the key was free: it now holds ARGV[1], with TTL ARGV[2];
---         0 when ARGV[1] is in the queue and someone else holds the lock.
+--         0 when ARGV[1] is in the queue and someone else holds the lock;
+--         3 when ARGV[1] was released already (its waiter gave up): a join
+--           that lands late takes nothing and queues nothing.
 --
 -- Joining and looking at the lock are one step, so no release can fall
 -- between them (the lost wake-up: a waiter that queues just after the
@@ -20,7 +23,7 @@
 -- would give it. Run twice, the script finds ARGV[1] already queued (LPOS)
 -- and does not add it again: a waiter queued twice would be handed the
 -- lock a second time, when nobody waits for it any more.
-local got = claim(KEYS[1], KEYS[2], ARGV[3], ARGV[1], ARGV[2])
+local got = claim(KEYS[1], KEYS[2], ARGV[3], ARGV[1], ARGV[2], KEYS[3])
 if got then
 	return got
 end

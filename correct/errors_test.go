@@ -142,24 +142,38 @@ func TestUnreachableRedis(t *testing.T) {
 	}
 }
 
-// lostReply is a Client whose SET reaches Redis but whose reply is lost,
-// as when a connection drops or a context ends while the reply is on the
-// wire. It wraps a real client: no mock.
+// lostReply is a Client whose acquisition (take.lua) reaches Redis but
+// whose reply is lost, as when a connection drops or a context ends while
+// the reply is on the wire. It wraps a real client: no mock.
 type lostReply struct {
 	*redis.Client
-	afterSet func() // called once the SET has run; may cancel the context
+	afterSet func() // called once the acquisition has run; may cancel the context
 	err      error  // what the caller sees instead of the reply
 }
 
-func (c lostReply) SetArgs(ctx context.Context, key string, value any, a redis.SetArgs) *redis.StatusCmd {
-	c.Client.SetArgs(ctx, key, value, a)
+func (c lostReply) EvalSha(ctx context.Context, sha string, keys []string, args ...any) *redis.Cmd {
+	cmd := c.Client.EvalSha(ctx, sha, keys, args...)
+	if sha != correct.Scripts["take.lua"].Script.Hash() || cmd.Err() != nil {
+		return cmd // another script, or NOSCRIPT: Script.Run sends EVAL, which comes here next
+	}
 	c.afterSet()
-	cmd := redis.NewStatusCmd(ctx)
-	cmd.SetErr(c.err)
-	return cmd
+	lost := redis.NewCmd(ctx)
+	lost.SetErr(c.err)
+	return lost
 }
 
-// TestLostReplyLeavesNoKey: when the SET ran but its reply never arrived,
+func (c lostReply) Eval(ctx context.Context, src string, keys []string, args ...any) *redis.Cmd {
+	if src != correct.Scripts["take.lua"].Src {
+		return c.Client.Eval(ctx, src, keys, args...)
+	}
+	c.Client.Eval(ctx, src, keys, args...)
+	c.afterSet()
+	lost := redis.NewCmd(ctx)
+	lost.SetErr(c.err)
+	return lost
+}
+
+// TestLostReplyLeavesNoKey: when take.lua ran but its reply never arrived,
 // the failed Lock deletes the key it may have set, so no lock is left that
 // nobody will release.
 func TestLostReplyLeavesNoKey(t *testing.T) {

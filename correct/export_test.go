@@ -15,6 +15,7 @@ var (
 		Src    string
 		Script *redis.Script
 	}{
+		"take.lua":    {takeLua, takeScript},
 		"release.lua": {releaseLua, releaseScript},
 		"enqueue.lua": {enqueueLua, enqueueScript},
 		"queued.lua":  {queuedLua, queuedScript},
@@ -29,5 +30,5 @@ var (
 	Backoff = retry.Backoff
 
 	// ReceiptMS is how long a release's receipt lives, for the scripts.
-	ReceiptMS = receiptMS
+	ReceiptMS = retry.ReceiptMS
 )

@@ -47,16 +47,23 @@ local function keep(queue, ttl)
 	end
 end
 
--- claim(key, queue, prefix, self, ttl) is a waiter's look at the lock, the
--- first step of enqueue.lua and queued.lua. self is the waiter's token. It
--- returns 2 when key already holds self (handed to it); 1 when key was free
--- and no older live waiter was queued (handoff stopped at self or ran out):
--- key now holds self with TTL ttl ms, and self has left queue; false when
--- someone else holds key (perhaps an older waiter, just handed it here).
-local function claim(key, queue, prefix, self, ttl)
+-- claim(key, queue, prefix, self, ttl, receipt) is a waiter's look at the
+-- lock, the first step of enqueue.lua and queued.lua. self is the waiter's
+-- token and receipt its receipt key. It returns 2 when key already holds
+-- self (handed to it); 3 when self was released already (its waiter gave
+-- up: release.lua left the receipt), so that a join or a look that lands
+-- late takes nothing and queues nothing; 1 when key was free and no older
+-- live waiter was queued (handoff stopped at self or ran out): key now
+-- holds self with TTL ttl ms, and self has left queue; false when someone
+-- else holds key (perhaps an older waiter, just handed it here).
+local function claim(key, queue, prefix, self, ttl, receipt)
 	local cur = redis.call("GET", key)
 	if cur == self then
 		return 2
+	end
+	if redis.call("GET", receipt) then
+		redis.call("LREM", queue, 0, self)
+		return 3
 	end
 	if not cur then
 		local got = handoff(key, queue, prefix, self)

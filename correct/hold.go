@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/locklab/locklab/internal/frame"
 	"github.com/locklab/locklab/internal/keyslot"
 	"github.com/locklab/locklab/internal/retry"
@@ -26,6 +24,8 @@ type holder struct {
 	base     string // the prefix of the keys kept beside key (keyslot.Base)
 	queue    string // the wait queue's key
 	ttl      time.Duration
+	ttlMS    any          // ttl in milliseconds, as the scripts take it
+	receipt  any          // how long a release's receipt lives (receiptFor), as the scripts take it
 	notifier *Notifier    // nil when Lock polls
 	f        *frame.Frame // the Mutex's frame: its hook
 
@@ -43,72 +43,36 @@ type holder struct {
 	since     time.Time  // when this hold began, for observers
 }
 
-// A setMode is how an attempt learns whose token a refused SET met: its
-// own (the SET was sent twice, its first run took the lock), or another
-// holder's.
-type setMode int
-
-const (
-	// setThenAsk sends SET NX, and after a refusal asks ttl.lua (which only
-	// reads) whether the key holds the attempt's token. For a lock that is
-	// likely free: go-redis takes the nil reply of a SET ... GET that set
-	// the key for an error, an error value made on every Lock.
-	setThenAsk setMode = iota
-	// setGet sends SET NX GET, whose reply says whose token the key held.
-	// For a lock that is likely taken.
-	setGet
-	// setOnly sends SET NX alone: the caller finds out itself whether a
-	// refusal met its token (the queue's join does: enqueue.lua answers 2
-	// when the key holds the joining token).
-	setOnly
-)
-
-// modeFor returns the setMode for an attempt: setGet when a refusal is
-// likely, setThenAsk when not.
-func modeFor(refusalLikely bool) setMode {
-	if refusalLikely {
-		return setGet
-	}
-	return setThenAsk
-}
-
-// acquire makes one attempt with tok: SET key tok NX PX ttl, and, as mode
-// says, GET. A SET NX can succeed only when the key is absent, so it never
-// overwrites a lock that is held. With GET it returns what the key held:
-// nothing when it set the key, our own token when this is the SET sent a
-// second time, someone else's token when the lock is taken. start is a
-// moment just before the SET is sent, read by the caller (see Until): the
-// lease counts from it.
-func (h *holder) acquire(ctx context.Context, tok string, mode setMode, start time.Time) (bool, error) {
-	get, check := mode == setGet, mode == setThenAsk
+// acquire makes one attempt with tok: take.lua sets key to tok, NX, with
+// the TTL, unless tok was released already. It never overwrites a lock that
+// is held, and its answer says whose token it met: none (it set the key),
+// our own (this is the script sent a second time, its first reply lost),
+// someone else's (the lock is taken). start is a moment just before the
+// script is sent, read by the caller (see Until): the lease counts from
+// it.
+//
+// A script, not SET NX: an attempt given up while its command was held in
+// the network is released at once (below), and that release can land
+// before the command. A SET NX landing after it re-created the key for a
+// whole TTL, held by nobody; take.lua finds the release's receipt and
+// takes nothing.
+func (h *holder) acquire(ctx context.Context, tok string, start time.Time) (bool, error) {
 	if err := retry.CtxErr(ctx); err != nil {
 		return false, errors.Join(ErrNotObtained, err)
 	}
-	old, err := h.client.SetArgs(ctx, h.key, tok, redis.SetArgs{Mode: "NX", TTL: h.ttl, Get: get}).Result()
-	ours := false
-	switch {
-	case get && errors.Is(err, redis.Nil), get && err == nil && old == tok, !get && err == nil:
-		ours = true // set now, or by the first run of this SET
-	case get && err == nil:
-		// The key holds another token: someone holds the lock.
-	case check && errors.Is(err, redis.Nil):
-		// Refused, perhaps by our own first run of this SET.
-		var ms int64
-		ms, err = ttlScript.Run(ctx, h.client, []string{h.key}, tok).Int64()
-		ours = err == nil && ms != -2
-	}
-	if err != nil && !errors.Is(err, redis.Nil) {
-		// No reply does not mean Redis did not run the SET: the reply may
-		// have been lost, or ctx may have ended while it was on the wire.
-		// Delete the key if it holds our token, so a failed attempt never
-		// leaves a lock behind that nobody will release.
+	code, err := takeScript.Run(ctx, h.client, []string{h.key, keyslot.Receipt(h.base, tok)}, tok, h.ttlMS).Int64()
+	if err != nil {
+		// No reply does not mean Redis did not run it: the reply may have
+		// been lost, or ctx may have ended while it was on the wire.
+		// Release tok, so a failed attempt never leaves a lock behind that
+		// nobody will release, and one still on its way takes nothing.
 		_, relErr := h.release(ctx, tok, byHolder)
 		if cerr := retry.CtxErr(ctx); cerr != nil {
 			return false, errors.Join(ErrNotObtained, cerr, relErr)
 		}
 		return false, errors.Join(fmt.Errorf("correct: acquire %q: %w", h.key, err), relErr)
 	}
-	if !ours {
+	if code != 1 && code != 2 { // 0: another holds it; 3: released already
 		return false, nil
 	}
 	// The answer came now: too late to hand the lock over? (see Mutex.Lock)
@@ -157,7 +121,7 @@ func (h *holder) release(ctx context.Context, tok string, by releaser) (int64, e
 		flag = abandonArg
 	}
 	keys := []string{h.key, h.queue, keyslot.Receipt(h.base, tok)}
-	n, err := releaseScript.Run(ctx, h.client, keys, tok, channelArg, flag, receiptArg).Int64()
+	n, err := releaseScript.Run(ctx, h.client, keys, tok, channelArg, flag, h.receipt).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("correct: release %q: %w", h.key, err)
 	}

@@ -12,7 +12,7 @@ const (
 	// the TTL shows why release must check the token.
 	HookBeforeRelease = "before-release"
 
-	// HookRefused fires in Lock with a [Notifier] after SET NX found the
+	// HookRefused fires in Lock with a [Notifier] after its first try found the
 	// lock taken and before the waiter joins the queue: the window in
 	// which a release goes unseen by a waiter that only listens for
 	// messages (the lost wake-up).

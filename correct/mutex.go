@@ -3,6 +3,7 @@ package correct
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -16,30 +17,35 @@ import (
 	"github.com/locklab/locklab/observe"
 )
 
-// receiptMS is how long a release's receipt lives, for the scripts.
-var receiptMS = retry.ReceiptMS
+// receiptFor returns how long, in milliseconds, a release's receipt lives
+// for a lock of ttl: retry.ReceiptTTL (a release sent again answers from
+// it), and at least ttl, since it also marks the token released: a
+// command taking it that lands later (take.lua, enqueue.lua, queued.lua,
+// held up in the network after its caller gave up) takes nothing, where a
+// SET NX re-created the key for a TTL, for nobody.
+func receiptFor(ttl time.Duration) string {
+	return strconv.FormatInt(max(retry.ReceiptTTL, ttl).Milliseconds(), 10)
+}
 
 // The release script's fixed arguments, made interface values once: each
 // conversion at the call would allocate, on every Unlock.
 var (
-	receiptArg any = receiptMS
 	channelArg any = channelPrefix
 	keepArg    any = "0" // release.lua's abandon flag: a release
 	abandonArg any = "1" // a waiter giving up
 
 	// probeArgs are the preflight probe's arguments (release.lua for
-	// preflight.ProbeToken), the same for every Mutex.
-	probeArgs = []any{preflight.ProbeToken, channelArg, keepArg, receiptArg}
+	// preflight.ProbeToken, leaving no receipt), the same for every Mutex.
+	probeArgs = []any{preflight.ProbeToken, channelArg, keepArg, "0"}
 )
 
 // Client is the part of a go-redis client that a [Mutex] uses: scripts
-// (EVALSHA, EVAL) and SET with options. *redis.Client (including the
+// (EVALSHA, EVAL); every command it sends is one. *redis.Client (including the
 // Sentinel-backed one from redis.NewFailoverClient), *redis.ClusterClient,
 // *redis.Ring and redis.UniversalClient all satisfy it, and so does any
 // wrapper that forwards these methods, for example to inject faults.
 type Client interface {
 	redis.Scripter
-	SetArgs(ctx context.Context, key string, value any, a redis.SetArgs) *redis.StatusCmd
 }
 
 // Mutex is a lock on one Redis key. It is not reentrant: see [Mutex.Lock].
@@ -92,7 +98,11 @@ func New(client Client, key string, opts ...Option) *Mutex {
 		polling:       poll{policy: o.retry},
 		evictionCheck: o.evictionCheck,
 	}
-	m.h = holder{client: client, key: key, base: base, queue: queueKey, ttl: o.ttl, notifier: o.notifier, f: &m.f}
+	m.h = holder{
+		client: client, key: key, base: base, queue: queueKey,
+		ttl: o.ttl, ttlMS: o.ttl.Milliseconds(), receipt: receiptFor(o.ttl),
+		notifier: o.notifier, f: &m.f,
+	}
 	m.wait = &m.polling
 	if o.notifier != nil {
 		m.wait = queue{n: o.notifier}
@@ -110,14 +120,16 @@ func New(client Client, key string, opts ...Option) *Mutex {
 // that keeps polling a dead Redis hides the outage, and the caller knows
 // better whether to wait or fail.
 //
-// Each try writes a fresh 128-bit token with SET key token NX PX ttl. A
-// try is safe to send twice: when the reply is lost and go-redis sends the
-// SET again, the second one is refused by the try's own token, and Lock
-// finds the lock its own instead of waiting a whole TTL for itself. When
-// Lock fails, it leaves no key of its own behind: if a SET
-// got no reply at all, it deletes the key in case the SET landed (only if
-// Redis is unreachable for that too may the key stay, until its TTL; the
-// error then says so).
+// Each try writes a fresh 128-bit token with take.lua (SET key token NX
+// PX ttl, unless the token was released already). A try is safe to send
+// twice: when the reply is lost and go-redis sends it again, the second
+// run finds the try's own token, and Lock finds the lock its own instead
+// of waiting a whole TTL for itself. When Lock fails, it leaves no key of
+// its own behind: if a try got no reply at all, Lock releases its token,
+// deleting the key in case the try landed, and marking the token released
+// so that a try still on its way (held up in the network) takes nothing
+// when it lands (only if Redis is unreachable for that too may the key
+// stay, until its TTL; the error then says so).
 //
 // Lock returns nil only with at least half the TTL left to run. The lease
 // counts from just before the SET that took the lock was sent (for a lock
@@ -166,7 +178,7 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	start := time.Now()
 	ok, sent, err := false, time.Time{}, error(nil)
 	if sent, err = m.pass(ctx, start); err == nil {
-		ok, err = m.h.acquire(ctx, token.New(), modeFor(m.h.contended.Load()), sent)
+		ok, err = m.h.acquire(ctx, token.New(), sent)
 	}
 	m.f.Attempted(start, ok, err)
 	return ok, err

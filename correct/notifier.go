@@ -215,7 +215,19 @@ func (n *Notifier) bounce(key, tok string) {
 	defer cancel()
 	base := keyslot.Base(key)
 	keys := []string{key, base + ":q", keyslot.Receipt(base, tok)}
-	_ = releaseScript.Run(ctx, n.client, keys, tok, channelArg, keepArg, receiptArg).Err()
+	_ = releaseScript.Run(ctx, n.client, keys, tok, channelArg, keepArg, receiptFor(tokenTTL(tok))).Err()
+}
+
+// tokenTTL returns the TTL a waiter's token names ("<notifier id>.<ttl
+// ms>.<random>", see newToken), or 0 when it names none.
+func tokenTTL(tok string) time.Duration {
+	_, rest, _ := strings.Cut(tok, ".")
+	ms, _, _ := strings.Cut(rest, ".")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return 0
+	}
+	return time.Duration(n) * time.Millisecond
 }
 
 func (n *Notifier) current() *redis.PubSub {

@@ -105,7 +105,7 @@ func WithHook(f func(ctx context.Context, point string)) Option {
 // the oldest live waiter and tells it through its Notifier, so the lock
 // never sits free between holders and nobody is starved (see queue.go for
 // the protocol and its failure modes). While the lock looks free, Lock
-// first tries SET NX as without a Notifier, so an uncontended lock costs
+// first tries to take it as without a Notifier, so an uncontended lock costs
 // the same two round trips.
 //
 // All Mutexes that contend for a key should use a Notifier: a polling

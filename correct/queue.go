@@ -10,17 +10,18 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/internal/frame"
+	"github.com/locklab/locklab/internal/keyslot"
 	"github.com/locklab/locklab/internal/retry"
 )
 
 // The hand-off protocol, chosen by WithNotifier: waiters queue, first come
 // first served, and the holder gives the lock to the oldest live one.
 //
-//   - Lock tries SET NX while the lock looks free (two round trips per
+//   - Lock tries take.lua while the lock looks free (two round trips per
 //     uncontended Lock and Unlock, as polling). When it is taken, the
 //     waiter joins a Redis list with enqueue.lua (its token carries the id
 //     of its Notifier and its TTL) and sleeps. A Mutex that just handed the
-//     lock over queues at once next time, skipping the SET NX that would
+//     lock over queues at once next time, skipping the try that would
 //     fail.
 //   - Unlock is one script (release.lua): check the key holds our token;
 //     pop the oldest waiter; PUBLISH to its Notifier; if someone heard,
@@ -34,7 +35,7 @@ import (
 // receipt the first left, queued.lua only reads unless it finds the lock
 // free. Its failure modes, and what bounds each:
 //
-//   - The lost wake-up: a waiter refused by SET NX joins the queue just
+//   - The lost wake-up: a waiter refused by its try joins the queue just
 //     after the holder released with nobody queued, so no message will
 //     come. enqueue.lua looks at the lock in the same step as it queues:
 //     a free lock is taken (or handed to an older live waiter) at once.
@@ -43,11 +44,12 @@ import (
 //     waiter in the same script; the lock is never handed to the dead.
 //   - A waiter that gave up in a live process (its ctx ended) leaves the
 //     queue (release.lua with ARGV[3] "1"), and passes the lock on if it
-//     was handed it as it gave up. Should its entry stay in the queue all
-//     the same (a join that was still on the wire when it left), its
-//     Notifier still hears the hand-off, finds nobody waiting for that
-//     token, and releases it on the spot (see Notifier): one extra hop,
-//     never a TTL.
+//     was handed it as it gave up. That release also marks its token
+//     released, so a join or a look still on the wire when it left takes
+//     nothing and queues nothing when it lands. Should its entry stay in
+//     the queue all the same (the release never arrived), its Notifier
+//     still hears the hand-off, finds nobody waiting for that token, and
+//     releases it on the spot (see Notifier): one extra hop, never a TTL.
 //   - A frozen waiter (SIGSTOP, a long GC pause) still has its
 //     subscription, so it is handed the lock and keeps it, without using
 //     it, until it resumes or the TTL runs out. When it resumes, a
@@ -83,14 +85,14 @@ const queueTTLFactor = 2
 type queue struct{ n *Notifier }
 
 func (q queue) wait(ctx context.Context, h *holder, sent time.Time) error {
-	// The first try's SET and the join share a token, so a SET that landed
-	// but was refused when sent again (its reply lost) is found by the
-	// join, which answers that the key holds it: no round trip to check.
-	before, tok := sent, q.n.newToken(h.ttl) // before precedes the SET
+	// The first try and the join share a token, so a try that landed
+	// whose reply was lost is found by the join, which answers that the
+	// key holds it.
+	before, tok := sent, q.n.newToken(h.ttl) // before precedes the try
 
 	var late frame.Shorts // the SETs and hand-offs that came too late, given back
 	if !h.contended.Load() {
-		ok, err := h.acquire(ctx, tok, setOnly, before)
+		ok, err := h.acquire(ctx, tok, before)
 		given := frame.IsShort(err)
 		if ok, err = late.Keep(ok, err); ok || err != nil {
 			return err
@@ -136,7 +138,11 @@ func (q queue) waitAs(ctx context.Context, h *holder, tok string, before time.Ti
 	if err != nil {
 		return false, h.abandon(ctx, tok, h.queueErr(ctx, "queue", err))
 	}
-	if code != 0 {
+	switch code {
+	case 0:
+	case 3: // tok was released already: never for a live waiter; queue again
+		return false, nil
+	default:
 		won, err = h.claim(ctx, tok, before)
 		return won, err
 	}
@@ -220,7 +226,7 @@ func (h *holder) claim(ctx context.Context, tok string, leaseStart time.Time) (b
 
 // queueScript runs enqueue.lua or queued.lua for tok.
 func (h *holder) queueScript(ctx context.Context, s *redis.Script, tok string) (int64, error) {
-	return s.Run(ctx, h.client, []string{h.key, h.queue}, tok, h.ttl.Milliseconds(), channelPrefix, h.queueTTL()).Int64()
+	return s.Run(ctx, h.client, []string{h.key, h.queue, keyslot.Receipt(h.base, tok)}, tok, h.ttlMS, channelPrefix, h.queueTTL()).Int64()
 }
 
 // lookEvery is how often a queued waiter looks at the lock itself.

@@ -4,6 +4,7 @@
 --
 -- KEYS[1]  the lock key
 -- KEYS[2]  the wait queue (see handoff.lua)
+-- KEYS[3]  ARGV[1]'s receipt, "<base>:r:<ARGV[1]>" (see release.lua)
 -- ARGV[1]  the waiter's token
 -- ARGV[2]  the waiter's TTL in milliseconds
 -- ARGV[3]  the prefix of waiters' channels ("correct:w:")
@@ -19,11 +20,13 @@
 --         3 when someone else holds the lock and ARGV[1] is not in the
 --           queue: a release passed it by. The waiter must queue again,
 --           under a new token, so that a late message for the old one
---           cannot be taken for a hand-off it never got.
+--           cannot be taken for a hand-off it never got; and when
+--           ARGV[1] was released already (its waiter gave up, and this
+--           look landed late), taking nothing.
 --
 -- Run twice, it answers the same (2 after 1, as the key then holds
 -- ARGV[1]).
-local got = claim(KEYS[1], KEYS[2], ARGV[3], ARGV[1], ARGV[2])
+local got = claim(KEYS[1], KEYS[2], ARGV[3], ARGV[1], ARGV[2], KEYS[3])
 if got then
 	return got
 end

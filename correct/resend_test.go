@@ -57,8 +57,9 @@ func checkOursThenUnlock(t *testing.T, ctx context.Context, m *correct.Mutex) {
 	}
 }
 
-// TestAcquireSentTwiceIsOurs: the SET lands, its reply is lost, go-redis
-// sends it again. The second SET finds our own token; Lock must know the
+// TestAcquireSentTwiceIsOurs: the acquisition (take.lua) lands, its reply
+// is lost, go-redis sends it again. The second run finds our own token;
+// Lock must know the
 // lock is ours. (It used to answer "taken", forget its token and wait a
 // whole TTL for its own key.)
 func TestAcquireSentTwiceIsOurs(t *testing.T) {
@@ -68,13 +69,13 @@ func TestAcquireSentTwiceIsOurs(t *testing.T) {
 	m := correct.New(c, key, correct.WithTTL(time.Minute))
 	ctx, cancel := context.WithTimeout(testContext(t), 5*time.Second) // far less than the TTL
 	defer cancel()
-	locktest.LoseReply(t, p, faultproxy.Match{Command: "SET", Key: key}, "Lock", func() error { return m.Lock(ctx) })
+	locktest.LoseReply(t, p, faultproxy.Match{Script: takeScript, Key: key}, "Lock", func() error { return m.Lock(ctx) })
 	checkOursThenUnlock(t, ctx, m)
 }
 
 // TestAcquireSentTwiceAfterARefusalIsOurs: the same for the tries after
-// a refusal, which send SET ... GET: a polling Lock is refused once, the
-// holder leaves, and the reply of the second try's SET is lost.
+// a refusal: a polling Lock is refused once, the holder leaves, and the
+// reply of the second try's take.lua is lost.
 func TestAcquireSentTwiceAfterARefusalIsOurs(t *testing.T) {
 	p, c := locktest.ThroughProxy(t, redisAddr)
 	warm(t, c)
@@ -91,16 +92,16 @@ func TestAcquireSentTwiceAfterARefusalIsOurs(t *testing.T) {
 			if err := holder.Unlock(ctx); err != nil {
 				t.Error(err)
 			}
-			lost = p.DropReply(faultproxy.Match{Command: "SET", Key: key}, 1)
+			lost = p.DropReply(faultproxy.Match{Script: takeScript, Key: key}, 1)
 		}
 		return time.Millisecond
 	}
 	m := correct.New(c, key, correct.WithTTL(time.Minute), correct.WithRetry(delay))
 	if err := m.Lock(ctx); err != nil {
-		t.Fatalf("Lock whose second SET's reply was lost = %v; want nil", err)
+		t.Fatalf("Lock whose second try's reply was lost = %v; want nil", err)
 	}
 	if lost == nil || lost.Hits() != 1 {
-		t.Fatalf("the second SET's reply was not lost")
+		t.Fatalf("the second try's reply was not lost")
 	}
 	checkOursThenUnlock(t, ctx, m)
 }
@@ -216,16 +217,18 @@ func TestEnqueueSentTwiceQueuesOnce(t *testing.T) {
 }
 
 // TestStaleEntryOfALiveProcessCostsOneHop: a waiter gives up while its join
-// is still in the network; the join lands after it left, so its token sits
-// in the queue, and its process's Notifier is alive (PUBLISH counts it).
-// Five such entries stand before a live waiter. The release must reach the
-// live waiter within a few hops, not after five TTLs. (It took 5.1s at TTL
-// 1s: each stale entry held the lock for a TTL.)
+// is still in the network, and its give-up's release (which takes its
+// token out of the queue, and marks it released so that a join landing
+// later queues nothing) is cut off for longer; the join lands after it
+// left, so its token sits in the queue, and its process's Notifier is
+// alive (PUBLISH counts it). Five such entries stand before a live waiter.
+// The release must reach the live waiter within a few hops, not after five
+// TTLs. (It took 5.1s at TTL 1s: each stale entry held the lock for a TTL.)
 func TestStaleEntryOfALiveProcessCostsOneHop(t *testing.T) {
 	leakcheck.Guard(t)
 	ctx := testContext(t)
 	const ttl = time.Second
-	p, c := locktest.ThroughProxy(t, redisAddr)
+	_, c := locktest.ThroughProxy(t, redisAddr)
 	warm(t, c)
 	n := notifierOn(t, c)
 	key := newKey(t)
@@ -236,29 +239,36 @@ func TestStaleEntryOfALiveProcessCostsOneHop(t *testing.T) {
 	// The quitters' client honours its context's deadline (go-redis on
 	// defaults waits out its 3s read timeout first, and no client stops a
 	// read for a cancellation without a deadline), so each gives up at
-	// once.
-	qc := locktest.Client(t, p.Addr())
+	// once. They reach Redis through a network of their own, where their
+	// releases are held until the end (so all five give up together, each
+	// after its release's own bound, 2s); their Notifier's network is c's.
+	qp := faultproxy.Start(t, redisAddr)
+	qc := locktest.Client(t, qp.Addr())
+	warm(t, qc)
+	joins := qp.Hold(faultproxy.Match{Script: joinScript, Key: key}, 5)
+	releases := qp.Hold(faultproxy.Match{Script: releaseScript, Key: key}, 0)
+	t.Cleanup(releases.Remove)
+	qctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	got := make(chan error, 5)
 	for range 5 {
-		held := p.Hold(faultproxy.Match{Script: joinScript, Key: key}, 1)
 		quitter := correct.New(qc, key, correct.WithNotifier(n), correct.WithTTL(ttl))
-		qctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-		got := make(chan error, 1)
 		go func() { got <- quitter.Lock(qctx) }()
-		if err := held.Wait(ctx, 1); err != nil { // its join is in the network
-			t.Fatal(err)
-		}
-		err := <-got
-		cancel()
-		if !errors.Is(err, correct.ErrNotObtained) {
+	}
+	for range 5 {
+		if err := <-got; !errors.Is(err, correct.ErrNotObtained) {
 			t.Fatalf("quitter's Lock = %v; want ErrNotObtained", err)
 		}
-		held.Release() // the join lands after the quitter left
 	}
+	if joins.Hits() != 5 {
+		t.Fatalf("%d joins held; want 5", joins.Hits())
+	}
+	joins.Remove() // the joins land after the quitters left
 	waitQueueLen(t, newClient(t), key, 5)
-	live, got := queueWaiter(t, ctx, c, key, correct.WithNotifier(n), correct.WithTTL(ttl))
+	live, lgot := queueWaiter(t, ctx, c, key, correct.WithNotifier(n), correct.WithTTL(ttl))
 	// Each stale entry costs one hop (a script run by the Notifier): well
 	// under 250ms; the bug cost a TTL each.
-	locktest.HandedOnWithin(t, ctx, holder, live, got, ttl/4, "behind 5 stale entries")
+	locktest.HandedOnWithin(t, ctx, holder, live, lgot, ttl/4, "behind 5 stale entries")
 }
 
 // waitQueueLen waits until key's queue holds n tokens.
@@ -389,10 +399,15 @@ func TestQueueErrorJoinsNotObtained(t *testing.T) {
 	if !errors.Is(err, correct.ErrNotObtained) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Lock whose join was held past its deadline = %v; want ErrNotObtained joined with DeadlineExceeded", err)
 	}
-	// The held join lands after the waiter left: its Notifier passes on the
-	// lock it is handed, and nothing stays behind.
-	held.Release()
-	waitQueueLen(t, direct, key, 1)
+	// The held join lands after the waiter left, and after its give-up's
+	// release, which marked its token released: it queues nothing.
+	held.Remove()
+	if err := held.Answered(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if q := direct.LRange(ctx, queueOf(key), 0, -1).Val(); len(q) != 0 {
+		t.Errorf("queue after the waiter's join landed late = %q; want it empty", q)
+	}
 	if err := holder.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -470,7 +485,12 @@ func TestUnfitServerIsRefused(t *testing.T) {
 	})
 }
 
-// joinScript is the SHA-1 of enqueue.lua, a waiter's join, for the proxy's
-// rules: a refused SET NX first asks whether the key is its own (ttl.lua),
-// so "the next script on the key" is not the join.
-var joinScript = correct.Scripts["enqueue.lua"].Script.Hash()
+// The SHA-1s of the scripts the proxy's rules pick: take.lua, an
+// attempt's acquisition; enqueue.lua, a waiter's join (a Lock with a
+// Notifier sends take.lua first, so "the next script on the key" is not
+// the join); release.lua.
+var (
+	takeScript    = correct.Scripts["take.lua"].Script.Hash()
+	joinScript    = correct.Scripts["enqueue.lua"].Script.Hash()
+	releaseScript = correct.Scripts["release.lua"].Script.Hash()
+)

@@ -19,14 +19,14 @@ import (
 // Two implement it: poll, below (try, sleep, try again), and queue, in
 // queue.go (wait in a FIFO queue and be handed the lock), chosen by
 // [WithNotifier]. Waiting decides latency, fairness and the load on Redis;
-// it never decides safety, which rests on SET NX and the owner-checked
+// it never decides safety, which rests on take.lua (SET NX) and the owner-checked
 // scripts alone. sent is a moment before anything of the wait is sent: the
 // first attempt's lease may count from it.
 type waiter interface {
 	wait(ctx context.Context, h *holder, sent time.Time) error
 }
 
-// poll is the waiter that tries SET NX, sleeps a delay chosen by the
+// poll is the waiter that tries take.lua, sleeps a delay chosen by the
 // retry policy, and tries again, with a fresh token each time.
 //
 // Each failed try costs one command, and nothing tells a poller that the
@@ -42,7 +42,7 @@ func (p poll) wait(ctx context.Context, h *holder, sent time.Time) error {
 		if n > 1 {
 			sent = time.Now() // after the delay
 		}
-		return late.Keep(h.acquire(ctx, token.New(), modeFor(n > 1), sent)) // after a refusal, another is likely
+		return late.Keep(h.acquire(ctx, token.New(), sent))
 	})
 	return late.Join(err, ErrNotObtained)
 }

@@ -101,7 +101,15 @@ func TestUserWorld(t *testing.T) {
 			warm := lk.Conn(t)
 			locktest.Warm(t, t.Context(), lk.New(warm, newKey(t, k), locktest.Options{}))
 			w := locktest.World[*rconn]{
-				Faulty:  func(t *testing.T) *rconn { return conn(t, proxiesFor(t, k)) },
+				// a's connection has passed the lock's server check (the
+				// preflight probe, remembered per server) before a fault is
+				// armed: "the first command on the key" is then the
+				// lock's own, not the probe's.
+				Faulty: func(t *testing.T) *rconn {
+					c := conn(t, proxiesFor(t, k))
+					locktest.Warm(t, t.Context(), lk.New(c, newKey(t, k), locktest.Options{}))
+					return c
+				},
 				Faults:  redisFaults(),
 				Call:    2 * time.Second,
 				Recover: 4 * time.Second,
@@ -127,6 +135,21 @@ func onEvery(c *rconn, rule func(p *faultproxy.Proxy) *faultproxy.Rule) []*fault
 		rs[i] = rule(p)
 	}
 	return rs
+}
+
+// deliver removes rules, releasing what they hold, and waits (up to 5s)
+// until the server has answered every command they held.
+func deliver(t *testing.T, rs []*faultproxy.Rule) {
+	removeAll(rs)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, r := range rs {
+		if r.Hits() > 0 {
+			if err := r.Answered(ctx, r.Hits()); err != nil {
+				t.Logf("held commands not all answered after the heal: %v", err)
+			}
+		}
+	}
 }
 
 // removeAll removes rules, releasing what they hold.
@@ -195,17 +218,22 @@ func redisFaults() []locktest.Fault[*rconn] {
 			Name: "partition past the give-up, delivered late", During: locktest.DuringLock, NotOnTryLock: true,
 			Inject: func(t *testing.T, c *rconn) func() {
 				rs := onEvery(c, func(p *faultproxy.Proxy) *faultproxy.Rule { return p.Hold(onKey(c), 0) })
+				return func() { deliver(t, rs) }
+			},
+		},
+		{
+			// As above, but the heal forces the order the network may
+			// choose: on every node, everything a sent after its first
+			// command lands first (the give-up's release finds nothing to
+			// release), and then that first command (the acquisition),
+			// which must not take the key back for nobody.
+			Name: "partition past the give-up, the first command delivered last", During: locktest.DuringLock, NotOnTryLock: true,
+			Inject: func(t *testing.T, c *rconn) func() {
+				first := onEvery(c, func(p *faultproxy.Proxy) *faultproxy.Rule { return p.Hold(onKey(c), 1) })
+				rest := onEvery(c, func(p *faultproxy.Proxy) *faultproxy.Rule { return p.Hold(onKey(c), 0) })
 				return func() {
-					removeAll(rs)
-					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-					defer cancel()
-					for _, r := range rs {
-						if r.Hits() > 0 {
-							if err := r.Answered(ctx, r.Hits()); err != nil {
-								t.Logf("held commands not all answered after the heal: %v", err)
-							}
-						}
-					}
+					deliver(t, rest)
+					deliver(t, first)
 				}
 			},
 		},
