@@ -4,6 +4,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locklab/locklab/internal/retry"
+	"github.com/locklab/locklab/internal/take"
 )
 
 // Exported for the tests in package correct_test.
@@ -15,7 +16,7 @@ var (
 		Src    string
 		Script *redis.Script
 	}{
-		"take.lua":    {takeLua, takeScript},
+		"take.lua":    {take.Src, take.Script},
 		"release.lua": {releaseLua, releaseScript},
 		"enqueue.lua": {enqueueLua, enqueueScript},
 		"queued.lua":  {queuedLua, queuedScript},

@@ -8,9 +8,12 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/locklab/locklab/internal/frame"
 	"github.com/locklab/locklab/internal/keyslot"
 	"github.com/locklab/locklab/internal/retry"
+	"github.com/locklab/locklab/internal/take"
 )
 
 // A holder is the part of a [Mutex] that takes the key, holds it and gives
@@ -25,7 +28,7 @@ type holder struct {
 	queue    string // the wait queue's key
 	ttl      time.Duration
 	ttlMS    any          // ttl in milliseconds, as the scripts take it
-	receipt  any          // how long a release's receipt lives (receiptFor), as the scripts take it
+	receipt  any          // how long a release's receipt lives (retry.ReceiptFor), as the scripts take it
 	notifier *Notifier    // nil when Lock polls
 	f        *frame.Frame // the Mutex's frame: its hook
 
@@ -60,19 +63,19 @@ func (h *holder) acquire(ctx context.Context, tok string, start time.Time) (bool
 	if err := retry.CtxErr(ctx); err != nil {
 		return false, errors.Join(ErrNotObtained, err)
 	}
-	code, err := takeScript.Run(ctx, h.client, []string{h.key, keyslot.Receipt(h.base, tok)}, tok, h.ttlMS).Int64()
+	code, err := take.Run(ctx, h.client, h.key, h.base, tok, h.ttlMS)
 	if err != nil {
 		// No reply does not mean Redis did not run it: the reply may have
 		// been lost, or ctx may have ended while it was on the wire.
 		// Release tok, so a failed attempt never leaves a lock behind that
 		// nobody will release, and one still on its way takes nothing.
-		_, relErr := h.release(ctx, tok, byHolder)
+		_, relErr := h.giveUp(ctx, tok, byHolder)
 		if cerr := retry.CtxErr(ctx); cerr != nil {
 			return false, errors.Join(ErrNotObtained, cerr, relErr)
 		}
 		return false, errors.Join(fmt.Errorf("correct: acquire %q: %w", h.key, err), relErr)
 	}
-	if code != 1 && code != 2 { // 0: another holds it; 3: released already
+	if !take.Held(code) { // another holds it, or tok was released already
 		return false, nil
 	}
 	// The answer came now: too late to hand the lock over? (see Mutex.Lock)
@@ -114,6 +117,22 @@ const (
 // tok; byWaiter, it first takes tok out of the queue. It returns the
 // script's code: 1 deleted, 2 handed over, 0 not ours.
 func (h *holder) release(ctx context.Context, tok string, by releaser) (int64, error) {
+	return h.runRelease(ctx, tok, by, releaseScript.Run)
+}
+
+// giveUp is release for a caller that gives up on tok after a command of
+// it got no answer (it may have run, or may still be on its way). It is
+// sent as EVAL, with the script's source, not EVALSHA: a server that lost
+// its script cache (a restart, a failover) answers an EVALSHA held up in
+// the network with NOSCRIPT when it lands, and nobody is left waiting to
+// send EVAL then; the late command it was to stop would take the lock for
+// a TTL, for nobody.
+func (h *holder) giveUp(ctx context.Context, tok string, by releaser) (int64, error) {
+	return h.runRelease(ctx, tok, by, releaseScript.Eval)
+}
+
+func (h *holder) runRelease(ctx context.Context, tok string, by releaser,
+	send func(context.Context, redis.Scripter, []string, ...any) *redis.Cmd) (int64, error) {
 	ctx, cancel := retry.Detach(ctx)
 	defer cancel()
 	flag := keepArg
@@ -121,7 +140,7 @@ func (h *holder) release(ctx context.Context, tok string, by releaser) (int64, e
 		flag = abandonArg
 	}
 	keys := []string{h.key, h.queue, keyslot.Receipt(h.base, tok)}
-	n, err := releaseScript.Run(ctx, h.client, keys, tok, channelArg, flag, h.receipt).Int64()
+	n, err := send(ctx, h.client, keys, tok, channelArg, flag, h.receipt).Int64()
 	if err != nil {
 		return 0, fmt.Errorf("correct: release %q: %w", h.key, err)
 	}

@@ -3,7 +3,6 @@ package correct
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -16,16 +15,6 @@ import (
 	"github.com/locklab/locklab/internal/token"
 	"github.com/locklab/locklab/observe"
 )
-
-// receiptFor returns how long, in milliseconds, a release's receipt lives
-// for a lock of ttl: retry.ReceiptTTL (a release sent again answers from
-// it), and at least ttl, since it also marks the token released: a
-// command taking it that lands later (take.lua, enqueue.lua, queued.lua,
-// held up in the network after its caller gave up) takes nothing, where a
-// SET NX re-created the key for a TTL, for nobody.
-func receiptFor(ttl time.Duration) string {
-	return strconv.FormatInt(max(retry.ReceiptTTL, ttl).Milliseconds(), 10)
-}
 
 // The release script's fixed arguments, made interface values once: each
 // conversion at the call would allocate, on every Unlock.
@@ -100,7 +89,7 @@ func New(client Client, key string, opts ...Option) *Mutex {
 	}
 	m.h = holder{
 		client: client, key: key, base: base, queue: queueKey,
-		ttl: o.ttl, ttlMS: o.ttl.Milliseconds(), receipt: receiptFor(o.ttl),
+		ttl: o.ttl, ttlMS: o.ttl.Milliseconds(), receipt: retry.ReceiptFor(o.ttl),
 		notifier: o.notifier, f: &m.f,
 	}
 	m.wait = &m.polling

@@ -215,7 +215,7 @@ func (n *Notifier) bounce(key, tok string) {
 	defer cancel()
 	base := keyslot.Base(key)
 	keys := []string{key, base + ":q", keyslot.Receipt(base, tok)}
-	_ = releaseScript.Run(ctx, n.client, keys, tok, channelArg, keepArg, receiptFor(tokenTTL(tok))).Err()
+	_ = releaseScript.Run(ctx, n.client, keys, tok, channelArg, keepArg, retry.ReceiptFor(tokenTTL(tok))).Err()
 }
 
 // tokenTTL returns the TTL a waiter's token names ("<notifier id>.<ttl

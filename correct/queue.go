@@ -240,9 +240,10 @@ func (h *holder) queueErr(ctx context.Context, step string, err error) error {
 
 // abandon takes tok out of the queue and, if the lock was handed to tok
 // meanwhile, passes it on to the next waiter, then returns cause. It runs
-// detached from ctx's cancellation, as Unlock does.
+// detached from ctx's cancellation, as Unlock does, and as a give-up (see
+// giveUp): a join or a look of tok may still be on its way.
 func (h *holder) abandon(ctx context.Context, tok string, cause error) error {
-	if _, err := h.release(ctx, tok, byWaiter); err != nil {
+	if _, err := h.giveUp(ctx, tok, byWaiter); err != nil {
 		return errors.Join(cause, err)
 	}
 	return cause

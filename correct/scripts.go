@@ -16,18 +16,13 @@ import (
 // restart, a failover or SCRIPT FLUSH), after which the server has cached
 // it again.
 //
-// Acquiring is a script too (take.lua), not SET key token NX PX ttl: its
-// answer says whether a refusal met our own token (the command sent a
-// second time, its first reply lost), and it takes nothing for a token
-// that was released already, where a SET NX held up in the network until
-// after its caller gave up re-created the key for a TTL, for nobody.
+// Acquiring is a script too, internal/take's take.lua, not SET key token
+// NX PX ttl: its answer says whether a refusal met our own token (the
+// command sent a second time, its first reply lost), and it takes nothing
+// for a token that was released already, where a SET NX held up in the
+// network until after its caller gave up re-created the key for a TTL, for
+// nobody.
 var (
-	//go:embed take.lua
-	takeLua string
-	// takeScript sets the key to our token if it is free and the token
-	// was not released already.
-	takeScript = redis.NewScript(takeLua)
-
 	// handoffLua is the hand-off step release.lua, enqueue.lua and
 	// queued.lua share, and the waiter's claim of the last two; it is put
 	// in front of each of them.

@@ -2,6 +2,8 @@
 --
 -- KEYS[1]  the lock key
 -- KEYS[2]  the token counter (same cluster slot as KEYS[1]; never deleted)
+-- KEYS[3]  ARGV[1]'s receipt, "<base>:r:<ARGV[1]>": every release of
+--          ARGV[1] leaves it, for at least a TTL (release.lua)
 -- ARGV[1]  the owner value: a fresh random token for this attempt
 -- ARGV[2]  the lease in milliseconds
 --
@@ -12,8 +14,11 @@
 --          client sent it again), and no second token is consumed (while
 --          the key holds ARGV[1] nobody else can acquire, so the counter
 --          still holds ARGV[1]'s token);
---          0 when the lock is held by anyone else: nothing was written and
---          no token was consumed.
+--          0 when the lock is held by anyone else, or when ARGV[1] was
+--          released already (a run that lands after its attempt was given
+--          up, held up in the network: it must not take the lock back for
+--          nobody, as a plain SET NX there did, for a whole TTL): nothing
+--          was written and no token was consumed.
 -- Errors   when the counter is not an integer (INCR fails before anything
 --          is written) or would not be positive (the increment is undone).
 
@@ -22,6 +27,9 @@ if cur == ARGV[1] then
   return tonumber(redis.call('get', KEYS[2]))
 end
 if cur then
+  return 0
+end
+if redis.call('get', KEYS[3]) then
   return 0
 end
 

@@ -58,6 +58,7 @@ type Mutex struct {
 	key     string
 	counter string // the token counter, in key's cluster slot
 	base    string // the prefix of the keys kept beside key (receipts)
+	receipt string // how long a release's receipt lives (retry.ReceiptFor)
 	o       options
 	f       frame.Frame    // the argument error, the hook and the observer
 	gate    preflight.Gate // the server's check before Lock and TryLock
@@ -103,6 +104,7 @@ func New(client Client, key string, opts ...Option) *Mutex {
 		key:     key,
 		counter: counter,
 		base:    base,
+		receipt: retry.ReceiptFor(o.ttl),
 		o:       o,
 		f:       frame.Frame{Kind: "fencing", Key: key, Err: err, Hook: o.hook, Obs: o.observer},
 		gate: preflight.Gate{
@@ -110,7 +112,7 @@ func New(client Client, key string, opts ...Option) *Mutex {
 			Probe: preflight.Probe{
 				Script: releaseScript,
 				Keys:   []string{key, keyslot.Receipt(base, preflight.ProbeToken)},
-				Args:   []any{preflight.ProbeToken, retry.ReceiptMS},
+				Args:   []any{preflight.ProbeToken, "0"}, // no receipt
 			},
 		},
 	}
@@ -193,7 +195,7 @@ func (m *Mutex) try(ctx context.Context) (bool, error) {
 	value := token.New()
 	start := time.Now()
 	ms := m.o.ttl.Milliseconds()
-	n, err := acquireScript.Run(ctx, m.client, []string{m.key, m.counter}, value, ms).Int64()
+	n, err := acquireScript.Run(ctx, m.client, []string{m.key, m.counter, keyslot.Receipt(m.base, value)}, value, ms).Int64()
 	if err != nil {
 		var reply redis.Error
 		if !errors.As(err, &reply) { // no reply from Redis: the script may have run
@@ -270,7 +272,7 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	m.f.At(ctx, HookBeforeRelease)
 	rctx, cancel := retry.Detach(ctx)
 	defer cancel()
-	n, err := releaseScript.Run(rctx, m.client, m.releaseKeys(value), value, retry.ReceiptMS).Int64()
+	n, err := releaseScript.Run(rctx, m.client, m.releaseKeys(value), value, m.receipt).Int64()
 	if err != nil {
 		return fmt.Errorf("fencing: release %q: %w", m.key, err)
 	}
@@ -395,9 +397,14 @@ func (m *Mutex) lost(held time.Duration, err error) {
 }
 
 // releaseLost deletes the lock if an attempt whose reply was lost took it
-// with value. It is best effort: if it fails too, the lease ends the lock.
+// with value, and marks value released (its receipt), so that the attempt,
+// should it still be on its way, takes nothing when it lands. It is best
+// effort: if it fails too, the lease ends the lock. It is sent as EVAL,
+// with the script's source, not EVALSHA: a server that lost its script
+// cache (a restart, a failover) answers an EVALSHA held up in the network
+// with NOSCRIPT when it lands, with nobody left waiting to send EVAL.
 func (m *Mutex) releaseLost(ctx context.Context, value string) {
 	rctx, cancel := retry.Detach(ctx)
 	defer cancel()
-	_ = releaseScript.Run(rctx, m.client, m.releaseKeys(value), value, retry.ReceiptMS).Err()
+	_ = releaseScript.Eval(rctx, m.client, m.releaseKeys(value), value, m.receipt).Err()
 }

@@ -17,8 +17,8 @@ import (
 // them. Each builds its lock on the client's own connections, with the
 // scene's key and TTL and the step controller's hook.
 var (
-	// Correct is package correct's Mutex on the first node: SET NX PX,
-	// owner-checked Lua release, polling with backoff.
+	// Correct is package correct's Mutex on the first node: SET NX PX
+	// (in a script), owner-checked Lua release, polling with backoff.
 	Correct = Register("correct", func(e *Env) Locker { return NewCorrect(e) })
 	// Redlock is package redlock's Mutex on every node of the client, as
 	// [NewRedlock] builds it.

@@ -46,7 +46,7 @@ type Mutex struct {
 	ttlMS   string           // the TTL in milliseconds, for take.lua
 	// receiptMS is how long a release's receipt lives, in milliseconds:
 	// at least a TTL, as it also tells a command that takes the token late
-	// that the token was released (see receiptFor).
+	// that the token was released (see retry.ReceiptFor).
 	receiptMS string
 
 	// contended hints that other clients are waiting: the last Lock had to
@@ -86,7 +86,7 @@ func New(clients []Client, key string, opts ...Option) *Mutex {
 	}
 	m.f = frame.Frame{Kind: "redlock", Key: key, Err: err, Hook: o.hook, Obs: o.observer}
 	m.ttlMS = strconv.FormatInt(o.ttl.Milliseconds(), 10)
-	m.receiptMS = receiptFor(o.ttl)
+	m.receiptMS = retry.ReceiptFor(o.ttl)
 	if err == nil {
 		// "0": the probe leaves no receipt (see release.lua).
 		probe := preflight.Probe{Script: releaseScript, Keys: m.releaseKeys(preflight.ProbeToken), Args: []any{preflight.ProbeToken, "0"}}

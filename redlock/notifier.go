@@ -302,5 +302,5 @@ func (n *Notifier) bounce(i int, key, tok string, after <-chan struct{}) {
 			ttl = max(ttl, time.Duration(ms)*time.Millisecond)
 		}
 	}
-	_ = releaseScript.Run(ctx, n.clients[i], keys, tok, receiptFor(ttl), "1").Err()
+	_ = releaseScript.Run(ctx, n.clients[i], keys, tok, retry.ReceiptFor(ttl), "1").Err()
 }

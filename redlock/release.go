@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -183,16 +181,6 @@ func (m *Mutex) sweep(ctx context.Context, i int, call nodeCall) {
 // releaseKeys are release.lua's keys for tok.
 func (m *Mutex) releaseKeys(tok string) []string {
 	return []string{m.key, m.keys[1], keyslot.Receipt(keyslot.Base(m.key), tok)}
-}
-
-// receiptFor returns how long, in milliseconds, a release's receipt lives
-// for a lock of ttl: retry.ReceiptTTL (a release sent again answers from
-// it), and at least ttl, since it also marks the token released on that
-// node: a SET or queue round of the token that lands later (its client
-// gave up on it) takes nothing (take.lua, acquire.lua), where it
-// re-created the key after Unlock returned, for a TTL, for nobody.
-func receiptFor(ttl time.Duration) string {
-	return strconv.FormatInt(max(retry.ReceiptTTL, ttl).Milliseconds(), 10)
 }
 
 // runRelease runs release.lua on c, and again after a transport error

@@ -142,6 +142,21 @@ func (m *Mutex) script(ctx context.Context, s *redis.Script, owner Owner, id str
 	return s.Run(ctx, m.client, keys, string(owner), ttl, id, max(ttl, retry.ReceiptTTL.Milliseconds())).Int()
 }
 
+// undo runs cancel.lua for the acquire call id of owner, detached from
+// ctx's cancellation (its caller gave up) and bounded by
+// retry.ReleaseTimeout. It is sent as EVAL, with the script's source, not
+// EVALSHA: an undo is rare, so the server may never have cached cancel.lua
+// (since its last restart, or at all), and an EVALSHA held up in the
+// network then lands on NOSCRIPT, with nobody left waiting to send EVAL;
+// the late acquire it was to stop took the lock for a TTL, for nobody.
+func (m *Mutex) undo(ctx context.Context, owner Owner, id string) (int, error) {
+	ctx, cancel := retry.Detach(ctx)
+	defer cancel()
+	keys := []string{m.key, keyslot.Receipt(m.base, id)}
+	ttl := m.o.ttl.Milliseconds()
+	return cancelScript.Eval(ctx, m.client, keys, string(owner), ttl, id, max(ttl, retry.ReceiptTTL.Milliseconds())).Int()
+}
+
 // TryLock tries once to take or re-enter the lock for the Owner in ctx.
 // It reports (false, nil) when another Owner holds it.
 func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
@@ -172,9 +187,7 @@ func (m *Mutex) try(ctx context.Context, owner Owner) (int, error) {
 		// No reply: the acquire may have run, or may still be on its way.
 		// Undo it (cancel.lua also stops a late one), so a failed Lock
 		// leaves no count behind.
-		cctx, cancel := retry.Detach(ctx)
-		_, cerr := m.script(cctx, cancelScript, owner, id)
-		cancel()
+		_, cerr := m.undo(ctx, owner, id)
 		err = retry.Failed(ctx, ErrNotObtained, fmt.Errorf("reentrant: acquire %q: %w", m.key, err))
 		if cerr != nil { // the acquire may have run: its count may stay until the TTL
 			err = errors.Join(err, fmt.Errorf("reentrant: undo %q: %w", m.key, cerr))
@@ -188,9 +201,7 @@ func (m *Mutex) try(ctx context.Context, owner Owner) (int, error) {
 		// The answer came with less than half the lease left: undo this
 		// call (cancel.lua, by its id) rather than return a lease that is
 		// over, or nearly (see Lock).
-		cctx, cancel := retry.Detach(ctx)
-		_, cerr := m.script(cctx, cancelScript, owner, id)
-		cancel()
+		_, cerr := m.undo(ctx, owner, id)
 		err := m.f.TooLate(ErrNotObtained, "acquire", sent, m.o.ttl, "the call was undone")
 		if cerr != nil {
 			return 0, errors.Join(err, fmt.Errorf("reentrant: undo %q: %w", m.key, cerr))

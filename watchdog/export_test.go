@@ -1,9 +1,14 @@
 package watchdog
 
-import "github.com/redis/go-redis/v9"
+import (
+	"github.com/redis/go-redis/v9"
 
-// Scripts lists every script of the package, for the test that loads them.
+	"github.com/locklab/locklab/internal/take"
+)
+
+// Scripts lists every script the package runs, for the test that loads them.
 var Scripts = map[string]*redis.Script{
+	"take.lua":    take.Script,
 	"release.lua": releaseScript,
 	"extend.lua":  extendScript,
 }

@@ -14,16 +14,16 @@ import (
 	"github.com/locklab/locklab/internal/keyslot"
 	"github.com/locklab/locklab/internal/preflight"
 	"github.com/locklab/locklab/internal/retry"
+	"github.com/locklab/locklab/internal/take"
 	"github.com/locklab/locklab/internal/token"
 	"github.com/locklab/locklab/observe"
 )
 
-// Client is the part of a go-redis client the Mutex uses: scripts and SET.
-// *redis.Client, *redis.ClusterClient, *redis.Ring and failover clients
-// all satisfy it.
+// Client is the part of a go-redis client the Mutex uses: scripts (every
+// command it sends is one). *redis.Client, *redis.ClusterClient,
+// *redis.Ring and failover clients all satisfy it.
 type Client interface {
 	redis.Scripter
-	SetArgs(ctx context.Context, key string, value any, a redis.SetArgs) *redis.StatusCmd
 }
 
 // notHeldCtx is what Context returns before the first Lock.
@@ -38,12 +38,14 @@ var notHeldCtx = func() context.Context {
 // after first use. Its methods are safe for concurrent use; as with
 // sync.Mutex, the lock belongs to the Mutex, not to a goroutine.
 type Mutex struct {
-	client Client
-	key    string
-	base   string // the prefix of the keys kept beside key (receipts)
-	o      options
-	f      frame.Frame    // the argument error, the hook and the observer
-	gate   preflight.Gate // the server's check before Lock and TryLock
+	client  Client
+	key     string
+	base    string // the prefix of the keys kept beside key (receipts)
+	o       options
+	ttlMS   any            // o.ttl in milliseconds, as take.lua takes it
+	receipt string         // how long a release's receipt lives (retry.ReceiptFor)
+	f       frame.Frame    // the argument error, the hook and the observer
+	gate    preflight.Gate // the server's check before Lock and TryLock
 
 	// The fields above are set by New and never change.
 
@@ -77,17 +79,19 @@ func New(client Client, key string, opts ...Option) *Mutex {
 		base = keyslot.Base(key)
 	}
 	return &Mutex{
-		client: client,
-		key:    key,
-		base:   base,
-		o:      o,
-		f:      frame.Frame{Kind: "watchdog", Key: key, Err: err, Hook: o.hook, Obs: o.observer},
+		client:  client,
+		key:     key,
+		base:    base,
+		o:       o,
+		ttlMS:   o.ttl.Milliseconds(),
+		receipt: retry.ReceiptFor(o.ttl),
+		f:       frame.Frame{Kind: "watchdog", Key: key, Err: err, Hook: o.hook, Obs: o.observer},
 		gate: preflight.Gate{
 			Pkg: "watchdog", Key: key, Client: client, Eviction: o.evictionCheck, NotObtained: ErrNotObtained,
 			Probe: preflight.Probe{
 				Script: releaseScript,
 				Keys:   []string{key, keyslot.Receipt(base, preflight.ProbeToken)},
-				Args:   []any{preflight.ProbeToken, retry.ReceiptMS},
+				Args:   []any{preflight.ProbeToken, "0"}, // no receipt
 			},
 		},
 	}
@@ -155,9 +159,12 @@ func (m *Mutex) TryLock(ctx context.Context) (bool, error) {
 	return ok, err
 }
 
-// try makes one attempt with a fresh token: SET key token NX PX ttl GET.
-// The GET is what makes it safe to send twice: a SET whose reply was lost
-// and that go-redis sent again finds our own token, and the lock is ours.
+// try makes one attempt with a fresh token: internal/take's take.lua, SET
+// key token NX PX ttl as a script that says whose token a refusal met, so
+// it is safe to send twice (a try whose reply was lost and that go-redis
+// sent again finds our own token, and the lock is ours), and that takes
+// nothing for a token already released (a try held up in the network that
+// lands after this one gave up and released it).
 func (m *Mutex) try(ctx context.Context) (bool, error) {
 	if err := retry.CtxErr(ctx); err != nil {
 		return false, errors.Join(ErrNotObtained, err)
@@ -165,17 +172,18 @@ func (m *Mutex) try(ctx context.Context) (bool, error) {
 	tok := token.New()
 	m.f.At(ctx, HookBeforeAcquire)
 	start := time.Now()
-	prev, err := m.client.SetArgs(ctx, m.key, tok, redis.SetArgs{Mode: "NX", TTL: m.o.ttl, Get: true}).Result()
+	code, err := take.Run(ctx, m.client, m.key, m.base, tok, m.ttlMS)
 	switch {
-	case errors.Is(err, redis.Nil), err == nil && prev == tok:
-		err = retry.CtxErr(ctx) // ours: set now, or by the first run of this SET
+	case err == nil && take.Held(code):
+		err = retry.CtxErr(ctx) // ours: set now, or by the first run of this script
 	case err == nil:
-		return false, nil // taken
+		return false, nil // taken, or tok released already (never, for a live try)
 	}
 	if err != nil {
-		// The SET may have reached Redis even though its reply did not
-		// reach us; the owner-checked release removes our key if so.
-		m.release(ctx, tok)
+		// The try may have reached Redis even though its reply did not
+		// reach us, or may still be on its way; the owner-checked release
+		// removes our key if so, and marks tok released (see giveUp).
+		m.giveUp(ctx, tok)
 		return false, retry.Failed(ctx, ErrNotObtained, fmt.Errorf("watchdog: acquire %q: %w", m.key, err))
 	}
 	if frame.Late(start, m.o.ttl) {
@@ -267,11 +275,25 @@ func (m *Mutex) release(ctx context.Context, tok string) error {
 	return nil
 }
 
+// giveUp releases tok for a try that got no answer, detached from ctx's
+// cancellation: it deletes the key if the try took it, and leaves tok's
+// receipt, so that the try, should it still be on its way, takes nothing
+// when it lands. It is sent as EVAL, with the script's source, not
+// EVALSHA: a server that lost its script cache (a restart, a failover)
+// answers an EVALSHA held up in the network with NOSCRIPT when it lands,
+// with nobody left waiting to send EVAL. It is best effort: if it fails
+// too, the key ends with its TTL.
+func (m *Mutex) giveUp(ctx context.Context, tok string) {
+	ctx, cancel := retry.Detach(ctx)
+	defer cancel()
+	_ = releaseScript.Eval(ctx, m.client, []string{m.key, keyslot.Receipt(m.base, tok)}, tok, m.receipt).Err()
+}
+
 // runRelease runs release.lua for tok: nil when it deleted the key (now or
 // in an earlier run, per its receipt), an error wrapping ErrNotHeld when
 // the key was not tok's.
 func (m *Mutex) runRelease(ctx context.Context, tok string) error {
-	n, err := releaseScript.Run(ctx, m.client, []string{m.key, keyslot.Receipt(m.base, tok)}, tok, retry.ReceiptMS).Int()
+	n, err := releaseScript.Run(ctx, m.client, []string{m.key, keyslot.Receipt(m.base, tok)}, tok, m.receipt).Int()
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/locklab/locklab/watchdog"
 )
 
-// correct: SET NX PX with an owner-checked release and the common TTL, in
+// correct: SET NX PX (in take.lua) with an owner-checked release and the common TTL, in
 // the configuration its package doc recommends for contended locks: one
 // Notifier per client (a separate process would have one), so waiters
 // queue and the holder hands the lock straight to the oldest one.

@@ -57,6 +57,16 @@ const (
 // it (an ARGV).
 var ReceiptMS = strconv.FormatInt(ReceiptTTL.Milliseconds(), 10)
 
+// ReceiptFor returns how long, in milliseconds, as the release scripts take
+// it, a release's receipt lives for a lock of ttl: ReceiptTTL (a release
+// sent again answers from it), and at least ttl, since it also marks the
+// token released: a command taking it that lands later (held up in the
+// network after its caller gave up, or sent again by the client) takes
+// nothing, where a SET NX re-created the key for a TTL, for nobody.
+func ReceiptFor(ttl time.Duration) string {
+	return strconv.FormatInt(max(ReceiptTTL, ttl).Milliseconds(), 10)
+}
+
 // A DelayFunc returns how long to wait before the next attempt, given how
 // many attempts have failed so far (1 after the first). A delay <= 0 means
 // try again at once. It is called from the goroutine running the lock

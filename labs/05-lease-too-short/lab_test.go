@@ -45,7 +45,7 @@ const (
 )
 
 var (
-	// fixedLease is correct.Mutex: SET NX PX and owner-checked scripts,
+	// fixedLease is correct.Mutex: SET NX PX (in take.lua) and owner-checked scripts,
 	// and a lease that nobody renews.
 	fixedLease = labs.Register("lab05-fixed-lease", func(e *labs.Env) labs.Locker {
 		return &subject{inner: labs.NewCorrect(e)}
