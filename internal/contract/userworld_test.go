@@ -137,6 +137,22 @@ func onEvery(c *rconn, rule func(p *faultproxy.Proxy) *faultproxy.Rule) []*fault
 	return rs
 }
 
+// partition holds every command a sends on the key, on every node, and
+// returns the heal: it delivers a's first held command on each node and
+// then the rest, or, firstLast, the rest and then the first.
+func partition(t *testing.T, c *rconn, firstLast bool) func() {
+	onKey := faultproxy.Match{Key: c.key}
+	first := onEvery(c, func(p *faultproxy.Proxy) *faultproxy.Rule { return p.Hold(onKey, 1) })
+	rest := onEvery(c, func(p *faultproxy.Proxy) *faultproxy.Rule { return p.Hold(onKey, 0) })
+	return func() {
+		if firstLast {
+			first, rest = rest, first
+		}
+		deliver(t, first)
+		deliver(t, rest)
+	}
+}
+
 // deliver removes rules, releasing what they hold, and waits (up to 5s)
 // until the server has answered every command they held.
 func deliver(t *testing.T, rs []*faultproxy.Rule) {
@@ -210,32 +226,24 @@ func redisFaults() []locktest.Fault[*rconn] {
 		{
 			// Every command a's process sends on the key vanishes (a
 			// partition) while its Lock runs, past the call's deadline; then
-			// the partition heals and the held commands land late.
+			// the partition heals and the held commands land late. The heal
+			// delivers them in one order and then the other, for the
+			// network may choose either: on every node, the first command
+			// a sent (its take of the key) lands first, and its give-up's
+			// release after it must free the key; or everything a sent
+			// after its first command lands first (the release finds
+			// nothing to release), and then that first command, which must
+			// not take the key back for nobody.
 			// Not on TryLock: a TryLock is a Lock's first attempt (the
 			// same command, and the same release of its token when it
 			// fails), which the partition hits from its start; its runs
 			// cost 2-20s each on every kind (the give-up's wait).
-			Name: "partition past the give-up, delivered late", During: locktest.DuringLock, NotOnTryLock: true,
-			Inject: func(t *testing.T, c *rconn) func() {
-				rs := onEvery(c, func(p *faultproxy.Proxy) *faultproxy.Rule { return p.Hold(onKey(c), 0) })
-				return func() { deliver(t, rs) }
-			},
+			Name: "partition past the give-up, delivered late in order", During: locktest.DuringLock, NotOnTryLock: true,
+			Inject: func(t *testing.T, c *rconn) func() { return partition(t, c, false) },
 		},
 		{
-			// As above, but the heal forces the order the network may
-			// choose: on every node, everything a sent after its first
-			// command lands first (the give-up's release finds nothing to
-			// release), and then that first command (the acquisition),
-			// which must not take the key back for nobody.
 			Name: "partition past the give-up, the first command delivered last", During: locktest.DuringLock, NotOnTryLock: true,
-			Inject: func(t *testing.T, c *rconn) func() {
-				first := onEvery(c, func(p *faultproxy.Proxy) *faultproxy.Rule { return p.Hold(onKey(c), 1) })
-				rest := onEvery(c, func(p *faultproxy.Proxy) *faultproxy.Rule { return p.Hold(onKey(c), 0) })
-				return func() {
-					deliver(t, rest)
-					deliver(t, first)
-				}
-			},
+			Inject: func(t *testing.T, c *rconn) func() { return partition(t, c, true) },
 		},
 		{
 			// a's connections reset while it waits in line (its Notifier's
