@@ -63,7 +63,7 @@ func (h *holder) acquire(ctx context.Context, tok string, start time.Time) (bool
 	if err := retry.CtxErr(ctx); err != nil {
 		return false, errors.Join(ErrNotObtained, err)
 	}
-	code, err := take.Run(ctx, h.client, h.key, h.base, tok, h.ttlMS)
+	code, _, err := take.Run(ctx, h.client, h.key, keyslot.Receipt(h.base, tok), tok, h.ttlMS)
 	if err != nil {
 		// No reply does not mean Redis did not run it: the reply may have
 		// been lost, or ctx may have ended while it was on the wire.

@@ -1,6 +1,10 @@
 package redlock
 
-import "github.com/redis/go-redis/v9"
+import (
+	"github.com/redis/go-redis/v9"
+
+	"github.com/locklab/locklab/internal/take"
+)
 
 // Exported for package redlock_test only.
 var (
@@ -9,6 +13,6 @@ var (
 	DefaultNodeTimeout = defaultNodeTimeout
 	QueueKey           = queueKey
 	ChannelPrefix      = channelPrefix
-	Scripts            = map[string]*redis.Script{"release": releaseScript, "extend": extendScript, "acquire": acquireScript, "take": takeScript}
-	ScriptSources      = map[string]string{"release": releaseLua, "extend": extendLua, "acquire": acquireLua, "take": takeLua}
+	Scripts            = map[string]*redis.Script{"release": releaseScript, "extend": extendScript, "acquire": acquireScript, "take": take.Script}
+	ScriptSources      = map[string]string{"release": releaseLua, "extend": extendLua, "acquire": acquireLua, "take": take.Src}
 )

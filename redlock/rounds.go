@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/locklab/locklab/internal/retry"
+	"github.com/locklab/locklab/internal/take"
 )
 
 // This file is Redlock's rule: a round on every node, a majority, and the
@@ -184,24 +185,24 @@ func (m *Mutex) setRound(ctx context.Context, a *attempt) (outcome, result, erro
 	}
 	ttl := m.o.ttl
 	keys := m.releaseKeys(a.tok) // the key, the queue and tok's receipt; take.lua reads KEYS[1] and KEYS[3]
-	take := func(ctx context.Context, c Client) (any, error) {
-		return takeScript.Run(ctx, c, []string{keys[0], keys[2]}, a.tok, m.ttlMS).Result()
+	run := func(ctx context.Context, c Client) (int64, string, error) {
+		return take.Run(ctx, c, keys[0], keys[2], a.tok, m.ttlMS)
 	}
 	start := time.Now() // monotonic; before the first SET is sent
 	res := m.fanOut(ctx, m.quorum(), func(ctx context.Context, _ int, c Client) (int64, error) {
-		v, err := take(ctx, c)
-		if prev, ok := v.(string); err == nil && ok && slices.Contains(a.earlier, prev) {
+		code, prev, err := run(ctx, c)
+		if err == nil && code == take.Taken && slices.Contains(a.earlier, prev) {
 			// A late SET of this Lock's earlier round holds the node:
 			// ours, and given up. Free the node, and ask again.
 			if err := releaseScript.Run(ctx, c, m.releaseKeys(prev), prev, m.receiptMS, "1").Err(); err != nil {
 				return 0, err
 			}
-			v, err = take(ctx, c)
+			code, _, err = run(ctx, c)
 		}
 		if err != nil {
 			return 0, err
 		}
-		if code, ok := v.(int64); ok && code > 0 {
+		if take.Held(code) {
 			return 1, nil // ours: set now, or by the first run of this script
 		}
 		// Someone else's token, or ours released already: nothing changed.

@@ -11,16 +11,11 @@ import (
 // restarted without data does). Each is a Lua file in this directory whose
 // header names KEYS, ARGV and the return values.
 //
-// A SET round acquires with a script too, not SET key token NX PX ttl: a
-// SET that lands after its token was released (the client gave up on it)
-// would take the node back for nobody; take.lua refuses a released token.
+// A SET round acquires with a script too, internal/take's take.lua, not
+// SET key token NX PX ttl: a SET that lands after its token was released
+// (the client gave up on it) would take the node back for nobody; take.lua
+// refuses a released token.
 var (
-	//go:embed take.lua
-	takeLua string
-	// takeScript is a SET round's SET NX PX on one node, refused to a
-	// token already released there.
-	takeScript = redis.NewScript(takeLua)
-
 	//go:embed release.lua
 	releaseLua string
 	// releaseScript deletes the key if it still holds our token, or hands

@@ -172,7 +172,7 @@ func (m *Mutex) try(ctx context.Context) (bool, error) {
 	tok := token.New()
 	m.f.At(ctx, HookBeforeAcquire)
 	start := time.Now()
-	code, err := take.Run(ctx, m.client, m.key, m.base, tok, m.ttlMS)
+	code, _, err := take.Run(ctx, m.client, m.key, keyslot.Receipt(m.base, tok), tok, m.ttlMS)
 	switch {
 	case err == nil && take.Held(code):
 		err = retry.CtxErr(ctx) // ours: set now, or by the first run of this script

@@ -1,5 +1,5 @@
-// Package take is the acquisition the single-key Redis locks share
-// (correct, watchdog): take.lua, SET key token NX PX ttl as a script that
+// Package take is the acquisition the Redis locks on a string key share
+// (correct, watchdog, and each node of redlock's SET round): take.lua, SET key token NX PX ttl as a script that
 // says whose token a refusal met and takes nothing for a token that was
 // released already.
 //
@@ -14,18 +14,17 @@ package take
 import (
 	"context"
 	_ "embed"
+	"fmt"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/locklab/locklab/internal/keyslot"
 )
 
-// What take.lua answers.
+// What take.lua answers, as Run returns it.
 const (
-	Taken    = 0 // the key holds another token: someone holds the lock
-	Set      = 1 // the key now holds the token, set by this run
-	Ours     = 2 // the key already held the token: the script ran twice (a reply lost)
-	Released = 3 // the token was released already: a run landing late, which takes nothing
+	Released = 0  // the token was released already: a run landing late, which takes nothing
+	Set      = 1  // the key now holds the token, set by this run
+	Ours     = 2  // the key already held the token: the script ran twice (a reply lost)
+	Taken    = -1 // the key holds another token (Run returns it): someone holds the lock
 )
 
 var (
@@ -35,11 +34,21 @@ var (
 	Script = redis.NewScript(Src)
 )
 
-// Run runs take.lua on c for key (whose keyslot.Base is base) and tok,
-// with a TTL of ttlMS milliseconds, and returns its answer: Taken, Set,
-// Ours or Released.
-func Run(ctx context.Context, c redis.Scripter, key, base, tok string, ttlMS any) (int64, error) {
-	return Script.Run(ctx, c, []string{key, keyslot.Receipt(base, tok)}, tok, ttlMS).Int64()
+// Run runs take.lua on c for key and tok, whose receipt key is receipt
+// (keyslot.Receipt), with a TTL of ttlMS milliseconds. It returns Set,
+// Ours or Released; or Taken and the token the key holds.
+func Run(ctx context.Context, c redis.Scripter, key, receipt, tok string, ttlMS any) (code int64, holder string, err error) {
+	v, err := Script.Run(ctx, c, []string{key, receipt}, tok, ttlMS).Result()
+	switch v := v.(type) {
+	case int64:
+		return v, "", err
+	case string:
+		return Taken, v, err
+	}
+	if err == nil {
+		err = fmt.Errorf("take.lua on %q answered %T %v", key, v, v)
+	}
+	return Released, "", err
 }
 
 // Held reports whether code says the key holds the token: Set or Ours.
