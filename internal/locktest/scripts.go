@@ -108,13 +108,17 @@ func CheckGone(t testing.TB, c redis.Cmdable, key, when string) {
 }
 
 // ScanKeys lists the keys on c matching pattern, with SCAN (never KEYS),
-// failing t if the scan fails or takes more than 5s.
+// failing t if the scan fails or takes more than 15s. SCAN walks the whole
+// keyspace whatever the pattern, and a server shared by many tests holds
+// many release receipts (each lives a TTL: see internal/retry's
+// ReceiptFor), so each call asks for 1000 keys: at 100, a walk after 1000
+// waiters on five nodes ran out of 5s under -race on a loaded machine.
 func ScanKeys(t testing.TB, c redis.Cmdable, pattern string) []string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	var keys []string
-	iter := c.Scan(ctx, 0, pattern, 100).Iterator()
+	iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
 	for iter.Next(ctx) {
 		keys = append(keys, iter.Val())
 	}
