@@ -19,11 +19,14 @@
 //
 // # How renewal works
 //
-// Lock takes the key with SET NX PX and a fresh 128-bit token. While the
-// lock is held, a goroutine extends it, only if the key still holds the
-// token, every interval ([WithInterval], default ttl/3). Renewals are due
-// at fixed times counted from the last one that succeeded, so a late timer
-// or a slow reply delays one renewal and never shifts the ones after it.
+// Lock takes the key with SET NX PX and a fresh 128-bit token, in a
+// script (internal/take's take.lua) that also refuses a token already
+// released: a take held up in the network that lands after its Lock gave
+// up takes nothing. While the lock is held, a goroutine extends it, only
+// if the key still holds the token, every interval ([WithInterval],
+// default ttl/3). Renewals are due at fixed times counted from the last
+// one that succeeded, so a late timer or a slow reply delays one renewal
+// and never shifts the ones after it.
 // The holder's deadline is the send time of the last successful renewal
 // plus the TTL, less a margin of ttl/100 + 2ms for clocks that run at
 // slightly different rates: a renewal's effect cannot start before it was
