@@ -21,13 +21,12 @@ import (
 )
 
 // Client is the part of a go-redis client that [Mutex] uses on one node:
-// scripts and SET with arguments. *redis.Client satisfies it, and so does
+// scripts (every command it sends is one). *redis.Client satisfies it, and so does
 // any wrapper that injects faults around one. Each Client must talk to its
 // own independent Redis master: Redlock's safety argument counts nodes, so
 // replicas of one another or two clients for one server break it.
 type Client interface {
 	redis.Scripter
-	SetArgs(ctx context.Context, key string, value any, a redis.SetArgs) *redis.StatusCmd
 }
 
 // Mutex is a lock on one key held on a majority of N independent Redis

@@ -145,12 +145,6 @@ func send[T redis.Cmder](ctx context.Context, b *boundedPipeliner, build func(re
 	return cmd
 }
 
-func (b *boundedPipeliner) SetArgs(ctx context.Context, key string, value any, a redis.SetArgs) *redis.StatusCmd {
-	return send(ctx, b,
-		func(p redis.Pipeliner) *redis.StatusCmd { return p.SetArgs(ctx, key, value, a) },
-		func() *redis.StatusCmd { return b.AutoPipeliner.SetArgs(ctx, key, value, a) }, redis.NewStatusCmd)
-}
-
 func (b *boundedPipeliner) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
 	return send(ctx, b,
 		func(p redis.Pipeliner) *redis.Cmd { return p.Eval(ctx, script, keys, args...) },
